@@ -116,6 +116,11 @@ class ReliableListKeys:
         """SCAN MATCH pattern for this shard's payload keys."""
         return f"job:{{{self.tag}}}:*"
 
+    @property
+    def queue_pattern(self) -> str:
+        """SCAN MATCH pattern for every ``queue:{tag}:*`` key of this shard."""
+        return f"queue:{{{self.tag}}}:*"
+
     # -- keys owned by jobctl ----------------------------------------------
     @property
     def suppressed(self) -> str:

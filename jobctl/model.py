@@ -184,16 +184,18 @@ def parse_envelope(raw: bytes | str | None) -> Envelope:
 class JobRecord:
     """One job as jobctl sees it, in one state.
 
-    ``position`` is the 0-based index from the claim end (the right) for
-    lists, ``score`` the zset score (epoch ms) for scheduled/deadline/
-    suppressed sets.  ``raw`` is the payload key's value as stored.
+    ``position`` is the 0-based distance from the end a list is served from
+    (ready and processing: the right, next to be claimed or oldest claim;
+    dead: the left, newest first).  ``score`` is the zset score (epoch ms) for
+    scheduled and suppressed jobs.  ``raw`` is the payload key's value as
+    stored.  ``state`` is ``None`` for an orphan payload that no state holds.
     """
 
     queue: str
     layout: str
     shard: str
     job_id: str
-    state: State
+    state: State | None
     envelope: Envelope
     raw: bytes | None = None
     position: int | None = None
@@ -213,7 +215,7 @@ class JobRecord:
             "layout": self.layout,
             "shard": self.shard,
             "id": self.job_id,
-            "state": self.state.value,
+            "state": self.state.value if self.state else None,
             "position": self.position,
             "score": self.score,
             "deadline_ms": self.deadline_ms,
@@ -259,6 +261,7 @@ class QueueStatus:
     oldest_ready_since_ms: int | None = None
     oldest_ready_age_ms: int | None = None
     warnings: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

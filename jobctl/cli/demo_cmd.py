@@ -1,0 +1,2 @@
+"""``jobctl demo`` (filled in below)."""
+COMMANDS = []

@@ -1,0 +1,114 @@
+"""``jobctl``: the click entry point, global options and error handling.
+
+stdout carries only data (tables or JSON); every diagnostic goes to stderr.
+Errors print one line, ``jobctl: error: ...``, and exit with a documented
+:class:`~jobctl.exitcodes.ExitCode`; no traceback reaches the operator.
+
+Only click and the light core modules are imported at start-up: layouts,
+rich, textual and pyspark are imported by the commands that need them.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from ..errors import JobctlError
+from ..exitcodes import ExitCode
+from ..session import Session
+
+__all__ = ["cli", "main"]
+
+#: Sessions of the running invocation, so the last-resort handler can scrub secrets.
+_SESSIONS: list[Session] = []
+
+_EPILOG = "\b\nExit codes:\n" + "\n".join(
+    f"  {c.value:>3}  {c.doc}" for c in ExitCode
+) + "\n\b\nServer: --url, else --profile, else $JOBCTL_REDIS_URL, else $REDIS_URL,\n" \
+    "else the config's default_profile, else redis://localhost:6379/0."
+
+
+class _Group(click.Group):
+    """Lists commands in the order they were added."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(self.commands)
+
+
+@click.group(cls=_Group, epilog=_EPILOG, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--url", metavar="URL", help="Redis URL (redis://, rediss://, unix://).")
+@click.option("--profile", metavar="NAME", help="Named connection profile from the config file.")
+@click.option("--config", "config_file", metavar="PATH", type=click.Path(dir_okay=False),
+              help="Config file (else $JOBCTL_CONFIG, ./jobctl.toml, the user config dir).")
+@click.option("--read-only", is_flag=True, help="Refuse every mutating command.")
+@click.option("--timeout", type=click.FloatRange(0.1, 300), default=5.0, show_default=True,
+              help="Socket timeout in seconds.")
+@click.version_option(package_name="jobctl")
+@click.pass_context
+def cli(ctx: click.Context, url, profile, config_file, read_only, timeout) -> None:
+    """Inspect and repair Redis-backed job queues."""
+    session = Session(config_file=config_file, url=url, profile=profile,
+                      read_only_flag=read_only, timeout_s=timeout)
+    ctx.obj = session
+    _SESSIONS.append(session)
+    ctx.call_on_close(session.close)
+
+
+def _register() -> None:
+    from . import demo_cmd, read_cmds
+
+    for mod in (read_cmds, demo_cmd):
+        for command in mod.COMMANDS:
+            cli.add_command(command)
+
+
+_register()
+
+
+def _fail(message: str, code: ExitCode) -> int:
+    click.echo(f"jobctl: error: {message}", err=True)
+    return int(code)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; returns (and exits with) an :class:`ExitCode` value."""
+    try:
+        try:
+            rv = cli.main(args=argv, prog_name="jobctl", standalone_mode=False)
+        except click.exceptions.Exit as exc:
+            rv = exc.exit_code
+        code = int(rv) if isinstance(rv, int) else 0
+    except click.exceptions.Abort:
+        code = _fail("aborted", ExitCode.ABORTED)
+    except click.ClickException as exc:
+        exc.show()
+        code = int(ExitCode.USAGE) if exc.exit_code == 2 else exc.exit_code
+    except JobctlError as exc:
+        code = _fail(str(exc), exc.exit_code)
+    except KeyboardInterrupt:
+        code = _fail("interrupted", ExitCode.INTERRUPTED)
+    except BrokenPipeError:
+        code = int(ExitCode.OK)
+    except Exception as exc:  # last resort: still one line, never a traceback
+        from ..connection import translate
+
+        session = _SESSIONS[-1] if _SESSIONS else None
+        err = translate(exc, session._target if session else None)
+        if isinstance(err, JobctlError):
+            code = _fail(str(err), err.exit_code)
+        else:
+            code = _fail(f"internal error: {exc.__class__.__name__}: {str(exc).splitlines()[0] if str(exc) else ''}",
+                         ExitCode.FAILURE)
+    _SESSIONS.clear()
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        pass
+    if argv is None:
+        sys.exit(code)
+    return code
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

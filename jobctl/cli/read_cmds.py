@@ -1,0 +1,234 @@
+"""Read commands: ``status``, ``ls``, ``inspect``, ``attempts``, ``discover``.
+
+None of them writes to Redis.  Malformed envelopes are reported on stderr
+and the command carries on; keys of the wrong type make the command exit
+with :attr:`ExitCode.DATA` after printing what it could read.
+"""
+
+from __future__ import annotations
+
+import time
+
+import click
+
+from ..exitcodes import ExitCode
+from ..model import State
+from ..session import Session
+from . import render
+
+__all__ = ["COMMANDS"]
+
+pass_session = click.make_pass_decorator(Session)
+
+_STATES = click.Choice([s.value for s in State if s is not State.HISTORY])
+
+
+def _discovery_note(session: Session) -> None:
+    d = session.discovery
+    if d is None:
+        return
+    bound = "" if d.complete else f" (stopped at its bound; the keyspace is larger)"
+    render.note(f"no queue catalogue: discovered {len(d.queues)} reliable-list queue(s) by SCAN "
+                f"of {d.scanned:,} key(s){bound}")
+
+
+def collect_status(session: Session, names: tuple[str, ...]):
+    """Status of each named (or every) queue, read at one ``now``."""
+    from ..layouts.base import now_ms
+
+    with session.errors():
+        queues = session.queues(names)
+        now = now_ms()
+        statuses = [session.layout(q).status(now) for q in queues]
+    return statuses
+
+
+def status_document(session: Session, statuses) -> dict:
+    """The ``status --json`` document (see README, "status JSON contract")."""
+    return {
+        "catalogue": "discovered" if session.discovery is not None else "config",
+        "server": session.target.display,
+        "queues": [s.to_json() for s in statuses],
+    }
+
+
+def _report_problems(statuses) -> bool:
+    bad = False
+    for s in statuses:
+        for w in s.warnings:
+            render.note(f"warning: queue {s.queue}: {w}")
+        for e in s.errors:
+            render.note(f"error: queue {s.queue}: {e}")
+            bad = True
+    return bad
+
+
+@click.command()
+@click.argument("queues", nargs=-1)
+@click.option("--json", "as_json", is_flag=True, help="Print the JSON document instead of a table.")
+@click.option("--watch", type=click.FloatRange(0.2, 3600), metavar="SECONDS",
+              help="Refresh every SECONDS until Ctrl-C.")
+@pass_session
+def status(session: Session, queues: tuple[str, ...], as_json: bool, watch: float | None) -> int:
+    """Depth of every state of QUEUES (default: all).
+
+    Per queue: ready (and per priority), oldest-ready age, scheduled, overdue
+    (due but not moved: scheduler lag), next due, processing, stuck (past
+    the visibility deadline), dead and suppressed.  One refresh costs two
+    pipelined round trips per queue whatever the depth.
+    """
+    if watch is None:
+        statuses = collect_status(session, queues)
+        _discovery_note(session)
+        bad = _report_problems(statuses)
+        if as_json:
+            render.print_json(status_document(session, statuses))
+        else:
+            render.console().print(render.status_table(statuses))
+        return int(ExitCode.DATA if bad else ExitCode.OK)
+    return watch_status(session, queues, watch, as_json=as_json)
+
+
+def watch_status(session: Session, queues: tuple[str, ...], interval: float, *, as_json: bool = False,
+                 stop=None, header=None) -> int:
+    """Refresh the status table every ``interval`` s until Ctrl-C or ``stop()``."""
+    from rich.live import Live
+
+    if as_json:
+        while stop is None or not stop():
+            statuses = collect_status(session, queues)
+            render.print_json(status_document(session, statuses))
+            time.sleep(interval)
+        return int(ExitCode.OK)
+    con = render.console()
+    _discovery_note(session)
+
+    def frame():
+        from rich.console import Group
+        from rich.text import Text
+
+        statuses = collect_status(session, queues)
+        stamp = time.strftime("%H:%M:%S")
+        title = f"{session.target.display}  {stamp}  (every {interval:g}s, Ctrl-C to stop)"
+        parts = [render.status_table(statuses, title=title)]
+        for s in statuses:
+            for w in s.warnings + s.errors:
+                parts.append(Text(f"{s.queue}: {w}", style="yellow"))
+        if header is not None:
+            parts.insert(0, header())
+        return Group(*parts)
+
+    try:
+        with Live(frame(), console=con, refresh_per_second=4, screen=False, auto_refresh=False) as live:
+            while stop is None or not stop():
+                deadline = time.monotonic() + interval
+                while time.monotonic() < deadline and (stop is None or not stop()):
+                    time.sleep(min(0.1, interval))
+                live.update(frame(), refresh=True)
+    except KeyboardInterrupt:
+        pass
+    return int(ExitCode.OK)
+
+
+@click.command(name="ls")
+@click.argument("queue")
+@click.option("--state", type=_STATES, default="ready", show_default=True)
+@click.option("--limit", type=click.IntRange(1, 10_000), default=20, show_default=True)
+@click.option("--json", "as_json", is_flag=True)
+@pass_session
+def ls(session: Session, queue: str, state: str, limit: int, as_json: bool) -> int:
+    """List up to --limit jobs of QUEUE in --state, in serving order.
+
+    ready: next to be claimed first; scheduled: earliest due first;
+    processing: oldest claim first; dead and suppressed: newest first.
+    """
+    from ..layouts.base import now_ms
+
+    with session.errors():
+        layout = session.layout(queue)
+        records = layout.list_jobs(State(state), limit)
+    now = now_ms()
+    for r in records:
+        if r.envelope.problems:
+            render.note(f"warning: job {r.job_id}: malformed envelope: {'; '.join(r.envelope.problems)}")
+    if as_json:
+        render.print_json({"queue": queue, "state": state, "jobs": [r.to_json() for r in records]})
+    else:
+        render.console().print(render.jobs_table(records, now))
+    return int(ExitCode.OK)
+
+
+@click.command()
+@click.argument("queue")
+@click.argument("job_id")
+@click.option("--json", "as_json", is_flag=True)
+@pass_session
+def inspect(session: Session, queue: str, job_id: str, as_json: bool) -> int:
+    """Show one job: state, position or score, deadline, envelope (or raw bytes)."""
+    from ..layouts.base import now_ms
+
+    with session.errors():
+        record = session.layout(queue).inspect(job_id)
+    for p in record.envelope.problems:
+        render.note(f"warning: job {job_id}: {p}")
+    if as_json:
+        render.print_json(record.to_json())
+    else:
+        render.console().print(render.job_panel(record, now_ms()))
+    return int(ExitCode.OK)
+
+
+@click.command()
+@click.argument("queue")
+@click.option("--state", type=_STATES, default="dead", show_default=True)
+@click.option("--json", "as_json", is_flag=True)
+@pass_session
+def attempts(session: Session, queue: str, state: str, as_json: bool) -> int:
+    """The attempt histogram of QUEUE's --state.
+
+    Exact up to 100,000 jobs in the state; beyond that 40 random windows of
+    500 jobs are read and the counts scaled (marked "sampled", "~").
+    """
+    from ..attempts import attempt_histogram
+
+    with session.errors():
+        hist = attempt_histogram(session.layout(queue), State(state))
+    if hist.sampled:
+        render.note(f"{hist.depth:,} jobs in {state}: histogram sampled from {hist.read:,} jobs")
+    if hist.unknown:
+        render.note(f"warning: {hist.unknown:,} job(s) without a readable attempt field")
+    if as_json:
+        render.print_json(hist.to_json())
+    else:
+        render.console().print(render.histogram_table(hist))
+    return int(ExitCode.OK)
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True)
+@click.option("--limit", type=click.IntRange(1000, 100_000_000), default=200_000, show_default=True,
+              help="Examine at most this many keys.")
+@pass_session
+def discover(session: Session, as_json: bool, limit: int) -> int:
+    """Find queues in the keyspace by a bounded SCAN with TYPE checks."""
+    from ..discovery import discover_reliable_lists
+
+    with session.errors():
+        d = discover_reliable_lists(session.client, limit=limit)
+    if as_json:
+        render.print_json({"scanned": d.scanned, "complete": d.complete,
+                           "queues": [{"queue": q.name, "layout": q.layout, "tag": q.tag, "shards": q.shards,
+                                       "priorities": q.priorities, "evidence": d.evidence[q.name]}
+                                      for q in d.queues],
+                           "rejected": d.rejected})
+        return int(ExitCode.OK)
+    for q in d.queues:
+        extra = "".join([f" shards={q.shards}" if q.shards else "", f" priorities={q.priorities}"
+                         if q.priorities else ""])
+        click.echo(f"{q.name}\t{q.layout}\ttag={q.tag}{extra}\t({len(d.evidence[q.name])} keys)")
+    render.note(f"scanned {d.scanned:,} keys{'' if d.complete else ' (bound reached)'}; "
+                f"{len(d.queues)} queue(s)")
+    return int(ExitCode.OK)
+
+
+COMMANDS = [status, ls, inspect, attempts, discover]

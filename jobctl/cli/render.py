@@ -1,0 +1,167 @@
+"""Rich renderables for the CLI's human output (stdout), and the JSON printer.
+
+Nothing here talks to Redis.  ``rich`` is imported when a table is drawn, not
+at start-up.
+"""
+
+from __future__ import annotations
+
+import sys
+from datetime import datetime, timezone
+from typing import Any
+
+import click
+import orjson
+
+from ..durations import format_duration
+from ..model import JobRecord, QueueStatus
+
+__all__ = ["print_json", "status_table", "jobs_table", "job_panel", "histogram_table", "fmt_ms",
+           "console"]
+
+
+def print_json(data: Any) -> None:
+    """Write ``data`` as one JSON document (plus newline) to stdout."""
+    sys.stdout.buffer.write(orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS))
+    sys.stdout.buffer.write(b"\n")
+    sys.stdout.flush()
+
+
+def console(stderr: bool = False):
+    from rich.console import Console
+
+    return Console(stderr=stderr, highlight=False, soft_wrap=False)
+
+
+def fmt_ms(epoch_ms: int | None) -> str:
+    """Epoch ms -> ``2026-11-21 10:04:05.123Z``; ``-`` for None."""
+    if epoch_ms is None:
+        return "-"
+    dt = datetime.fromtimestamp(epoch_ms / 1000, tz=timezone.utc)
+    return dt.strftime("%Y-%m-%d %H:%M:%S.") + f"{epoch_ms % 1000:03d}Z"
+
+
+def _age(ms: int | None) -> str:
+    return "-" if ms is None else format_duration(ms)
+
+
+def _rel(now: int, when: int | None) -> str:
+    if when is None:
+        return "-"
+    delta = when - now
+    return f"in {format_duration(delta)}" if delta >= 0 else f"{format_duration(-delta)} ago"
+
+
+def status_table(statuses: list[QueueStatus], *, title: str | None = None):
+    """The ``jobctl status`` table: one row per logical queue."""
+    from rich.table import Table
+
+    t = Table(title=title, title_justify="left", header_style="bold")
+    for col, just in (("queue", "left"), ("layout", "left"), ("ready", "right"), ("oldest ready", "right"),
+                      ("scheduled", "right"), ("overdue", "right"), ("next due", "right"),
+                      ("processing", "right"), ("stuck", "right"), ("dead", "right"),
+                      ("suppressed", "right")):
+        t.add_column(col, justify=just)
+    for s in statuses:
+        ready = f"{s.ready:,}"
+        if s.ready_by_priority:
+            ready += " (" + " ".join(f"{k}:{v:,}" for k, v in sorted(s.ready_by_priority.items())) + ")"
+        overdue = f"{s.scheduled_overdue:,}"
+        if s.scheduled_overdue:
+            overdue = f"[yellow]{overdue} (max {_age(s.scheduled_overdue_max_age_ms)})[/]"
+        stuck = f"[red]{s.stuck:,}[/]" if s.stuck else "0"
+        dead = f"[red]{s.dead:,}[/]" if s.dead else "0"
+        name = s.queue + (f" [dim]x{s.shards}[/]" if s.shards > 1 else "")
+        if s.errors:
+            name += " [red]![/]"
+        t.add_row(name, s.layout, ready, _age(s.oldest_ready_age_ms), f"{s.scheduled:,}", overdue,
+                  _rel(s.now_ms, s.next_due_ms), f"{s.processing:,}", stuck, dead, f"{s.suppressed:,}")
+    return t
+
+
+def jobs_table(records: list[JobRecord], now: int):
+    """The ``jobctl ls`` table."""
+    from rich.table import Table
+
+    t = Table(header_style="bold")
+    for col in ("#", "id", "type", "tenant", "attempt", "created", "when", "error"):
+        t.add_column(col, justify="right" if col in ("#", "attempt") else "left", overflow="fold")
+    for n, r in enumerate(records):
+        e = r.envelope
+        if r.state is not None and r.state.value == "scheduled":
+            when = "due " + _rel(now, r.score)
+        elif r.state is not None and r.state.value == "processing":
+            when = "deadline " + _rel(now, r.deadline_ms) if r.deadline_ms is not None else "[red]no deadline[/]"
+        elif r.state is not None and r.state.value == "suppressed":
+            when = "suppressed " + _rel(now, r.score)
+        elif r.state is not None and r.state.value == "dead":
+            when = "dead " + _rel(now, r.meta.get("dead_since_ms"))
+        else:
+            when = "ready " + _rel(now, e.ready_since_ms)
+        attempt = "-" if e.attempt is None else f"{e.attempt}/{e.max_attempts if e.max_attempts is not None else '?'}"
+        err = e.last_error_code or ""
+        if e.problems:
+            err = f"[red]malformed: {e.problems[0]}[/]"
+        t.add_row(str(n + 1), r.job_id, e.job_type or "-", e.tenant_id or "-", attempt,
+                  _rel(now, e.created_ms), when, err)
+    return t
+
+
+def job_panel(r: JobRecord, now: int):
+    """The ``jobctl inspect`` view: state facts, then the envelope or raw bytes."""
+    from rich.console import Group
+    from rich.json import JSON
+    from rich.panel import Panel
+    from rich.table import Table
+    from rich.text import Text
+
+    facts = Table.grid(padding=(0, 2))
+    facts.add_column(style="bold")
+    facts.add_column()
+    facts.add_row("queue", f"{r.queue} ({r.layout}, shard {r.shard})")
+    facts.add_row("state", r.state.value if r.state else "[red]none[/]")
+    if r.position is not None:
+        facts.add_row("position", f"{r.position} from the served end")
+    if r.score is not None:
+        facts.add_row("score", f"{fmt_ms(r.score)} ({_rel(now, r.score)})")
+    if r.deadline_ms is not None:
+        facts.add_row("deadline", f"{fmt_ms(r.deadline_ms)} ({_rel(now, r.deadline_ms)})")
+    for k, v in r.meta.items():
+        facts.add_row(k, str(v))
+    for p in r.envelope.problems:
+        facts.add_row("[red]problem[/]", p)
+    if r.envelope.document is not None:
+        body = JSON.from_data(r.envelope.document)
+    elif r.raw is None:
+        body = Text("(no payload)", style="red")
+    else:
+        try:
+            body = Text(r.raw.decode("utf-8"))
+        except UnicodeDecodeError:
+            body = Text(repr(r.raw))
+    return Group(Panel(facts, title=f"job {r.job_id}", title_align="left"),
+                 Panel(body, title="envelope" if r.envelope.document is not None else "raw value",
+                       title_align="left"))
+
+
+def histogram_table(hist) -> Any:
+    """The ``jobctl attempts`` bar chart."""
+    from rich.table import Table
+
+    t = Table(header_style="bold", title=f"{hist.queue} {hist.state}: attempts"
+              + (" (sampled)" if hist.sampled else ""), title_justify="left")
+    t.add_column("attempt", justify="right")
+    t.add_column("jobs", justify="right")
+    t.add_column("")
+    top = max(hist.counts.values(), default=0) or 1
+    for k in sorted(hist.counts):
+        v = hist.counts[k]
+        t.add_row(str(k), f"{'~' if hist.sampled else ''}{v:,}", "█" * max(1, round(40 * v / top)))
+    if hist.unknown:
+        t.add_row("?", f"{hist.unknown:,}", "[dim]no attempt field[/]")
+    return t
+
+
+def note(message: str) -> None:
+    """A diagnostic line on stderr."""
+    click.echo(f"jobctl: {message}", err=True)

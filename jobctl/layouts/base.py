@@ -1,0 +1,101 @@
+"""The interface every queue layout implements.
+
+A :class:`Layout` instance stands for one logical queue (all of its shards)
+on one server.  The read side maps the layout's own keys into the shared read
+model (:mod:`jobctl.model`); the operation engine (later) asks the layout for
+per-job Lua moves through the same object.
+
+Contract for implementers:
+
+* ``status`` costs a bounded number of pipelined round trips whatever the
+  depth (no full scans).
+* ``list_jobs`` and ``iter_batches`` read at most ``limit``/``batch`` entries
+  per command; nothing reads a whole key.
+* Nothing here writes to Redis.
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, ClassVar
+
+from ..model import JobRecord, QueueStatus, State
+
+if TYPE_CHECKING:
+    import redis
+
+    from ..config import QueueConfig
+
+__all__ = ["Layout", "now_ms"]
+
+
+def now_ms() -> int:
+    """The local wall clock in epoch milliseconds."""
+    return time.time_ns() // 1_000_000
+
+
+class Layout(ABC):
+    """One logical queue of one layout.
+
+    ``client`` is a ``redis.Redis`` returning bytes; ``queue`` its catalogue
+    entry.  Raises from redis-py propagate (the front ends translate them
+    with :func:`jobctl.connection.translate`).
+    """
+
+    #: Layout name as written in the config (``layout = "..."``).
+    name: ClassVar[str]
+    #: States this layout has, in display order.
+    states: ClassVar[tuple[State, ...]]
+
+    def __init__(self, client: "redis.Redis", queue: "QueueConfig") -> None:
+        self.client = client
+        self.queue = queue
+
+    @property
+    def queue_name(self) -> str:
+        return self.queue.name
+
+    @abstractmethod
+    def status(self, now: int | None = None) -> QueueStatus:
+        """Depths, overdue/stuck counts and oldest-ready age at ``now`` (epoch ms)."""
+
+    @abstractmethod
+    def list_jobs(self, state: State, limit: int = 20, now: int | None = None) -> list[JobRecord]:
+        """Up to ``limit`` jobs in ``state``, in the order the state is served.
+
+        Ready: next to be claimed first.  Scheduled: earliest due first.
+        Processing: earliest deadline first.  Dead and suppressed: newest
+        first.  Raises :class:`~jobctl.errors.UsageError` for a state the
+        layout does not have.
+        """
+
+    @abstractmethod
+    def inspect(self, job_id: str) -> JobRecord:
+        """The job ``job_id`` with its state, position/score and deadline.
+
+        Raises :class:`~jobctl.errors.NotFound` when no state holds the id and
+        no payload exists.
+        """
+
+    @abstractmethod
+    def depth(self, state: State) -> int:
+        """How many jobs ``state`` holds (one round trip per shard)."""
+
+    @abstractmethod
+    def iter_batches(self, state: State, batch: int = 1000,
+                     sample: tuple[int, int] | None = None) -> Iterator[list[JobRecord]]:
+        """Walk ``state`` in batches of at most ``batch`` records with envelopes.
+
+        ``sample=(windows, window_size)`` reads only that many windows at
+        random offsets instead of the whole state.  Bounded per command.
+        """
+
+    def check_supported(self, state: State) -> None:
+        """Raise :class:`~jobctl.errors.UsageError` if ``state`` is not one of ours."""
+        if state not in self.states:
+            from ..errors import UsageError
+
+            names = ", ".join(s.value for s in self.states)
+            raise UsageError(f"layout {self.name} has no state {state.value!r} (it has: {names})")

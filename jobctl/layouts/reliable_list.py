@@ -1,0 +1,350 @@
+"""The ``reliable-list`` layout (layouts.md section 1; seed 000 sections 5,
+7-10, 18 and 20): ready/processing lists, a visibility-deadline zset, a
+scheduled zset, a dead list and one JSON envelope string per job.
+
+A logical queue may span shard tags ``<tag>:00..`` (section 20); every read
+here is per shard and summed.  Keys come from :mod:`jobctl.keys` only.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import DataError, NotFound
+from ..keys import ReliableListKeys, shard_tags
+from ..model import JobRecord, QueueStatus, State, parse_envelope
+from .base import Layout, now_ms
+
+__all__ = ["ReliableList"]
+
+
+def _s(value: bytes | str) -> str:
+    return value.decode("utf-8", "surrogateescape") if isinstance(value, bytes) else value
+
+
+def _score(value: Any) -> int | None:
+    return None if value is None else int(float(value))
+
+
+_RECORD_ATTRS = frozenset({"position", "score", "deadline_ms"})
+
+
+@dataclass(frozen=True)
+class _ListRef:
+    """A ready list of one shard and its priority label (``None``: plain)."""
+
+    key: str
+    priority: str | None
+
+
+class ReliableList(Layout):
+    """A reliable-list queue; see the module docstring."""
+
+    name = "reliable-list"
+    states = (State.READY, State.SCHEDULED, State.PROCESSING, State.DEAD, State.SUPPRESSED)
+
+    def __init__(self, client, queue) -> None:
+        super().__init__(client, queue)
+        self.shards = [ReliableListKeys(t) for t in shard_tags(queue.base_tag, queue.shards)]
+
+    # -- helpers -----------------------------------------------------------
+    def ready_lists(self, keys: ReliableListKeys) -> list[_ListRef]:
+        """The shard's ready lists in serving order: p0..pN, then the plain list."""
+        refs = [_ListRef(keys.ready_priority(p), f"p{p}") for p in range(self.queue.priorities or 0)]
+        refs.append(_ListRef(keys.ready, None))
+        return refs
+
+    def _pipeline(self):
+        return self.client.pipeline(transaction=False)
+
+    @staticmethod
+    def _raise_errors(results: list[Any], keys: list[str]) -> list[str]:
+        errors = []
+        for res, key in zip(results, keys):
+            if isinstance(res, Exception):
+                text = str(res).splitlines()[0]
+                if text.upper().startswith("WRONGTYPE"):
+                    errors.append(f"key {key} holds the wrong Redis type")
+                else:
+                    raise res
+        return errors
+
+    def _shard_label(self, keys: ReliableListKeys) -> str:
+        return keys.tag
+
+    def _records(self, keys: ReliableListKeys, ids: list[str], state: State | None,
+                 extra: list[dict[str, Any]] | None = None) -> list[JobRecord]:
+        """Load envelopes of ``ids`` (one pipelined round trip) into records."""
+        if not ids:
+            return []
+        raws = self.client.mget([keys.job(i) for i in ids])
+        out = []
+        for n, (job_id, raw) in enumerate(zip(ids, raws)):
+            env = parse_envelope(raw)
+            rec = JobRecord(queue=self.queue_name, layout=self.name, shard=self._shard_label(keys),
+                            job_id=job_id, state=state, envelope=env, raw=raw)
+            for k, v in (extra[n] if extra else {}).items():
+                if k in _RECORD_ATTRS:
+                    setattr(rec, k, v)
+                else:
+                    rec.meta[k] = v
+            if state is State.DEAD and env.last_attempt_ms is not None:
+                rec.meta.setdefault("dead_since_ms", env.last_attempt_ms)
+            out.append(rec)
+        return out
+
+    # -- status --------------------------------------------------------------
+    def status(self, now: int | None = None) -> QueueStatus:
+        now = now_ms() if now is None else now
+        st = QueueStatus(queue=self.queue_name, layout=self.name, now_ms=now, shards=len(self.shards))
+        pipe = self._pipeline()
+        plan: list[tuple[str, str, Any]] = []  # (what, key, extra) per command
+
+        def add(what: str, key: str, extra: Any, fn, *args, **kw):
+            fn(*args, **kw)
+            plan.append((what, key, extra))
+
+        for keys in self.shards:
+            for ref in self.ready_lists(keys):
+                add("ready_len", ref.key, ref, pipe.llen, ref.key)
+                add("ready_tail", ref.key, (keys, ref), pipe.lindex, ref.key, -1)
+            add("scheduled", keys.scheduled, None, pipe.zcard, keys.scheduled)
+            add("overdue", keys.scheduled, None, pipe.zcount, keys.scheduled, "-inf", now)
+            add("first_due", keys.scheduled, None, pipe.zrange, keys.scheduled, 0, 0, withscores=True)
+            add("next_due", keys.scheduled, None, pipe.zrange, keys.scheduled, f"({now}", "+inf",
+                byscore=True, offset=0, num=1, withscores=True)
+            add("processing", keys.processing, None, pipe.llen, keys.processing)
+            add("stuck", keys.deadline, None, pipe.zcount, keys.deadline, "-inf", f"({now}")
+            add("next_deadline", keys.deadline, None, pipe.zrange, keys.deadline, f"({now}", "+inf",
+                byscore=True, offset=0, num=1, withscores=True)
+            add("dead", keys.dead, None, pipe.llen, keys.dead)
+            add("suppressed", keys.suppressed, None, pipe.zcard, keys.suppressed)
+        results = pipe.execute(raise_on_error=False)
+        st.errors.extend(self._raise_errors(results, [p[1] for p in plan]))
+
+        tails: list[tuple[ReliableListKeys, str]] = []
+        overdue_min: int | None = None
+        for (what, key, extra), res in zip(plan, results):
+            if isinstance(res, Exception):
+                continue
+            if what == "ready_len":
+                st.ready += res
+                if extra.priority is not None:
+                    st.ready_by_priority[extra.priority] = st.ready_by_priority.get(extra.priority, 0) + res
+            elif what == "ready_tail":
+                if res is not None:
+                    tails.append((extra[0], _s(res)))
+            elif what == "scheduled":
+                st.scheduled += res
+            elif what == "overdue":
+                st.scheduled_overdue += res
+            elif what == "first_due":
+                if res and res[0][1] <= now:
+                    due = int(res[0][1])
+                    overdue_min = due if overdue_min is None else min(overdue_min, due)
+            elif what == "next_due":
+                if res:
+                    due = int(res[0][1])
+                    st.next_due_ms = due if st.next_due_ms is None else min(st.next_due_ms, due)
+            elif what == "processing":
+                st.processing += res
+            elif what == "stuck":
+                st.stuck += res
+            elif what == "next_deadline":
+                if res:
+                    d = int(res[0][1])
+                    st.next_deadline_ms = d if st.next_deadline_ms is None else min(st.next_deadline_ms, d)
+            elif what == "dead":
+                st.dead += res
+            elif what == "suppressed":
+                st.suppressed += res
+        if overdue_min is not None:
+            st.scheduled_overdue_max_age_ms = max(0, now - overdue_min)
+
+        if tails:
+            pipe = self._pipeline()
+            for keys, job_id in tails:
+                pipe.get(keys.job(job_id))
+            for (keys, job_id), raw in zip(tails, pipe.execute(raise_on_error=False)):
+                if isinstance(raw, Exception):
+                    st.errors.extend(self._raise_errors([raw], [keys.job(job_id)]))
+                    continue
+                env = parse_envelope(raw)
+                since = env.ready_since_ms
+                if env.problems or since is None:
+                    problem = env.problems[0] if env.problems else "no timestamps"
+                    st.warnings.append(f"oldest ready job {job_id} in shard {keys.tag}: {problem}")
+                    continue
+                if st.oldest_ready_since_ms is None or since < st.oldest_ready_since_ms:
+                    st.oldest_ready_since_ms = since
+        if st.oldest_ready_since_ms is not None:
+            st.oldest_ready_age_ms = max(0, now - st.oldest_ready_since_ms)
+        return st
+
+    def depth(self, state: State) -> int:
+        self.check_supported(state)
+        pipe = self._pipeline()
+        for keys in self.shards:
+            for key in self._state_keys(keys, state):
+                (pipe.zcard if state in (State.SCHEDULED, State.SUPPRESSED) else pipe.llen)(key)
+        return sum(pipe.execute())
+
+    def _state_keys(self, keys: ReliableListKeys, state: State) -> list[str]:
+        if state is State.READY:
+            return [r.key for r in self.ready_lists(keys)]
+        return [{State.SCHEDULED: keys.scheduled, State.PROCESSING: keys.processing,
+                 State.DEAD: keys.dead, State.SUPPRESSED: keys.suppressed}[state]]
+
+    # -- listing ------------------------------------------------------------
+    def list_jobs(self, state: State, limit: int = 20, now: int | None = None) -> list[JobRecord]:
+        self.check_supported(state)
+        records: list[JobRecord] = []
+        for keys in self.shards:
+            records.extend(self._list_shard(keys, state, limit))
+        if len(self.shards) > 1:
+            records.sort(key=_SORT_KEYS[state])
+        return records[:limit]
+
+    def _list_shard(self, keys: ReliableListKeys, state: State, limit: int) -> list[JobRecord]:
+        if state is State.READY:
+            out: list[JobRecord] = []
+            for rank, ref in enumerate(self.ready_lists(keys)):
+                if len(out) >= limit:
+                    break
+                ids = [_s(x) for x in reversed(self.client.lrange(ref.key, -(limit - len(out)), -1))]
+                extra = [{"position": n, "priority": ref.priority, "priority_rank": rank}
+                         for n in range(len(ids))]
+                out.extend(self._records(keys, ids, State.READY, extra))
+            return out
+        if state is State.SCHEDULED:
+            pairs = self.client.zrange(keys.scheduled, 0, limit - 1, withscores=True)
+            ids = [_s(m) for m, _ in pairs]
+            return self._records(keys, ids, state, [{"score": int(sc)} for _, sc in pairs])
+        if state is State.PROCESSING:
+            ids = [_s(x) for x in reversed(self.client.lrange(keys.processing, -limit, -1))]
+            deadlines = self.client.zmscore(keys.deadline, ids) if ids else []
+            extra = [{"position": n, "deadline_ms": _score(d)} for n, d in enumerate(deadlines)]
+            recs = self._records(keys, ids, state, extra)
+            for r in recs:
+                if r.deadline_ms is None:
+                    r.meta["problem"] = "no visibility deadline"
+            return recs
+        if state is State.DEAD:
+            ids = [_s(x) for x in self.client.lrange(keys.dead, 0, limit - 1)]
+            return self._records(keys, ids, state, [{"position": n} for n in range(len(ids))])
+        pairs = self.client.zrange(keys.suppressed, 0, limit - 1, desc=True, withscores=True)
+        ids = [_s(m) for m, _ in pairs]
+        return self._records(keys, ids, state, [{"score": int(sc)} for _, sc in pairs])
+
+    # -- inspect ------------------------------------------------------------
+    def inspect(self, job_id: str) -> JobRecord:
+        found: list[JobRecord] = []
+        for keys in self.shards:
+            lists = [(r.key, State.READY, r.priority) for r in self.ready_lists(keys)]
+            lists += [(keys.processing, State.PROCESSING, None), (keys.dead, State.DEAD, None)]
+            pipe = self._pipeline()
+            pipe.get(keys.job(job_id))
+            for key, _, _ in lists:
+                pipe.lpos(key, job_id)
+                pipe.llen(key)
+            pipe.zscore(keys.scheduled, job_id)
+            pipe.zscore(keys.deadline, job_id)
+            pipe.zscore(keys.suppressed, job_id)
+            res = pipe.execute(raise_on_error=False)
+            errors = self._raise_errors(res, [keys.job(job_id)] + [k for k, _, _ in lists for _ in (0, 1)]
+                                        + [keys.scheduled, keys.deadline, keys.suppressed])
+            if errors:
+                raise DataError(errors[0])
+            raw = res[0]
+            states: list[tuple[State, dict[str, Any]]] = []
+            for n, (key, state, prio) in enumerate(lists):
+                idx, length = res[1 + 2 * n], res[2 + 2 * n]
+                if idx is None:
+                    continue
+                pos = idx if state is State.DEAD else length - 1 - idx
+                info: dict[str, Any] = {"position": pos, "key": key}
+                if prio is not None:
+                    info["priority"] = prio
+                states.append((state, info))
+            sched, deadline, supp = (_score(x) for x in res[-3:])
+            if sched is not None:
+                states.append((State.SCHEDULED, {"score": sched, "key": keys.scheduled}))
+            if supp is not None:
+                states.append((State.SUPPRESSED, {"score": supp, "key": keys.suppressed}))
+            if raw is None and not states and deadline is None:
+                continue
+            env = parse_envelope(raw)
+            state, info = states[0] if states else (None, {})
+            rec = JobRecord(queue=self.queue_name, layout=self.name, shard=keys.tag, job_id=job_id,
+                            state=state, envelope=env, raw=raw, position=info.get("position"),
+                            score=info.get("score"), deadline_ms=deadline)
+            rec.meta["payload_key"] = keys.job(job_id)
+            if "key" in info:
+                rec.meta["state_key"] = info["key"]
+            if "priority" in info:
+                rec.meta["priority"] = info["priority"]
+            if len(states) > 1:
+                rec.meta["also_in"] = [s.value for s, _ in states[1:]]
+            if raw is None:
+                rec.meta["problem"] = "dangling id: no payload key"
+            elif not states:
+                rec.meta["problem"] = "orphan payload: no state holds this id"
+            if deadline is not None and state is not State.PROCESSING:
+                rec.meta["stray_deadline"] = True
+            if state is State.DEAD and env.last_attempt_ms is not None:
+                rec.meta["dead_since_ms"] = env.last_attempt_ms
+            found.append(rec)
+        if not found:
+            raise NotFound(f"job {job_id!r} not found in queue {self.queue_name}")
+        if len(found) > 1:
+            found[0].meta["also_in_shards"] = [r.shard for r in found[1:]]
+        return found[0]
+
+    # -- batched walks --------------------------------------------------------
+    def iter_batches(self, state: State, batch: int = 1000,
+                     sample: tuple[int, int] | None = None) -> Iterator[list[JobRecord]]:
+        self.check_supported(state)
+        for keys in self.shards:
+            for key in self._state_keys(keys, state):
+                is_zset = state in (State.SCHEDULED, State.SUPPRESSED)
+                length = self.client.zcard(key) if is_zset else self.client.llen(key)
+                if length == 0:
+                    continue
+                if sample is None:
+                    starts = range(0, length, batch)
+                    size = batch
+                else:
+                    windows, size = sample
+                    size = min(size, batch)
+                    n_windows = min(windows, max(1, length // size))
+                    starts = sorted(random.sample(range(0, max(1, length - size + 1)), n_windows)) \
+                        if length > size else [0]
+                for start in starts:
+                    if is_zset:
+                        pairs = self.client.zrange(key, start, start + size - 1, withscores=True)
+                        ids = [_s(m) for m, _ in pairs]
+                        extra = [{"score": int(sc)} for _, sc in pairs]
+                    else:
+                        # walk from the tail with negative indexes: LPUSHes at the
+                        # head during the walk do not shift them.
+                        raw_ids = self.client.lrange(key, -(start + size), -(start + 1))
+                        ids = [_s(x) for x in reversed(raw_ids)]
+                        extra = [{"position": start + n} for n in range(len(ids))]
+                    if ids:
+                        yield self._records(keys, ids, state, extra)
+
+
+def _ready_sort(r: JobRecord):
+    return (r.meta.get("priority_rank", 0), r.envelope.ready_since_ms or 0)
+
+
+_SORT_KEYS = {
+    State.READY: _ready_sort,
+    State.SCHEDULED: lambda r: r.score or 0,
+    State.PROCESSING: lambda r: (r.deadline_ms is not None, r.deadline_ms or 0),
+    State.DEAD: lambda r: -(r.envelope.last_attempt_ms or 0),
+    State.SUPPRESSED: lambda r: -(r.score or 0),
+}

@@ -1,0 +1,112 @@
+"""A connection plus its queue catalogue: what both front ends start from.
+
+:class:`Session` resolves the server (:mod:`jobctl.connection`), loads the
+config (:mod:`jobctl.config`), and turns queue names into layouts, using the
+catalogue or, when the catalogue names no queue, a bounded discovery
+(:mod:`jobctl.discovery`).  It is headless: the CLI and the TUI both use it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from .config import Config, QueueConfig, load_config
+from .connection import Target, connect, resolve_target, translate_redis_errors
+from .errors import NotFound, ReadOnlyRefused
+
+if TYPE_CHECKING:
+    import redis
+
+    from .discovery import Discovery
+    from .layouts.base import Layout
+
+__all__ = ["Session"]
+
+
+@dataclass
+class Session:
+    """Lazily connected session.
+
+    ``read_only`` (from ``--read-only`` or the profile) makes
+    :meth:`require_writable` raise :class:`ReadOnlyRefused` before any write.
+    """
+
+    config_file: str | None = None
+    url: str | None = None
+    profile: str | None = None
+    read_only_flag: bool = False
+    timeout_s: float = 5.0
+    _config: Config | None = field(default=None, repr=False)
+    _target: Target | None = field(default=None, repr=False)
+    _client: "redis.Redis | None" = field(default=None, repr=False)
+    discovery: "Discovery | None" = field(default=None, repr=False)
+
+    @property
+    def config(self) -> Config:
+        if self._config is None:
+            self._config = load_config(self.config_file)
+        return self._config
+
+    @property
+    def target(self) -> Target:
+        if self._target is None:
+            self._target = resolve_target(self.config, url=self.url, profile=self.profile)
+        return self._target
+
+    @property
+    def read_only(self) -> bool:
+        return self.read_only_flag or self.target.read_only
+
+    def require_writable(self, what: str) -> None:
+        """Raise :class:`ReadOnlyRefused` when the session is read-only."""
+        if self.read_only:
+            raise ReadOnlyRefused(f"{what} refused: read-only mode (--read-only or profile setting)")
+
+    @property
+    def client(self) -> "redis.Redis":
+        """The connected client; raises ConnectionFailed/AuthFailed on first use."""
+        if self._client is None:
+            self._client = connect(self.target, timeout_s=self.timeout_s)
+        return self._client
+
+    def errors(self) -> translate_redis_errors:
+        """``with session.errors(): ...`` turns redis-py errors into JobctlErrors."""
+        return translate_redis_errors(self._target)
+
+    def catalogue(self) -> list[QueueConfig]:
+        """Configured queues, else the discovered ones (sets :attr:`discovery`)."""
+        if self.config.queues:
+            return list(self.config.queues.values())
+        if self.discovery is None:
+            from .discovery import discover_reliable_lists
+
+            with self.errors():
+                self.discovery = discover_reliable_lists(self.client)
+        return list(self.discovery.queues)
+
+    def queue(self, name: str) -> QueueConfig:
+        """The catalogue entry ``name``; raises :class:`NotFound` naming the known ones."""
+        for q in self.catalogue():
+            if q.name == name:
+                return q
+        known = ", ".join(q.name for q in self.catalogue()) or "none"
+        src = "configured" if self.config.queues else "discovered"
+        raise NotFound(f"unknown queue {name!r} ({src} queues: {known})")
+
+    def queues(self, names: list[str] | tuple[str, ...] = ()) -> list[QueueConfig]:
+        """``names`` resolved in order, or every catalogue queue when empty."""
+        return [self.queue(n) for n in names] if names else self.catalogue()
+
+    def layout(self, queue: str | QueueConfig) -> "Layout":
+        from .layouts import layout_for
+
+        q = self.queue(queue) if isinstance(queue, str) else queue
+        return layout_for(self.client, q)
+
+    def close(self) -> None:
+        if self._client is not None:
+            try:
+                self._client.close()
+            finally:
+                self._client = None
