@@ -18,8 +18,8 @@ Accepted spellings (:func:`parse_duration`)
   (``bare_seconds=False``): there a plain number is a number, and duration
   fields need an explicit unit.
 
-Negative durations are not accepted.  Errors are :class:`~jobctl.errors.UsageError`
-with a one-line message.
+Negative durations are not accepted.  Errors are :class:`DurationError`, a
+:class:`~jobctl.errors.UsageError` with a one-line message.
 
 Printing (:func:`format_duration`)
 ----------------------------------
@@ -36,7 +36,21 @@ from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 
 from .errors import UsageError
 
-__all__ = ["UNIT_MS", "parse_duration", "format_duration"]
+__all__ = ["UNIT_MS", "DurationError", "parse_duration", "format_duration"]
+
+
+class DurationError(UsageError):
+    """A duration that does not parse.
+
+    ``str(err)`` is ``"<problem> (<hint>)"``, one line; ``problem`` and
+    ``hint`` are also available separately (the filter language puts the
+    column between them).
+    """
+
+    def __init__(self, problem: str, hint: str) -> None:
+        super().__init__(f"{problem} ({hint})")
+        self.problem = problem
+        self.hint = hint
 
 #: Milliseconds per unit, largest first (the order parts must be written in).
 UNIT_MS: dict[str, int] = {
@@ -76,17 +90,18 @@ def parse_duration(text: str, *, bare_seconds: bool = True) -> int:
         The duration in whole milliseconds (``int``, >= 0).
 
     Raises:
-        UsageError: one line, e.g. ``invalid duration '5x' (e.g. 30s, 5m, ...)``.
+        DurationError: a :class:`~jobctl.errors.UsageError` (exit code 2) with
+            a one-line message, e.g. ``invalid duration '5x' (e.g. 30s, 5m, ...)``.
     """
     if not isinstance(text, str):
-        raise UsageError(f"invalid duration {text!r} (expected text such as 30s)")
+        raise DurationError(f"invalid duration {text!r}", "expected text such as 30s")
     s = text.strip()
     shown = _show(s)
     if not s:
-        raise UsageError(f"empty duration ({_EXAMPLES})")
+        raise DurationError("empty duration", _EXAMPLES)
     if _PLAIN_RE.fullmatch(s):
         if not bare_seconds:
-            raise UsageError(f"duration {shown} needs a unit ({_EXAMPLES})")
+            raise DurationError(f"duration {shown} needs a unit", _EXAMPLES)
         return _to_ms(Decimal(s), UNIT_MS["s"])
     m = _UNITS_RE.fullmatch(s)
     if m is None or not any(m.groupdict().values()):
@@ -94,7 +109,7 @@ def parse_duration(text: str, *, bare_seconds: bool = True) -> int:
             hint = "units go largest first, each at most once, e.g. 1h30m"
         else:
             hint = _EXAMPLES + ("; a plain number means seconds" if bare_seconds else "")
-        raise UsageError(f"invalid duration {shown} ({hint})")
+        raise DurationError(f"invalid duration {shown}", hint)
     total = Decimal(0)
     for unit, per in UNIT_MS.items():
         part = m.group("u_" + unit)
@@ -107,7 +122,7 @@ def _to_ms(amount: Decimal, per: int) -> int:
     try:
         return int((amount * per).quantize(Decimal(1), rounding=ROUND_HALF_UP))
     except InvalidOperation:  # absurdly many digits
-        raise UsageError("duration is too large") from None
+        raise DurationError("duration is too large", "at most 28 significant digits") from None
 
 
 def _show(s: str) -> str:

@@ -30,7 +30,11 @@ def print_json(data: Any) -> None:
 def console(stderr: bool = False):
     from rich.console import Console
 
-    return Console(stderr=stderr, highlight=False, soft_wrap=False)
+    con = Console(stderr=stderr, highlight=False, soft_wrap=False)
+    if not con.is_terminal:
+        # piped or captured: draw the table at full width rather than 80 columns
+        con = Console(stderr=stderr, highlight=False, soft_wrap=False, width=max(con.width, 160))
+    return con
 
 
 def fmt_ms(epoch_ms: int | None) -> str:
