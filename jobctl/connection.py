@@ -143,14 +143,18 @@ def connect(target: Target, *, timeout_s: float = 5.0, ping: bool = True):
     is refused; messages name the redacted URL only.
     """
     import redis
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
 
     try:
+        # No silent retries: an operation must know whether its script ran.
         client = redis.Redis.from_url(
             target.url,
             socket_timeout=timeout_s,
             socket_connect_timeout=timeout_s,
             decode_responses=False,
             client_name="jobctl",
+            retry=Retry(NoBackoff(), 0),
         )
     except ValueError as exc:
         raise UsageError(scrub(f"{target.source}: {exc}", target).splitlines()[0]) from None

