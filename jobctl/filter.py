@@ -155,8 +155,11 @@ def _age(r: JobRecord, now_ms: int) -> int | None:
     return None if created is None else now_ms - created
 
 
-def _state_value(r: JobRecord) -> str:
+def _state_value(r: JobRecord) -> str | None:
+    """The state as text; ``None`` for an orphan payload that no state holds."""
     state = r.state
+    if state is None:
+        return None
     return state.value if isinstance(state, State) else str(state)
 
 
@@ -186,7 +189,8 @@ FIELDS: dict[str, FieldSpec] = dict([
     _spec("created", FieldKind.TIMESTAMP, lambda r, n: r.envelope.created_ms,
           "createdAtEpochMs"),
     _spec("state", FieldKind.STATE, lambda r, n: _state_value(r),
-          "ready, scheduled, processing, dead, suppressed or history"),
+          "ready, scheduled, processing, dead, suppressed or history "
+          "(missing for an orphan payload)"),
     _spec("idempotency_key", FieldKind.TEXT, lambda r, n: r.envelope.idempotency_key,
           "idempotencyKey"),
     _spec("trace", FieldKind.TEXT, lambda r, n: r.envelope.trace_id, "traceId"),
@@ -409,7 +413,7 @@ def _unescape(src: str, raw: str, pos: int) -> str:
 def _parse_timestamp(text: str) -> int | None:
     """ISO-8601 text -> epoch ms; naive means UTC; ``None`` if invalid."""
     try:
-        dt = _dt.datetime.fromisoformat(text.strip())
+        dt = _dt.datetime.fromisoformat(text.strip().upper())  # 't'/'z' too
     except ValueError:
         return None
     if dt.tzinfo is None:
@@ -782,8 +786,7 @@ class _Compiler:
 
     def _state_clause(self, get: Getter, op: str, lit: _Lit) -> Predicate:
         if op == "~":
-            match = _glob(lit.text)
-            return lambda r, n: match(get(r, n))
+            return self._text_clause(get, op, lit.text)
         state = lit.text.lower()
         if state not in _STATES:
             close = difflib.get_close_matches(state, _STATES, n=1, cutoff=0.6)

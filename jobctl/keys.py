@@ -128,6 +128,11 @@ class ReliableListKeys:
         return f"queue:{{{self.tag}}}:jobctl:suppressed"
 
     @property
+    def suppressed_info(self) -> str:
+        """jobctl's hash: suppressed job id -> JSON {by, at_ms, reason, operation}."""
+        return f"queue:{{{self.tag}}}:jobctl:suppressed:info"
+
+    @property
     def journal(self) -> str:
         """jobctl's capped audit stream for this shard."""
         return f"queue:{{{self.tag}}}:jobctl:journal"

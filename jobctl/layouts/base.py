@@ -57,6 +57,11 @@ class Layout(ABC):
     def queue_name(self) -> str:
         return self.queue.name
 
+    @property
+    @abstractmethod
+    def journal_key(self) -> str:
+        """The capped audit stream of this queue (:mod:`jobctl.ops.journal`)."""
+
     @abstractmethod
     def status(self, now: int | None = None) -> QueueStatus:
         """Depths, overdue/stuck counts and oldest-ready age at ``now`` (epoch ms)."""

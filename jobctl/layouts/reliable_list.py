@@ -50,6 +50,10 @@ class ReliableList(Layout):
         super().__init__(client, queue)
         self.shards = [ReliableListKeys(t) for t in shard_tags(queue.base_tag, queue.shards)]
 
+    @property
+    def journal_key(self) -> str:
+        return ReliableListKeys(self.queue.base_tag).journal
+
     # -- helpers -----------------------------------------------------------
     def ready_lists(self, keys: ReliableListKeys) -> list[_ListRef]:
         """The shard's ready lists in serving order: p0..pN, then the plain list."""
@@ -308,33 +312,53 @@ class ReliableList(Layout):
                      sample: tuple[int, int] | None = None) -> Iterator[list[JobRecord]]:
         self.check_supported(state)
         for keys in self.shards:
-            for key in self._state_keys(keys, state):
-                is_zset = state in (State.SCHEDULED, State.SUPPRESSED)
-                length = self.client.zcard(key) if is_zset else self.client.llen(key)
-                if length == 0:
-                    continue
-                if sample is None:
-                    starts = range(0, length, batch)
-                    size = batch
+            yield from self.iter_batches_of(keys, state, batch, sample)
+
+    def iter_batches_of(self, keys: ReliableListKeys, state: State, batch: int = 1000,
+                        sample: tuple[int, int] | None = None) -> Iterator[list[JobRecord]]:
+        """:meth:`iter_batches` for one shard.  Lists are walked from the tail
+        (``position`` counts from it); zsets by rank (``score`` set)."""
+        for key in self._state_keys(keys, state):
+            is_zset = state in (State.SCHEDULED, State.SUPPRESSED)
+            length = self.client.zcard(key) if is_zset else self.client.llen(key)
+            if length == 0:
+                continue
+            if sample is None:
+                starts: Any = range(0, length, batch)
+                size = batch
+            else:
+                windows, size = sample
+                size = min(size, batch)
+                n_windows = min(windows, max(1, length // size))
+                starts = sorted(random.sample(range(0, max(1, length - size + 1)), n_windows)) \
+                    if length > size else [0]
+            for start in starts:
+                if is_zset:
+                    pairs = self.client.zrange(key, start, start + size - 1, withscores=True)
+                    ids = [_s(m) for m, _ in pairs]
+                    extra = [{"score": int(sc)} for _, sc in pairs]
                 else:
-                    windows, size = sample
-                    size = min(size, batch)
-                    n_windows = min(windows, max(1, length // size))
-                    starts = sorted(random.sample(range(0, max(1, length - size + 1)), n_windows)) \
-                        if length > size else [0]
-                for start in starts:
-                    if is_zset:
-                        pairs = self.client.zrange(key, start, start + size - 1, withscores=True)
-                        ids = [_s(m) for m, _ in pairs]
-                        extra = [{"score": int(sc)} for _, sc in pairs]
-                    else:
-                        # walk from the tail with negative indexes: LPUSHes at the
-                        # head during the walk do not shift them.
-                        raw_ids = self.client.lrange(key, -(start + size), -(start + 1))
-                        ids = [_s(x) for x in reversed(raw_ids)]
-                        extra = [{"position": start + n} for n in range(len(ids))]
-                    if ids:
-                        yield self._records(keys, ids, state, extra)
+                    # walk from the tail with negative indexes: LPUSHes at the
+                    # head during the walk do not shift them.
+                    raw_ids = self.client.lrange(key, -(start + size), -(start + 1))
+                    ids = [_s(x) for x in reversed(raw_ids)]
+                    extra = [{"position": start + n} for n in range(len(ids))]
+                if ids:
+                    yield self._records(keys, ids, state, extra)
+
+    # -- operations (jobctl.layouts.reliable_list_ops) ---------------------------
+    def plan(self, spec, now: int | None = None):
+        """Plan ``spec`` (:class:`~jobctl.ops.spec.OpSpec`); returns a
+        :class:`~jobctl.ops.plan.Plan`.  Reads only."""
+        from .reliable_list_ops import plan_operation
+
+        return plan_operation(self, spec, now_ms() if now is None else now)
+
+    def apply(self, plan, *, batch: int | None = None):
+        """Apply ``plan``; yields a :class:`BatchResult` per script call."""
+        from .reliable_list_ops import DEFAULT_BATCH, apply_plan
+
+        return apply_plan(self, plan, batch=batch or DEFAULT_BATCH)
 
 
 def _ready_sort(r: JobRecord):

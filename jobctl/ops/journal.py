@@ -1,0 +1,116 @@
+"""The audit journal: every applied operation, in Redis and on local disk.
+
+Each entry goes to a capped stream per queue (``XADD <journal key> MAXLEN ~
+10000 * entry <json>``; the key comes from the layout, e.g.
+``queue:{email}:jobctl:journal``) and to a local JSONL file:
+``$JOBCTL_JOURNAL``, else ``<user state dir>/jobctl/journal.jsonl``
+(platformdirs).  The command line is stored with ``--url`` values redacted
+and the connection's password scrubbed.
+
+Entry fields: ``id`` (operation id), ``operation``, ``queue``, ``operator``,
+``host``, ``command``, ``server``, ``filter``, ``planned``, ``moved``,
+``skipped``, ``failed``, ``interrupted``, ``error``, ``started_ms``,
+``ended_ms`` (epoch ms), plus operation details.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ..connection import Target, redact_url, scrub
+from ..keys import JOURNAL_STREAM_MAXLEN
+
+__all__ = ["journal_path", "command_line", "write_entry", "read_entries"]
+
+
+def journal_path() -> Path:
+    """The local JSONL journal file (created on first write)."""
+    if os.environ.get("JOBCTL_JOURNAL"):
+        return Path(os.environ["JOBCTL_JOURNAL"])
+    from platformdirs import user_state_dir
+
+    return Path(user_state_dir("jobctl")) / "journal.jsonl"
+
+
+def command_line(argv: list[str] | None = None, target: Target | None = None) -> str:
+    """``argv`` as one string with URL values redacted and secrets removed."""
+    argv = list(sys.argv if argv is None else argv)
+    out: list[str] = []
+    redact_next = False
+    for arg in argv:
+        if redact_next:
+            out.append(redact_url(arg))
+            redact_next = False
+        elif arg == "--url":
+            out.append(arg)
+            redact_next = True
+        elif arg.startswith("--url="):
+            out.append("--url=" + redact_url(arg[6:]))
+        elif "://" in arg:
+            out.append(redact_url(arg))
+        else:
+            out.append(arg)
+    if out:
+        out[0] = os.path.basename(out[0])
+    return scrub(" ".join(out), target)
+
+
+def write_entry(client, stream_key: str | None, entry: dict[str, Any], target: Target | None = None) -> list[str]:
+    """Append ``entry`` to the local file and, if ``client``, to the stream.
+
+    Returns the problems met (e.g. the server is gone); never raises for a
+    journal failure, so an operation's outcome is always reported.
+    """
+    entry.setdefault("host", socket.gethostname())
+    data = scrub(orjson.dumps(entry).decode("utf-8"), target)
+    problems: list[str] = []
+    path = journal_path()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a", encoding="utf-8") as fh:
+            fh.write(data + "\n")
+    except OSError as exc:
+        problems.append(f"local journal {path}: {exc.strerror or exc}")
+    if client is not None and stream_key:
+        try:
+            client.xadd(stream_key, {"entry": data}, maxlen=JOURNAL_STREAM_MAXLEN, approximate=True)
+        except Exception as exc:  # noqa: BLE001 - reported, not raised
+            problems.append(f"journal stream {stream_key}: {exc.__class__.__name__}")
+    return problems
+
+
+def read_entries(client, stream_keys: list[str], limit: int = 50) -> list[dict[str, Any]]:
+    """The newest ``limit`` entries of the given streams, newest first."""
+    entries: list[dict[str, Any]] = []
+    for key in stream_keys:
+        for stream_id, fields in client.xrevrange(key, count=limit):
+            raw = fields.get(b"entry") or fields.get("entry")
+            try:
+                doc = orjson.loads(raw)
+            except (orjson.JSONDecodeError, TypeError):
+                continue
+            doc["stream_id"] = stream_id.decode() if isinstance(stream_id, bytes) else stream_id
+            entries.append(doc)
+    entries.sort(key=lambda e: e.get("ended_ms") or 0, reverse=True)
+    return entries[:limit]
+
+
+def read_local(limit: int = 50) -> list[dict[str, Any]]:
+    """The newest ``limit`` entries of the local file, newest first."""
+    path = journal_path()
+    if not path.is_file():
+        return []
+    lines = path.read_bytes().splitlines()[-limit:]
+    out = []
+    for line in reversed(lines):
+        try:
+            out.append(orjson.loads(line))
+        except orjson.JSONDecodeError:
+            continue
+    return out

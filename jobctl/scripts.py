@@ -1,0 +1,41 @@
+"""The Lua scripts jobctl runs, registered once per client, wrapped in typed
+functions.
+
+Each script lives in its own file under ``jobctl/lua/`` with a KEYS / ARGV /
+returns header.  :func:`script` loads the file once per process and
+registers it once per client (``redis.Redis.register_script``: EVALSHA with a
+fallback to EVAL after a SCRIPT FLUSH or failover).  Every key a script
+touches is passed in KEYS so that Redis Cluster can route the call.
+"""
+
+from __future__ import annotations
+
+import weakref
+from functools import cache
+from importlib import resources
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import redis
+    from redis.commands.core import Script
+
+__all__ = ["script", "source", "SCRIPT_NAMES"]
+
+SCRIPT_NAMES = ("rl_dead_window", "rl_zset_move", "rl_requeue")
+
+_REGISTERED: "weakref.WeakKeyDictionary[redis.Redis, dict[str, Script]]" = weakref.WeakKeyDictionary()
+
+
+@cache
+def source(name: str) -> str:
+    """The text of ``jobctl/lua/<name>.lua``; raises FileNotFoundError."""
+    return resources.files("jobctl").joinpath("lua", f"{name}.lua").read_text("utf-8")
+
+
+def script(client: "redis.Redis", name: str) -> "Script":
+    """The registered script ``name`` for ``client`` (registered on first use)."""
+    per_client = _REGISTERED.setdefault(client, {})
+    s = per_client.get(name)
+    if s is None:
+        s = per_client[name] = client.register_script(source(name))
+    return s
