@@ -95,7 +95,7 @@ class ReliableList(Layout):
                     setattr(rec, k, v)
                 else:
                     rec.meta[k] = v
-            if state is State.DEAD and env.last_attempt_ms is not None:
+            if state in (State.DEAD, State.SUPPRESSED) and env.last_attempt_ms is not None:
                 rec.meta.setdefault("dead_since_ms", env.last_attempt_ms)
             out.append(rec)
         return out
