@@ -22,6 +22,7 @@ __all__ = [
     "RELIABLE_LIST_SCAN_PATTERN",
     "RELIABLE_LIST_KEY_RE",
     "JOURNAL_STREAM_MAXLEN",
+    "OWNER_SUFFIX",
 ]
 
 #: SCAN MATCH pattern that finds the keys of every reliable-list queue.
@@ -29,6 +30,10 @@ RELIABLE_LIST_SCAN_PATTERN = "queue:{*}:*"
 
 #: Parses ``queue:{tag}:<suffix>``; group 1 is the tag, group 2 the suffix.
 RELIABLE_LIST_KEY_RE = re.compile(r"^queue:\{([^{}]+)\}:(.+)$")
+
+#: Suffix of the owner-lease key ``job:{tag}:<id>:owner`` (seed 000 section 7);
+#: such keys are not payloads.
+OWNER_SUFFIX = ":owner"
 
 #: Approximate cap (XADD MAXLEN ~) of the per-queue audit journal stream.
 JOURNAL_STREAM_MAXLEN = 10_000

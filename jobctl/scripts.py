@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 __all__ = ["script", "source", "SCRIPT_NAMES"]
 
-SCRIPT_NAMES = ("rl_dead_window", "rl_zset_move", "rl_requeue")
+SCRIPT_NAMES = ("rl_dead_window", "rl_zset_move", "rl_requeue", "rl_repair")
 
 _REGISTERED: "weakref.WeakKeyDictionary[redis.Redis, dict[str, Script]]" = weakref.WeakKeyDictionary()
 

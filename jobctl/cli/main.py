@@ -56,9 +56,9 @@ def cli(ctx: click.Context, url, profile, config_file, read_only, timeout) -> No
 
 
 def _register() -> None:
-    from . import demo_cmd, ops_cmds, read_cmds
+    from . import admin_cmds, demo_cmd, ops_cmds, read_cmds
 
-    for mod in (read_cmds, ops_cmds, demo_cmd):
+    for mod in (read_cmds, ops_cmds, admin_cmds, demo_cmd):
         for command in mod.COMMANDS:
             cli.add_command(command)
 

@@ -354,6 +354,12 @@ class ReliableList(Layout):
 
         return plan_operation(self, spec, now_ms() if now is None else now)
 
+    def check(self, *, repair: bool = False):
+        """Audit the invariants (:mod:`.reliable_list_check`); returns a CheckReport."""
+        from .reliable_list_check import check_queue
+
+        return check_queue(self, repair=repair)
+
     def apply(self, plan, *, batch: int | None = None):
         """Apply ``plan``; yields a :class:`BatchResult` per script call."""
         from .reliable_list_ops import DEFAULT_BATCH, apply_plan
