@@ -281,3 +281,15 @@ def redis_client(redis_url: str) -> Iterator[redis.Redis]:
         yield client
     finally:
         client.close()
+
+
+@pytest.fixture(autouse=True)
+def _isolated_jobctl_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test gets its own local journal and no ambient jobctl config/URL."""
+    home = tmp_path_factory.mktemp("jobctl-home")
+    monkeypatch.setenv("JOBCTL_JOURNAL", str(home / "journal.jsonl"))
+    monkeypatch.setenv("JOBCTL_OPERATOR", "tester@ci")
+    for var in ("JOBCTL_CONFIG", "JOBCTL_REDIS_URL", "REDIS_URL", "JOBCTL_PROFILE"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(home / "state"))
