@@ -97,6 +97,29 @@ class Layout(ABC):
         random offsets instead of the whole state.  Bounded per command.
         """
 
+    # -- operations: layouts that support them override these ----------------
+    def plan(self, spec, now: int | None = None):
+        """Plan an :class:`~jobctl.ops.spec.OpSpec`; returns a
+        :class:`~jobctl.ops.plan.Plan`.  Reads only.  Raises
+        :class:`~jobctl.errors.UsageError` when the layout cannot do it."""
+        from ..errors import UsageError
+
+        raise UsageError(f"{spec.operation.value} is not supported for layout {self.name}")
+
+    def apply(self, plan, *, batch: int | None = None):
+        """Apply ``plan``; yields one :class:`~jobctl.ops.result.BatchResult`
+        per script call, each job moved atomically and fenced to the plan."""
+        from ..errors import UsageError
+
+        raise UsageError(f"{plan.spec.operation.value} is not supported for layout {self.name}")
+
+    def check(self, *, repair: bool = False):
+        """Audit the layout's invariants; returns a report with ``ok``,
+        ``problems`` and ``to_json()``."""
+        from ..errors import UsageError
+
+        raise UsageError(f"check is not supported for layout {self.name}")
+
     def check_supported(self, state: State) -> None:
         """Raise :class:`~jobctl.errors.UsageError` if ``state`` is not one of ours."""
         if state not in self.states:

@@ -25,13 +25,14 @@ from ..errors import UsageError
 from ..keys import ReliableListKeys
 from ..model import JobRecord, State, parse_envelope
 from ..ops.plan import Plan, PlannedJob, payload_sha1
+from ..ops.result import BatchResult
 from ..ops.spec import Operation, OpSpec
 from ..scripts import script
 
 if TYPE_CHECKING:
     from .reliable_list import ReliableList
 
-__all__ = ["BatchResult", "plan_operation", "apply_plan", "TRANSITIONS", "DEFAULT_BATCH"]
+__all__ = ["plan_operation", "apply_plan", "TRANSITIONS", "DEFAULT_BATCH"]
 
 #: Jobs (or dead-list pops) per script call; keeps one call well under 2 ms.
 DEFAULT_BATCH = 256
@@ -49,16 +50,6 @@ TRANSITIONS: dict[tuple[Operation, State], tuple[State | None, ...]] = {
     (Operation.PURGE, State.DEAD): (None,),
     (Operation.PURGE, State.SUPPRESSED): (None,),
 }
-
-
-@dataclass
-class BatchResult:
-    """Outcome of one script call: job ids by code."""
-
-    moved: list[str] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)
-    failed: list[str] = field(default_factory=list)
-    reasons: dict[str, str] = field(default_factory=dict)
 
 
 def _s(v: bytes | str) -> str:
