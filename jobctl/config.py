@@ -142,6 +142,11 @@ def load_config(explicit: str | os.PathLike[str] | None = None) -> Config:
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"config {path}: {exc}") from None
 
+    for table in ("profiles", "queues"):
+        if not isinstance(data.get(table, {}), dict):
+            raise ConfigError(f"config {path}: {table} must be a table ([{table}.NAME] sections)")
+    if not isinstance(data.get("default_profile", ""), str):
+        raise ConfigError(f"config {path}: default_profile must be a string")
     cfg = Config(path=path, default_profile=data.get("default_profile"))
     for name, raw in (data.get("profiles") or {}).items():
         if not isinstance(raw, dict):

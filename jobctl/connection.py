@@ -10,6 +10,8 @@ URL precedence: ``--url``, else an explicit ``--profile``, else
 from __future__ import annotations
 
 import os
+import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
@@ -61,14 +63,14 @@ def redact_url(url: str) -> str:
     """``redis://u:secret@h:1/0`` -> ``redis://u:***@h:1/0``; never raises."""
     try:
         parts = urlsplit(url)
+        password = parts.password
     except ValueError:
         return "<unparsable url>"
-    if parts.password is None:
+    if password is None:
         return url
     user = parts.username or ""
-    host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
+    # everything after the last "@", as written (``.port`` raises on a bad port)
+    host = parts.netloc.rsplit("@", 1)[-1]
     netloc = f"{user}:***@{host}"
     return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
 
@@ -170,9 +172,13 @@ class translate_redis_errors:
     ``AuthenticationError``/``NoPermissionError``/``NOAUTH``/``WRONGPASS`` ->
     :class:`AuthFailed`; ``ConnectionError``/``TimeoutError`` ->
     :class:`ConnectionFailed`; ``WRONGTYPE`` -> :class:`DataError`.
+
+    ``target`` may be a zero-argument callable returning the target, read
+    when an error is translated (a session resolves its target lazily,
+    inside the block).
     """
 
-    def __init__(self, target: Target | None) -> None:
+    def __init__(self, target: "Target | None | Callable[[], Target | None]") -> None:
         self.target = target
 
     def __enter__(self) -> "translate_redis_errors":
@@ -181,10 +187,15 @@ class translate_redis_errors:
     def __exit__(self, exc_type, exc, tb) -> bool:
         if exc is None:
             return False
-        err = translate(exc, self.target)
+        target = self.target() if callable(self.target) else self.target
+        err = translate(exc, target)
         if err is exc:
             return False
         raise err from None
+
+
+#: How redis-py words an error raised by one command of a pipeline.
+_PIPELINE_ERROR_RE = re.compile(r"^Command # \d+ \((.*)\) of pipeline caused error: (.*)$")
 
 
 def translate(exc: BaseException, target: Target | None) -> BaseException:
@@ -195,6 +206,10 @@ def translate(exc: BaseException, target: Target | None) -> BaseException:
 
     where = target.display if target else "the server"
     text = scrub(str(exc), target).splitlines()[0] if str(exc) else exc.__class__.__name__
+    piped = _PIPELINE_ERROR_RE.match(text)
+    if piped:  # redis-py prefixes errors inside a pipeline with the command
+        command = piped.group(1) if len(piped.group(1)) <= 80 else piped.group(1)[:77] + "..."
+        text = f"{piped.group(2)} ({command})"
     upper = text.upper()
     if isinstance(exc, (rx.AuthenticationError, rx.AuthenticationWrongNumberOfArgsError)) or \
             upper.startswith(("NOAUTH", "WRONGPASS", "INVALID USERNAME")):

@@ -1,35 +1,43 @@
-"""Find reliable-list queues in a keyspace with no catalogue.
+"""Find queues of every layout in a keyspace with no catalogue.
 
-A bounded ``SCAN MATCH queue:{*}:* COUNT n`` (never ``KEYS``), then a
-pipelined ``TYPE`` per candidate: a tag counts as a queue only when at least
-one of its keys has the name *and* the Redis type of a reliable-list state key
-(layouts.md section 1).  Tags of the form ``<name>:NN`` group into one sharded
-logical queue (seed 000 section 20); ``ready:pN`` lists give the priority
-count (section 18).
+One bounded ``SCAN`` (``COUNT 1000``, never ``KEYS``) with a pipelined
+``TYPE`` per page gives a map key name -> Redis type.  Each layout module
+registered in :mod:`jobctl.layouts` may define::
+
+    recognize(keys: dict[str, bytes], *, client=None, rejected=None)
+        -> list[tuple[QueueConfig, list[str]]]
+
+returning catalogue entries and the evidence keys behind each (``client``
+and ``rejected`` are passed only to recognizers that name them: a client for
+cheap sample checks, a list for keys whose name matched but whose type did
+not).  Recognizers run in registry order, the generic ones
+(:data:`GENERIC_LAST`) last; keys claimed as evidence by one are not offered
+to the next, so e.g. the scheduled zset of a stream-group queue is never
+taken for a reliable-list queue.  A module without ``recognize`` is skipped.
+
+:func:`catalogue_toml` writes what was found as a ``[queues]`` catalogue
+that :func:`jobctl.config.load_config` reads.
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass, field
+import inspect
+import json
+from dataclasses import dataclass, field, replace
+from importlib import import_module
+from typing import Any, Callable
 
 from .config import QueueConfig
-from .keys import RELIABLE_LIST_KEY_RE, RELIABLE_LIST_SCAN_PATTERN, split_shard_tag
+from .keys import RELIABLE_LIST_SCAN_PATTERN
 
-__all__ = ["Discovery", "discover_reliable_lists", "DEFAULT_SCAN_LIMIT"]
+__all__ = ["Discovery", "discover", "discover_reliable_lists", "scan_types", "recognizers", "catalogue_toml",
+           "DEFAULT_SCAN_LIMIT", "GENERIC_LAST"]
 
 #: At most this many keys are examined by one discovery.
 DEFAULT_SCAN_LIMIT = 200_000
 
-_EXPECTED_TYPE = {
-    "ready": b"list",
-    "processing": b"list",
-    "processing:deadline": b"zset",
-    "scheduled": b"zset",
-    "dead": b"list",
-    "jobctl:suppressed": b"zset",
-}
-_PRIORITY_RE = re.compile(r"^ready:p(\d+)$")
+#: Layouts whose recognizers claim broad name patterns: they run after the others.
+GENERIC_LAST = ("reliable-list",)
 
 
 @dataclass
@@ -37,7 +45,7 @@ class Discovery:
     """What a discovery found.
 
     ``queues`` are catalogue entries marked ``discovered=True``; ``evidence``
-    maps queue name to the state keys seen; ``scanned`` counts keys examined;
+    maps queue name to the keys seen; ``scanned`` counts keys examined;
     ``complete`` is False when the scan stopped at its bound; ``rejected``
     lists keys whose name matched but whose type did not.
     """
@@ -49,70 +57,112 @@ class Discovery:
     rejected: list[str] = field(default_factory=list)
 
 
-def discover_reliable_lists(client, *, limit: int = DEFAULT_SCAN_LIMIT, count: int = 1000) -> Discovery:
-    """Scan for reliable-list queues; at most ``limit`` keys are examined.
+def scan_types(client, *, limit: int = DEFAULT_SCAN_LIMIT, count: int = 1000,
+               match: str | None = None) -> tuple[dict[str, bytes], int, bool]:
+    """``({key: TYPE reply}, keys scanned, complete)`` of a bounded SCAN.
 
     Cost: ``ceil(keys/count)`` SCAN calls plus one pipelined TYPE batch per
-    SCAN page.  Raises redis-py errors unchanged.
+    page; stops after the page that reaches ``limit`` (``complete`` False).
+    Raises redis-py errors unchanged.
     """
-    out = Discovery()
-    tags: dict[str, dict[str, str]] = {}  # tag -> suffix -> key
+    types: dict[str, bytes] = {}
+    scanned = 0
     cursor = 0
     while True:
-        cursor, keys = client.scan(cursor=cursor, match=RELIABLE_LIST_SCAN_PATTERN, count=count)
-        candidates = []
-        for raw in keys:
-            key = raw.decode("utf-8", "replace")
-            m = RELIABLE_LIST_KEY_RE.match(key)
-            if not m:
-                continue
-            tag, suffix = m.group(1), m.group(2)
-            expected = _EXPECTED_TYPE.get(suffix)
-            if expected is None and _PRIORITY_RE.match(suffix):
-                expected = b"list"
-            if expected is None:
-                continue
-            candidates.append((raw, key, tag, suffix, expected))
-        if candidates:
+        cursor, page = client.scan(cursor=cursor, match=match, count=count)
+        if page:
             pipe = client.pipeline(transaction=False)
-            for raw, *_ in candidates:
+            for raw in page:
                 pipe.type(raw)
-            for (raw, key, tag, suffix, expected), typ in zip(candidates, pipe.execute()):
-                if typ == expected:
-                    tags.setdefault(tag, {})[suffix] = key
-                else:
-                    out.rejected.append(key)
-        out.scanned += len(keys)
+            for raw, typ in zip(page, pipe.execute()):
+                types[raw.decode("utf-8", "replace")] = typ if isinstance(typ, bytes) else str(typ).encode()
+        scanned += len(page)
         if cursor == 0:
-            break
-        if out.scanned >= limit:
-            out.complete = False
-            break
+            return types, scanned, True
+        if scanned >= limit:
+            return types, scanned, False
 
-    groups: dict[str, dict[str, dict[str, str]]] = {}
-    for tag, suffixes in tags.items():
-        shard = split_shard_tag(tag)
-        base = shard[0] if shard else tag
-        groups.setdefault(base, {})[tag] = suffixes
-    for base, members in sorted(groups.items()):
-        shard_nums = [split_shard_tag(t) for t in members]
-        sharded = all(s is not None for s in shard_nums) and base not in members
-        if not sharded:
-            # Mixed: treat every tag as its own queue.
-            for tag, suffixes in sorted(members.items()):
-                out.queues.append(_entry(tag, tag, None, suffixes))
-                out.evidence[tag] = sorted(suffixes.values())
+
+def recognizers(layouts: tuple[str, ...] | None = None) -> list[tuple[str, Callable[..., Any]]]:
+    """``(layout, recognize)`` in the order discovery calls them: registry
+    order, :data:`GENERIC_LAST` last, one per module; ``layouts`` restricts
+    them to the modules of those layout names."""
+    from .layouts import _REGISTRY
+
+    names = [n for n in _REGISTRY if n not in GENERIC_LAST] + [n for n in GENERIC_LAST if n in _REGISTRY]
+    out: list[tuple[str, Callable[..., Any]]] = []
+    seen: set[str] = set()
+    for name in names:
+        if layouts is not None and name not in layouts:
             continue
-        nshards = max(s[1] for s in shard_nums if s) + 1
-        all_suffixes: dict[str, str] = {}
-        for tag, suffixes in members.items():
-            all_suffixes.update(suffixes)
-        out.queues.append(_entry(base, base, nshards, all_suffixes))
-        out.evidence[base] = sorted(k for s in members.values() for k in s.values())
+        module = _REGISTRY[name].split(":")[0]
+        if module in seen:
+            continue
+        seen.add(module)
+        fn = getattr(import_module(module), "recognize", None)
+        if callable(fn):
+            out.append((name, fn))
     return out
 
 
-def _entry(name: str, tag: str, shards: int | None, suffixes: dict[str, str]) -> QueueConfig:
-    prios = [int(m.group(1)) for s in suffixes if (m := _PRIORITY_RE.match(s))]
-    return QueueConfig(name=name, layout="reliable-list", tag=tag, shards=shards,
-                       priorities=(max(prios) + 1) if prios else None, discovered=True)
+def discover(client, *, limit: int = DEFAULT_SCAN_LIMIT, count: int = 1000,
+             layouts: tuple[str, ...] | None = None, match: str | None = None) -> Discovery:
+    """Scan the keyspace and run every recognizer (see the module docstring).
+
+    Queue names are unique in the result: a name already taken gets
+    ``-<layout>`` appended.  Raises redis-py errors unchanged.
+    """
+    keys, scanned, complete = scan_types(client, limit=limit, count=count, match=match)
+    out = Discovery(scanned=scanned, complete=complete)
+    remaining = dict(keys)
+    for _, fn in recognizers(layouts):
+        params = inspect.signature(fn).parameters
+        kwargs: dict[str, Any] = {}
+        if "client" in params:
+            kwargs["client"] = client
+        if "rejected" in params:
+            kwargs["rejected"] = out.rejected
+        for cfg, evidence in fn(remaining, **kwargs):
+            name = cfg.name
+            if name in out.evidence:
+                name = f"{cfg.name}-{cfg.layout}"
+            out.queues.append(replace(cfg, name=name, discovered=True))
+            out.evidence[name] = list(evidence)
+            for key in evidence:
+                remaining.pop(key, None)
+    return out
+
+
+def discover_reliable_lists(client, *, limit: int = DEFAULT_SCAN_LIMIT, count: int = 1000) -> Discovery:
+    """Reliable-list queues only: ``SCAN MATCH queue:{*}:*`` and the
+    reliable-list recognizer (the catalogue of a session without a config)."""
+    return discover(client, limit=limit, count=count, layouts=("reliable-list",),
+                    match=RELIABLE_LIST_SCAN_PATTERN)
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    raise TypeError(f"cannot write {type(value).__name__} to TOML")
+
+
+def catalogue_toml(queues: list[QueueConfig], *, header: str = "") -> str:
+    """A ``[queues.<name>]`` table per queue (layout, tag, shards,
+    priorities, visibility_timeout_ms, options), loadable by
+    :func:`jobctl.config.load_config`."""
+    lines = [f"# {line}" for line in header.splitlines()]
+    for q in queues:
+        lines += ["", f"[queues.{json.dumps(q.name, ensure_ascii=False)}]", f"layout = {_toml_value(q.layout)}"]
+        for key in ("tag", "shards", "priorities", "visibility_timeout_ms"):
+            value = getattr(q, key)
+            if value is not None:
+                lines.append(f"{key} = {_toml_value(value)}")
+        for key, value in q.options.items():
+            lines.append(f"{json.dumps(key)} = {_toml_value(value)}")
+    return "\n".join(lines).lstrip("\n") + "\n"

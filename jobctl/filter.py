@@ -150,6 +150,13 @@ def _dead_for(r: JobRecord, now_ms: int) -> int | None:
     return None if since is None else now_ms - since
 
 
+def _overdue_for(r: JobRecord, now_ms: int) -> int | None:
+    """Scheduled jobs only: now - due time (the zset score) once due; else missing."""
+    if _state_value(r) != State.SCHEDULED.value or r.score is None or r.score > now_ms:
+        return None
+    return now_ms - r.score
+
+
 def _age(r: JobRecord, now_ms: int) -> int | None:
     created = r.envelope.created_ms
     return None if created is None else now_ms - created
@@ -186,6 +193,8 @@ FIELDS: dict[str, FieldSpec] = dict([
     _spec("dead_for", FieldKind.DURATION, _dead_for,
           "now - when the job became dead (meta dead_since_ms, else "
           "lastAttemptAtEpochMs for dead jobs)"),
+    _spec("overdue_for", FieldKind.DURATION, _overdue_for,
+          "scheduled jobs: now - due time (zset score) once due; missing before"),
     _spec("created", FieldKind.TIMESTAMP, lambda r, n: r.envelope.created_ms,
           "createdAtEpochMs"),
     _spec("state", FieldKind.STATE, lambda r, n: _state_value(r),

@@ -147,3 +147,346 @@ class ReliableListKeys:
         """The non-priority state keys, in a stable order."""
         return (self.ready, self.processing, self.deadline, self.scheduled,
                 self.dead, self.suppressed)
+
+
+# -- stream-group (layouts.md section 2; seed 000 sections 11-13) -------------
+
+#: Parses ``stream:{tag}:jobs``; group 1 is the tag.
+STREAM_GROUP_KEY_RE = re.compile(r"^stream:\{([^{}]+)\}:jobs$")
+
+
+@dataclass(frozen=True)
+class StreamGroupKeys:
+    """Key names of one stream-group shard (layouts.md section 2).
+
+    The scheduled zset, the dead list, the payload keys and jobctl's own
+    keys are named as for reliable-list (seed 000 section 13 reuses them).
+    """
+
+    tag: str
+
+    @property
+    def _rl(self) -> ReliableListKeys:
+        return ReliableListKeys(self.tag)
+
+    @property
+    def stream(self) -> str:
+        """Stream of entries ``jobId <id>`` (seed 000 s.11); read by a consumer group."""
+        return f"stream:{{{self.tag}}}:jobs"
+
+    @property
+    def dead_stream(self) -> str:
+        """Dead-letter stream (``dead = "stream"`` in the queue's config)."""
+        return f"stream:{{{self.tag}}}:dead"
+
+    @property
+    def scheduled(self) -> str:
+        """Zset job id -> due time (epoch ms); the scheduler XADDs due ids (s.13)."""
+        return self._rl.scheduled
+
+    @property
+    def dead(self) -> str:
+        """List of dead-lettered job ids (``dead = "list"``, the default)."""
+        return self._rl.dead
+
+    def job(self, job_id: str) -> str:
+        """String key holding the JSON envelope of ``job_id`` (s.13)."""
+        return self._rl.job(job_id)
+
+    @property
+    def suppressed(self) -> str:
+        """jobctl's zset: suppressed job id -> suppressed-at (epoch ms)."""
+        return self._rl.suppressed
+
+    @property
+    def suppressed_info(self) -> str:
+        """jobctl's hash: suppressed job id -> JSON {by, at_ms, reason, operation, ...}."""
+        return self._rl.suppressed_info
+
+    @property
+    def journal(self) -> str:
+        """jobctl's capped audit stream for this shard."""
+        return self._rl.journal
+
+
+# -- delayed-events (layouts.md section 5; seed 003) ---------------------------
+
+#: Separator of a delayed-events member ``<event class>###<event id>``.
+DELAYED_EVENTS_SEPARATOR = "###"
+
+
+@dataclass(frozen=True)
+class DelayedEventsKeys:
+    """Key names of one delayed-events service (layouts.md section 5).
+
+    ``prefix`` is the library's data-set prefix ("" in the article; some
+    versions default to ``"de_"``): every key of the service starts with it.
+    """
+
+    prefix: str = ""
+
+    @property
+    def zset(self) -> str:
+        """Zset member ``<class>###<id>`` -> next attempt time (epoch ms)."""
+        return f"{self.prefix}delayed_events"
+
+    @property
+    def events(self) -> str:
+        """Hash member -> envelope JSON {type, payload, attempt, logContext}."""
+        return f"{self.prefix}events"
+
+    @property
+    def lock(self) -> str:
+        """The dispatcher's lock (SET NX EX)."""
+        return f"{self.prefix}delayed_events_lock"
+
+    def type_list(self, event_class: str) -> str:
+        """List of envelopes dispatched for handling: the lowercase simple
+        class name of ``event_class`` (``com.acme.PaymentCheck`` -> ``paymentcheck``)."""
+        return f"{self.prefix}{simple_class_name(event_class).lower()}"
+
+    @property
+    def suppressed(self) -> str:
+        """jobctl's zset: suppressed member -> suppressed-at (epoch ms)."""
+        return f"{self.prefix}delayed_events:jobctl:suppressed"
+
+    @property
+    def suppressed_info(self) -> str:
+        """jobctl's hash: member -> JSON {score, envelope, by, at_ms, reason, operation}."""
+        return f"{self.prefix}delayed_events:jobctl:suppressed:info"
+
+    @property
+    def journal(self) -> str:
+        """jobctl's capped audit stream for this service."""
+        return f"{self.prefix}delayed_events:jobctl:journal"
+
+
+def simple_class_name(event_class: str) -> str:
+    """Java's ``getSimpleName`` of a binary class name: the part after the
+    last ``.`` and ``$``."""
+    return event_class.rsplit(".", 1)[-1].rsplit("$", 1)[-1]
+
+
+def delayed_event_member(event_class: str, event_id: str) -> str:
+    """``<event class>###<event id>``: the zset member and hash field."""
+    return f"{event_class}{DELAYED_EVENTS_SEPARATOR}{event_id}"
+
+
+def split_delayed_event_member(member: str) -> tuple[str, str] | None:
+    """``("com.acme.X", "42")`` from ``"com.acme.X###42"``; ``None`` if malformed."""
+    cls, sep, event_id = member.partition(DELAYED_EVENTS_SEPARATOR)
+    return (cls, event_id) if sep and cls and event_id else None
+
+
+# -- delay-zset and Redisson's delayed queue (layouts.md section 6; seed 004) --
+
+@dataclass(frozen=True)
+class DelayZsetKeys:
+    """The single zset of a delay-zset queue (e.g. ``delay_queue``)."""
+
+    key: str
+
+    @property
+    def zset(self) -> str:
+        """Zset member (job id or small payload) -> due time (epoch ms)."""
+        return self.key
+
+    @property
+    def journal(self) -> str:
+        """jobctl's capped audit stream for this queue."""
+        return f"{self.key}:jobctl:journal"
+
+
+#: Parses Redisson's ``redisson_delay_queue_timeout:{name}`` / ``redisson_delay_queue:{name}``.
+REDISSON_DELAY_KEY_RE = re.compile(r"^redisson_delay_queue(_timeout)?:\{(.+)\}$")
+
+
+@dataclass(frozen=True)
+class RedissonDelayedKeys:
+    """Key names of one Redisson ``RDelayedQueue`` whose destination queue is ``name``."""
+
+    name: str
+
+    @property
+    def timeout(self) -> str:
+        """Zset packed member -> due time (epoch ms)."""
+        return f"redisson_delay_queue_timeout:{{{self.name}}}"
+
+    @property
+    def order(self) -> str:
+        """List of the same packed members, in insertion order."""
+        return f"redisson_delay_queue:{{{self.name}}}"
+
+    @property
+    def destination(self) -> str:
+        """The destination list (an ``RQueue``): due values, codec bytes only."""
+        return self.name
+
+    @property
+    def journal(self) -> str:
+        """Never written: the layout is read-only in jobctl."""
+        return f"redisson_delay_queue:{{{self.name}}}:jobctl:journal"
+
+
+__all__ += ["STREAM_GROUP_KEY_RE", "StreamGroupKeys", "DELAYED_EVENTS_SEPARATOR", "DelayedEventsKeys",
+            "simple_class_name", "delayed_event_member", "split_delayed_event_member", "DelayZsetKeys",
+            "REDISSON_DELAY_KEY_RE", "RedissonDelayedKeys"]
+
+
+# -- hash-job (layouts.md section 3; seed 001 "Data model") -------------------
+
+def glob_escape(text: str) -> str:
+    """``text`` with the SCAN MATCH glob characters ``* ? [ ] \\`` escaped."""
+    return re.sub(r"([*?\[\]\\])", r"\\\1", text)
+
+
+#: Parses a hash-job key ``queue:<name>:<suffix>``; group 1 is the queue
+#: name, group 2 the state list (``pending``...) or ``job:<id>``.
+HASH_JOB_KEY_RE = re.compile(r"^queue:(.+?):(pending|processing|completed|failed|job:.+)$")
+
+
+@dataclass(frozen=True)
+class HashJobKeys:
+    """Key names of one hash-job queue (layouts.md section 3; seed 001).
+
+    ``name`` is the queue name of ``queue:<name>:...`` (the seed's
+    ``queueName``, ``"jobs"`` in its examples).  The seed puts no hash tag in
+    its keys; on Redis Cluster, jobctl's per-job scripts need a name that is
+    one (e.g. ``{jobs}``).
+    """
+
+    name: str
+
+    # -- keys written by the queue's producers and workers -----------------
+    @property
+    def pending(self) -> str:
+        """List of job ids; producers LPUSH, workers BLMOVE RIGHT LEFT."""
+        return f"queue:{self.name}:pending"
+
+    @property
+    def processing(self) -> str:
+        """List of claimed job ids (claims land at the head)."""
+        return f"queue:{self.name}:processing"
+
+    @property
+    def completed(self) -> str:
+        """List of recently completed ids, newest at the head, LTRIM-capped."""
+        return f"queue:{self.name}:completed"
+
+    @property
+    def failed(self) -> str:
+        """List of terminally failed ids (the DLQ), newest at the head, LTRIM-capped."""
+        return f"queue:{self.name}:failed"
+
+    @property
+    def events(self) -> str:
+        """Pub/sub channel of completion notifications (never written by jobctl)."""
+        return f"queue:{self.name}:events"
+
+    def job(self, job_id: str) -> str:
+        """Hash of the job's metadata: id, payload, status, attempts, *_at_ms..."""
+        return f"queue:{self.name}:job:{job_id}"
+
+    @property
+    def job_prefix(self) -> str:
+        """Prefix of every job hash of this queue."""
+        return f"queue:{self.name}:job:"
+
+    @property
+    def job_pattern(self) -> str:
+        """SCAN MATCH pattern for this queue's job hashes."""
+        return f"queue:{glob_escape(self.name)}:job:*"
+
+    # -- keys owned by jobctl ----------------------------------------------
+    @property
+    def suppressed(self) -> str:
+        """jobctl's zset: suppressed job id -> suppressed-at (epoch ms)."""
+        return f"queue:{self.name}:jobctl:suppressed"
+
+    @property
+    def suppressed_info(self) -> str:
+        """jobctl's hash: suppressed job id -> JSON {by, at_ms, reason, operation, ttl_ms}."""
+        return f"queue:{self.name}:jobctl:suppressed:info"
+
+    @property
+    def journal(self) -> str:
+        """jobctl's capped audit stream for this queue."""
+        return f"queue:{self.name}:jobctl:journal"
+
+    @property
+    def state_lists(self) -> tuple[str, ...]:
+        """The four state lists, in a stable order."""
+        return (self.pending, self.processing, self.completed, self.failed)
+
+
+# -- json-list (layouts.md section 4; seed 002) --------------------------------
+
+#: Key prefix of a json-list queue when the config names none (seed 002).
+JSON_LIST_DEFAULT_PREFIX = "jobs"
+
+
+@dataclass(frozen=True)
+class JsonListKeys:
+    """Key names of one json-list queue (layouts.md section 4; seed 002).
+
+    ``prefix`` replaces the seed's fixed ``jobs`` so that several queues can
+    share a server (``jobs:pending``, ``jobs:processing``...).
+    """
+
+    prefix: str = JSON_LIST_DEFAULT_PREFIX
+
+    # -- keys written by the queue's producers and workers -----------------
+    @property
+    def pending(self) -> str:
+        """List of whole job JSON strings; producers LPUSH, workers BLMOVE RIGHT LEFT
+        (a retry RPUSHes, so it is claimed next)."""
+        return f"{self.prefix}:pending"
+
+    @property
+    def processing(self) -> str:
+        """List of the claimed JSON strings (claims land at the head)."""
+        return f"{self.prefix}:processing"
+
+    @property
+    def processing_times(self) -> str:
+        """Zset job id -> claim time in epoch *seconds* (float)."""
+        return f"{self.prefix}:processing:times"
+
+    @property
+    def attempts(self) -> str:
+        """Hash job id -> failed attempts so far (HINCRBY on each failure)."""
+        return f"{self.prefix}:attempts"
+
+    @property
+    def dead(self) -> str:
+        """List of dead JSON strings, newest at the tail (workers RPUSH)."""
+        return f"{self.prefix}:dead"
+
+    @property
+    def errors(self) -> str:
+        """Hash job id -> last error message (written when a job dies)."""
+        return f"{self.prefix}:errors"
+
+    # -- keys owned by jobctl ----------------------------------------------
+    @property
+    def suppressed(self) -> str:
+        """jobctl's zset: suppressed job id -> suppressed-at (epoch ms)."""
+        return f"{self.prefix}:jobctl:suppressed"
+
+    @property
+    def suppressed_raw(self) -> str:
+        """jobctl's hash: suppressed job id -> the job's JSON string, byte for byte."""
+        return f"{self.prefix}:jobctl:suppressed:raw"
+
+    @property
+    def suppressed_info(self) -> str:
+        """jobctl's hash: suppressed job id -> JSON {by, at_ms, reason, operation}."""
+        return f"{self.prefix}:jobctl:suppressed:info"
+
+    @property
+    def journal(self) -> str:
+        """jobctl's capped audit stream for this queue."""
+        return f"{self.prefix}:jobctl:journal"
+
+
+__all__ += ["glob_escape", "HASH_JOB_KEY_RE", "HashJobKeys", "JSON_LIST_DEFAULT_PREFIX", "JsonListKeys"]

@@ -72,7 +72,7 @@ class Session:
 
     def errors(self) -> translate_redis_errors:
         """``with session.errors(): ...`` turns redis-py errors into JobctlErrors."""
-        return translate_redis_errors(self._target)
+        return translate_redis_errors(lambda: self._target)  # resolved lazily inside the block
 
     def catalogue(self) -> list[QueueConfig]:
         """Configured queues, else the discovered ones (sets :attr:`discovery`)."""

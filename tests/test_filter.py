@@ -482,7 +482,7 @@ def test_fields_and_needs_payload(text: str, fields: set[str], needs: bool) -> N
 
 def test_field_map_lists_every_field() -> None:
     assert list(FIELDS) == ["id", "type", "version", "tenant", "error", "message",
-                            "attempts", "max_attempts", "age", "dead_for", "created",
+                            "attempts", "max_attempts", "age", "dead_for", "overdue_for", "created",
                             "state", "idempotency_key", "trace", "correlation", "payload"]
     assert FIELDS["age"].kind is FieldKind.DURATION
     assert FIELDS["created"].kind is FieldKind.TIMESTAMP

@@ -34,6 +34,7 @@ def check(session: Session, queues: tuple[str, ...], repair: bool, yes: bool, as
     from ..errors import UsageError
     from ..ops.journal import command_line, write_entry
     from ..ops.spec import operator_name
+    from .ops_cmds import invocation
 
     if repair:
         session.require_writable("check --repair")
@@ -53,7 +54,7 @@ def check(session: Session, queues: tuple[str, ...], repair: bool, yes: bool, as
                 fixed = [p for p in report.problems if p.repaired]
                 write_entry(layout.client, layout.journal_key, {
                     "id": f"check-{started}", "operation": "check --repair", "queue": q.name,
-                    "operator": operator_name(), "command": command_line(None, session.target),
+                    "operator": operator_name(), "command": command_line(invocation(), session.target),
                     "server": session.target.display, "planned": len(report.problems), "moved": len(fixed),
                     "skipped": len(report.remaining), "failed": 0, "repairs": [p.to_json() for p in fixed[:200]],
                     "started_ms": started, "ended_ms": int(time.time() * 1000)}, session.target)

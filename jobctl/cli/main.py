@@ -56,9 +56,9 @@ def cli(ctx: click.Context, url, profile, config_file, read_only, timeout) -> No
 
 
 def _register() -> None:
-    from . import admin_cmds, demo_cmd, ops_cmds, read_cmds
+    from . import admin_cmds, demo_cmd, ops_cmds, read_cmds, tui_cmd, metrics_cmds, runbook_cmds, export_cmds
 
-    for mod in (read_cmds, ops_cmds, admin_cmds, demo_cmd):
+    for mod in (read_cmds, ops_cmds, admin_cmds, demo_cmd, tui_cmd, runbook_cmds, metrics_cmds, export_cmds):
         for command in mod.COMMANDS:
             cli.add_command(command)
 
@@ -79,10 +79,19 @@ def main(argv: list[str] | None = None) -> int:
         except click.exceptions.Exit as exc:
             rv = exc.exit_code
         code = int(rv) if isinstance(rv, int) else 0
-    except click.exceptions.Abort:
-        code = _fail("aborted", ExitCode.ABORTED)
+    except click.exceptions.Abort as exc:
+        # click turns Ctrl-C (and EOF at a prompt) into Abort: keep them apart
+        # from an operator's "no" at a confirmation.
+        if isinstance(exc.__cause__ or exc.__context__, KeyboardInterrupt):
+            code = _fail("interrupted", ExitCode.INTERRUPTED)
+        else:
+            code = _fail("aborted", ExitCode.ABORTED)
     except click.ClickException as exc:
-        exc.show()
+        message = exc.format_message().splitlines()[0] if exc.format_message() else exc.__class__.__name__
+        ctx = getattr(exc, "ctx", None)
+        if isinstance(exc, click.UsageError) and ctx is not None:
+            message += f" (see '{ctx.command_path} --help')"
+        click.echo(f"jobctl: error: {message}", err=True)
         code = int(ExitCode.USAGE) if exc.exit_code == 2 else exc.exit_code
     except JobctlError as exc:
         code = _fail(str(exc), exc.exit_code)

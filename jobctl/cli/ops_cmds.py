@@ -23,7 +23,7 @@ from ..ops.spec import Operation, OpSpec
 from ..session import Session
 from . import render
 
-__all__ = ["COMMANDS", "execute"]
+__all__ = ["COMMANDS", "execute", "invocation"]
 
 pass_session = click.make_pass_decorator(Session)
 
@@ -85,6 +85,40 @@ class _StopFlag:
             signal.signal(signal.SIGINT, self._old)
 
 
+def invocation() -> list[str]:
+    """The running command as the operator typed it, from click's parsed
+    parameters (``jobctl --url URL redrive email --filter ... --yes``): what
+    the journal records.  ``sys.argv`` is not it when jobctl runs in-process
+    (``jobctl.cli.main.main(argv)``, the TUI).  Only parameters given on the
+    command line are listed; values are not redacted here
+    (:func:`jobctl.ops.journal.command_line` does that)."""
+    from click.core import ParameterSource
+
+    chain = []
+    ctx = click.get_current_context(silent=True)
+    while ctx is not None:
+        chain.append(ctx)
+        ctx = ctx.parent
+    out: list[str] = []
+    for ctx in reversed(chain):
+        out.append(ctx.info_name or "jobctl")
+        for param in ctx.command.params:
+            if param.name is None or ctx.get_parameter_source(param.name) is not ParameterSource.COMMANDLINE:
+                continue
+            value = ctx.params.get(param.name)
+            values = list(value) if isinstance(value, (tuple, list)) else [value]
+            if isinstance(param, click.Argument):
+                out.extend(str(v) for v in values)
+            elif isinstance(param, click.Option):
+                name = max(param.opts, key=len)
+                if param.is_flag:
+                    out.append(name if value else (param.secondary_opts or [name])[0])
+                else:
+                    for v in values:
+                        out += [name, str(v)]
+    return out
+
+
 def _print_plan(plan, as_json: bool) -> None:
     if as_json:
         return
@@ -113,6 +147,12 @@ def _print_plan(plan, as_json: bool) -> None:
     if plan.dangling:
         render.note(f"warning: {len(plan.dangling):,} dangling id(s) without payload excluded "
                     f"(e.g. {', '.join(plan.dangling[:5])}); see `jobctl check`")
+    if plan.fence_skipped:
+        from collections import Counter
+
+        why = ", ".join(f"{k}: {v:,}" for k, v in Counter(plan.fence_skipped.values()).items())
+        render.note(f"{len(plan.fence_skipped):,} fenced job(s) skipped ({why}), "
+                    f"e.g. {', '.join(list(plan.fence_skipped)[:5])}")
 
 
 def _confirm(plan, yes: bool) -> None:
@@ -147,13 +187,13 @@ def execute(session: Session, spec: OpSpec, *, dry_run: bool, yes: bool, as_json
                                "plan": plan.to_json()})
         else:
             render.note("nothing to do: no job matches")
-        return int(ExitCode.OK)
+        return int(ExitCode.PARTIAL if plan.fence_skipped else ExitCode.OK)
     _confirm(plan, yes)
     progress_cb, finish = _progress(plan.planned, enabled=not as_json)
     with _StopFlag() as stop:
         try:
             res = run_plan(layout, plan, rate=rate, batch=batch, stop=stop.flag.is_set,
-                           progress=progress_cb, target=session.target)
+                           progress=progress_cb, target=session.target, argv=invocation())
         finally:
             finish()
     for p in res.journal_problems:
@@ -214,10 +254,12 @@ def requeue(session: Session, queue, stuck, ids, priority, filter_text, limit, r
 @click.option("--delay", metavar="DURATION", help="With --to scheduled: due this long after the redrive.")
 @click.option("--reset-attempts", is_flag=True, help="Set the envelope's attempt to 0 (default: kept).")
 @click.option("--priority", type=click.IntRange(0), help="Ready list pN of a priority queue (default: lowest).")
+@click.option("--plan", "plan_file", metavar="FILE", type=click.Path(dir_okay=False),
+              help="redrive-plan.jsonl of `jobctl analyze`: only those jobs, each only if still dead and unchanged.")
 @_common
 @pass_session
-def redrive(session: Session, queue, filter_text, ids, to, delay, reset_attempts, priority, limit, rate, batch,
-            dry_run, yes, as_json) -> int:
+def redrive(session: Session, queue, filter_text, ids, to, delay, reset_attempts, priority, plan_file, limit, rate,
+            batch, dry_run, yes, as_json) -> int:
     """Move dead jobs back to ready (or scheduled), keeping their ids.
 
     The envelope records the redrive: redrivenAtEpochMs, redriveOperation
@@ -228,9 +270,14 @@ def redrive(session: Session, queue, filter_text, ids, to, delay, reset_attempts
     """
     if delay and to != "scheduled":
         raise UsageError("--delay needs --to scheduled")
+    if plan_file and ids:
+        raise UsageError("--plan and --ids exclude each other")
+    from ..export.fence import read_redrive_plan
+
     spec = OpSpec(Operation.REDRIVE, queue, State.DEAD, State(to), filter=_compile(filter_text),
                   ids=tuple(ids), limit=limit, delay_ms=_duration(delay, "--delay"),
-                  reset_attempts=reset_attempts, priority=priority)
+                  reset_attempts=reset_attempts, priority=priority,
+                  fence=read_redrive_plan(plan_file, queue) if plan_file else None)
     return execute(session, spec, dry_run=dry_run, yes=yes, as_json=as_json, rate=rate, batch=batch)
 
 
@@ -278,23 +325,39 @@ def unsuppress(session: Session, queue, filter_text, limit, rate, batch, dry_run
 
 @click.command()
 @click.argument("queue")
-@click.option("--state", type=click.Choice(["dead", "suppressed"]), required=True)
+@click.option("--state", type=click.Choice(["dead", "suppressed", "ready", "scheduled"]), required=True,
+              help="ready and scheduled: layouts whose members are the jobs (delay-zset).")
 @click.option("--older-than", metavar="DURATION", help="Only jobs dead for at least this long.")
 @_filter_option()
-@click.option("--no-export", is_flag=True, help="Purge without exporting first (required for now).")
+@click.option("--no-export", is_flag=True, help="Purge without exporting first.")
+@click.option("--export-to", metavar="DIR", type=click.Path(file_okay=False),
+              help="Export the matching jobs to DIR first (or use the export there), then purge exactly those.")
+@click.option("--export-format", type=click.Choice(["parquet", "jsonl", "csv"]), default="parquet",
+              show_default=True, help="Format of the --export-to export.")
 @_common
 @pass_session
-def purge(session: Session, queue, state, older_than, filter_text, no_export, limit, rate, batch, dry_run, yes,
-          as_json) -> int:
+def purge(session: Session, queue, state, older_than, filter_text, no_export, export_to, export_format, limit, rate,
+          batch, dry_run, yes, as_json) -> int:
     """Delete dead or suppressed jobs: the index entry and the payload together."""
-    if not no_export and not dry_run:
-        raise UsageError("purge deletes jobs for good: pass --no-export to confirm you do not need an export")
+    if no_export and export_to:
+        raise UsageError("--no-export and --export-to exclude each other")
+    if not no_export and not export_to and not dry_run:
+        raise UsageError("purge deletes jobs for good: pass --export-to DIR to export them first, "
+                         "or --no-export to confirm you do not need an export")
     text = filter_text
     if older_than:
         ms = _duration(older_than, "--older-than")
         clause = f"dead_for >= {ms}ms"
         text = clause if not text else f"({text}) and {clause}"
-    spec = OpSpec(Operation.PURGE, queue, State(state), None, filter=_compile(text), limit=limit)
+    fence = None
+    if export_to:  # export, then purge exactly the exported ids (jobctl.export.fence)
+        from ..export.fence import export_fence
+
+        if not dry_run:
+            session.require_writable("purge")
+        fence = export_fence(session, queue, State(state), text, export_to, fmt=export_format, dry_run=dry_run,
+                             note=render.note)
+    spec = OpSpec(Operation.PURGE, queue, State(state), None, filter=_compile(text), limit=limit, fence=fence)
     return execute(session, spec, dry_run=dry_run, yes=yes, as_json=as_json, rate=rate, batch=batch)
 
 

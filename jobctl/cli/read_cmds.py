@@ -95,10 +95,13 @@ def watch_status(session: Session, queues: tuple[str, ...], interval: float, *, 
     from rich.live import Live
 
     if as_json:
-        while stop is None or not stop():
-            statuses = collect_status(session, queues)
-            render.print_json(status_document(session, statuses))
-            time.sleep(interval)
+        try:
+            while stop is None or not stop():
+                statuses = collect_status(session, queues)
+                render.print_json(status_document(session, statuses))
+                time.sleep(interval)
+        except KeyboardInterrupt:  # Ctrl-C is how --watch ends
+            pass
         return int(ExitCode.OK)
     con = render.console()
     _discovery_note(session)
@@ -208,24 +211,48 @@ def attempts(session: Session, queue: str, state: str, as_json: bool) -> int:
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--limit", type=click.IntRange(1000, 100_000_000), default=200_000, show_default=True,
               help="Examine at most this many keys.")
+@click.option("--write-config", "write_config", metavar="FILE", type=click.Path(dir_okay=False),
+              help="Write what was found as a [queues] catalogue (TOML) to FILE (must not exist).")
 @pass_session
-def discover(session: Session, as_json: bool, limit: int) -> int:
-    """Find queues in the keyspace by a bounded SCAN with TYPE checks."""
-    from ..discovery import discover_reliable_lists
+def discover(session: Session, as_json: bool, limit: int, write_config: str | None) -> int:
+    """Find queues of every layout by a bounded SCAN with TYPE checks.
 
+    Prints each queue with its layout, config and the keys that are its
+    evidence (jobctl.discovery).
+    """
+    import os
+
+    from ..discovery import catalogue_toml
+    from ..discovery import discover as run_discovery
+    from ..errors import UsageError
+
+    if write_config and os.path.exists(write_config):
+        raise UsageError(f"--write-config: {write_config} exists; remove it or choose another file")
     with session.errors():
-        d = discover_reliable_lists(session.client, limit=limit)
+        d = run_discovery(session.client, limit=limit)
+    if write_config:
+        header = (f"queues found by `jobctl discover` on {session.target.display}: scanned {d.scanned:,} keys"
+                  + ("" if d.complete else " (bound reached: the keyspace is larger)"))
+        try:
+            with open(write_config, "w", encoding="utf-8") as fh:
+                fh.write(catalogue_toml(d.queues, header=header))
+        except OSError as exc:
+            raise UsageError(f"--write-config: cannot write {write_config}: {exc.strerror or exc}") from None
+        render.note(f"wrote {len(d.queues)} queue(s) to {write_config}")
     if as_json:
         render.print_json({"scanned": d.scanned, "complete": d.complete,
                            "queues": [{"queue": q.name, "layout": q.layout, "tag": q.tag, "shards": q.shards,
-                                       "priorities": q.priorities, "evidence": d.evidence[q.name]}
+                                       "priorities": q.priorities, "options": q.options,
+                                       "evidence": d.evidence[q.name]}
                                       for q in d.queues],
                            "rejected": d.rejected})
         return int(ExitCode.OK)
     for q in d.queues:
         extra = "".join([f" shards={q.shards}" if q.shards else "", f" priorities={q.priorities}"
-                         if q.priorities else ""])
-        click.echo(f"{q.name}\t{q.layout}\ttag={q.tag}{extra}\t({len(d.evidence[q.name])} keys)")
+                         if q.priorities else ""] + [f" {k}={v}" for k, v in q.options.items()])
+        ev = d.evidence[q.name]
+        shown = ", ".join(ev[:3]) + (", ..." if len(ev) > 3 else "")
+        click.echo(f"{q.name}\t{q.layout}\t{'tag=' + q.tag if q.tag else '-'}{extra}\t({len(ev)} keys: {shown})")
     render.note(f"scanned {d.scanned:,} keys{'' if d.complete else ' (bound reached)'}; "
                 f"{len(d.queues)} queue(s)")
     return int(ExitCode.OK)

@@ -21,6 +21,12 @@ __all__ = ["known_layouts", "layout_for"]
 # layout name -> "module:Class"
 _REGISTRY: dict[str, str] = {
     "reliable-list": "jobctl.layouts.reliable_list:ReliableList",
+    "stream-group": "jobctl.layouts.stream_group:StreamGroup",
+    "delayed-events": "jobctl.layouts.delayed_events:DelayedEvents",
+    "delay-zset": "jobctl.layouts.delay_zset:DelayZset",
+    "redisson-delayed-queue": "jobctl.layouts.delay_zset:RedissonDelayedQueue",
+    "hash-job": "jobctl.layouts.hash_job:HashJob",
+    "json-list": "jobctl.layouts.json_list:JsonList",
 }
 
 

@@ -10,20 +10,25 @@ inside a call moves atomically and only if its fence still holds.  The dead
 list is walked from its tail by ``rl_dead_window.lua``: planned jobs leave,
 every other element is rotated to the head, so no call scans the list
 (``LREM`` on a million-element list costs ~10 ms; a window of 256 pops does
-not depend on the list's length).
+not depend on the list's length).  The walk covers the tail positions up to
+the newest planned job only; then ``rl_dead_restore.lua`` moves the rotated
+elements back from the head to the tail, newest rotation first, setting
+aside (and pushing back) any job dead-lettered meanwhile.  So after an
+operation the jobs that stayed dead are in their old relative order with
+the newly dead ones at the head, and at every instant each element is in
+the list exactly once.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import orjson
 
 from ..errors import UsageError
 from ..keys import ReliableListKeys
-from ..model import JobRecord, State, parse_envelope
+from ..model import JobRecord, State
 from ..ops.plan import Plan, PlannedJob, payload_sha1
 from ..ops.result import BatchResult
 from ..ops.spec import Operation, OpSpec
@@ -36,9 +41,16 @@ __all__ = ["plan_operation", "apply_plan", "TRANSITIONS", "DEFAULT_BATCH"]
 
 #: Jobs (or dead-list pops) per script call; keeps one call well under 2 ms.
 DEFAULT_BATCH = 256
-#: Planned dead jobs not met in their window are looked for in later windows,
-#: at most this many at a time; beyond it they count as skipped.
-CARRY_LIMIT = 512
+#: How far (in dead-list positions) the walk looks for a planned dead job on
+#: either side of the position the plan saw it at; beyond, it was moved by
+#: someone else and counts as skipped.
+DEAD_SLACK = 64
+#: How many of the first ids an operation rotated each later call is given,
+#: to stop where the walk would come round to them again.
+START_IDS = 4
+#: Most new dead jobs one restore call sets aside at the head to reach the
+#: rotated ones behind them.
+RESTORE_HOLD = 1024
 
 #: (operation, source) -> allowed targets (None: purge)
 TRANSITIONS: dict[tuple[Operation, State], tuple[State | None, ...]] = {
@@ -115,11 +127,23 @@ def plan_operation(layout: "ReliableList", spec: OpSpec, now: int) -> Plan:
                          f"layout {layout.name}")
     if spec.operation is Operation.REQUEUE and not spec.stuck_only and not spec.ids:
         raise UsageError("requeue needs --stuck or --ids")
+    if spec.target is State.READY:
+        _target_ready(layout, layout.shards[0], spec)  # a bad --priority fails here, before anything moves
+    elif spec.priority is not None:
+        raise UsageError(f"--priority applies to a move to ready, not to {spec.operation.value}")
     plan = Plan(spec=spec, now_ms=now)
     flt = spec.filter
+    fence, fenced_seen = spec.fence, set()
     for shard, batch in _source_walk(layout, spec, now):
         for rec in batch:
             plan.scanned += 1
+            if fence is not None:  # only fenced ids, and only while unchanged
+                if rec.job_id not in fence:
+                    continue
+                fenced_seen.add(rec.job_id)
+                if fence[rec.job_id] != payload_sha1(rec.raw):
+                    plan.fence_skipped[rec.job_id] = "changed since export"
+                    continue
             if rec.raw is None:
                 plan.dangling.append(rec.job_id)
                 continue
@@ -137,6 +161,8 @@ def plan_operation(layout: "ReliableList", spec: OpSpec, now: int) -> Plan:
             if spec.limit is not None and plan.planned >= spec.limit:
                 plan.truncated = True
                 return plan
+    for job_id in sorted((fence or {}).keys() - fenced_seen):
+        plan.fence_skipped[job_id] = f"no longer {spec.source.value}"
     return plan
 
 
@@ -226,72 +252,154 @@ def _codes(res: list) -> BatchResult:
     return out
 
 
+def _dead_mode(layout: "ReliableList", keys: ReliableListKeys, spec: OpSpec) -> tuple[str, str]:
+    """(rl_dead_window mode, target key) of a dead-list operation."""
+    if spec.operation is Operation.PURGE:
+        return "purge", keys.dead
+    if spec.target is State.SUPPRESSED:
+        return "suppressed", keys.suppressed
+    if spec.target is State.SCHEDULED:
+        return "scheduled", keys.scheduled
+    return "ready", _target_ready(layout, keys, spec)
+
+
+def _pos(job: PlannedJob) -> int:
+    return job.position or 0
+
+
 def _apply_dead(layout: "ReliableList", keys: ReliableListKeys, plan: Plan, jobs: list[PlannedJob],
                 walk: int, batch: int, now_fn) -> Iterator[BatchResult]:
-    spec = plan.spec
-    if spec.operation is Operation.PURGE:
-        mode, target = "purge", keys.dead
-    elif spec.target is State.SUPPRESSED:
-        mode, target = "suppressed", keys.suppressed
-    elif spec.target is State.SCHEDULED:
-        mode, target = "scheduled", keys.scheduled
-    else:
-        mode, target = "ready", _target_ready(layout, keys, spec)
-    jobs = sorted(jobs, key=lambda j: j.position or 0)
+    """Walk the dead list's tail (``rl_dead_window.lua``), then put the jobs
+    that stay dead back in their order (``rl_dead_restore.lua``).
+
+    The restore also runs when the caller stops early (the generator is
+    closed) or a call fails, as far as the server lets it; not after a
+    second Ctrl-C (``KeyboardInterrupt``): the jobs then stay dead, only
+    their order in the list has changed.
+    """
+    rotated: list[str] = []
+    try:
+        yield from _walk_dead(layout, keys, plan.spec, sorted(jobs, key=_pos), walk, batch, now_fn, rotated)
+    except KeyboardInterrupt:
+        raise
+    except BaseException:  # GeneratorExit (stopped between calls) or a failed call
+        try:
+            _restore_dead(layout, keys, rotated, batch)
+        except Exception:  # noqa: BLE001 - the original error is the one to report
+            pass
+        raise
+    _restore_dead(layout, keys, rotated, batch)
+
+
+def _walk_dead(layout: "ReliableList", keys: ReliableListKeys, spec: OpSpec, jobs: list[PlannedJob],
+               walk: int, batch: int, now_fn, rotated: list[str]) -> Iterator[BatchResult]:
+    """Pop the ``walk`` planned tail positions, at most ``batch`` per call.
+
+    A planned job is handed to the script from ``DEAD_SLACK`` positions
+    before its planned position (jobs below it may have left the list since
+    the plan) until the walk is ``DEAD_SLACK`` positions past it (jobs may
+    have been put back below it); a job not met by then, or by the time the
+    walk has gone all the way round the list, was moved by someone else and
+    counts as skipped (``moved``).  Ids the script rotated to the head are
+    appended to ``rotated``.
+    """
+    mode, target = _dead_mode(layout, keys, spec)
+    redrive = spec.operation is Operation.REDRIVE
+    window = script(layout.client, "rl_dead_window")
     nxt = 0
-    carry: list[PlannedJob] = []
+    pending: list[PlannedJob] = []
     cursor = 0
-    while cursor < walk or carry:
-        window_end = cursor + batch
-        members = list(carry)
-        while nxt < len(jobs) and (jobs[nxt].position or 0) < window_end:
-            members.append(jobs[nxt])
-            nxt += 1
+    while True:
         result = BatchResult()
-        if len(members) > CARRY_LIMIT:
-            for j in members[CARRY_LIMIT:]:
+        still: list[PlannedJob] = []
+        for j in pending:
+            if cursor - _pos(j) > DEAD_SLACK:
                 result.skipped.append(j.job_id)
                 result.reasons[j.job_id] = "moved"
-            members = members[:CARRY_LIMIT]
+            else:
+                still.append(j)
+        pending = still
+        min_pop = min(batch, max(0, walk - cursor))
+        max_pop = batch
+        if cursor >= walk:
+            max_pop = min(batch, max((_pos(j) for j in pending), default=cursor) + DEAD_SLACK + 1 - cursor)
+        horizon = cursor + max_pop + DEAD_SLACK
+        while nxt < len(jobs) and _pos(jobs[nxt]) < horizon:
+            pending.append(jobs[nxt])
+            nxt += 1
+        if max_pop <= 0 or not (pending or nxt < len(jobs)):
+            if result.skipped:
+                yield result
+            return
         now = now_fn()
         due = now + spec.delay_ms if mode == "scheduled" else None
-        raws = layout.client.mget([keys.job(j.job_id) for j in members]) if members else []
         passed: list[tuple[PlannedJob, bytes]] = []
-        for j, raw in zip(members, raws):
-            if raw is None:
-                result.skipped.append(j.job_id)
-                result.reasons[j.job_id] = "gone"
-            elif payload_sha1(raw) != j.sha1:
-                result.skipped.append(j.job_id)
-                result.reasons[j.job_id] = "changed"
-            else:
-                passed.append((j, raw))
-        args: list = [batch, mode, str(due if due is not None else now), len(passed)]
-        for j, raw in passed:
-            new = _redrive_payload(raw, spec, now, due) if spec.operation is Operation.REDRIVE else b""
-            info = orjson.dumps({"by": spec.operator, "at_ms": now, "reason": spec.reason,
-                                 "operation": spec.op_id}) if mode == "suppressed" else b""
+        if redrive and pending:
+            # the new envelope is built here from the stored one; the script
+            # writes it only if the stored one is still the one the plan saw
+            for j, raw in zip(pending, layout.client.mget([keys.job(j.job_id) for j in pending])):
+                if raw is None:
+                    result.skipped.append(j.job_id)
+                    result.reasons[j.job_id] = "gone"
+                elif payload_sha1(raw) != j.sha1:
+                    result.skipped.append(j.job_id)
+                    result.reasons[j.job_id] = "changed"
+                else:
+                    passed.append((j, _redrive_payload(raw, spec, now, due)))
+        else:
+            passed = [(j, b"") for j in pending]
+        info = orjson.dumps({"by": spec.operator, "at_ms": now, "reason": spec.reason,
+                             "operation": spec.op_id}) if mode == "suppressed" else b""
+        start = rotated[:START_IDS]
+        args: list = [max_pop, min_pop, mode, str(due if due is not None else now), len(start), *start,
+                      len(passed)]
+        for j, new in passed:
             args += [j.job_id, j.sha1, new, info]
-        res = script(layout.client, "rl_dead_window")(
-            keys=[keys.dead, target, keys.suppressed_info] + [keys.job(j.job_id) for j, _ in passed], args=args)
-        popped = int(res[0])
-        met = _codes(res[2:])
+        res = window(keys=[keys.dead, target, keys.suppressed_info] + [keys.job(j.job_id) for j, _ in passed],
+                     args=args)
+        popped, n_met, ended = int(res[0]), int(res[2]), int(res[3])
+        met = _codes(res[4:4 + 2 * n_met])
+        rotated.extend(_s(x) for x in res[4 + 2 * n_met:])
         result.moved += met.moved
         result.skipped += met.skipped
         result.reasons.update(met.reasons)
         seen = set(met.moved) | set(met.skipped)
-        carry = [j for j, _ in passed if j.job_id not in seen]
+        pending = [j for j, _ in passed if j.job_id not in seen]
         cursor += popped
-        if popped < batch:  # the list ran out: nothing further to meet
-            for j in carry + jobs[nxt:]:
+        if ended:  # the list is empty, or the walk went all the way round it
+            for j in pending + jobs[nxt:]:
                 result.skipped.append(j.job_id)
-                result.reasons[j.job_id] = "gone"
-            carry, nxt = [], len(jobs)
-            cursor = walk
-        elif cursor >= walk and carry:
-            # walked every planned position; what is still unmet moved elsewhere
-            for j in carry:
-                result.skipped.append(j.job_id)
-                result.reasons[j.job_id] = "moved"
-            carry = []
+                result.reasons[j.job_id] = "gone" if ended == 1 else "moved"
+            yield result
+            return
         yield result
+
+
+def _restore_dead(layout: "ReliableList", keys: ReliableListKeys, rotated: list[str], batch: int) -> int:
+    """Move the ids rotated to the head back to the tail, newest rotation
+    first, so that the dead list's order is what it was minus the jobs that
+    left.  Returns how many expected ids were dealt with.  Gives up (the
+    jobs stay dead, at the head) when more than ``RESTORE_HOLD`` new dead
+    jobs sit in front of the next one."""
+    seen: set[str] = set()
+    expected: list[str] = []
+    for job_id in reversed(rotated):  # an id rotated twice (the walk wrapped) counts once, at its last rotation
+        if job_id not in seen:
+            seen.add(job_id)
+            expected.append(job_id)
+    if not expected:
+        return 0
+    restore = script(layout.client, "rl_dead_restore")
+    index = {job_id: n for n, job_id in enumerate(expected)}
+    i = 0
+    while i < len(expected):
+        consumed = int(restore(keys=[keys.dead], args=[batch, RESTORE_HOLD, *expected[i:i + 2 * batch]])[0])
+        if consumed:
+            i += consumed
+            continue
+        head = layout.client.lindex(keys.dead, 0)
+        at = index.get(_s(head)) if head is not None else None
+        if at is None or at <= i:
+            break
+        i = at  # the ones before it left the list in the meantime
+    return i

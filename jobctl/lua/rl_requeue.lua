@@ -12,8 +12,10 @@
 -- ARGV[1]  N
 -- ARGV[2+2(i-1)..3+2(i-1)] per job i: id, deadline at plan time (integer
 --          string; "" when the plan saw no deadline)
--- returns  { id1, code1, ... }: "moved", "changed" (deadline differs),
---          "gone" (no longer in the processing list)
+-- returns  { id1, code1, ... }: "moved", "changed" (another deadline:
+--          the lease was renewed or the job claimed again), "gone" (no
+--          deadline any more where the plan saw one: acked, failed or
+--          requeued since; or no longer in the processing list)
 
 local processing, deadline, ready = KEYS[1], KEYS[2], KEYS[3]
 local n = tonumber(ARGV[1])
@@ -22,7 +24,9 @@ for i = 1, n do
   local id, want = ARGV[2 + 2 * (i - 1)], ARGV[3 + 2 * (i - 1)]
   local sc = redis.call('ZSCORE', deadline, id)
   local code
-  if (want == '' and sc) or (want ~= '' and (not sc or tonumber(sc) ~= tonumber(want))) then
+  if want ~= '' and not sc then
+    code = 'gone'
+  elseif (want == '' and sc) or (want ~= '' and tonumber(sc) ~= tonumber(want)) then
     code = 'changed'
   elseif redis.call('LREM', processing, -1, id) == 0 then
     code = 'gone'

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..connection import Target, translate
-from ..errors import JobctlError
+from ..errors import ConnectionFailed, JobctlError
 from ..layouts.base import Layout, now_ms
 from .journal import command_line, write_entry
 from .plan import Plan
@@ -60,14 +60,19 @@ def run_plan(layout: Layout, plan: Plan, *, dry_run: bool = False, rate: float |
     """Apply ``plan`` on ``layout`` (or only report it when ``dry_run``).
 
     ``rate`` caps jobs moved per second; ``stop()`` is polled between script
-    calls; ``progress(done, total)`` is called after each.  A lost connection
-    ends the run with ``error`` set (the state stays consistent; a rerun
-    finishes).  The journal entry is written unless ``dry_run``.
+    calls; ``progress(done, total)`` is called after each.  The script calls
+    run on one dedicated connection: a lost connection ends the run with
+    ``error`` set (the state stays consistent; a rerun finishes).  The journal entry is written unless ``dry_run``.
     Raises :class:`JobctlError` only for a connection error, after journaling.
     """
     spec = plan.spec
     res = RunResult(operation=spec.operation.value, queue=spec.queue, operation_id=spec.op_id,
                     planned=plan.planned, dry_run=dry_run, started_ms=now_ms())
+    for job_id, reason in getattr(plan, "fence_skipped", {}).items():  # fenced ids skipped at plan time
+        res.skipped += 1
+        res.skipped_reasons[reason] += 1
+        if len(res.skipped_sample) < 20:
+            res.skipped_sample.append(job_id)
     if dry_run or plan.planned == 0:
         res.ended_ms = now_ms()
         if not dry_run and journal:
@@ -77,8 +82,10 @@ def run_plan(layout: Layout, plan: Plan, *, dry_run: bool = False, rate: float |
         batch = max(1, min(batch or 256, int(rate)))
     started = time.monotonic()
     raised: BaseException | None = None
+    layout, pinned = _pinned(layout)
+    batches = layout.apply(plan, batch=batch)
     try:
-        for br in layout.apply(plan, batch=batch):
+        for br in batches:
             res.moved += len(br.moved)
             res.skipped += len(br.skipped)
             res.failed += len(br.failed)
@@ -99,18 +106,51 @@ def run_plan(layout: Layout, plan: Plan, *, dry_run: bool = False, rate: float |
                 if stop and stop():
                     res.interrupted = True
                     break
+        # a stop between calls: let the layout finish what it does on close
+        # (the dead list puts the jobs that stay dead back in order)
+        _close(batches)
     except KeyboardInterrupt:
         res.interrupted = True
     except Exception as exc:  # noqa: BLE001 - translated below
         err = translate(exc, target)
+        if isinstance(err, ConnectionFailed):
+            err = ConnectionFailed(f"{spec.operation.value} {spec.queue} stopped after {res.moved:,} of "
+                                   f"{plan.planned:,} job(s): {str(err).rstrip('.')}; every job is in one state: run the "
+                                   "same command again to finish")
         res.error = str(err) if isinstance(err, JobctlError) else f"{exc.__class__.__name__}: {exc}"
         raised = err if isinstance(err, JobctlError) else exc
     res.ended_ms = now_ms()
     if journal:
         _journal(layout, plan, res, target, argv, server_ok=raised is None)
+    if pinned is not None:
+        pinned.close()
     if raised is not None:
         raise raised
     return res
+
+
+def _pinned(layout: Layout) -> tuple[Layout, Any]:
+    """``layout`` on one dedicated connection of its client's pool, and that
+    client (``None`` when ``layout`` already has one).
+
+    A pooled client silently replaces a connection the server closed; an
+    operation must not: a dropped connection (``CLIENT KILL``, a restart, a
+    failover) ends the run with :class:`~jobctl.errors.ConnectionFailed`
+    between two script calls, and the operator reruns the command.
+    """
+    import redis
+
+    client = layout.client
+    if not isinstance(client, redis.Redis) or client.connection is not None:
+        return layout, None
+    pinned = redis.Redis(connection_pool=client.connection_pool, single_connection_client=True)
+    return type(layout)(pinned, layout.queue), pinned
+
+
+def _close(batches) -> None:
+    close = getattr(batches, "close", None)
+    if close is not None:
+        close()
 
 
 def _journal(layout: Layout, plan: Plan, res: RunResult, target: Target | None, argv: list[str] | None,

@@ -16,6 +16,8 @@ Entry fields: ``id`` (operation id), ``operation``, ``queue``, ``operator``,
 from __future__ import annotations
 
 import os
+import re
+import shlex
 import socket
 import sys
 from pathlib import Path
@@ -38,27 +40,40 @@ def journal_path() -> Path:
     return Path(user_state_dir("jobctl")) / "journal.jsonl"
 
 
+#: ``scheme://user:password@`` as typed, password unquoted (``urlsplit``
+#: cannot parse a password holding ``/`` or ``#``): everything up to the
+#: last ``@`` of the word is the password.
+_NEEDS_QUOTES = re.compile(r"[\s'\"]")
+_USERINFO_RE = re.compile(r"(://[^:/?#@\s]*:)\S*@")
+
+
+def _redact(text: str) -> str:
+    return _USERINFO_RE.sub(r"\1***@", redact_url(text))
+
+
 def command_line(argv: list[str] | None = None, target: Target | None = None) -> str:
-    """``argv`` as one string with URL values redacted and secrets removed."""
+    """``argv`` (default ``sys.argv``) as one string with URL values redacted
+    and the target's password removed."""
     argv = list(sys.argv if argv is None else argv)
     out: list[str] = []
     redact_next = False
     for arg in argv:
         if redact_next:
-            out.append(redact_url(arg))
+            out.append(_redact(arg))
             redact_next = False
         elif arg == "--url":
             out.append(arg)
             redact_next = True
         elif arg.startswith("--url="):
-            out.append("--url=" + redact_url(arg[6:]))
+            out.append("--url=" + _redact(arg[6:]))
         elif "://" in arg:
-            out.append(redact_url(arg))
+            out.append(_redact(arg))
         else:
             out.append(arg)
     if out:
         out[0] = os.path.basename(out[0])
-    return scrub(" ".join(out), target)
+    # words with blanks or quotes are shell-quoted, so the line can be pasted back
+    return scrub(" ".join(shlex.quote(a) if _NEEDS_QUOTES.search(a) or not a else a for a in out), target)
 
 
 def write_entry(client, stream_key: str | None, entry: dict[str, Any], target: Target | None = None) -> list[str]:

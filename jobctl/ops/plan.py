@@ -57,6 +57,8 @@ class Plan:
     dangling: list[str] = field(default_factory=list)
     walked: dict[int, int] = field(default_factory=dict)
     truncated: bool = False
+    #: fenced ids (``spec.fence``) not planned: id -> "changed since export" | "no longer <state>"
+    fence_skipped: dict[str, str] = field(default_factory=dict)
 
     @property
     def planned(self) -> int:
@@ -101,5 +103,8 @@ class Plan:
             "malformed_sample": self.malformed[:10],
             "dangling": len(self.dangling),
             "dangling_sample": self.dangling[:10],
+            "fence_skipped": len(self.fence_skipped),
+            "fence_skipped_reasons": dict(Counter(self.fence_skipped.values())),
+            "fence_skipped_sample": list(self.fence_skipped)[:10],
             "change": self.describe(),
         }

@@ -77,6 +77,9 @@ class OpSpec:
     reset_attempts: bool = False
     reason: str | None = None
     priority: int | None = None
+    #: ``{job id: payload SHA1}``: plan only these jobs, and each only while its
+    #: payload is unchanged (``jobctl purge --export-to``, ``redrive --plan``).
+    fence: dict[str, str] | None = None
     operator: str = field(default_factory=operator_name)
     op_id: str = ""
 

@@ -1,0 +1,108 @@
+"""``report.md``: the triage report as readable Markdown tables.
+
+Rendered from the ``report.json`` document (:func:`jobctl.analyze.job.analyse`);
+needs no Spark.  Times are UTC; durations human-readable.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..durations import format_duration
+from ..export.rows import iso_ms
+
+__all__ = ["render_markdown"]
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, list):
+        value = ", ".join(str(v) for v in value)
+    text = str(value).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").replace("`", "'")
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def _when(ms: int | None) -> str:
+    return "-" if ms is None else iso_ms(ms).replace("T", " ")
+
+
+def _dur(ms: int | None) -> str:
+    if ms is None:
+        return "-"
+    return ("-" if ms < 0 else "") + format_duration(abs(int(ms)))
+
+
+def _table(headers: list[str], rows: list[list[str]], right: set[int] = frozenset()) -> list[str]:
+    out = ["| " + " | ".join(headers) + " |",
+           "|" + "|".join("---:" if i in right else "---" for i in range(len(headers))) + "|"]
+    out += ["| " + " | ".join(r) + " |" for r in rows]
+    return out + [""]
+
+
+def render_markdown(report: dict[str, Any], top: int = 50) -> str:
+    """The Markdown report; tables show at most ``top`` rows (and say so)."""
+    exp = report["export"]
+    lines = [f"# DLQ triage: {exp['queue']}", ""]
+    states = ", ".join(f"{s}: {n:,}" for s, n in report["by_state"].items()) or "none"
+    lines += [
+        f"- export: `{exp['directory']}` ({exp['format']}, {exp['parts']} part(s)), states "
+        f"{', '.join(exp['states'] or [])}" + (f", filter `{exp['filter']}`" if exp.get("filter") else ""),
+        f"- snapshot: {_when(exp['snapshot_ms'])} UTC, server {exp['server'] or '-'}",
+        f"- jobs: {report['rows']:,} ({states}); malformed: {report['malformed']:,}; "
+        f"attempts exhausted: {report['attempts_exhausted']:,}",
+        f"- rules: {report['rules']['source']}; Spark {report['spark']['version']} on {report['spark']['master']}",
+        "",
+    ]
+
+    def more(total: int) -> None:
+        if total > top:
+            lines.extend([f"({total - top:,} more in report.json)", ""])
+
+    lines += ["## Classification", ""]
+    lines += _table(["class", "rule", "redrive", "jobs", "why"],
+                    [[c["class"], _cell(c["rule"]), _cell(c["redrive"]), _cell(c["jobs"]), _cell(c["description"])]
+                     for c in report["classes"]], right={3})
+    plan = report["redrive"]
+    lines += ["## Redrive plan", "",
+              f"{plan['planned']:,} dead job(s) judged safe to redrive are listed in `{plan['file']}`, each with "
+              "the rule that chose it and its payload_sha1 as exported.  Apply it (only jobs still dead and "
+              "unchanged since the export move; the rest are reported as skipped):", "",
+              f"    {plan['command']}", ""]
+
+    groups = report["groups"]
+    lines += ["## Error groups (job type x error code x tenant x job version)", ""]
+    lines += _table(["job type", "error code", "tenant", "version", "jobs", "first death", "last death"],
+                    [[_cell(g["job_type"]), _cell(g["error_code"]), _cell(g["tenant"]), _cell(g["job_version"]),
+                      _cell(g["jobs"]), _when(g["first_death_ms"]), _when(g["last_death_ms"])]
+                     for g in groups[:top]], right={3, 4})
+    more(report["groups_total"])
+
+    lines += ["## Error message fingerprints", "",
+              "Numbers, ids, hex, UUIDs, e-mail and IP addresses normalised away.", ""]
+    lines += _table(["fingerprint", "pattern", "jobs", "codes", "first seen", "last seen", "samples"],
+                    [[f["fingerprint"] or "-", _cell(f["pattern"] if f["pattern"] is not None else "(no message)"),
+                      _cell(f["jobs"]), _cell(f["error_codes"]), _when(f["first_seen_ms"]), _when(f["last_seen_ms"]),
+                      _cell(", ".join(x for x in dict.fromkeys([f["first_id"], f["last_id"]]) if x))]
+                     for f in report["fingerprints"][:top]], right={2})
+    more(report["fingerprints_total"])
+
+    lines += ["## Attempts", ""]
+    lines += _table(["attempts", "jobs"], [[_cell(a["attempt"]), _cell(a["jobs"])] for a in report["attempts"]],
+                    right={0, 1})
+
+    age = report["age_at_death"]
+    lines += ["## Age at death", "", "Time from createdAt to the last attempt.", ""]
+    lines += _table(["age", "jobs"], [[b["bucket"], _cell(b["jobs"])] for b in age["buckets"]], right={1})
+    lines += [f"min {_dur(age['min_ms'])}, median {_dur(age['p50_ms'])}, p90 {_dur(age['p90_ms'])}, "
+              f"p99 {_dur(age['p99_ms'])}, max {_dur(age['max_ms'])} (over {age['known']:,} job(s) with both "
+              "times; percentiles approximate)", ""]
+
+    lines += ["## Deaths per hour (UTC)", ""]
+    lines += _table(["hour", "jobs"], [[_when(h["hour_ms"])[:16], _cell(h["jobs"])]
+                                       for h in report["deaths_per_hour"][-48:]], right={1})
+    return "\n".join(lines)

@@ -1,0 +1,195 @@
+"""``jobctl export`` (DLQ and other states to files) and ``jobctl analyze``
+(the PySpark triage of an export).
+
+``export`` reads Redis and writes files; it never writes to Redis, so it is
+allowed in read-only mode.  ``analyze`` reads only the export directory.
+pyarrow and pyspark are imported by the command bodies, never at start-up.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from ..errors import UsageError
+from ..exitcodes import ExitCode
+from ..model import State
+from ..session import Session
+from . import render
+
+__all__ = ["COMMANDS"]
+
+pass_session = click.make_pass_decorator(Session)
+
+_EXPORT_STATES = ["dead", "suppressed", "ready", "scheduled", "processing"]
+
+
+def _progress_bar(total: int):
+    """A rich progress bar on stderr when stderr is a terminal (else no-op)."""
+    if total < 1000 or not sys.stderr.isatty():
+        return None, lambda: None
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    prog = Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    TextColumn("exported {task.fields[exported]:,}"), TimeRemainingColumn(),
+                    console=render.console(stderr=True), transient=False)
+    task = prog.add_task("scanned", total=total, exported=0)
+    prog.start()
+    return (lambda scanned, exported: prog.update(task, completed=min(scanned, total), exported=exported)), prog.stop
+
+
+@click.command()
+@click.argument("queue")
+@click.option("--state", "states", multiple=True, type=click.Choice(_EXPORT_STATES),
+              help="State to export (repeatable).  [default: dead]")
+@click.option("--filter", "filter_text", metavar="EXPR",
+              help="Only jobs matching this filter (docs/filter.md), evaluated at the snapshot time.")
+@click.option("--out", "out_dir", required=True, metavar="DIR", type=click.Path(file_okay=False),
+              help="Export directory (created; an interrupted export there is continued).")
+@click.option("--format", "fmt", type=click.Choice(["parquet", "jsonl", "csv"]), default="parquet",
+              show_default=True)
+@click.option("--part-rows", type=click.IntRange(1000), default=500_000, show_default=True,
+              help="Rows per part file.")
+@click.option("--batch", type=click.IntRange(1, 10_000), default=1000, show_default=True,
+              help="Jobs read per Redis round trip.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@pass_session
+def export(session: Session, queue, states, filter_text, out_dir, fmt, part_rows, batch, as_json) -> int:
+    """Export every matching job of QUEUE to part files plus manifest.json.
+
+    \b
+    Streams in constant memory: envelope fields become typed columns, with
+    the raw value, state, shard, positions, timestamps and payload_sha1.
+    A malformed envelope is exported with its raw bytes and flagged.
+    Parquet parts carry an explicit schema Spark reads (timestamps in
+    microseconds, UTC); JSONL and CSV hold ISO-8601 UTC text.
+    Parts are written under a temporary name, then renamed; manifest.json
+    records the selector, counts per state, schema version, snapshot time,
+    the server (no password) and a SHA-256 per part.  Interrupted?  Run the
+    same command again: it continues.  Then:
+      jobctl analyze DIR --out REPORT_DIR
+      jobctl purge QUEUE --state dead --export-to DIR
+    """
+    from ..export.exporter import run_export
+    from ..filter import MATCH_ALL, compile_filter
+
+    flt = MATCH_ALL if filter_text is None else compile_filter(filter_text)
+    wanted = [State(s) for s in (states or ("dead",))]
+    with session.errors():
+        layout = session.layout(queue)
+        for s in wanted:
+            layout.check_supported(s)
+        total = sum(layout.depth(s) for s in wanted)
+        progress, finish = _progress_bar(total) if not as_json else (None, lambda: None)
+        try:
+            res = run_export(layout, out_dir, states=wanted, flt=flt, fmt=fmt, server=session.target.display,
+                             part_rows=part_rows, batch=batch, progress=progress, note=render.note)
+        except KeyboardInterrupt:
+            finish()
+            render.note(f"interrupted: the parts written so far are kept; run the same command again "
+                        f"to continue the export in {out_dir}")
+            return int(ExitCode.INTERRUPTED)
+        finally:
+            finish()
+    m = res.manifest
+    if as_json:
+        render.print_json(res.to_json())
+        return int(ExitCode.OK)
+    if res.already_complete:
+        render.note(f"{out_dir} already holds this export, complete: nothing to do")
+    counts = ", ".join(f"{s}: {n:,}" for s, n in m.counts.items())
+    malformed = f"; {m.malformed:,} malformed (flagged)" if m.malformed else ""
+    click.echo(f"exported {m.rows:,} job(s) of {m.queue} ({counts}{malformed}) to {out_dir} in "
+               f"{len(m.parts)} {m.format} part(s); scanned {sum(m.scanned.values()):,}")
+    return int(ExitCode.OK)
+
+
+@click.command()
+@click.argument("export_dir", required=False, metavar="EXPORT_DIR")
+@click.option("--out", "out_dir", metavar="REPORT_DIR", type=click.Path(file_okay=False),
+              help="Where report.json, report.md and redrive-plan.jsonl go (created).")
+@click.option("--master", default="local[*]", show_default=True,
+              help="Spark master: local[*], local[N], spark://host:7077, yarn, k8s://...")
+@click.option("--rules", "rules_file", metavar="FILE", type=click.Path(dir_okay=False, exists=True),
+              help="Classification rules (TOML); default: the shipped rule set (--default-rules prints it).")
+@click.option("--conf", "confs", multiple=True, metavar="KEY=VALUE",
+              help="Extra Spark configuration (repeatable), e.g. spark.driver.memory=4g.")
+@click.option("--top", type=click.IntRange(1), default=50, show_default=True,
+              help="Rows per table in report.md.")
+@click.option("--default-rules", "print_rules", is_flag=True, help="Print the default rules file and exit.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report summary as JSON.")
+def analyze(export_dir, out_dir, master, rules_file, confs, top, print_rules, as_json) -> int:
+    """Triage an export with PySpark: groups, fingerprints, classes, redrive plan.
+
+    \b
+    Counts by job type x error code x tenant x job version; error-message
+    fingerprints (numbers, ids, hex normalised away) with first and last
+    seen and samples; the attempt histogram; age at death; a classification
+    by rules (retryable, permanent, expired-deadline, bad-input,
+    needs-idempotency; seed 000 sections 10 and 22).  Writes report.json,
+    report.md and redrive-plan.jsonl (dead jobs judged safe to redrive,
+    each with its rule and payload_sha1), then:
+      jobctl redrive QUEUE --plan REPORT_DIR/redrive-plan.jsonl
+    \b
+    Runs on this machine by default (local[*], no UI, quiet logs); needs a
+    Java runtime (17+) and pyspark (pip install 'jobctl[spark]').  On a
+    cluster, pass --master, or submit the same job:
+      spark-submit --master spark://host:7077 \\
+        "$(python3 -c 'import jobctl.analyze.job as j; print(j.__file__)')" \\
+        EXPORT_DIR --out REPORT_DIR
+    EXPORT_DIR may then be any path Spark reads (hdfs://, s3a://);
+    REPORT_DIR is written by the driver.
+    """
+    from ..analyze.rules import default_rules_text
+
+    if print_rules:
+        sys.stdout.write(default_rules_text())
+        return int(ExitCode.OK)
+    if not export_dir:
+        raise UsageError("missing argument EXPORT_DIR")
+    if not out_dir:
+        raise UsageError("missing option --out REPORT_DIR")
+    conf = {}
+    for item in confs:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--conf {item!r}: expected KEY=VALUE")
+        conf[key.strip()] = value
+    from ..analyze.job import run_analysis
+
+    summary = run_analysis(export_dir, out_dir, master=master, rules_path=rules_file, conf=conf, top=top,
+                           note=render.note)
+    if as_json:
+        render.print_json(summary)
+        return int(ExitCode.OK)
+    _print_summary(summary)
+    return int(ExitCode.OK)
+
+
+def _print_summary(summary: dict) -> None:
+    con = render.console()
+    from rich.table import Table
+
+    con.print(f"[bold]{summary['queue']}[/]: {summary['rows']:,} job(s) analysed "
+              f"({', '.join(f'{s}: {n:,}' for s, n in summary['by_state'].items()) or 'none'}); "
+              f"{summary['malformed']:,} malformed")
+    t = Table(header_style="bold", title="classification", title_justify="left")
+    for col, just in (("class", "left"), ("rule", "left"), ("redrive", "left"), ("jobs", "right")):
+        t.add_column(col, justify=just)
+    for c in summary["classes"]:
+        t.add_row(c["class"], c["rule"], "yes" if c["redrive"] else "no", f"{c['jobs']:,}")
+    con.print(t)
+    t = Table(header_style="bold", title="top error groups", title_justify="left")
+    for col, just in (("job type", "left"), ("error", "left"), ("tenant", "left"), ("version", "right"),
+                      ("jobs", "right")):
+        t.add_column(col, justify=just)
+    for g in summary["top_groups"]:
+        t.add_row(g["job_type"] or "-", g["error_code"] or "-", g["tenant"] or "-",
+                  "-" if g["job_version"] is None else str(g["job_version"]), f"{g['jobs']:,}")
+    con.print(t)
+    con.print(f"redrive plan: {summary['redrive_planned']:,} job(s) -> {summary['files']['redrive_plan']}")
+    con.print(f"report: {summary['files']['report_md']} and {summary['files']['report_json']}")
+
+
+COMMANDS = [export, analyze]

@@ -1,0 +1,285 @@
+"""Run an export: walk, filter, write parts, keep the manifest current.
+
+:func:`run_export` is headless (the CLI and the purge fence both call it).
+The walk is :func:`jobctl.export.source.walk`; rows come from
+:func:`jobctl.export.rows.record_row`; parts from
+:func:`jobctl.export.writer.open_writer`.
+
+Atomicity and resumption:
+
+* a part is written under a hidden temporary name and renamed when
+  complete; the manifest (itself replaced atomically) then records the part
+  and ``progress.batches``, the number of source batches its parts cover;
+* parts close only at batch boundaries; when no rows are pending the
+  manifest also records progress every ``checkpoint_batches`` batches;
+* rerun with the same selector (queue, layout, states, filter, format) and
+  server, an incomplete export skips the batches already covered (it reads
+  them again, without writing) and continues with the next part number.
+  Before continuing it checks that the last job id of the last covered batch
+  is what the manifest recorded: if the source shifted (jobs left the walked
+  end of the list), it starts over and says so;
+* a complete export with the same selector is left as it is.
+
+Lists are walked from their tail with negative indexes (reliable-list), so
+jobs that arrive at the head during the walk do not shift it; a job that
+arrives after the walk passed its place is simply not in this snapshot.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .. import __version__
+from ..errors import UsageError
+from ..filter import MATCH_ALL, Filter
+from ..model import State
+from . import FORMATS
+from .manifest import MANIFEST_NAME, Manifest, PartInfo, find_manifest
+from .rows import record_row
+from .schema import column_index
+from .source import selects, walk
+from .writer import PartWriter, open_writer, part_name
+
+if TYPE_CHECKING:
+    from ..layouts.base import Layout
+
+__all__ = ["ExportResult", "run_export", "selector_of", "DEFAULT_PART_ROWS", "DEFAULT_BATCH"]
+
+#: Rows per part file (a part may exceed it by less than one batch).
+DEFAULT_PART_ROWS = 500_000
+#: Jobs per source batch (one range read + one MGET).
+DEFAULT_BATCH = 1000
+_MALFORMED = column_index("malformed")
+
+
+@dataclass
+class ExportResult:
+    """What :func:`run_export` did.
+
+    ``manifest`` is the final (or, when interrupted, last saved) manifest;
+    ``resumed`` is True when an interrupted export was continued;
+    ``already_complete`` when the directory held this export, complete, and
+    nothing was read; ``restarted`` says why a resume started over (else
+    ``None``); ``skipped_batches`` counts source batches re-read without
+    writing on resume.
+    """
+
+    manifest: Manifest
+    directory: Path
+    resumed: bool = False
+    already_complete: bool = False
+    restarted: str | None = None
+    skipped_batches: int = 0
+
+    def to_json(self) -> dict:
+        m = self.manifest
+        return {"directory": str(self.directory), "queue": m.queue, "format": m.format,
+                "complete": m.complete, "rows": m.rows, "counts": m.counts, "malformed": m.malformed,
+                "scanned": m.scanned, "parts": len(m.parts), "snapshot_ms": m.snapshot_ms,
+                "resumed": self.resumed, "already_complete": self.already_complete,
+                "restarted": self.restarted}
+
+
+def selector_of(layout: "Layout", states: list[State], flt: Filter, fmt: str) -> dict:
+    """The selector recorded in (and compared against) the manifest."""
+    return {"queue": layout.queue_name, "layout": layout.name, "states": [s.value for s in states],
+            "filter": flt.text, "format": fmt}
+
+
+def _source_of(layout: "Layout", server: str | None) -> dict:
+    shards = [getattr(k, "tag", str(k)) for k in getattr(layout, "shards", [])]
+    return {"server": server, "queue": layout.queue_name, "layout": layout.name, "shards": shards}
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def _prepare_directory(out: Path, selector: dict, source: dict) -> Manifest | None:
+    """The manifest to resume (or ``None`` to start fresh); raises
+    :class:`UsageError` when ``out`` holds something else."""
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out}: exists and is not a directory")
+    out.mkdir(parents=True, exist_ok=True)
+    m = find_manifest(out)
+    if m is None:
+        leftovers = [p.name for p in out.iterdir() if not p.name.startswith(".")]
+        if leftovers:
+            raise UsageError(f"--out {out}: directory is not empty and holds no jobctl export "
+                             f"(e.g. {leftovers[0]}); choose an empty or new directory")
+        return None
+    if m.selector != selector:
+        raise UsageError(f"--out {out}: holds another export ({_describe(m.selector)}); this one is "
+                         f"{_describe(selector)}: choose another directory")
+    if m.source.get("server") != source.get("server"):
+        raise UsageError(f"--out {out}: holds an export from {m.source.get('server')}, not "
+                         f"{source.get('server')}: choose another directory")
+    return m
+
+
+def _describe(sel: dict) -> str:
+    flt = f", filter {sel.get('filter')!r}" if sel.get("filter") else ""
+    return f"queue {sel.get('queue')}, states {','.join(sel.get('states', []))}{flt}, {sel.get('format')}"
+
+
+def _clean(out: Path, keep: set[str]) -> None:
+    """Delete temporary files and parts the manifest does not list."""
+    for p in out.iterdir():
+        if p.name == MANIFEST_NAME or p.name in keep:
+            continue
+        if (p.name.startswith(".part-") and p.name.endswith(".tmp")) or p.name.startswith("part-"):
+            p.unlink()
+
+
+def run_export(layout: "Layout", out_dir: str | Path, *, states: list[State] | tuple[State, ...] = (State.DEAD,),
+               flt: Filter = MATCH_ALL, fmt: str = "parquet", server: str | None = None,
+               part_rows: int = DEFAULT_PART_ROWS, batch: int = DEFAULT_BATCH,
+               snapshot_ms: int | None = None, checkpoint_batches: int = 100,
+               progress: Callable[[int, int], None] | None = None,
+               note: Callable[[str], None] | None = None,
+               writer_options: dict | None = None) -> ExportResult:
+    """Export every job of ``states`` in ``layout`` matching ``flt`` to ``out_dir``.
+
+    ``snapshot_ms`` (default: now) is the instant the filter is evaluated at
+    (``age``, ``dead_for``); a resumed export keeps the first run's.
+    ``server`` is the secret-free server name for the manifest
+    (``session.target.display``).  ``progress(scanned, exported)`` is called
+    after each batch; ``note(text)`` gets diagnostics (resume, restart).
+
+    Raises :class:`UsageError` for a bad format, state, ``part_rows`` or an
+    ``out_dir`` that holds something else; redis-py errors propagate (the
+    CLI translates them).  A ``KeyboardInterrupt`` deletes the part being
+    written and leaves the manifest at its last checkpoint: rerunning
+    continues from there.
+    """
+    if fmt not in FORMATS:
+        raise UsageError(f"unknown export format {fmt!r} (choose from {', '.join(FORMATS)})")
+    if part_rows < 1 or batch < 1:
+        raise UsageError("part rows and batch size must be at least 1")
+    states = list(dict.fromkeys(states))
+    for s in states:
+        layout.check_supported(s)
+    out = Path(out_dir)
+    selector = selector_of(layout, states, flt, fmt)
+    source = _source_of(layout, server)
+    say = note or (lambda _text: None)
+    result_flags: dict = {}
+    m = _prepare_directory(out, selector, source)
+    if m is not None and m.complete:
+        return ExportResult(manifest=m, directory=out, already_complete=True)
+    if m is None:
+        now = _now_ms()
+        m = Manifest(selector=selector, source=source, snapshot_ms=now if snapshot_ms is None else snapshot_ms,
+                     started_ms=now, jobctl_version=__version__,
+                     scanned={s.value: 0 for s in states})
+        _clean(out, set())
+        m.save(out)
+    else:
+        result_flags["resumed"] = True
+        _clean(out, {p.file for p in m.parts})
+        say(f"resuming the export in {out}: {len(m.parts)} part(s), {m.rows:,} row(s) already written")
+    res = ExportResult(manifest=m, directory=out, **result_flags)
+    _run(layout, out, m, res, states, flt, fmt, part_rows, batch, checkpoint_batches, progress, say,
+         writer_options or {})
+    return res
+
+
+def _run(layout, out: Path, m: Manifest, res: ExportResult, states, flt: Filter, fmt: str, part_rows: int,
+         batch: int, checkpoint_batches: int, progress, say, writer_options: dict) -> None:
+    skip = int(m.progress.get("batches") or 0)
+    expected_last = m.progress.get("last_id")
+    writer: PartWriter | None = None
+    part_counts: Counter = Counter()
+    part_malformed = 0
+    scanned: Counter = Counter(m.scanned)
+    exported = m.rows
+    since_checkpoint = 0
+    last_seen_id = None
+    last_ordinal = skip
+
+    def checkpoint(ordinal: int, last_id: str | None) -> None:
+        m.progress = {"batches": ordinal, "last_id": last_id}
+        m.scanned = {s.value: scanned.get(s.value, 0) for s in states}
+        m.save(out)
+
+    try:
+        for sb in walk(layout, states, batch):
+            if sb.ordinal <= skip:
+                res.skipped_batches += 1
+                if sb.ordinal == skip:
+                    last = sb.records[-1].job_id if sb.records else None
+                    if last != expected_last:
+                        raise _Shifted(f"the job at the resume point is {last!r}, the manifest recorded "
+                                       f"{expected_last!r}")
+                continue
+            rows = []
+            for rec in sb.records:
+                scanned[sb.state.value] += 1
+                if selects(flt, rec, m.snapshot_ms):
+                    rows.append(record_row(rec))
+            if rows:
+                if writer is None:
+                    writer = open_writer(fmt, out, len(m.parts), **writer_options)
+                writer.write(rows)
+                part_counts[sb.state.value] += len(rows)
+                part_malformed += sum(1 for r in rows if r[_MALFORMED])
+                exported += len(rows)
+            last_seen_id = sb.records[-1].job_id if sb.records else last_seen_id
+            last_ordinal = sb.ordinal
+            since_checkpoint += 1
+            if writer is not None and writer.rows >= part_rows:
+                _commit(writer, m, part_counts, part_malformed)
+                writer, part_counts, part_malformed = None, Counter(), 0
+                checkpoint(sb.ordinal, last_seen_id)
+                since_checkpoint = 0
+            elif writer is None and since_checkpoint >= checkpoint_batches:
+                checkpoint(sb.ordinal, last_seen_id)
+                since_checkpoint = 0
+            if progress:
+                progress(sum(scanned.values()), exported)
+        if skip and res.skipped_batches < skip:
+            raise _Shifted("the source now has fewer batches than the export had covered")
+        if writer is not None:
+            _commit(writer, m, part_counts, part_malformed)
+            writer = None
+        m.complete = True
+        m.finished_ms = _now_ms()
+        checkpoint(last_ordinal, last_seen_id if last_seen_id is not None else m.progress.get("last_id"))
+    except _Shifted as shifted:
+        if writer is not None:
+            writer.abort()
+            writer = None
+        say(f"the source changed since the interrupted export ({shifted}): starting over")
+        fresh = Manifest(selector=m.selector, source=m.source, snapshot_ms=_now_ms(), started_ms=_now_ms(),
+                         jobctl_version=__version__, scanned={s.value: 0 for s in states})
+        _clean(out, set())
+        fresh.save(out)
+        res.manifest = fresh
+        res.restarted = str(shifted)
+        res.resumed = False
+        res.skipped_batches = 0
+        _run(layout, out, fresh, res, states, flt, fmt, part_rows, batch, checkpoint_batches, progress, say,
+             writer_options)
+    finally:
+        if writer is not None:
+            writer.abort()
+
+
+class _Shifted(Exception):
+    """The source no longer matches the manifest's resume point."""
+
+
+def _commit(writer: PartWriter, m: Manifest, counts: Counter, malformed: int) -> None:
+    size, digest = writer.commit()
+    m.parts.append(PartInfo(file=writer.final, rows=writer.rows, bytes=size, sha256=digest,
+                            counts=dict(counts), malformed=malformed))
+
+
+def expected_part(index: int, fmt: str) -> str:
+    """The file name of part ``index`` (for tests and tools)."""
+    return part_name(index, fmt)

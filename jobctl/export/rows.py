@@ -1,0 +1,124 @@
+"""A :class:`~jobctl.model.JobRecord` as an export row (:mod:`.schema` order).
+
+Timestamps are epoch milliseconds here; the writers encode them
+(:func:`iso_ms` for text formats).  Values a column cannot hold (an integer
+outside int64, a time outside years 1..9999) become null and are named in
+``problems``, which flags the row ``malformed``.
+"""
+
+from __future__ import annotations
+
+import base64
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import orjson
+
+from ..model import JobRecord
+from ..ops.plan import payload_sha1
+
+__all__ = ["record_row", "iso_ms", "parse_iso_ms", "TS_MIN_MS", "TS_MAX_MS"]
+
+_I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
+#: 0001-01-01T00:00:00.000Z and 9999-12-31T23:59:59.999Z: the range Spark and ISO text hold.
+TS_MIN_MS, TS_MAX_MS = -62_135_596_800_000, 253_402_300_799_999
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+def iso_ms(ms: int) -> str:
+    """Epoch ms -> ``2026-11-21T10:04:05.123Z`` (UTC, always milliseconds)."""
+    dt = _EPOCH + timedelta(milliseconds=ms)
+    return (f"{dt.year:04d}-{dt.month:02d}-{dt.day:02d}T{dt.hour:02d}:{dt.minute:02d}:"
+            f"{dt.second:02d}.{dt.microsecond // 1000:03d}Z")
+
+
+def parse_iso_ms(text: str) -> int:
+    """Inverse of :func:`iso_ms` (also accepts ``+00:00``); raises ``ValueError``."""
+    if text.endswith("Z"):
+        text = text[:-1] + "+00:00"
+    dt = datetime.fromisoformat(text)
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    delta = dt - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000
+
+
+def _int(value: Any, name: str, problems: list[str]) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        else:
+            return None
+    if _I64_MIN <= value <= _I64_MAX:
+        return value
+    problems.append(f"field {name} out of the int64 range")
+    return None
+
+
+def _ts(value: Any, name: str, problems: list[str]) -> int | None:
+    value = _int(value, name, problems)
+    if value is None or TS_MIN_MS <= value <= TS_MAX_MS:
+        return value
+    problems.append(f"field {name} is not a time between years 1 and 9999")
+    return None
+
+
+def record_row(rec: JobRecord) -> tuple:
+    """The export row of ``rec``: a tuple in :data:`~jobctl.export.schema.COLUMNS` order.
+
+    Never raises for odd contents: what cannot be typed is null and listed
+    in ``problems``.
+    """
+    env = rec.envelope
+    problems = list(env.problems)
+    raw = rec.raw
+    text = b64 = None
+    if raw is not None:
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            b64 = base64.b64encode(raw).decode("ascii")
+    extra = env.extra
+    payload_json = None if env.payload is None else orjson.dumps(env.payload).decode("utf-8")
+    extra_json = orjson.dumps(extra).decode("utf-8") if extra else None
+    redrive_count = extra.get("redriveCount")
+    row = (
+        rec.queue,
+        rec.layout,
+        rec.shard,
+        None if rec.state is None else getattr(rec.state, "value", str(rec.state)),
+        rec.job_id,
+        _int(rec.position, "position", problems),
+        _int(rec.score, "score", problems),
+        _ts(rec.deadline_ms, "visibility deadline", problems),
+        env.job_id,
+        env.job_type,
+        _int(env.job_version, "jobVersion", problems),
+        env.tenant_id,
+        env.idempotency_key,
+        _ts(env.created_ms, "createdAtEpochMs", problems),
+        _ts(env.not_before_ms, "notBeforeEpochMs", problems),
+        _ts(env.deadline_ms, "deadlineEpochMs", problems),
+        _int(env.attempt, "attempt", problems),
+        _int(env.max_attempts, "maxAttempts", problems),
+        env.trace_id,
+        env.correlation_id,
+        env.payload_ref,
+        payload_json,
+        _ts(env.last_attempt_ms, "lastAttemptAtEpochMs", problems),
+        _ts(env.next_attempt_ms, "nextAttemptAtEpochMs", problems),
+        env.last_error_code,
+        env.last_error_message,
+        _ts(extra.get("redrivenAtEpochMs"), "redrivenAtEpochMs", problems),
+        _int(redrive_count, "redriveCount", problems),
+        extra_json,
+        bool(problems),
+        "; ".join(problems) if problems else None,
+        text,
+        b64,
+        None if raw is None else len(raw),
+        payload_sha1(raw),
+    )
+    return row

@@ -1,0 +1,581 @@
+"""The ``delayed-events`` layout (layouts.md section 5; seed 003, the Java
+delayed-event library): a zset ``delayed_events`` (member ``<event
+class>###<event id>`` -> next attempt time, epoch ms), a hash ``events``
+(same member -> envelope JSON ``{"type", "payload": {..., "id"}, "attempt",
+"logContext"}``), one list per event type (the lowercase simple class name)
+holding envelopes dispatched for handling, and the dispatcher's lock
+``delayed_events_lock``.
+
+The library's dispatcher (under its lock) takes due members, pushes the
+current envelope onto the type's list and, in the same ``MULTI``, stores
+the envelope with ``attempt + 1`` and the next attempt time as the score,
+or drops the event when that attempt reaches its retry limit.  A handler
+``BRPOP``s the list; on success it removes the member and the hash field.
+
+States (job id = the member); each event is in exactly one:
+
+* **ready**: envelopes on the type lists, waiting for a handler (served
+  from the right; the member stays in the zset for the next attempt and is
+  shown only as this copy), and members that are due (``score <= now``):
+  the dispatcher hands them to a handler on its next pass, so dispatcher
+  lag shows as the age of the oldest ready event.  (``scheduled_overdue``
+  stays 0 for this layout.)
+* **scheduled**: members due later whose envelope ``attempt`` is below the
+  queue's ``max_attempts``.
+* **dead**: there is no DLQ: members whose ``attempt`` is at or over
+  ``max_attempts`` (the library keeps retrying them until its own limit).
+* **suppressed**: jobctl's own zset + info hash (the member's score and
+  envelope are kept there, so unsuppress can restore both).
+* no processing: a handler's claim (a ``BRPOP``) leaves nothing in Redis
+  but the member, due again at its next attempt time.
+
+Splitting the zset reads every envelope's ``attempt`` and the type lists:
+exact up to :data:`EXACT_BOUND` members and :data:`READY_BOUND` list
+entries (windows of ``ZRANGE`` + ``HMGET``, ``LRANGE``), estimated from a
+sample beyond (``status`` says so).
+
+Operations: promote sets the score to now (the event becomes ready);
+redrive resets ``attempt`` to 1, as the library creates an event, and sets
+the score to now (``--to scheduled``: now + ``--delay``): the envelope gets
+no other field, because the library's JSON reader rejects unknown ones, so
+the redrive is recorded in jobctl's journal only; suppress moves the member
+and its envelope to jobctl's keys (the dispatcher stops retrying it);
+unsuppress restores both; purge removes the member and the envelope
+together.  Requeue does not apply.  Every move is fenced by the score and
+the envelope's SHA1, and waits while the dispatcher holds its lock
+(``de_move.lua``).
+
+Config (``[queues.NAME]``): ``prefix`` (the library's data-set prefix,
+default ""), ``max_attempts`` (default :data:`DEFAULT_MAX_ATTEMPTS`),
+``event_lists`` (type list names; default: derived from a sample of members).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections import defaultdict
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+
+from ..errors import ConfigError, DataError, NotFound, UsageError
+from ..keys import DelayedEventsKeys, delayed_event_member, simple_class_name, split_delayed_event_member
+from ..model import Envelope, JobRecord, QueueStatus, State
+from ..ops.plan import Plan, PlannedJob, payload_sha1
+from ..ops.result import BatchResult
+from ..ops.spec import Operation, OpSpec
+from ..scripts import script
+from .base import Layout, now_ms
+from .common import batch_result, check_transition, lenient_envelope, suppression_record, text, wrongtype_errors
+
+__all__ = ["DelayedEvents", "event_envelope", "recognize", "DEFAULT_MAX_ATTEMPTS", "EXACT_BOUND"]
+
+#: Attempt at which an event counts as dead when the config sets none: the
+#: end of the library's first backoff tier (10 attempts 10 s apart).
+DEFAULT_MAX_ATTEMPTS = 10
+#: The zset is split into scheduled/dead exactly up to this many members.
+EXACT_BOUND = 10_000
+#: Beyond it, this many random windows of :data:`WINDOW` members are read.
+SAMPLE_WINDOWS = 10
+WINDOW = 1000
+#: Type lists are searched at most this deep by ``inspect``.
+SEARCH_BOUND = 20_000
+#: At most this many type-list entries are read to find dispatched members.
+READY_BOUND = 10_000
+#: Members sampled to find the type lists when the config names none.
+TYPE_SAMPLE = 1000
+DEFAULT_BATCH = 256
+#: A batch refused because the dispatcher held its lock is retried this
+#: many times, :data:`LOCK_RETRY_S` apart (the library's lock lives <= 2 s).
+LOCK_RETRIES = 60
+LOCK_RETRY_S = 0.05
+
+TRANSITIONS: dict[tuple[Operation, State], tuple[State | None, ...]] = {
+    (Operation.PROMOTE, State.SCHEDULED): (State.READY,),
+    (Operation.REDRIVE, State.DEAD): (State.READY, State.SCHEDULED),
+    (Operation.SUPPRESS, State.DEAD): (State.SUPPRESSED,),
+    (Operation.UNSUPPRESS, State.SUPPRESSED): (State.DEAD,),
+    (Operation.PURGE, State.DEAD): (None,),
+    (Operation.PURGE, State.SUPPRESSED): (None,),
+}
+
+
+def event_envelope(raw: bytes | None, member: str | None = None) -> Envelope:
+    """The read-model envelope of a stored event envelope (seed 003).
+
+    ``type`` -> job type, ``attempt`` -> attempt, ``payload`` -> payload,
+    the member (or ``type###payload.id``) -> job id; ``logContext`` stays in
+    ``extra``.  ``document`` is the stored JSON as is.  Never raises.
+    """
+    if raw is None:
+        return lenient_envelope(None)
+    try:
+        doc = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return lenient_envelope(raw)
+    if not isinstance(doc, dict):
+        return lenient_envelope(raw)
+    payload = doc.get("payload")
+    job_id = member
+    if job_id is None and isinstance(doc.get("type"), str) and isinstance(payload, dict) and "id" in payload:
+        job_id = delayed_event_member(doc["type"], str(payload["id"]))
+    model = {"jobId": job_id, "jobType": doc.get("type"), "attempt": doc.get("attempt"), "payload": payload}
+    model.update({k: v for k, v in doc.items() if k not in ("type", "attempt", "payload")})
+    env = lenient_envelope(model, required=("jobType",))
+    if not isinstance(doc.get("attempt"), int):
+        env.problems.append("field attempt is not an integer")
+    env.document = doc
+    return env
+
+
+class DelayedEvents(Layout):
+    """A delayed-events service; see the module docstring."""
+
+    name = "delayed-events"
+    states = (State.READY, State.SCHEDULED, State.DEAD, State.SUPPRESSED)
+
+    def __init__(self, client, queue) -> None:
+        super().__init__(client, queue)
+        opts = queue.options
+        self.keys = DelayedEventsKeys(str(opts.get("prefix") or ""))
+        limit = opts.get("max_attempts", DEFAULT_MAX_ATTEMPTS)
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise ConfigError(f"queue {queue.name}: max_attempts must be a positive integer, got {limit!r}")
+        self.max_attempts: int = limit
+        lists = opts.get("event_lists")
+        if lists is not None and (not isinstance(lists, list) or not all(isinstance(x, str) for x in lists)):
+            raise ConfigError(f"queue {queue.name}: event_lists must be a list of key names")
+        self._event_lists: list[str] | None = list(lists) if lists is not None else None
+        if queue.shards or queue.priorities:
+            raise ConfigError(f"queue {queue.name}: layout delayed-events has no shards or priorities")
+
+    @property
+    def journal_key(self) -> str:
+        return self.keys.journal
+
+    # -- helpers ---------------------------------------------------------------
+    def event_lists(self) -> list[str]:
+        """The type lists: from the config, else the lists of the event classes
+        met among the first :data:`TYPE_SAMPLE` members of the zset and of the
+        suppressed zset, that exist as lists."""
+        if self._event_lists is not None:
+            return self._event_lists
+        classes = set()
+        for key in (self.keys.zset, self.keys.suppressed):
+            for m in self.client.zrange(key, 0, TYPE_SAMPLE - 1):
+                parts = split_delayed_event_member(text(m))
+                if parts:
+                    classes.add(parts[0])
+        names = sorted({self.keys.type_list(c) for c in classes})
+        if not names:
+            self._event_lists = []
+            return []
+        pipe = self.client.pipeline(transaction=False)
+        for n in names:
+            pipe.type(n)
+        self._event_lists = [n for n, t in zip(names, pipe.execute()) if t == b"list"]
+        return self._event_lists
+
+    def is_dead(self, env: Envelope) -> bool:
+        """Dead: envelope ``attempt`` at or over ``max_attempts``."""
+        return env.attempt is not None and env.attempt >= self.max_attempts
+
+    def classify(self, env: Envelope, score: int, now: int, dispatched: bool) -> State:
+        """The state of a zset member: READY when a copy waits on its type
+        list (``dispatched``) or it is due, DEAD at ``max_attempts``,
+        SCHEDULED otherwise (see the module docstring)."""
+        if dispatched:
+            return State.READY
+        if self.is_dead(env):
+            return State.DEAD
+        return State.READY if score <= now else State.SCHEDULED
+
+    def dispatched(self) -> tuple[set[str], bool]:
+        """Members with a copy on a type list, and whether every list was
+        read (at most :data:`READY_BOUND` entries in all)."""
+        found: set[str] = set()
+        read = 0
+        for key in self.event_lists():
+            start = 0
+            while read < READY_BOUND:
+                window = self._list_window(key, start, min(WINDOW, READY_BOUND - read))
+                read += len(window)
+                found.update(r.job_id for r in window)
+                if len(window) < WINDOW:
+                    break
+                start += WINDOW
+            else:
+                return found, False
+        return found, True
+
+    def _zset_window(self, start: int, size: int, now: int, shadow: set[str],
+                     desc: bool = False) -> list[JobRecord]:
+        """Members ranked ``start..start+size-1`` with their envelopes and
+        states (``score`` = next attempt time, epoch ms)."""
+        pairs = self.client.zrange(self.keys.zset, start, start + size - 1, withscores=True, desc=desc)
+        if not pairs:
+            return []
+        members = [text(m) for m, _ in pairs]
+        raws = self.client.hmget(self.keys.events, members)
+        out = []
+        for (member, (_, score)), raw in zip(zip(members, pairs), raws):
+            env = event_envelope(raw, member)
+            state = self.classify(env, int(score), now, member in shadow)
+            rec = JobRecord(queue=self.queue_name, layout=self.name, shard="", job_id=member, state=state,
+                            envelope=env, raw=raw, score=int(score), meta={"state_key": self.keys.zset})
+            if member in shadow:
+                rec.meta["dispatched"] = True
+            if raw is None:
+                rec.meta["problem"] = "dangling member: no envelope in the events hash"
+            out.append(rec)
+        return out
+
+    # -- status --------------------------------------------------------------------
+    def status(self, now: int | None = None) -> QueueStatus:
+        now = now_ms() if now is None else now
+        st = QueueStatus(queue=self.queue_name, layout=self.name, now_ms=now)
+        lists = self.event_lists()
+        pipe = self.client.pipeline(transaction=False)
+        pipe.zcard(self.keys.zset)
+        pipe.zcard(self.keys.suppressed)
+        for key in lists:
+            pipe.llen(key)
+        res = pipe.execute(raise_on_error=False)
+        st.errors.extend(wrongtype_errors(res, [self.keys.zset, self.keys.suppressed] + lists))
+        if st.errors:
+            return st
+        total, st.suppressed = res[0], res[1]
+        st.ready = sum(res[2:])
+        if total:
+            self._split_zset(st, total, now)
+        return st
+
+    def _split_zset(self, st: QueueStatus, total: int, now: int) -> None:
+        shadow, complete = self.dispatched()
+        if not complete:
+            st.warnings.append(f"type lists read up to {READY_BOUND:,} entries: events dispatched beyond "
+                               "that are counted in their zset state too")
+        exact = total <= EXACT_BOUND
+        starts = list(range(0, total, WINDOW)) if exact else \
+            sorted(random.sample(range(0, total - WINDOW + 1), SAMPLE_WINDOWS))
+        counts = {State.READY: 0, State.SCHEDULED: 0, State.DEAD: 0}
+        read = shadowed = 0
+        oldest_due = next_due = None
+        for start in starts:
+            for rec in self._zset_window(start, WINDOW, now, shadow):
+                read += 1
+                if rec.meta.get("dispatched"):
+                    shadowed += 1  # its list copy is counted as ready
+                    continue
+                counts[rec.state] += 1
+                if rec.state is State.READY:
+                    oldest_due = rec.score if oldest_due is None else min(oldest_due, rec.score)
+                elif rec.state is State.SCHEDULED and (next_due is None or rec.score < next_due):
+                    next_due = rec.score
+        if exact:
+            st.dead, st.scheduled = counts[State.DEAD], counts[State.SCHEDULED]
+            st.ready += counts[State.READY]
+        else:
+            scale = total / max(1, read)
+            st.dead = round(counts[State.DEAD] * scale)
+            st.scheduled = round(counts[State.SCHEDULED] * scale)
+            st.ready += round(counts[State.READY] * scale)
+            st.warnings.append(f"{total:,} members: ready/scheduled/dead split estimated from {read:,} envelopes")
+        st.next_due_ms = next_due
+        if oldest_due is not None:
+            st.oldest_ready_since_ms = oldest_due
+            st.oldest_ready_age_ms = max(0, now - oldest_due)
+
+    def depth(self, state: State) -> int:
+        self.check_supported(state)
+        if state is State.SUPPRESSED:
+            return self.client.zcard(self.keys.suppressed)
+        st = self.status()
+        return {State.READY: st.ready, State.SCHEDULED: st.scheduled, State.DEAD: st.dead}[state]
+
+    # -- listing -----------------------------------------------------------------------
+    def list_jobs(self, state: State, limit: int = 20, now: int | None = None) -> list[JobRecord]:
+        """Ready: copies waiting on the type lists (served from the right),
+        then due members, earliest first.  Scheduled: earliest due first.
+        Dead: latest next attempt first.  Suppressed: newest first."""
+        self.check_supported(state)
+        now = now_ms() if now is None else now
+        if state is State.SUPPRESSED:
+            pairs = self.client.zrange(self.keys.suppressed, 0, limit - 1, withscores=True, desc=True)
+            return self._suppressed_records([(text(m), int(s)) for m, s in pairs])
+        out: list[JobRecord] = []
+        for batch in self._walk(state, now, desc=state is State.DEAD):
+            out.extend(batch)
+            if len(out) >= limit:
+                break
+        return out[:limit]
+
+    def _walk(self, state: State, now: int, *, batch: int = WINDOW, desc: bool = False,
+              shadow: set[str] | None = None) -> Iterator[list[JobRecord]]:
+        """Records of ``state`` (not suppressed) in windows, from the type
+        lists and the zset; a member with a list copy shows only as that copy."""
+        if shadow is None:
+            shadow = self.dispatched()[0]
+        if state is State.READY:
+            for key in self.event_lists():
+                start = 0
+                while True:
+                    window = self._list_window(key, start, batch)
+                    if window:
+                        yield window
+                    if len(window) < batch:
+                        break
+                    start += batch
+        start = 0
+        while True:
+            window = self._zset_window(start, batch, now, shadow, desc=desc)
+            if not window:
+                return
+            recs = [r for r in window if r.state is state and not r.meta.get("dispatched")]
+            if recs:
+                yield recs
+            if state is State.READY and not desc and window[-1].score > now:
+                return  # ranks ascend by score: nothing due further on
+            start += batch
+
+    def _list_window(self, key: str, start: int, size: int) -> list[JobRecord]:
+        """Envelopes of a type list from the served (right) end; ``position``
+        counts from it."""
+        raws = list(reversed(self.client.lrange(key, -(start + size), -(start + 1))))
+        out = []
+        for n, raw in enumerate(raws):
+            env = event_envelope(raw)
+            out.append(JobRecord(queue=self.queue_name, layout=self.name, shard="", job_id=env.job_id or "?",
+                                 state=State.READY, envelope=env, raw=raw, position=start + n,
+                                 meta={"state_key": key, "dispatched": True}))
+        return out
+
+    def _suppressed_records(self, pairs: list[tuple[str, int]]) -> list[JobRecord]:
+        if not pairs:
+            return []
+        infos = self.client.hmget(self.keys.suppressed_info, [m for m, _ in pairs])
+        out = []
+        for (member, score), info in zip(pairs, infos):
+            doc: dict[str, Any] = {}
+            if info is not None:
+                try:
+                    doc = orjson.loads(info)
+                except orjson.JSONDecodeError:
+                    doc = {}
+            raw = doc.get("envelope")
+            raw_b = raw.encode() if isinstance(raw, str) else None
+            rec = JobRecord(queue=self.queue_name, layout=self.name, shard="", job_id=member,
+                            state=State.SUPPRESSED, envelope=event_envelope(raw_b, member), raw=info, score=score)
+            rec.meta["suppressed"] = {k: v for k, v in doc.items() if k != "envelope"}
+            out.append(rec)
+        return out
+
+    # -- inspect -----------------------------------------------------------------------
+    def inspect(self, job_id: str) -> JobRecord:
+        """The event ``<class>###<id>``: its list copies (ready), else its
+        suppressed record, else its zset member and envelope."""
+        now = now_ms()
+        pipe = self.client.pipeline(transaction=False)
+        pipe.zscore(self.keys.zset, job_id)
+        pipe.hget(self.keys.events, job_id)
+        pipe.zscore(self.keys.suppressed, job_id)
+        res = pipe.execute(raise_on_error=False)
+        errors = wrongtype_errors(res, [self.keys.zset, self.keys.events, self.keys.suppressed])
+        if errors:
+            raise DataError(errors[0])
+        score, raw, supp = res
+        copies = self._ready_copies(job_id)
+        if copies:
+            rec = copies[0]
+            rec.meta["ready_copies"] = len(copies)
+            if score is not None:
+                rec.meta["retry_at_ms"] = int(score)  # the member stays for the next attempt
+                rec.meta["next_envelope_attempt"] = event_envelope(raw, job_id).attempt
+        elif supp is not None:
+            rec = self._suppressed_records([(job_id, int(supp))])[0]
+        elif score is not None or raw is not None:
+            env = event_envelope(raw, job_id)
+            state = self.classify(env, int(score), now, False) if score is not None else None
+            rec = JobRecord(queue=self.queue_name, layout=self.name, shard="", job_id=job_id, state=state,
+                            envelope=env, raw=raw, score=None if score is None else int(score),
+                            meta={"state_key": self.keys.zset})
+            if score is None:
+                rec.meta["problem"] = "orphan envelope: in the events hash, not in the zset"
+            elif raw is None:
+                rec.meta["problem"] = "dangling member: no envelope in the events hash"
+        else:
+            raise NotFound(f"event {job_id!r} not found in queue {self.queue_name} (ids look like "
+                           "<event class>###<event id>)")
+        parts = split_delayed_event_member(job_id)
+        if parts:
+            rec.meta["event_class"], rec.meta["event_id"] = parts
+        rec.meta["max_attempts"] = self.max_attempts
+        return rec
+
+    def _ready_copies(self, member: str) -> list[JobRecord]:
+        parts = split_delayed_event_member(member)
+        if not parts:
+            return []
+        key = self.keys.type_list(parts[0])
+        found: list[JobRecord] = []
+        start = 0
+        while start < SEARCH_BOUND:
+            window = self._list_window(key, start, WINDOW)
+            found.extend(r for r in window if r.job_id == member)
+            if len(window) < WINDOW:
+                break
+            start += WINDOW
+        return found
+
+    # -- batched walks -------------------------------------------------------------------
+    def iter_batches(self, state: State, batch: int = 1000,
+                     sample: tuple[int, int] | None = None) -> Iterator[list[JobRecord]]:
+        """Walk ``state`` in windows.  ``sample`` reads random zset windows
+        (the dead or scheduled records found in them)."""
+        self.check_supported(state)
+        batch = max(1, min(batch, WINDOW))
+        now = now_ms()
+        if state is State.SUPPRESSED:
+            start = 0
+            while True:
+                pairs = self.client.zrange(self.keys.suppressed, start, start + batch - 1, withscores=True)
+                if pairs:
+                    yield self._suppressed_records([(text(m), int(s)) for m, s in pairs])
+                if len(pairs) < batch:
+                    return
+                start += batch
+        if sample is None:
+            yield from self._walk(state, now, batch=batch)
+            return
+        shadow = self.dispatched()[0]
+        windows, size = sample
+        batch = min(batch, size)
+        length = self.client.zcard(self.keys.zset)
+        starts = sorted(random.sample(range(0, max(1, length - batch + 1)), min(windows, max(1, length // batch)))) \
+            if length > batch else [0]
+        for start in starts:
+            recs = [r for r in self._zset_window(start, batch, now, shadow)
+                    if r.state is state and not r.meta.get("dispatched")]
+            if recs:
+                yield recs
+
+    # -- operations ------------------------------------------------------------------------
+    def plan(self, spec: OpSpec, now: int | None = None) -> Plan:
+        """Plan ``spec`` (promote, redrive, suppress, unsuppress, purge); reads
+        only.  Raises :class:`UsageError` for requeue (a handler's claim is not
+        in Redis) or ``--priority``."""
+        from .planning import plan_from_walk, records_by_ids, refuse_priority
+
+        now = now_ms() if now is None else now
+        check_transition(self.name, TRANSITIONS, spec)
+        refuse_priority(self.name, spec)
+        batches = records_by_ids(self, spec) if spec.ids else self.iter_batches(spec.source)
+        return plan_from_walk(Plan(spec=spec, now_ms=now), batches, lambda rec: payload_sha1(rec.raw))
+
+    def apply(self, plan: Plan, *, batch: int | None = None) -> Iterator[BatchResult]:
+        """Apply ``plan``, one ``de_move.lua`` call per batch; a batch refused
+        because the dispatcher held its lock is retried (:data:`LOCK_RETRIES`)."""
+        batch = batch or DEFAULT_BATCH
+        spec = plan.spec
+        for i in range(0, len(plan.jobs), batch):
+            chunk = plan.jobs[i:i + batch]
+            pending = list(chunk)
+            result = BatchResult()
+            for _ in range(LOCK_RETRIES + 1):
+                br = self._call(spec, pending)
+                locked = [j for j in pending if br.reasons.get(j.job_id) == "locked"]
+                result.moved += br.moved
+                result.skipped += [j for j in br.skipped if br.reasons[j] != "locked"]
+                result.reasons.update({j: r for j, r in br.reasons.items() if r != "locked"})
+                pending = locked
+                if not pending:
+                    break
+                time.sleep(LOCK_RETRY_S)
+            for j in pending:
+                result.skipped.append(j.job_id)
+                result.reasons[j.job_id] = "locked"
+            yield result
+
+    def _call(self, spec: OpSpec, jobs: list[PlannedJob]) -> BatchResult:
+        now = now_ms()
+        raws: list[Any] = [None] * len(jobs)
+        if spec.operation is Operation.PURGE:
+            mode, at = ("purge_suppressed" if spec.source is State.SUPPRESSED else "purge"), now
+        elif spec.operation is Operation.SUPPRESS:
+            mode, at = "suppress", now
+        elif spec.operation is Operation.UNSUPPRESS:
+            mode, at = "unsuppress", now
+        else:
+            mode = "score"
+            at = now + spec.delay_ms if spec.target is State.SCHEDULED else now
+            if spec.operation is Operation.REDRIVE:
+                raws = self.client.hmget(self.keys.events, [j.job_id for j in jobs])
+        args: list = [mode, at, len(jobs)]
+        for j, raw in zip(jobs, raws):
+            new = b""
+            if raw is not None and payload_sha1(raw) == j.sha1:
+                new = _reset_attempt(raw)
+            info = suppression_record(spec, now) if mode == "suppress" else b""
+            args += [j.job_id, str(j.score), j.sha1, new, info]
+        k = self.keys
+        return batch_result(script(self.client, "de_move")(
+            keys=[k.zset, k.events, k.lock, k.suppressed, k.suppressed_info], args=args))
+
+    def check(self, *, repair: bool = False):
+        """Audit the invariants (:mod:`.delayed_events_check`); returns a CheckReport."""
+        from .delayed_events_check import check_queue
+
+        return check_queue(self, repair=repair)
+
+
+def _reset_attempt(raw: bytes) -> bytes:
+    """The envelope with ``attempt`` back to 1, as the library creates it;
+    nothing else changes (the library's JSON reader rejects unknown fields,
+    so the redrive is recorded in jobctl's journal only)."""
+    doc = orjson.loads(raw)
+    doc["attempt"] = 1
+    return orjson.dumps(doc)
+
+
+# -- discovery ----------------------------------------------------------------------------
+
+def recognize(keys: dict[str, bytes], client=None) -> list[tuple[Any, list[str]]]:
+    """Delayed-events services in a scanned keyspace (:mod:`jobctl.discovery`).
+
+    Evidence: a zset ``<prefix>delayed_events`` and a hash ``<prefix>events``
+    side by side; with a client, the zset's first members must look like
+    ``<class>###<id>``.  Claims the lock, jobctl's keys and the type lists
+    of the sampled classes (written to the config as ``event_lists``).
+    """
+    from ..config import QueueConfig
+
+    out = []
+    for key, typ in sorted(keys.items()):
+        if typ != b"zset" or not key.endswith("delayed_events"):
+            continue
+        prefix = key[: -len("delayed_events")]
+        k = DelayedEventsKeys(prefix)
+        if keys.get(k.events) != b"hash":
+            continue
+        evidence = [k.zset, k.events]
+        opts: dict[str, Any] = {}
+        if prefix:
+            opts["prefix"] = prefix
+        if client is not None:
+            sample = [text(m) for m in client.zrange(k.zset, 0, 99)]
+            if not sample or not all(split_delayed_event_member(m) for m in sample):
+                continue
+            classes = {split_delayed_event_member(m)[0] for m in sample}  # type: ignore[index]
+            lists = sorted({k.type_list(c) for c in classes if keys.get(k.type_list(c)) == b"list"})
+            if lists:
+                opts["event_lists"] = lists
+                evidence += lists
+        for extra, want in ((k.lock, b"string"), (k.suppressed, b"zset"), (k.suppressed_info, b"hash"),
+                            (k.journal, b"stream")):
+            if keys.get(extra) == want:
+                evidence.append(extra)
+        name = f"{prefix}delayed_events"
+        out.append((QueueConfig(name=name, layout="delayed-events", options=opts, discovered=True), evidence))
+    return out

@@ -1,0 +1,155 @@
+"""``jobctl check`` for the hash-job layout: the invariants of seed 001, and
+the repairs that are unambiguous.
+
+Invariants:
+
+* every job id is in exactly one of pending, processing, failed,
+  suppressed and completed (``multiple_states``);
+* no id appears twice in one list (``duplicate``; repair: drop the extra
+  copies from the tail);
+* no dangling id: every id has its job hash (``dangling``; repair: remove
+  the id from its list or from the suppressed zset, if the hash is still
+  missing).  A failed id whose hash expired (the workers' TTL) is reported
+  here too; a completed id whose hash expired is normal history cleanup
+  and only counted (``expired_history`` in the JSON);
+* the hash's ``status`` matches its list (``status_mismatch``, report only:
+  which one is right is not knowable), except for a processing id still
+  ``pending`` without a claim time: a claim not stamped yet (or whose
+  worker died between BLMOVE and HSET), which seed 001's 2 x timeout rule
+  reclaims;
+* every processing job can be reclaimed: it has ``claimed_at_ms`` or
+  ``enqueued_at_ms`` (``no_deadline``; repair: set ``claimed_at_ms`` so
+  that it is stuck now, and ``requeue --stuck`` or the workers' reclaimer
+  takes it);
+* no orphan job: a hash whose status is pending or processing, or that has
+  no TTL, is in some list (``orphan_job``, report only).  Hashes of jobs
+  trimmed off the capped completed/failed lists, still within their TTL,
+  are normal.
+
+Cost: every list and the suppressed zset are read in windows of 1,000,
+statuses with pipelined ``HMGET``, and the job hashes are SCANned: linear in
+the queue's size, in bounded commands.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from typing import TYPE_CHECKING
+
+from ..model import State
+from ..scripts import script
+from .base import now_ms
+from .common import text
+from .reliable_list_check import CheckReport, Problem
+from .walks import WINDOW, walk_list, walk_zset
+
+if TYPE_CHECKING:
+    from .hash_job import HashJob
+
+__all__ = ["check_queue"]
+
+
+class HashJobCheckReport(CheckReport):
+    """:class:`CheckReport` plus ``expired_history``: completed ids whose
+    hash expired (normal; not a problem)."""
+
+    expired_history: int = 0
+
+    def to_json(self):
+        out = super().to_json()
+        out["expired_history"] = self.expired_history
+        return out
+
+
+def check_queue(layout: "HashJob", *, repair: bool = False) -> CheckReport:
+    """Check ``layout``; with ``repair``, apply the unambiguous fixes."""
+    from .hash_job import unstamped_claim
+
+    client, k = layout.client, layout.keys
+    report = HashJobCheckReport(queue=layout.queue_name, layout=layout.name)
+    shard = k.name
+    where: dict[str, list[tuple[str, str]]] = defaultdict(list)  # id -> [(state, key)]
+    lists = [(k.pending, "ready"), (k.processing, "processing"), (k.failed, "dead"), (k.completed, "history")]
+    expected_status = {"ready": "pending", "processing": "processing", "dead": "failed", "history": "completed",
+                       "suppressed": "failed"}
+    for key, state in lists:
+        counts: Counter[str] = Counter()
+        for _, chunk in walk_list(client, key, from_right=False):
+            counts.update(text(x) for x in chunk)
+        for job_id, n in counts.items():
+            where[job_id].append((state, key))
+            if n > 1:
+                report.problems.append(Problem("duplicate", shard, job_id, f"{n} copies in {key}",
+                                               "remove extra copies", _args=("duplicate", key, str(n))))
+    for _, pairs in walk_zset(client, k.suppressed):
+        for m, _ in pairs:
+            where[text(m)].append(("suppressed", k.suppressed))
+
+    ids = list(where)
+    report.checked_ids = len(ids)
+    now = now_ms()
+    for i in range(0, len(ids), WINDOW):
+        chunk = ids[i:i + WINDOW]
+        pipe = client.pipeline(transaction=False)
+        for job_id in chunk:
+            pipe.hmget(k.job(job_id), "status", "claimed_at_ms", "enqueued_at_ms")
+        for job_id, (status, claimed, enqueued) in zip(chunk, pipe.execute()):
+            places = where[job_id]
+            states = sorted({s for s, _ in places})
+            if len(states) > 1:
+                report.problems.append(Problem("multiple_states", shard, job_id, "in " + " and ".join(states)))
+            if status is None:
+                for state, key in places:
+                    if state == "history":
+                        report.expired_history += 1
+                        continue
+                    kind = "dangling_zset" if state == "suppressed" else "dangling_list"
+                    why = "hash expired (workers' TTL)" if state == "dead" else "no job hash"
+                    report.problems.append(Problem("dangling", shard, job_id, f"in {state} ({key}): {why}",
+                                                   "remove the id from the index", _args=(kind, key, "")))
+                continue
+            for state, key in places:
+                if state == "processing" and \
+                        unstamped_claim(State.PROCESSING, {b"status": status, b"claimed_at_ms": claimed or b""}):
+                    continue  # seed 001's 2 x timeout rule covers it
+                if text(status) != expected_status[state]:
+                    report.problems.append(Problem("status_mismatch", shard, job_id,
+                                                   f"hash status {text(status)!r} while in {state} ({key})"))
+            if any(s == "processing" for s, _ in places) and \
+                    layout.deadline_of({b"claimed_at_ms": claimed or b"", b"enqueued_at_ms": enqueued or b""}) is None:
+                stuck_at = now - layout.visibility_ms - 1
+                report.problems.append(Problem("no_deadline", shard, job_id,
+                                               "processing without claimed_at_ms or enqueued_at_ms: never reclaimed",
+                                               "set claimed_at_ms so that it is stuck now",
+                                               _args=("no_deadline", k.processing, str(stuck_at))))
+
+    cursor = 0
+    prefix = k.job_prefix
+    while True:
+        cursor, found = client.scan(cursor=cursor, match=k.job_pattern, count=WINDOW)
+        orphans = [text(raw)[len(prefix):] for raw in found]
+        report.payload_keys += len(orphans)
+        orphans = [job_id for job_id in orphans if job_id not in where]
+        if orphans:
+            pipe = client.pipeline(transaction=False)
+            for job_id in orphans:
+                pipe.hget(k.job(job_id), "status")
+                pipe.pttl(k.job(job_id))
+            res = pipe.execute()
+            for n, job_id in enumerate(orphans):
+                status, ttl = res[2 * n], res[2 * n + 1]
+                status = text(status) if status is not None else None
+                if status in ("pending", "processing") or ttl == -1:
+                    report.problems.append(Problem("orphan_job", shard, job_id,
+                                                   f"job hash (status {status!r}) is in no list"))
+        if cursor == 0:
+            break
+
+    if repair:
+        fix = script(client, "hj_repair")
+        for p in report.problems:
+            if not p._args:
+                continue
+            kind, key, arg = p._args
+            p.repaired = bool(fix(keys=[key, k.job(p.job_id), k.suppressed_info], args=[kind, p.job_id, arg]))
+    return report

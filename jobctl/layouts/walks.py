@@ -1,0 +1,80 @@
+"""Bounded walks over Redis lists and zsets, for layouts' ``iter_batches``,
+plans and checks.
+
+Every read here is one ``LRANGE``/``ZRANGE`` of at most ``size`` elements:
+walking a whole key costs ``ceil(length / size)`` commands, never one
+unbounded read.  Lists are walked from the end they are served from, with
+indexes counted from that end (negative indexes from the right, so that
+pushes at the other end during the walk do not shift them).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from typing import Any
+
+__all__ = ["window_starts", "list_window", "walk_list", "walk_zset", "WINDOW", "lrem_chunk",
+           "LREM_BUDGET"]
+
+#: Elements per window of a full walk (check, plan).
+WINDOW = 1000
+
+#: Element comparisons one script call may spend in ``LREM``s (a list of one
+#: million short strings takes ~5-10 ms to scan); see :func:`lrem_chunk`.
+LREM_BUDGET = 1_000_000
+
+
+def window_starts(length: int, batch: int, sample: tuple[int, int] | None) -> tuple[list[int], int]:
+    """``(start offsets, window size)`` of a walk over ``length`` elements.
+
+    Without ``sample``: every ``batch``-th offset.  With ``sample=(windows,
+    size)``: that many windows of ``min(size, batch)`` elements at sorted
+    random offsets (``[0]`` when the key is no longer than one window).
+    """
+    if length <= 0:
+        return [], batch
+    if sample is None:
+        return list(range(0, length, batch)), batch
+    windows, size = sample
+    size = max(1, min(size, batch))
+    if length <= size:
+        return [0], size
+    n = min(windows, max(1, length // size))
+    return sorted(random.sample(range(0, length - size + 1), n)), size
+
+
+def list_window(client, key: str, start: int, size: int, *, from_right: bool) -> list[bytes]:
+    """The ``size`` elements at positions ``start..`` counted from one end of
+    the list ``key``, in walk order (nearest to that end first)."""
+    if from_right:
+        return list(reversed(client.lrange(key, -(start + size), -(start + 1))))
+    return client.lrange(key, start, start + size - 1)
+
+
+def walk_list(client, key: str, *, from_right: bool, batch: int = WINDOW,
+              sample: tuple[int, int] | None = None) -> Iterator[tuple[int, list[bytes]]]:
+    """``(start position, elements)`` windows of the list ``key`` (see
+    :func:`window_starts`); the length is read once, at the start."""
+    starts, size = window_starts(client.llen(key), batch, sample)
+    for start in starts:
+        chunk = list_window(client, key, start, size, from_right=from_right)
+        if chunk:
+            yield start, chunk
+
+
+def walk_zset(client, key: str, *, desc: bool = False, batch: int = WINDOW,
+              sample: tuple[int, int] | None = None) -> Iterator[tuple[int, list[tuple[bytes, float]]]]:
+    """``(start rank, [(member, score), ...])`` windows of the zset ``key``."""
+    starts, size = window_starts(client.zcard(key), batch, sample)
+    for start in starts:
+        pairs: list[tuple[Any, float]] = client.zrange(key, start, start + size - 1, desc=desc, withscores=True)
+        if pairs:
+            yield start, pairs
+
+
+def lrem_chunk(batch: int, list_length: int) -> int:
+    """Jobs per script call when each job costs one ``LREM`` over a list of
+    ``list_length`` elements: ``batch``, lowered so that a call scans at most
+    :data:`LREM_BUDGET` elements (never below 1)."""
+    return max(1, min(batch, LREM_BUDGET // max(1, list_length)))

@@ -1,0 +1,48 @@
+-- hj_repair.lua: one unambiguous repair found by `jobctl check --repair`
+-- (hash-job, seed 001).  Each repair re-checks its condition atomically, so
+-- a state that changed since the check is left alone.
+--
+-- KEYS[1]  the state key holding the id: a list, or the suppressed zset
+-- KEYS[2]  the job's hash                     queue:<n>:job:<id>
+-- KEYS[3]  jobctl's suppressed info hash      queue:<n>:jobctl:suppressed:info
+-- ARGV[1]  kind:
+--          "dangling_list"  LREM every copy of the id from the list KEYS[1]
+--                           if the job hash is still missing
+--          "dangling_zset"  ZREM the id from KEYS[1] (and its info) if the
+--                           job hash is still missing
+--          "duplicate"      LREM ARGV[3]-1 extra copies, from the tail
+--          "no_deadline"    HSET claimed_at_ms ARGV[3] if the id is still in
+--                           the processing list KEYS[1] and the hash still
+--                           has neither claimed_at_ms nor enqueued_at_ms
+-- ARGV[2]  job id
+-- ARGV[3]  copy count, or the claimed_at_ms to set (epoch ms), per kind
+-- returns  1 when repaired, 0 when the condition no longer held
+
+local kind, id, arg = ARGV[1], ARGV[2], ARGV[3]
+local function unset(v) return (not v) or v == '' or tonumber(v) == 0 end
+
+if kind == 'dangling_list' then
+  if redis.call('EXISTS', KEYS[2]) == 0 then
+    return redis.call('LREM', KEYS[1], 0, id) > 0 and 1 or 0
+  end
+  return 0
+elseif kind == 'dangling_zset' then
+  if redis.call('EXISTS', KEYS[2]) == 0 then
+    redis.call('HDEL', KEYS[3], id)
+    return redis.call('ZREM', KEYS[1], id)
+  end
+  return 0
+elseif kind == 'duplicate' then
+  local extra = tonumber(arg) - 1
+  if extra < 1 then return 0 end
+  return redis.call('LREM', KEYS[1], -extra, id) > 0 and 1 or 0
+elseif kind == 'no_deadline' then
+  local v = redis.call('HMGET', KEYS[2], 'claimed_at_ms', 'enqueued_at_ms')
+  if redis.call('EXISTS', KEYS[2]) == 1 and unset(v[1]) and unset(v[2])
+      and redis.call('LPOS', KEYS[1], id) then
+    redis.call('HSET', KEYS[2], 'claimed_at_ms', arg)
+    return 1
+  end
+  return 0
+end
+return redis.error_reply('BADKIND ' .. kind)

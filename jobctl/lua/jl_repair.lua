@@ -1,0 +1,47 @@
+-- jl_repair.lua: one unambiguous repair found by `jobctl check --repair`
+-- (json-list, seed 002).  Each repair re-checks its condition atomically, so
+-- a state that changed since the check is left alone.
+--
+-- KEYS[1]  the list holding the string (processing for the claim-time
+--          kinds), or the suppressed zset for "dangling"
+-- KEYS[2]  claim-time zset             <p>:processing:times
+-- KEYS[3]  jobctl raw hash             <p>:jobctl:suppressed:raw
+-- KEYS[4]  jobctl info hash            <p>:jobctl:suppressed:info
+-- ARGV[1]  kind:
+--          "duplicate"          LREM ARGV[3]-1 extra copies of the string
+--                               ARGV[4], from the tail of KEYS[1]
+--          "missing_claim_time" ZADD NX claim time ARGV[3] (epoch seconds)
+--                               if the string ARGV[4] is still in KEYS[1]
+--          "stray_claim_time"   ZREM the claim time if its score is still
+--                               ARGV[3]
+--          "dangling"           ZREM the id from KEYS[1] (and its info) if
+--                               its kept string is still missing
+-- ARGV[2]  job id
+-- ARGV[3]  copy count, or a claim time in epoch seconds, per kind
+-- ARGV[4]  the job string (exact bytes), for the list kinds
+-- returns  1 when repaired, 0 when the condition no longer held
+
+local kind, id, arg, raw = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+if kind == 'duplicate' then
+  local extra = tonumber(arg) - 1
+  if extra < 1 then return 0 end
+  return redis.call('LREM', KEYS[1], -extra, raw) > 0 and 1 or 0
+elseif kind == 'missing_claim_time' then
+  if redis.call('LPOS', KEYS[1], raw) then
+    return redis.call('ZADD', KEYS[2], 'NX', arg, id)
+  end
+  return 0
+elseif kind == 'stray_claim_time' then
+  local sc = redis.call('ZSCORE', KEYS[2], id)
+  if sc and tonumber(sc) == tonumber(arg) then
+    return redis.call('ZREM', KEYS[2], id)
+  end
+  return 0
+elseif kind == 'dangling' then
+  if redis.call('HEXISTS', KEYS[3], id) == 0 then
+    redis.call('HDEL', KEYS[4], id)
+    return redis.call('ZREM', KEYS[1], id)
+  end
+  return 0
+end
+return redis.error_reply('BADKIND ' .. kind)

@@ -1,0 +1,318 @@
+"""Operations from the TUI: what is asked (:class:`ActionRequest`), the
+plan's confirmation modal and the progress modal.
+
+The flow is the CLI's: build an :class:`~jobctl.ops.spec.OpSpec`, plan it
+(reads only), show the plan (count, breakdown, sample ids) with focus on
+Cancel, and only then apply it with :func:`jobctl.ops.engine.run_plan`
+(through :meth:`jobctl.dashboard.Dashboard.run`), which writes the same
+journal.  Plans over :data:`TYPED_CONFIRM_OVER` jobs, and every purge, need
+the count typed.  Planning and applying run in thread workers; the modals
+only receive messages.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+from rich.table import Table
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.message import Message
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, ProgressBar, Static
+
+from jobctl.filter import MATCH_ALL, compile_filter
+from jobctl.model import State
+from jobctl.ops.spec import Operation, OpSpec
+
+__all__ = ["ActionRequest", "OPERATIONS", "TYPED_CONFIRM_OVER", "needs_typed_count", "PlanModal",
+           "RunModal", "ReasonModal"]
+
+#: Plans larger than this need the count typed to confirm.
+TYPED_CONFIRM_OVER = 1000
+
+
+@dataclass(frozen=True)
+class OpInfo:
+    """An operation the TUI offers: its key, source states and target."""
+
+    operation: Operation
+    key: str
+    sources: tuple[State, ...]
+    target: State | None
+    verb: str
+    destructive: bool = False
+
+
+#: Operation -> what the TUI needs to know about it.
+OPERATIONS: dict[Operation, OpInfo] = {
+    Operation.REQUEUE: OpInfo(Operation.REQUEUE, "U", (State.PROCESSING,), State.READY, "requeue"),
+    Operation.REDRIVE: OpInfo(Operation.REDRIVE, "R", (State.DEAD,), State.READY, "redrive"),
+    Operation.PROMOTE: OpInfo(Operation.PROMOTE, "P", (State.SCHEDULED,), State.READY, "promote"),
+    Operation.SUPPRESS: OpInfo(Operation.SUPPRESS, "S", (State.DEAD,), State.SUPPRESSED, "suppress"),
+    Operation.PURGE: OpInfo(Operation.PURGE, "X", (State.DEAD, State.SUPPRESSED), None, "purge",
+                            destructive=True),
+}
+
+
+@dataclass
+class ActionRequest:
+    """One operation asked from the keyboard.
+
+    ``scope`` says in words what it applies to ("triage group ...", "3
+    selected jobs", "every stuck job"); ``filter_text`` ("" for none),
+    ``ids`` and ``stuck_only`` become the :class:`OpSpec`.
+    """
+
+    operation: Operation
+    queue: str
+    source: State
+    scope: str
+    filter_text: str = ""
+    ids: tuple[str, ...] = ()
+    stuck_only: bool = False
+    reason: str | None = None
+
+    def spec(self) -> OpSpec:
+        """The :class:`OpSpec`; raises FilterError for a bad filter text."""
+        flt = compile_filter(self.filter_text) if self.filter_text else MATCH_ALL
+        return OpSpec(self.operation, self.queue, self.source, OPERATIONS[self.operation].target,
+                      filter=flt, ids=self.ids, stuck_only=self.stuck_only, reason=self.reason)
+
+
+def needs_typed_count(plan) -> bool:
+    """Large (> :data:`TYPED_CONFIRM_OVER`) or destructive (purge) plans."""
+    return plan.planned > TYPED_CONFIRM_OVER or OPERATIONS[plan.spec.operation].destructive
+
+
+def _plan_table(plan) -> Table:
+    t = Table(header_style="bold", box=None, pad_edge=False, expand=False)
+    t.add_column("job type")
+    t.add_column("error")
+    t.add_column("jobs", justify="right")
+    for (jt, err), n in plan.breakdown.most_common(8):
+        t.add_row(jt, err, f"{n:,}")
+    if len(plan.breakdown) > 8:
+        rest = sum(n for _, n in plan.breakdown.most_common()[8:])
+        t.add_row("…", f"{len(plan.breakdown) - 8} more groups", f"{rest:,}")
+    return t
+
+
+class PlanModal(ModalScreen[bool]):
+    """The plan of an operation; dismisses with True to apply it.
+
+    Focus starts on Cancel.  Typed confirmation: the Apply button stays
+    disabled until the input holds the planned count.
+    """
+
+    DEFAULT_CSS = """
+    PlanModal { align: center middle; }
+    PlanModal > Vertical { width: 96; max-width: 100%; height: auto; max-height: 90%;
+                           border: thick $warning; background: $surface; padding: 0 1; }
+    PlanModal.-destructive > Vertical { border: thick $error; }
+    PlanModal #plan-title { text-style: bold; width: 1fr; }
+    PlanModal VerticalScroll { height: auto; max-height: 20; }
+    PlanModal #typed { margin: 1 0 0 0; }
+    PlanModal #buttons { height: auto; align-horizontal: right; margin: 1 0 0 0; }
+    PlanModal Button { margin: 0 0 0 2; }
+    """
+
+    BINDINGS = [Binding("escape", "cancel", "cancel")]
+    AUTO_FOCUS = "#cancel"
+
+    def __init__(self, request: ActionRequest, plan) -> None:
+        super().__init__()
+        self.request = request
+        self.plan = plan
+        self.typed_required = needs_typed_count(plan)
+
+    def compose(self) -> ComposeResult:
+        plan, req = self.plan, self.request
+        info = OPERATIONS[plan.spec.operation]
+        if info.destructive:
+            self.add_class("-destructive")
+        with Vertical():
+            yield Label(f"{info.verb.capitalize()} — queue {req.queue}", id="plan-title")
+            body = Text()
+            body.append("scope: ", style="bold")
+            body.append(req.scope + "\n")
+            body.append(plan.describe() + "\n", style="bold")
+            body.append(f"scanned {plan.scanned:,} job(s); matched {plan.planned:,}")
+            if plan.truncated:
+                body.append(" (stopped at the limit)")
+            if plan.spec.filter.text:
+                body.append(f"\nfilter: {plan.spec.filter.text}")
+            if plan.spec.reason:
+                body.append(f"\nreason: {plan.spec.reason}")
+            with VerticalScroll(can_focus=False):
+                yield Static(body, id="plan-body")
+                if plan.breakdown:
+                    yield Static(_plan_table(plan), id="plan-breakdown")
+                extra = Text()
+                if plan.planned:
+                    extra.append("sample ids: " + ", ".join(plan.sample_ids(5)))
+                    if plan.planned > 5:
+                        extra.append(", …")
+                if plan.malformed:
+                    extra.append(f"\n{len(plan.malformed):,} job(s) with malformed envelopes excluded",
+                                 style="yellow")
+                if plan.dangling:
+                    extra.append(f"\n{len(plan.dangling):,} dangling id(s) without payload excluded "
+                                 "(see jobctl check)", style="yellow")
+                if info.destructive:
+                    extra.append("\npurge deletes jobs for good (index entry and payload); there is no "
+                                 "export yet", style="bold red")
+                yield Static(extra, id="plan-extra")
+            if self.typed_required:
+                yield Input(placeholder=f"type {plan.planned:,} to confirm", id="typed")
+            with Horizontal(id="buttons"):
+                yield Button("Cancel", id="cancel", variant="primary")
+                yield Button(f"{info.verb.capitalize()} {plan.planned:,}", id="apply",
+                             variant="error" if info.destructive else "warning",
+                             disabled=self.typed_required)
+
+    def _typed_ok(self, value: str) -> bool:
+        digits = value.replace(",", "").replace("_", "").replace(" ", "")
+        return digits == str(self.plan.planned)
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        self.query_one("#apply", Button).disabled = not self._typed_ok(event.value)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        if self._typed_ok(event.value):
+            self.dismiss(True)
+        else:
+            self.app.notify(f"type {self.plan.planned:,} to confirm", severity="warning")
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        self.dismiss(event.button.id == "apply")
+
+    def action_cancel(self) -> None:
+        self.dismiss(False)
+
+
+class ReasonModal(ModalScreen[str | None]):
+    """Asks why (suppress keeps the reason with who and when)."""
+
+    DEFAULT_CSS = """
+    ReasonModal { align: center middle; }
+    ReasonModal > Vertical { width: 80; height: auto; border: thick $warning; background: $surface;
+                             padding: 0 1; }
+    """
+
+    BINDINGS = [Binding("escape", "cancel", "cancel")]
+
+    def __init__(self, request: ActionRequest) -> None:
+        super().__init__()
+        self.request = request
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label(f"Suppress — {self.request.scope}")
+            yield Input(placeholder="reason (required; enter to continue, esc to cancel)", id="reason")
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        if event.value.strip():
+            self.dismiss(event.value.strip())
+        else:
+            self.app.notify("a reason is required to suppress", severity="warning")
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class RunProgress(Message):
+    """Posted by the run worker after each script call."""
+
+    def __init__(self, done: int, total: int) -> None:
+        super().__init__()
+        self.done = done
+        self.total = total
+
+
+class RunFinished(Message):
+    """Posted by the run worker at the end (``result`` or ``error``)."""
+
+    def __init__(self, result=None, error: BaseException | None = None) -> None:
+        super().__init__()
+        self.result = result
+        self.error = error
+
+
+class RunModal(ModalScreen):
+    """Applies a confirmed plan in a thread worker with a progress bar.
+
+    Stop (or escape) asks the engine to stop after the current script call:
+    every job is then either moved or untouched, and the journal says the
+    run was interrupted.  Dismisses with ``(result, error)``.
+    """
+
+    DEFAULT_CSS = """
+    RunModal { align: center middle; }
+    RunModal > Vertical { width: 80; height: auto; border: thick $accent; background: $surface; padding: 0 1; }
+    RunModal ProgressBar { margin: 1 0; }
+    RunModal #run-buttons { height: auto; align-horizontal: right; }
+    """
+
+    BINDINGS = [Binding("escape", "stop", "stop")]
+    AUTO_FOCUS = "#stop"
+
+    def __init__(self, plan, *, autostart: bool = True) -> None:
+        super().__init__()
+        self.plan = plan
+        self.autostart = autostart  # False: a static modal (snapshot tests)
+        self.stop_event = threading.Event()
+        self.done = 0
+
+    def compose(self) -> ComposeResult:
+        info = OPERATIONS[self.plan.spec.operation]
+        with Vertical():
+            yield Label(f"{info.verb.capitalize()} {self.plan.planned:,} job(s) — queue {self.plan.spec.queue}",
+                        id="run-title")
+            yield ProgressBar(total=max(1, self.plan.planned), show_eta=True, id="run-progress")
+            yield Static("starting …", id="run-status")
+            with Horizontal(id="run-buttons"):
+                yield Button("Stop after this batch", id="stop", variant="error")
+
+    def on_mount(self) -> None:
+        if self.autostart:
+            self.app.running_ops += 1
+            self._apply()
+
+    @work(thread=True, exit_on_error=False, group="apply")
+    def _apply(self) -> None:
+        app = self.app
+        try:
+            res = app.dash.run(self.plan, stop=self.stop_event.is_set,
+                               progress=lambda d, t: self.post_message(RunProgress(d, t)),
+                               rate=app.op_rate, batch=app.op_batch)
+        except BaseException as exc:  # noqa: BLE001 - reported by the UI thread
+            self.post_message(RunFinished(error=exc))
+            return
+        self.post_message(RunFinished(result=res))
+
+    def on_run_progress(self, msg: RunProgress) -> None:
+        self.done = msg.done
+        self.query_one(ProgressBar).update(progress=msg.done)
+        self.query_one("#run-status", Static).update(f"{msg.done:,} of {msg.total:,} done")
+
+    def on_run_finished(self, msg: RunFinished) -> None:
+        self.app.running_ops -= 1
+        self.dismiss((msg.result, msg.error))
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        self.action_stop()
+
+    def action_stop(self) -> None:
+        if not self.stop_event.is_set():
+            self.stop_event.set()
+            self.query_one("#run-status", Static).update("stopping after the current batch …")
+            self.query_one("#stop", Button).disabled = True

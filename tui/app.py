@@ -1,0 +1,377 @@
+"""The Textual application: refresh loop, workers, Redis trouble, actions.
+
+Every Redis read or write goes through :class:`jobctl.dashboard.Dashboard`
+in a thread worker (``@work(thread=True)``); a worker never touches a
+widget: it posts :class:`ReadDone` (or the run modal's messages) and the UI
+thread applies the result.  A connection failure, timeout or ACL denial
+sets :attr:`JobctlApp.trouble` (the banner on every screen); the refresh
+timer keeps retrying and the banner goes away at the first good refresh.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from textual import work
+from textual.app import App, SystemCommand
+from textual.binding import Binding
+from textual.message import Message
+from textual.reactive import reactive
+from textual.screen import Screen
+
+from jobctl.dashboard import Dashboard, Snapshot
+from jobctl.errors import AuthFailed, ConnectionFailed, JobctlError
+from jobctl.filter import FilterError
+from jobctl.ops.spec import Operation
+from jobctl.session import Session
+
+from .actions import OPERATIONS, ActionRequest, PlanModal, ReasonModal, RunModal
+
+__all__ = ["JobctlApp", "MIN_REFRESH_S", "REFRESH_STEPS", "ReadDone"]
+
+#: The refresh interval floor, seconds: one status refresh costs two
+#: pipelined round trips per queue, so faster would only load the server.
+MIN_REFRESH_S = 0.5
+#: Intervals ``+``/``-`` step through, seconds.
+REFRESH_STEPS = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
+
+
+class ReadDone(Message):
+    """A read worker finished: ``done(result)`` or, on error, ``failed(exc)``."""
+
+    def __init__(self, key: str | None, done: Callable[[Any], None], result: Any = None,
+                 error: BaseException | None = None, failed: Callable[[BaseException], None] | None = None,
+                 banner: bool = False) -> None:
+        super().__init__()
+        self.key = key
+        self.done = done
+        self.result = result
+        self.error = error
+        self.failed = failed
+        self.banner = banner
+
+
+class JobctlApp(App):
+    """``jobctl tui``: the live dashboard.
+
+    ``session`` is a :class:`jobctl.session.Session` (not yet connected is
+    fine: the app connects in a worker and shows a banner while it cannot).
+    ``refresh_s`` is clamped to :data:`MIN_REFRESH_S`.  ``clock`` (epoch ms)
+    and ``server_label`` exist for tests and snapshots.  ``op_rate`` caps
+    jobs per second of operations (like the CLI's ``--rate``); ``op_batch``
+    is the jobs per script call.  ``note`` is shown in the top bar (the
+    demo says what it runs); ``exit_after`` quits after that many seconds.
+    Raises :class:`~jobctl.errors.ConfigError` for a bad SLO in the config.
+    """
+
+    TITLE = "jobctl"
+    ENABLE_COMMAND_PALETTE = True
+
+    BINDINGS = [
+        Binding("q", "quit", "quit"),
+        Binding("ctrl+c", "quit", "quit", show=False, priority=True),
+        Binding("question_mark", "help", "help"),
+        Binding("p", "toggle_pause", "pause"),
+        Binding("r", "refresh_now", "refresh"),
+        Binding("plus,equals_sign", "slower", "slower refresh", show=False),
+        Binding("minus", "faster", "faster refresh", show=False),
+    ]
+
+    DEFAULT_CSS = """
+    Screen { background: $background; }
+    .note { color: $text-muted; padding: 0 1; height: auto; }
+    .summary { padding: 0 1; height: auto; }
+    """
+
+    trouble: reactive[str | None] = reactive(None)
+    paused: reactive[bool] = reactive(False)
+    refresh_s: reactive[float] = reactive(2.0)
+    last_update_ms: reactive[int | None] = reactive(None)
+    activity: reactive[str] = reactive("")
+
+    def __init__(self, session: Session, *, refresh_s: float = 2.0, clock: Callable[[], int] | None = None,
+                 server_label: str | None = None, op_rate: float | None = None, op_batch: int | None = None,
+                 note: str = "", exit_after: float | None = None, history_len: int = 600) -> None:
+        super().__init__()
+        self.session = session
+        self.dash = Dashboard(session, clock=clock, history_len=history_len)
+        self.clock = self.dash.clock
+        self.server_label = server_label or session.target.display
+        self.environment = session.target.environment
+        self.read_only = session.read_only
+        self.note = note
+        self.op_rate = op_rate
+        self.op_batch = op_batch
+        self.exit_after = exit_after
+        self.set_reactive(JobctlApp.refresh_s, max(MIN_REFRESH_S, float(refresh_s)))
+        self.snapshot: Snapshot | None = None
+        self.trouble_since_ms: int | None = None
+        self.notices: list[tuple[str, str]] = []
+        self.running_ops = 0
+        self._inflight: set[str] = set()
+        self._pending = 0
+        self._timer = None
+        self._quit_after_run = False
+
+    # -- lifecycle -------------------------------------------------------------------
+    def on_mount(self) -> None:
+        from .dashboard_screen import DashboardScreen
+
+        self.push_screen(DashboardScreen())
+        self._timer = self.set_interval(self.refresh_s, self._tick, name="status-refresh")
+        if self.exit_after:
+            self.set_timer(self.exit_after, self.exit)
+        self.refresh_status()
+
+    @property
+    def busy(self) -> bool:
+        """True while a read or an operation is under way (tests wait on it)."""
+        return bool(self._pending or self.running_ops)
+
+    def notify(self, message: str, *, title: str = "", severity: str = "information",
+               timeout: float | None = None, markup: bool = False) -> None:
+        """Textual's toast, also kept in :attr:`notices` (``(severity, message)``)."""
+        self.notices.append((severity, message))
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
+
+    # -- workers --------------------------------------------------------------------------
+    def read(self, fn: Callable[[], Any], done: Callable[[Any], None], *, key: str | None = None,
+             failed: Callable[[BaseException], None] | None = None, banner: bool = True) -> bool:
+        """Run ``fn()`` (Redis work through :attr:`dash`) in a thread worker
+        and ``done(result)`` on the UI thread.  With ``key``, a read still in
+        flight under the same key makes this one a no-op (returns False):
+        a slow server never piles up requests.  Errors: a connection, timeout
+        or ACL error sets the banner (a notice when not ``banner``);
+        anything else is a notice; ``failed(exc)`` is called too."""
+        if key is not None:
+            if key in self._inflight:
+                return False
+            self._inflight.add(key)
+        self._pending += 1
+        self._read_worker(fn, done, key, failed, banner)
+        return True
+
+    @work(thread=True, exit_on_error=False, group="read")
+    def _read_worker(self, fn, done, key, failed, banner) -> None:
+        try:
+            result = fn()
+        except BaseException as exc:  # noqa: BLE001 - reported on the UI thread
+            self.post_message(ReadDone(key, done, error=exc, failed=failed, banner=banner))
+            return
+        self.post_message(ReadDone(key, done, result=result, banner=banner))
+
+    def on_read_done(self, msg: ReadDone) -> None:
+        self._pending -= 1
+        if msg.key is not None:
+            self._inflight.discard(msg.key)
+        if msg.error is not None:
+            self.report_error(msg.error, banner=msg.banner)
+            if msg.failed is not None:
+                msg.failed(msg.error)
+            return
+        try:
+            msg.done(msg.result)
+        except Exception as exc:  # noqa: BLE001 - a screen closed under us, or a bug: say so
+            from textual.css.query import NoMatches
+
+            if not isinstance(exc, NoMatches):
+                self.notify(f"internal error: {exc.__class__.__name__}: {exc}", severity="error")
+
+    def report_error(self, exc: BaseException, *, banner: bool = False) -> None:
+        """Banner for Redis trouble (``banner``), a notice for the rest."""
+        if isinstance(exc, (ConnectionFailed, AuthFailed)):
+            if banner or self.trouble:
+                if not self.trouble:
+                    self.trouble_since_ms = self.clock()
+                self.trouble = str(exc)
+            else:
+                self.notify(str(exc), severity="error", title="Redis")
+            return
+        if isinstance(exc, JobctlError):
+            self.notify(str(exc), severity="error")
+        else:
+            first = str(exc).splitlines()[0] if str(exc) else ""
+            self.notify(f"internal error: {exc.__class__.__name__}: {first}", severity="error")
+
+    # -- refresh ------------------------------------------------------------------------
+    def _tick(self) -> None:
+        if not self.paused:
+            self.refresh_status()
+
+    def refresh_status(self) -> None:
+        """Read every queue's status now (skipped while a refresh is in flight)."""
+        self.read(self.dash.refresh, self._status_done, key="status", banner=True)
+
+    def _status_done(self, snap: Snapshot) -> None:
+        self.snapshot = snap
+        self.last_update_ms = snap.at_ms
+        if self.trouble:
+            self.trouble = None
+            self.trouble_since_ms = None
+            self.notify("Redis answers again; refreshing", title="reconnected")
+        for screen in self.screen_stack:
+            hook = getattr(screen, "status_refreshed", None)
+            if hook is not None:
+                hook(snap)
+
+    def action_refresh_now(self) -> None:
+        self.refresh_status()
+        hook = getattr(self.screen, "reload", None)
+        if hook is not None:
+            hook()
+
+    def action_toggle_pause(self) -> None:
+        self.paused = not self.paused
+
+    def _set_interval(self, seconds: float) -> None:
+        self.refresh_s = max(MIN_REFRESH_S, seconds)
+        if self._timer is not None:
+            self._timer.stop()
+        self._timer = self.set_interval(self.refresh_s, self._tick, name="status-refresh")
+
+    def action_slower(self) -> None:
+        bigger = [s for s in REFRESH_STEPS if s > self.refresh_s]
+        self._set_interval(bigger[0] if bigger else REFRESH_STEPS[-1])
+
+    def action_faster(self) -> None:
+        smaller = [s for s in REFRESH_STEPS if s < self.refresh_s]
+        if not smaller:
+            self.notify(f"the refresh interval cannot go below {MIN_REFRESH_S:g}s", severity="warning")
+        self._set_interval(smaller[-1] if smaller else MIN_REFRESH_S)
+
+    # -- navigation -------------------------------------------------------------------------
+    def action_help(self) -> None:
+        from .help import HelpScreen
+
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen())
+
+    def open_queue(self, name: str, tab: str | None = None) -> None:
+        from .queue_screen import QueueScreen
+
+        self.push_screen(QueueScreen(name, tab=tab))
+
+    def open_job(self, queue: str, job_id: str) -> None:
+        from .inspector import InspectorScreen
+
+        self.push_screen(InspectorScreen(queue, job_id))
+
+    async def action_quit(self) -> None:
+        if self.running_ops:
+            self._quit_after_run = True
+            for screen in self.screen_stack:
+                if isinstance(screen, RunModal):
+                    screen.action_stop()
+            self.notify("stopping the operation after the current batch; quitting when it has stopped",
+                        severity="warning")
+            return
+        self.exit()
+
+    # -- actions ---------------------------------------------------------------------------
+    def start_action(self, req: ActionRequest, after: Callable[[], None] | None = None) -> None:
+        """Plan ``req`` in a worker, confirm it in :class:`PlanModal`, apply it
+        in :class:`RunModal`; ``after()`` runs once it has been applied.
+        Refused with a notice in read-only mode."""
+        info = OPERATIONS[req.operation]
+        if self.read_only:
+            self.notify(f"{info.verb} refused: read-only mode (--read-only or the profile's read_only); "
+                        "nothing was changed", title="read-only", severity="error")
+            return
+        if req.source not in info.sources:
+            srcs = " or ".join(s.value for s in info.sources)
+            self.notify(f"{info.verb} works on {srcs} jobs, not {req.source.value}", severity="warning")
+            return
+        if req.operation is Operation.SUPPRESS and not req.reason:
+            def got_reason(reason: str | None) -> None:
+                if reason:
+                    req.reason = reason
+                    self.start_action(req, after)
+
+            self.push_screen(ReasonModal(req), got_reason)
+            return
+        try:
+            spec = req.spec()
+        except FilterError as exc:
+            self.notify(str(exc), severity="error")
+            return
+        self.activity = f"planning {info.verb} …"
+
+        def planned(plan) -> None:
+            self.activity = ""
+            if plan.planned == 0:
+                extra = ""
+                if plan.malformed:
+                    extra = f" ({len(plan.malformed):,} malformed envelope(s) excluded)"
+                self.notify(f"{info.verb} {req.queue}: nothing to do, no job matches{extra}")
+                return
+            self.push_screen(PlanModal(req, plan), lambda ok: self._confirmed(ok, plan, after))
+
+        def failed(_exc: BaseException) -> None:
+            self.activity = ""
+
+        self.read(lambda: self.dash.plan(spec), planned, key="plan", failed=failed)
+
+    def _confirmed(self, ok: bool | None, plan, after) -> None:
+        if not ok:
+            self.notify(f"{plan.spec.operation.value} cancelled: nothing was changed")
+            return
+        self.push_screen(RunModal(plan), lambda outcome: self._applied(outcome, after))
+
+    def _applied(self, outcome, after) -> None:
+        res, error = outcome
+        if error is not None:
+            self.report_error(error)
+        if res is not None:
+            reasons = ", ".join(f"{k}: {v:,}" for k, v in res.skipped_reasons.items())
+            text = (f"{res.operation} {res.queue}: planned {res.planned:,}, moved {res.moved:,}, "
+                    f"skipped {res.skipped:,}{f' ({reasons})' if reasons else ''}, failed {res.failed:,}"
+                    f"{' — interrupted: run it again to finish' if res.interrupted else ''}"
+                    f"  [{res.operation_id}]")
+            bad = res.skipped or res.failed or res.interrupted or res.error
+            self.notify(text, title="done" if not bad else "done, with problems",
+                        severity="warning" if bad else "information", timeout=10)
+            for p in res.journal_problems:
+                self.notify(f"journal: {p}", severity="warning")
+        self.refresh_status()
+        if after is not None:
+            after()
+        if self._quit_after_run and not self.running_ops:
+            self.exit()
+
+    # -- command palette -----------------------------------------------------------------------
+    def get_system_commands(self, screen: Screen):
+        yield from super().get_system_commands(screen)
+        yield SystemCommand("Help: keys", "Every key of every screen", self.action_help)
+        yield SystemCommand("Refresh now", "Read every queue's status now", self.action_refresh_now)
+        yield SystemCommand("Resume refresh" if self.paused else "Pause refresh",
+                            "Stop/start the periodic status refresh (p)", self.action_toggle_pause)
+        names = [r.name for r in self.snapshot.rows] if self.snapshot else []
+        for name in names:
+            yield SystemCommand(f"Open queue {name}", "Queue screen: histogram, processing, triage, jobs",
+                                lambda n=name: self.open_queue(n))
+            yield SystemCommand(f"Triage DLQ of {name}", "Dead jobs grouped by job type x error code",
+                                lambda n=name: self.open_queue(n, tab="triage"))
+        for name in names:
+            for req in queue_wide_requests(name):
+                yield SystemCommand(f"{req.operation.value.capitalize()} {req.scope} of {name}",
+                                    "Plan first, confirm, then apply (journaled)",
+                                    lambda r=req: self.start_action(r), discover=False)
+        extra = getattr(screen, "palette_commands", None)
+        if extra is not None:
+            yield from extra()
+
+
+def queue_wide_requests(name: str, filter_text: str = "") -> list[ActionRequest]:
+    """The whole-queue operations (dashboard keys and the palette)."""
+    from jobctl.model import State
+
+    suffix = f" matching {filter_text}" if filter_text else ""
+    return [
+        ActionRequest(Operation.REQUEUE, name, State.PROCESSING, f"every stuck job{suffix}", filter_text,
+                      stuck_only=True),
+        ActionRequest(Operation.PROMOTE, name, State.SCHEDULED, f"every scheduled job{suffix}", filter_text),
+        ActionRequest(Operation.REDRIVE, name, State.DEAD, f"every dead job{suffix}", filter_text),
+        ActionRequest(Operation.SUPPRESS, name, State.DEAD, f"every dead job{suffix}", filter_text),
+        ActionRequest(Operation.PURGE, name, State.DEAD, f"every dead job{suffix}", filter_text),
+    ]

@@ -1,0 +1,162 @@
+"""The dashboard: every queue on one screen.
+
+Columns: ready, scheduled (overdue), processing, stuck, dead, suppressed,
+oldest-ready age, DLQ growth rate, and sparklines of ready depth and
+oldest-ready age since the TUI opened.  Cells are coloured by the queue's
+SLO (:class:`jobctl.dashboard.Slo`): yellow at ``warn``, red at ``breach``.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Static
+
+from jobctl.dashboard import Level, QueueRow, Snapshot
+from jobctl.ops.spec import Operation
+
+from . import format as fmt
+from .widgets import TopBar, TroubleBanner, VimTable
+
+__all__ = ["DashboardScreen", "COLUMNS"]
+
+#: (column key, header)
+COLUMNS = (
+    ("queue", "queue"), ("ready", "ready"), ("scheduled", "scheduled"), ("overdue", "overdue"),
+    ("processing", "processing"), ("stuck", "stuck"), ("dead", "dead"), ("growth", "DLQ growth"),
+    ("suppressed", "suppr."), ("age", "oldest ready"), ("spark_depth", "ready depth"),
+    ("spark_age", "oldest-ready age"),
+)
+
+SPARK_WIDTH = 16
+
+
+def row_cells(row: QueueRow) -> tuple:
+    """The table cells of one queue (rich Text, styled by SLO level)."""
+    lv = row.levels
+    name = Text(row.name, style="bold")
+    st = row.status
+    if st is None:
+        return (name, Text(row.error or "unreadable", style="red"), *[""] * (len(COLUMNS) - 2))
+    if st.shards > 1:
+        name.append(f" ×{st.shards}", style="dim")
+    if row.error:
+        name.append(" !", style="bold red")
+    ready = fmt.count(st.ready)
+    if st.ready_by_priority:
+        ready += " (" + " ".join(f"{k}:{v:,}" for k, v in sorted(st.ready_by_priority.items())) + ")"
+    overdue = fmt.count(st.scheduled_overdue)
+    if st.scheduled_overdue and st.scheduled_overdue_max_age_ms is not None:
+        overdue += f" ({fmt.age(st.scheduled_overdue_max_age_ms)})"
+    overdue_level = max((lv.get("scheduled_overdue", Level.OK), lv.get("scheduled_overdue_max_age", Level.OK)),
+                        key=_rank)
+    return (
+        name,
+        fmt.styled(ready, lv.get("ready")),
+        fmt.styled(fmt.count(st.scheduled), lv.get("scheduled")),
+        fmt.styled(overdue, overdue_level),
+        fmt.styled(fmt.count(st.processing), lv.get("processing")),
+        fmt.styled(fmt.count(st.stuck), lv.get("stuck")),
+        fmt.styled(fmt.count(st.dead), lv.get("dead")),
+        fmt.styled(fmt.rate(row.dead_growth_per_min), lv.get("dead_growth")),
+        fmt.styled(fmt.count(st.suppressed), lv.get("suppressed")),
+        fmt.styled(fmt.age(st.oldest_ready_age_ms), lv.get("oldest_ready_age")),
+        Text(fmt.sparkline(row.depth_series, SPARK_WIDTH), style="cyan"),
+        Text(fmt.sparkline(row.age_series, SPARK_WIDTH), style="magenta"),
+    )
+
+
+def _rank(level: Level) -> int:
+    return {Level.OK: 0, Level.WARN: 1, Level.BREACH: 2}[level]
+
+
+class DashboardScreen(Screen):
+    """Every queue of the catalogue; ``enter``/``l`` opens one."""
+
+    BINDINGS = [
+        Binding("enter", "open", "open queue", show=False),
+        Binding("t", "triage", "triage"),
+        Binding("slash", "filter", "filter", show=False),
+        Binding("U", "op('requeue')", "requeue stuck"),
+        Binding("P", "op('promote')", "promote"),
+        Binding("R", "op('redrive')", "redrive"),
+        Binding("S", "op('suppress')", "suppress"),
+        Binding("X", "op('purge')", "purge"),
+    ]
+
+    def compose(self) -> ComposeResult:
+        yield TopBar("dashboard", id="topbar")
+        yield TroubleBanner(id="banner")
+        table = VimTable(id="queues")
+        for key, label in COLUMNS:
+            table.add_column(label, key=key)
+        yield table
+        yield Static("", id="dash-notes", classes="note")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        snap = self.app.snapshot
+        if snap is not None:
+            self.status_refreshed(snap)
+        else:
+            self.query_one("#dash-notes", Static).update("reading every queue's status …")
+
+    @property
+    def table(self) -> VimTable:
+        return self.query_one("#queues", VimTable)
+
+    def status_refreshed(self, snap: Snapshot) -> None:
+        """Redraw from a new snapshot (called by the app on every refresh)."""
+        self.table.replace_rows([(r.name, row_cells(r)) for r in snap.rows])
+        notes = Text()
+        if not snap.rows:
+            notes.append("no queues: none configured ([queues] in jobctl.toml) and none discovered\n",
+                         style="yellow")
+        elif snap.catalogue == "discovered":
+            notes.append("queues discovered by a bounded SCAN (no [queues] catalogue in the config)\n")
+        for r in snap.rows:
+            if r.status is not None:
+                for w in r.status.warnings:
+                    notes.append(f"{r.name}: {w}\n", style="yellow")
+        notes.append("enter: open queue · t: triage · U/P/R/S/X: requeue stuck/promote/redrive/suppress/purge "
+                     "(whole queue, plan first) · p: pause · +/-: interval · ?: help · ctrl+p: commands",
+                     style="dim")
+        self.query_one("#dash-notes", Static).update(notes)
+
+    def _current(self) -> str | None:
+        key = self.table.current_key
+        if key is None:
+            self.app.notify("no queue selected", severity="warning")
+        return key
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        if event.row_key is not None and event.row_key.value:
+            self.app.open_queue(event.row_key.value)
+
+    def action_open(self) -> None:
+        name = self._current()
+        if name:
+            self.app.open_queue(name)
+
+    def action_triage(self) -> None:
+        name = self._current()
+        if name:
+            self.app.open_queue(name, tab="triage")
+
+    def action_filter(self) -> None:
+        name = self._current()
+        if name:
+            self.app.open_queue(name, tab="jobs")
+            self.app.call_after_refresh(lambda: getattr(self.app.screen, "action_filter", lambda: None)())
+
+    def action_op(self, operation: str) -> None:
+        from .app import queue_wide_requests
+
+        name = self._current()
+        if not name:
+            return
+        req = next(r for r in queue_wide_requests(name) if r.operation is Operation(operation))
+        self.app.start_action(req)

@@ -1,0 +1,106 @@
+"""Text helpers of the TUI: numbers, times, sparklines, SLO styles.
+
+Pure functions (no widgets, no Redis).  Times are epoch milliseconds; clock
+times are shown in UTC (``10:04:05Z``) so that every operator on a bridge
+call reads the same time.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from rich.text import Text
+
+from jobctl.dashboard import Level
+from jobctl.durations import format_duration
+
+__all__ = ["count", "age", "rel", "clock", "stamp", "sparkline", "level_style", "styled", "rate",
+           "BARS"]
+
+#: Eight block heights, lowest first.
+BARS = "▁▂▃▄▅▆▇█"
+
+_LEVEL_STYLES = {Level.OK: "", Level.WARN: "bold yellow", Level.BREACH: "bold white on red"}
+
+
+def count(n: int | None) -> str:
+    """``1,234``; ``-`` for None."""
+    return "-" if n is None else f"{n:,}"
+
+
+def age(ms: int | None) -> str:
+    """A duration (``3m12s``); ``-`` for None."""
+    return "-" if ms is None else format_duration(max(0, ms))
+
+
+def rel(now: int, when: int | None) -> str:
+    """``in 5m`` / ``3m12s ago``; ``-`` for None."""
+    if when is None:
+        return "-"
+    delta = when - now
+    return f"in {format_duration(delta)}" if delta >= 0 else f"{format_duration(-delta)} ago"
+
+
+def clock(ms: int | None) -> str:
+    """``10:04:05Z`` (UTC); ``-`` for None."""
+    if ms is None:
+        return "-"
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%H:%M:%SZ")
+
+
+def stamp(ms: int | None) -> str:
+    """``2026-11-21 10:04:05.123Z`` (UTC); ``-`` for None."""
+    if ms is None:
+        return "-"
+    dt = datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
+    return dt.strftime("%Y-%m-%d %H:%M:%S.") + f"{ms % 1000:03d}Z"
+
+
+def rate(per_min: float | None) -> str:
+    """DLQ growth: ``+12.0/min``, ``-3.5/min``, ``0/min``; ``-`` when unknown."""
+    if per_min is None:
+        return "-"
+    if abs(per_min) < 0.05:
+        return "0/min"
+    return f"{per_min:+,.1f}/min"
+
+
+def sparkline(values: list[int | None], width: int = 16) -> str:
+    """The last ``width`` values as block characters scaled min..max;
+    ``None`` is a blank.  A flat series is drawn at the lowest height (or
+    the middle one when it is not zero)."""
+    vals = values[-width:]
+    known = [v for v in vals if v is not None]
+    if not known:
+        return " " * len(vals)
+    lo, hi = min(known), max(known)
+    out = []
+    for v in vals:
+        if v is None:
+            out.append(" ")
+        elif hi == lo:
+            out.append(BARS[0] if hi == 0 else BARS[3])
+        else:
+            out.append(BARS[round((v - lo) * (len(BARS) - 1) / (hi - lo))])
+    return "".join(out)
+
+
+def level_style(level: Level | None) -> str:
+    return _LEVEL_STYLES.get(level or Level.OK, "")
+
+
+def styled(text: str, level: Level | None = None, *, justify: str = "right") -> Text:
+    """A table cell coloured by its SLO level."""
+    return Text(text, style=level_style(level), justify=justify)  # type: ignore[arg-type]
+
+
+def bar(n: int, total: int, width: int = 20) -> str:
+    """A horizontal bar of ``n`` out of ``total`` in ``width`` cells."""
+    if total <= 0 or n <= 0:
+        return ""
+    cells = n * width / total
+    full = int(cells)
+    out = "█" * full
+    if cells - full >= 0.5 and full < width:
+        out += "▌"
+    return out or "▏"

@@ -1,0 +1,79 @@
+"""``?``: every key of every screen."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+__all__ = ["HelpScreen", "KEYS"]
+
+#: (section, [(keys, what)])
+KEYS: list[tuple[str, list[tuple[str, str]]]] = [
+    ("everywhere", [
+        ("?", "this help"),
+        ("ctrl+p", "command palette: open a queue, triage, operations, pause"),
+        ("p", "pause / resume the periodic refresh (the top bar says PAUSED)"),
+        ("r", "refresh now (and reload the screen's lists)"),
+        ("+ / -", "slower / faster refresh (floor 0.5s)"),
+        ("j k g G ctrl+d ctrl+u", "move in lists (vim keys; arrows work too)"),
+        ("q", "quit (an operation in progress is stopped after its batch first)"),
+    ]),
+    ("dashboard", [
+        ("enter / l", "open the highlighted queue"),
+        ("t", "triage view of its dead-letter queue"),
+        ("U P R S X", "requeue stuck / promote / redrive / suppress / purge, whole queue"),
+    ]),
+    ("queue screen", [
+        ("1 2 3 4 5", "overview, processing, triage, jobs, journal"),
+        ("escape / h", "back"),
+        ("/", "filter (the CLI's filter language: docs/filter.md); empty clears"),
+        ("enter", "triage: the group's jobs; jobs and processing: inspect the job"),
+        ("space", "select / unselect a job (jobs and processing tabs)"),
+        ("s", "jobs tab: next state (dead, ready, scheduled, processing, suppressed)"),
+        ("c", "clear the filter and the selection"),
+        ("U P R S X", "on the highlighted triage group, else the selection, else the filter"),
+    ]),
+    ("job inspector", [
+        ("escape / h", "back"),
+        ("U P R S X", "this job"),
+    ]),
+    ("operations", [
+        ("", "every operation shows its plan first (count, breakdown, sample ids); focus is on Cancel"),
+        ("", "over 1,000 jobs, or any purge: type the count to confirm"),
+        ("", "it runs with a progress bar; Stop ends it after the current batch"),
+        ("", "same engine and journal as the CLI; read-only mode refuses with a notice"),
+    ]),
+]
+
+
+class HelpScreen(ModalScreen):
+    """The key reference; escape, q or ? closes it."""
+
+    DEFAULT_CSS = """
+    HelpScreen { align: center middle; }
+    HelpScreen > VerticalScroll { width: 100; max-width: 100%; height: auto; max-height: 90%;
+                                  border: thick $accent; background: $surface; padding: 0 1; }
+    """
+
+    BINDINGS = [Binding("escape,q,question_mark", "close", "close")]
+
+    def compose(self) -> ComposeResult:
+        t = Table.grid(padding=(0, 2))
+        t.add_column(style="bold cyan", justify="right", no_wrap=True)
+        t.add_column()
+        for section, keys in KEYS:
+            t.add_row(Text(section.upper(), style="bold"), "")
+            for k, what in keys:
+                t.add_row(k, what)
+            t.add_row("", "")
+        with VerticalScroll():
+            yield Static(Text("jobctl tui — keys", style="bold"))
+            yield Static(t, id="help-keys")
+
+    def action_close(self) -> None:
+        self.dismiss()

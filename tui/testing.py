@@ -1,0 +1,29 @@
+"""Helpers for Pilot tests of the TUI (``async with app.run_test() as pilot``)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+
+__all__ = ["settle", "wait_for"]
+
+
+async def settle(pilot, timeout: float = 15.0) -> None:
+    """Wait until every read worker and operation of the app has finished and
+    its results were applied to the widgets (``app.busy`` is False).
+    Raises AssertionError after ``timeout`` seconds."""
+    await wait_for(pilot, lambda: not pilot.app.busy, timeout, "the app to settle")
+    await pilot.pause()
+
+
+async def wait_for(pilot, condition: Callable[[], bool], timeout: float = 15.0, what: str = "a condition") -> None:
+    """Let the app run until ``condition()`` holds; AssertionError after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        await pilot.pause()
+        if condition():
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
+        await asyncio.sleep(0.01)
