@@ -18,11 +18,13 @@ Command line (used by :class:`PingProbe`)::
     python3 bench/probe.py URL [--interval S] [--max-seconds S]
 
 prints ``ready`` once connected, then one JSON line of results on exit.
+It also stops when its parent process goes away.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import statistics
 import subprocess
@@ -131,7 +133,8 @@ def _main() -> int:
     perf = time.perf_counter
     start = perf()
     end = start + args.max_seconds
-    while not stop and perf() < end:
+    parent = os.getppid()
+    while not stop and perf() < end and os.getppid() == parent:  # ends with its parent too
         t0 = perf()
         try:
             client.ping()

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import sys
@@ -82,6 +83,13 @@ def slowlog(admin, threshold_us: int, max_len: int):
         admin.slowlog_reset()
 
 
+def server_cpu_s(admin) -> float:
+    """CPU seconds the server process has used (``INFO cpu``, user + sys):
+    unlike wall time, barely inflated by other work on the machine."""
+    cpu = admin.info("cpu")
+    return float(cpu["used_cpu_user"]) + float(cpu["used_cpu_sys"])
+
+
 def server_time(admin) -> dict:
     """From ``INFO commandstats`` since the last reset: EVALSHA calls and
     µs per call, and the total µs the server spent executing commands."""
@@ -118,6 +126,16 @@ def _script_shas() -> dict[str, str]:
     return {hashlib.sha1(source(n).encode()).hexdigest(): n for n in SCRIPT_NAMES if n.startswith("rl_")}
 
 
+def _info_cpu_cost(admin, samples: int = 200) -> float:
+    """Median server CPU seconds between two back-to-back ``INFO cpu``
+    readings: what one reading itself costs, subtracted from per-call CPU."""
+    deltas = []
+    for _ in range(samples):
+        a = server_cpu_s(admin)
+        deltas.append(server_cpu_s(admin) - a)
+    return statistics.median(deltas)
+
+
 def window_latency(admin, url: str, config: Path, calls: int, window: int) -> dict:
     """Time the script calls of jobctl's own dead-list apply path
     (``ReliableList.plan`` / ``.apply`` in this process, ``batch=window``)
@@ -129,7 +147,11 @@ def window_latency(admin, url: str, config: Path, calls: int, window: int) -> di
     * ``all planned``: no filter, limited to ``calls * window``.
 
     Client side: the ``EVALSHA`` round trip (``client.evalsha`` wrapped).
-    Server side: ``SLOWLOG`` (threshold :data:`SCRIPT_SLOWLOG_US`).  Reported
+    Server side: ``SLOWLOG`` execution time (threshold
+    :data:`SCRIPT_SLOWLOG_US`; wall time, so it includes any time the server
+    was preempted), and the server's CPU time across the call (``INFO cpu``
+    before and after, minus what an ``INFO cpu`` costs), which other load on
+    the machine does not inflate.  Reported
     per script (``rl_dead_window`` and ``rl_dead_restore``, which puts the
     rotated jobs back in order afterwards).
     """
@@ -144,15 +166,18 @@ def window_latency(admin, url: str, config: Path, calls: int, window: int) -> di
     session = Session(config_file=str(config), url=url)
     layout = session.layout(QUEUE)
     client = layout.client
-    timings: list[tuple[str, float]] = []
+    timings: list[tuple[str, float, float]] = []  # (sha, round trip s, server CPU s)
     plain_evalsha = client.evalsha
+    info_cost = _info_cpu_cost(admin)
 
     def timed_evalsha(sha, numkeys, *keys_and_args):
+        cpu0 = server_cpu_s(admin)
         t0 = time.perf_counter()
         try:
             return plain_evalsha(sha, numkeys, *keys_and_args)
         finally:
-            timings.append((sha, time.perf_counter() - t0))
+            dt = time.perf_counter() - t0
+            timings.append((sha, dt, server_cpu_s(admin) - cpu0 - info_cost))
 
     client.evalsha = timed_evalsha
     out = {}
@@ -178,13 +203,14 @@ def window_latency(admin, url: str, config: Path, calls: int, window: int) -> di
                 raise RuntimeError(f"{mode}: moved {moved} of {plan.planned} planned jobs")
             per_script: dict[str, dict] = {}
             for sha, name in shas.items():
-                client_s = [dt for s_, dt in timings if s_ == sha]
+                client_s = [dt for s_, dt, _ in timings if s_ == sha]
                 if not client_s:
                     continue
                 prefix = f"evalsha {sha}"
                 server_us = [d for cmd, d in entries if cmd == prefix]
                 per_script[name] = {"calls": len(client_s), "client_ms": summary(client_s, 1000.0),
-                                    "server_ms": summary(server_us, 0.001)}
+                                    "server_ms": summary(server_us, 0.001),
+                                    "server_cpu_ms": summary([c for s_, _, c in timings if s_ == sha], 1000.0)}
             out[mode] = {"planned": plan.planned, "dead_length_before": length_before,
                          "dead_length_after": admin.llen(keys.dead), "scripts": per_script}
             w = per_script.get("rl_dead_window", {}).get("server_ms", {})
@@ -209,9 +235,11 @@ def jobctl_redrive(srv, admin, work: Workdir, n: int, filter_text: str | None, b
     if batch:
         argv += ["--batch", str(batch)]
     admin.config_resetstat()
+    cpu0 = server_cpu_s(admin)
     with slowlog(admin, 1000, 100_000) as slow:
         with PingProbe(srv.url) as probe:
             run = run_process(argv, env=work.env(), rss=True)
+    server_cpu = server_cpu_s(admin) - cpu0
     if run.returncode != 0:
         raise RuntimeError(f"jobctl redrive exited {run.returncode}: {run.stderr.strip()[-500:]}")
     doc = orjson.loads(run.stdout)
@@ -228,7 +256,7 @@ def jobctl_redrive(srv, admin, work: Workdir, n: int, filter_text: str | None, b
             "plan_jobs_per_s": plan["scanned"] / plan_s if plan_s else None,
             "apply_jobs_per_s": doc["moved"] / apply_s if apply_s else None,
             "total_jobs_per_s": doc["moved"] / run.wall_s,
-            "max_rss_kib": run.max_rss_kib, "cpu_s": run.user_s + run.sys_s,
+            "max_rss_kib": run.max_rss_kib, "cpu_s": run.user_s + run.sys_s, "server_cpu_s": server_cpu,
             "ping": probe.result, **server_time(admin), "slow_over_1ms": _slow_summary(slow)}
 
 
@@ -244,6 +272,10 @@ def _slow_summary(entries: list[tuple[str, int]]) -> dict:
 
 # -- 3. the Lua ceiling ---------------------------------------------------------------------
 
+#: This thread's CPU time where Linux offers it (the ceiling runs in-process).
+_RUSAGE = getattr(resource, "RUSAGE_THREAD", resource.RUSAGE_SELF)
+
+
 def ceiling(srv, admin, n: int, tenant: str) -> dict:
     from jobctl.keys import ReliableListKeys
 
@@ -254,8 +286,10 @@ def ceiling(srv, admin, n: int, tenant: str) -> dict:
     length = admin.llen(keys.dead)
     admin.config_resetstat()
     moved = popped = 0
+    cpu0 = server_cpu_s(admin)
     with slowlog(admin, 1000, 100_000) as slow:
         with PingProbe(srv.url) as probe:
+            ru0 = resource.getrusage(_RUSAGE)
             t0 = time.perf_counter()
             if not tenant:
                 while True:
@@ -271,11 +305,15 @@ def ceiling(srv, admin, n: int, tenant: str) -> dict:
                     popped += p
                     moved += m
             wall = time.perf_counter() - t0
+            ru1 = resource.getrusage(_RUSAGE)
+    server_cpu = server_cpu_s(admin) - cpu0
+    client_cpu = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
     expect = n if not tenant else n // 10
     if moved != expect or admin.llen(keys.ready) != expect:
         raise RuntimeError(f"ceiling moved {moved}, expected {expect}")
     return {"load_s": load_s, "scanned": popped, "moved": moved, "wall_s": wall,
-            "total_jobs_per_s": moved / wall, "ping": probe.result, **server_time(admin),
+            "total_jobs_per_s": moved / wall, "cpu_s": client_cpu, "server_cpu_s": server_cpu, "ping": probe.result,
+            **server_time(admin),
             "slow_over_1ms": _slow_summary(slow)}
 
 
@@ -301,9 +339,11 @@ def rq_requeue(srv, admin, m: int, env: dict[str, str]) -> dict:
              f"missing {sorted(real - synthetic)}, extra {sorted(synthetic - real)}")
     argv = [rq_executable(), "requeue", "--all", "-u", srv.url, "--queue", RQ_QUEUE]
     admin.config_resetstat()
+    cpu0 = server_cpu_s(admin)
     with slowlog(admin, 1000, 100_000) as slow:
         with PingProbe(srv.url) as probe:
             run = run_process(argv, capture=False, rss=True, env=env)
+    server_cpu = server_cpu_s(admin) - cpu0
     if run.returncode != 0:
         raise RuntimeError(f"rq requeue exited {run.returncode}: {run.stderr.strip()[-500:]}")
     queued = admin.llen(f"rq:queue:{RQ_QUEUE}")
@@ -311,7 +351,8 @@ def rq_requeue(srv, admin, m: int, env: dict[str, str]) -> dict:
     if queued != m or failed != 0:
         raise RuntimeError(f"rq requeue left {queued} queued and {failed} failed; expected {m} and 0")
     return {"load_s": create_s, "scanned": m, "moved": m, "wall_s": run.wall_s, "total_jobs_per_s": m / run.wall_s,
-            "max_rss_kib": run.max_rss_kib, "cpu_s": run.user_s + run.sys_s, "ping": probe.result,
+            "max_rss_kib": run.max_rss_kib, "cpu_s": run.user_s + run.sys_s, "server_cpu_s": server_cpu,
+            "ping": probe.result,
             "fields_match_worker": synthetic == real, **server_time(admin), "slow_over_1ms": _slow_summary(slow)}
 
 
@@ -407,13 +448,17 @@ def main() -> int:
             for size, modes in results["window_latency"].items():
                 for mode, w in modes.items():
                     for script_name, sc in w["scripts"].items():
+                        cpu = sc.get("server_cpu_ms", {})
                         rows.append([size, mode, script_name, sc["calls"], w["dead_length_before"],
+                                     cpu.get("median"), cpu.get("p99"), cpu.get("max"),
                                      sc["server_ms"]["median"], sc["server_ms"]["p99"], sc["server_ms"]["max"],
                                      sc["client_ms"]["median"], sc["client_ms"]["p99"], sc["client_ms"]["max"]])
             table(f"one script call of jobctl's dead-list apply on a ~{n:,}-element dead list; ms "
-                  f"(server = SLOWLOG execution time, client = EVALSHA round trip)",
-                  ["batch", "planned in window", "script", "calls", "list length", "server median", "server p99",
-                   "server max", "client median", "client p99", "client max"], rows)
+                  f"(CPU = server CPU time of the call; server = SLOWLOG execution time, wall; "
+                  f"client = EVALSHA round trip)",
+                  ["batch", "planned in window", "script", "calls", "list length", "CPU median", "CPU p99",
+                   "CPU max", "server median", "server p99", "server max", "client median", "client p99",
+                   "client max"], rows)
         rows, rows2 = [], []
         summ = {}
         for name, rr in per_op.items():
@@ -428,11 +473,14 @@ def main() -> int:
                  "ping_max_ms_worst": max(x["ping"]["max_ms"] for x in rr),
                  "ping_over_10ms": _med_ping(rr, "over_10ms"),
                  "evalsha_usec_per_call": _med(rr, "evalsha_usec_per_call"),
-                 "server_busy_s": _med(rr, "server_busy_s")}
+                 "server_busy_s": _med(rr, "server_busy_s"),
+                 "client_cpu_s": _med(rr, "cpu_s"), "server_cpu_s": _med(rr, "server_cpu_s")}
+            cpu = (s["client_cpu_s"] or 0) + (s["server_cpu_s"] or 0)
+            s["jobs_per_cpu_s"] = s["moved"] / cpu if cpu else None
             summ[name] = s
             rows.append([name, s["moved"], s["scanned"], s["runs"], s["plan_s"], s["apply_s"], s["wall_s"]["median"],
                          s["wall_s"]["min"], s["wall_s"]["max"], s["plan_jobs_per_s"], s["apply_jobs_per_s"],
-                         s["total_jobs_per_s"]])
+                         s["total_jobs_per_s"], s["client_cpu_s"], s["server_cpu_s"], s["jobs_per_cpu_s"]])
             slow = rr[len(rr) // 2]["slow_over_1ms"]  # from the median-index run
             slow_txt = ", ".join(f"{c} {v['count']:,} (max {v['max_ms']:.1f})"
                                  for c, v in sorted(slow.items(), key=lambda kv: -kv[1]["count"])[:3]) or "none"
@@ -441,9 +489,12 @@ def main() -> int:
                           s["server_busy_s"], slow_txt])
         results["summary"] = summ
         if rows:
-            table(f"throughput (medians over runs; plan/apply from jobctl's JSON; wall = whole process)",
+            table("throughput (medians over runs; plan/apply from jobctl's JSON; wall = whole process; "
+                  "CPU = user+sys of the client process (GNU time) and of the server (INFO cpu), which other "
+                  "load on the machine barely inflates)",
                   ["operation", "moved", "scanned", "runs", "plan s", "apply s", "wall s", "wall min", "wall max",
-                   "plan jobs/s (scanned)", "apply jobs/s", "total jobs/s"], rows)
+                   "plan jobs/s (scanned)", "apply jobs/s", "total jobs/s", "client CPU s", "server CPU s",
+                   "jobs per CPU s"], rows)
             table("impact (medians over runs): peak RSS of the process; PING probe on its own connection, ms; "
                   "server time per EVALSHA; server busy = all commands' execution time",
                   ["operation", "peak RSS MiB", "PING p50", "PING p99", "PING max", "PING max (worst run)",

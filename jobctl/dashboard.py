@@ -35,7 +35,8 @@ Metrics: ``ready``, ``scheduled``, ``scheduled_overdue``, ``processing``,
 and ``dead_growth`` (dead jobs per minute).  A bare value is the breach
 level; a table gives ``warn`` and/or ``breach``.  Without configuration a
 queue gets :data:`DEFAULT_SLO` (any stuck job breaches; a scheduled job
-overdue by a minute or more, i.e. scheduler lag, warns); configured metrics replace those defaults one by one.
+overdue by a minute or more, i.e. scheduler lag, warns); configured metrics
+replace those defaults one by one.
 """
 
 from __future__ import annotations

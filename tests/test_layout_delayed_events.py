@@ -200,12 +200,14 @@ def test_fence_skips_an_event_the_dispatcher_moved(redis_client):
 
 def test_large_zset_is_split_from_a_sample(redis_client, monkeypatch):
     ADAPTER.load(redis_client, "dlq-spike", queue="events", size=300, seed=7)
+    exact = layout(redis_client).status()
     monkeypatch.setattr(de, "EXACT_BOUND", 100)
     monkeypatch.setattr(de, "WINDOW", 50)
     monkeypatch.setattr(de, "SAMPLE_WINDOWS", 3)
+    monkeypatch.setattr(de, "random", __import__("random").Random(5))
     st = layout(redis_client).status()
-    assert any("estimated" in w for w in st.warnings)
-    assert st.dead + st.scheduled == redis_client.zcard(K.zset)
+    assert any("estimated from 150 envelopes" in w for w in st.warnings) and not exact.warnings
+    assert st.dead + st.scheduled <= redis_client.zcard(K.zset) and st.scheduled > 0
 
 
 def test_prefix_and_event_lists_options(redis_client):
@@ -215,7 +217,7 @@ def test_prefix_and_event_lists_options(redis_client):
     assert redis_client.llen("de_ping") == 1
     lay = layout(redis_client, prefix="de_")
     st = lay.status()
-    assert st.ready == 1 and st.scheduled == 1
+    assert (st.ready, st.scheduled) == (1, 0)  # the member waits behind its dispatched copy
     lay = layout(redis_client, prefix="de_", event_lists=["de_ping", "de_other"])
     assert lay.status().ready == 1
 

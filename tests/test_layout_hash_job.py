@@ -327,3 +327,34 @@ def test_recognize():
     assert (qc.name, qc.layout, qc.tag, qc.discovered) == ("jobs", "hash-job", "jobs", True)
     assert "queue:jobs:job:77aa" in evidence and "queue:jobs:jobctl:journal" in evidence
     assert not any(e.startswith(("queue:{x}", "queue:lonely", "user:")) for e in evidence)
+
+
+def test_discover_checks_a_sample(redis_client):
+    from jobctl.discovery import discover
+
+    load_scenario(redis_client, "healthy", queue=Q, size=40, now_ms=NOW)
+    redis_client.lpush("queue:decoy:pending", "a")                      # a hash named like a job...
+    redis_client.hset("queue:decoy:job:a", mapping={"name": "not a job"})  # ...without a seed-001 status
+    d = discover(redis_client, layouts=("hash-job",))
+    assert [(q.name, q.layout, q.tag) for q in d.queues] == [(Q, "hash-job", Q)]
+    assert len(d.evidence[Q]) == 4 + 40 + 40 // 10  # the four lists; the job hashes (completed ones too)
+
+
+def test_export_then_purge_exactly_the_export(redis_client, redis_url, tmp_path, capsys):
+    exp = load_scenario(redis_client, "dlq-spike", queue=Q, size=60)
+    cfg = tmp_path / "jobctl.toml"
+    cfg.write_text(f'[queues.jobs]\nlayout = "hash-job"\nvisibility_timeout_ms = {VT}\n')
+    base = ["--url", redis_url, "--config", str(cfg)]
+    out = tmp_path / "export"
+    assert main(base + ["export", "jobs", "--state", "dead", "--out", str(out), "--format", "jsonl"]) == 0
+    rows = [json.loads(line) for part in sorted(out.glob("part-*.jsonl")) for line in part.read_text().splitlines()]
+    assert {r["job_id"] for r in rows} == exp["ids_by_state"]["dead"]
+    q = HashJobQueue(redis_client, Q, max_attempts=1)  # a job fails for good after the export...
+    late = q.claim()
+    assert q.fail(late, "boom")
+    capsys.readouterr()
+    assert main(base + ["purge", "jobs", "--state", "dead", "--export-to", str(out), "--yes", "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["moved"] == exp["dead"] - len(exp["dangling_ids"])
+    left = {x.decode() for x in redis_client.lrange(HashJobKeys(Q).failed, 0, -1)}
+    assert left == exp["dangling_ids"] | {late.id}       # ...is not purged

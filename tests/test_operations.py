@@ -35,6 +35,7 @@ from jobctl.ops.engine import run_plan
 from jobctl.ops.plan import payload_sha1
 from jobctl.ops.spec import Operation, OpSpec
 from jobctl.scripts import SCRIPT_NAMES, source
+from jobctl_fixtures.batching import CommandStream
 from jobctl_fixtures.envelopes import new_envelope, record_dead
 from jobctl_fixtures.ids import shard_index
 from jobctl_fixtures.protocol import Producer, ProtocolScripts, Worker, ready_list_for
@@ -181,28 +182,29 @@ def simple_dead(client, tag: str, n: int, *, codes=("HTTP_503", "HTTP_400"), pre
     return dead_letter_jobs(client, tag, specs, now=now, priorities=priorities)
 
 
-def bulk_dead(client, tag: str, n: int, *, code_of=lambda i: "HTTP_503", prefix: str = "job",
-              batch: int = 5000) -> list[str]:
-    """``n`` dead jobs written through the protocol's scripts in pipelines
-    (enqueue, claim, dead-letter; four commands a job).  Head is the last."""
+def bulk_dead(client, tag: str, n: int, *, code_of=lambda i: "HTTP_503", prefix: str = "job") -> list[str]:
+    """``n`` dead jobs written through the protocol's scripts, streamed in
+    pipelines (enqueue, claim, dead-letter; four commands a job, every reply
+    checked).  Head is the last."""
     scripts = ProtocolScripts.for_client(client).load()
     producer = Producer(client, tag, scripts=scripts)
     worker = Worker(client, tag, scripts=scripts)
     rng = random.Random(7)
     now = wall_ms() - 60_000
     out = []
-    for start in range(0, n, batch):
-        pipe = client.pipeline(transaction=False)
-        for i in range(start, min(n, start + batch)):
+    with CommandStream(client, batch=4000, background=n > 5000) as stream:
+        for i in range(n):
             job_id = f"{prefix}_{i:07d}"
             env = new_envelope(job_id, "webhook.deliver", f"tenant_{1 + i % 5}", now - 3_600_000, rng)
-            producer.enqueue(env, now=now, pipe=pipe)
-            pipe.lmove(producer.keys.ready, worker.keys.processing, "LEFT", "LEFT")  # see _claim_newest
-            pipe.zadd(worker.keys.deadline, {job_id: now + worker.visibility_ms})
-            worker.dead_letter(job_id, record_dead(env, now, code_of(i)), pipe=pipe)
+            producer.enqueue(env, now=now, pipe=stream)
+            stream.expect("READY")
+            stream.lmove(producer.keys.ready, worker.keys.processing, "LEFT", "LEFT")  # see _claim_newest
+            stream.expect(job_id)
+            stream.zadd(worker.keys.deadline, {job_id: now + worker.visibility_ms})
+            worker.dead_letter(job_id, record_dead(env, now, code_of(i)), pipe=stream)
+            stream.expect("DEAD_LETTERED")
+            stream.maybe_flush()
             out.append(job_id)
-        replies = pipe.execute()
-        assert all(_s(r) == "DEAD_LETTERED" for r in replies[3::4]), set(map(_s, replies[3::4]))
     return out
 
 

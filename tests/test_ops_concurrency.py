@@ -98,21 +98,23 @@ def test_redrive_100k_dead_jobs_while_a_worker_pool_runs(redis_client, redis_url
     # the jobs that stayed dead keep their order; the pool's dead letters are newer than all of them
     dead = ids(redis_client, K.dead)
     stayed = [j for n, j in reversed(list(enumerate(jobs))) if code_of(n) == "HTTP_400"]
-    assert [j for j in dead if j in set(stayed)] == stayed
+    stayed_set = set(stayed)
+    assert [j for j in dead if j in stayed_set] == stayed
     timing = f"load {loaded - started:.1f}s, redrive {applied - loaded:.1f}s, total {time.monotonic() - started:.1f}s"
     print(timing)
-    assert time.monotonic() - started < 90, timing
+    assert time.monotonic() - started < 120, timing   # ~25 s on an idle 2-core machine
 
 
 def test_two_redrives_of_the_same_dlq_at_once(redis_client, redis_url, cfg, run):  # noqa: F811
     jobs = bulk_dead(redis_client, "email", 3_600, code_of=code_of)
-    args = ("redrive", "email", "--filter", FILTER, "--yes", "--json", "--rate", "1500", "--batch", "50")
+    args = ("redrive", "email", "--filter", FILTER, "--yes", "--json", "--rate", "1000", "--batch", "50")
     first, second = jobctl(redis_url, cfg, *args), jobctl(redis_url, cfg, *args)
     results = []
     for proc in (first, second):
         out, err = proc.communicate(timeout=60)
         assert proc.returncode in (0, 8), err.decode()
         results.append(json.loads(out))
+    assert max(r["started_ms"] for r in results) < min(r["ended_ms"] for r in results)   # they did overlap
     assert_consistent(redis_client, ["email"])
     # the two runs never moved the same job: together at most the whole DLQ
     assert sum(r["moved"] for r in results) <= 3_000
@@ -175,3 +177,48 @@ def test_connection_dropped_mid_redrive(redis_client, redis_url, cfg, run):  # n
     assert code == 0, err
     assert json.loads(out)["moved"] == 2_500 - moved_before
     assert_redriven_exactly_once(redis_client, jobs)
+
+
+def test_ctrl_c_stops_between_batches_and_a_rerun_finishes(redis_client, redis_url, cfg, run):  # noqa: F811
+    jobs = bulk_dead(redis_client, "email", 3_000, code_of=code_of)
+    proc = jobctl(redis_url, cfg, "redrive", "email", "--filter", FILTER, "--yes", "--rate", "500",
+                  "--batch", "50")
+    try:
+        wait_until(lambda: redis_client.llen(K.ready) >= 300, what="the redrive to start")
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err.decode()
+    assert "interrupted: run the same command again to finish" in out.decode()
+    assert "Traceback" not in err.decode()
+    assert_consistent(redis_client, ["email"])
+    moved_before = redis_client.llen(K.ready)
+    # stopped cleanly: the jobs that stay dead are still in their order
+    stays = [j for n, j in reversed(list(enumerate(jobs))) if code_of(n) == "HTTP_400"]
+    stays_set = set(stays)
+    assert [j for j in ids(redis_client, K.dead) if j in stays_set] == stays
+    code, out, err = run("redrive", "email", "--filter", FILTER, "--yes", "--json")
+    assert code == 0, err
+    assert json.loads(out)["moved"] == 2_500 - moved_before
+    assert_redriven_exactly_once(redis_client, jobs)
+
+
+def test_check_repair_on_a_live_queue_loses_nothing(redis_client, redis_url, run):  # noqa: F811
+    """The windowed reads of `check` see a live queue move; its repairs must
+    re-check and leave such transient "problems" alone."""
+    from jobctl_fixtures.scenarios import load_scenario
+
+    truth = load_scenario(redis_client, "healthy", size=3_000, seed=5)
+    pool = LivePool(redis_url, queue="email", scenario="dlq-spike", rate=400, workers=3, seed=9,
+                    visibility_ms=200)
+    with pool:
+        for _ in range(4):
+            code, out, err = run("check", "email", "--repair", "--yes", "--json")
+            assert code in (0, 7), err
+    assert pool.counters["errors"] == 0, pool.last_error
+    where = assert_consistent(redis_client, ["email"])
+    assert len(where) == truth.size + pool.counters["enqueued"] - pool.counters["acked"]
+    code, out, err = run("check", "email")
+    assert code == 0, out

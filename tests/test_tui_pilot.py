@@ -92,7 +92,7 @@ def test_dashboard_shows_every_queue_with_slo_levels_and_badge(redis_url, spike)
             assert rows["email"].levels["oldest_ready_age"] is Level.BREACH
             assert rows["billing"].levels["stuck"] is Level.BREACH   # default SLO: any stuck job
             assert rows["reports"].levels["scheduled_overdue_max_age"] is Level.WARN
-            top = str(app.screen.query_one(TopBar).render())
+            top = app.screen.query_one(TopBar).text
             assert "PRODUCTION" in top and "redis://test" in top and "updated" in top
             assert app.trouble is None
         app.session.close()
@@ -110,13 +110,13 @@ def test_pause_refresh_interval_floor_and_sparklines(redis_url, redis_client, sp
             await settle(pilot)
             await pilot.press("p")
             assert app.paused
-            assert "PAUSED" in str(app.screen.query_one(TopBar).render())
+            assert "PAUSED" in app.screen.query_one(TopBar).text
             n = len(app.snapshot.row("email").depth_series)
             app._tick()  # a timer tick while paused reads nothing
             await settle(pilot)
             assert len(app.snapshot.row("email").depth_series) == n
             await pilot.press("p")
-            assert not app.paused and "PAUSED" not in str(app.screen.query_one(TopBar).render())
+            assert not app.paused and "PAUSED" not in app.screen.query_one(TopBar).text
             await pilot.press("minus")
             assert app.refresh_s == 0.5
             assert any("cannot go below" in m for _, m in app.notices)

@@ -276,7 +276,7 @@ class RunModal(ModalScreen):
         with Vertical():
             yield Label(f"{info.verb.capitalize()} {self.plan.planned:,} job(s) — queue {self.plan.spec.queue}",
                         id="run-title")
-            yield ProgressBar(total=max(1, self.plan.planned), show_eta=True, id="run-progress")
+            yield ProgressBar(total=max(1, self.plan.planned), show_eta=self.autostart, id="run-progress")
             yield Static("starting …", id="run-status")
             with Horizontal(id="run-buttons"):
                 yield Button("Stop after this batch", id="stop", variant="error")

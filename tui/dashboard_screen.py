@@ -91,7 +91,8 @@ class DashboardScreen(Screen):
         yield TroubleBanner(id="banner")
         table = VimTable(id="queues")
         for key, label in COLUMNS:
-            table.add_column(label, key=key)
+            numeric = key not in ("queue", "spark_depth", "spark_age")
+            table.add_column(Text(label, justify="right") if numeric else label, key=key)
         yield table
         yield Static("", id="dash-notes", classes="note")
         yield Footer()

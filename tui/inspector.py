@@ -70,7 +70,9 @@ def facts_table(r: JobRecord, now: int) -> Table:
             elif isinstance(v, list):
                 v = ", ".join(map(str, v))
             style = "bold red" if key in ("problem", "also_in", "also_in_shards", "stray_deadline") else ""
-            t.add_row(key.replace("_", " "), Text(str(v), style=style))
+            label = {"dead_since_ms": "dead since", "also_in": "also in", "also_in_shards": "also in shards",
+                     "stray_deadline": "stray deadline"}.get(key, key.replace("_", " "))
+            t.add_row(label, Text(str(v), style=style))
     if e.ok or e.document:
         t.add_row("type", f"{e.job_type or '-'} v{e.job_version if e.job_version is not None else '?'}")
         t.add_row("tenant", e.tenant_id or "-")

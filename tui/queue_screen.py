@@ -78,6 +78,10 @@ def processing_cells(r: JobRecord, now: int, selected: bool) -> tuple:
             r.shard, e.last_error_code or "")
 
 
+def _right(label: str) -> Text:
+    return Text(label, justify="right")
+
+
 class QueueScreen(Screen):
     """The queue screen; ``escape``/``h`` goes back to the dashboard."""
 
@@ -153,17 +157,18 @@ class QueueScreen(Screen):
 
     def on_mount(self) -> None:
         hist = self.query_one("#hist", VimTable)
-        hist.add_columns("attempt", "ready", "scheduled", "processing", "dead", "all")
+        hist.add_columns(*[_right(c) for c in ("attempt", "ready", "scheduled", "processing", "dead")], "all")
         due = self.query_one("#due", VimTable)
-        due.add_columns("due", "jobs", "")
-        self.query_one("#proc", VimTable).add_columns(" ", "job id", "type", "tenant", "attempt",
+        due.add_columns("due", _right("jobs"), "")
+        self.query_one("#proc", VimTable).add_columns(" ", "job id", "type", "tenant", _right("attempt"),
                                                       "time left to deadline", "shard", "last error")
-        self.query_one("#groups", VimTable).add_columns("job type", "error code", "jobs", "share",
+        self.query_one("#groups", VimTable).add_columns("job type", "error code", _right("jobs"), _right("share"),
                                                         "first seen", "last seen", "tenants")
-        self.query_one("#jobs-table", VimTable).add_columns(" ", "job id", "type", "tenant", "attempt",
+        self.query_one("#jobs-table", VimTable).add_columns(" ", "job id", "type", "tenant", _right("attempt"),
                                                             "created", "when", "last error")
-        self.query_one("#journal-table", VimTable).add_columns("ended", "operation", "operator", "planned",
-                                                               "moved", "skipped", "failed", "filter / ids")
+        self.query_one("#journal-table", VimTable).add_columns(
+            "ended", "operation", "operator", *[_right(c) for c in ("planned", "moved", "skipped", "failed")],
+            "filter / ids")
         if self.app.snapshot is not None:
             self.status_refreshed(self.app.snapshot, load=False)
         self.reload()
@@ -208,7 +213,7 @@ class QueueScreen(Screen):
 
             def part(label: str, value: str, level: Level | None = None) -> None:
                 if out:
-                    out.append("  ·  ")
+                    out.append(" · ")
                 out.append(f"{label} ")
                 out.append(value, style=fmt.level_style(level) or "bold")
 

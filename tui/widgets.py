@@ -7,6 +7,7 @@ None of them talks to Redis: they render what the app already holds.
 
 from __future__ import annotations
 
+from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -47,6 +48,8 @@ class TopBar(Static):
     def __init__(self, where: str = "", **kw) -> None:
         super().__init__(**kw)
         self.where = where
+        #: The bar as plain text (tests and screen readers).
+        self.text = ""
 
     def on_mount(self) -> None:
         for name in ("paused", "refresh_s", "last_update_ms", "activity"):
@@ -78,12 +81,12 @@ class TopBar(Static):
         else:
             right.append(f"↻ every {fmt.age(int(app.refresh_s * 1000))}")
         right.append(f"  updated {fmt.clock(app.last_update_ms)}")
-        width = max(0, self.size.width - 2) if self.size.width else 118
-        pad = max(1, width - left.cell_len - right.cell_len)
-        self.update(Text.assemble(left, " " * pad, right))
-
-    def on_resize(self) -> None:
-        self.redraw()
+        self.text = f"{left.plain}  {right.plain}"
+        grid = Table.grid(expand=True, padding=(0, 2))
+        grid.add_column(ratio=1, no_wrap=True, overflow="ellipsis")
+        grid.add_column(justify="right", no_wrap=True)
+        grid.add_row(left, right)
+        self.update(grid)
 
 
 class TroubleBanner(Static):
@@ -175,7 +178,7 @@ class FilterBar(Vertical):
     FilterBar > Horizontal { height: auto; }
     FilterBar Label#filter-prompt { width: 3; padding: 1 0 0 1; }
     FilterBar Input { width: 1fr; }
-    FilterBar Static#filter-error { display: none; color: $error; padding: 0 0 0 5; }
+    FilterBar Static#filter-error { display: none; color: $error; padding: 0 0 0 6; }
     FilterBar Static#filter-error.-shown { display: block; }
     """
 

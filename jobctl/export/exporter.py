@@ -217,11 +217,11 @@ def _run(layout, out: Path, m: Manifest, res: ExportResult, states, flt: Filter,
                         raise _Shifted(f"the job at the resume point is {last!r}, the manifest recorded "
                                        f"{expected_last!r}")
                 continue
-            rows = []
-            for rec in sb.records:
-                scanned[sb.state.value] += 1
-                if selects(flt, rec, m.snapshot_ms):
-                    rows.append(record_row(rec))
+            scanned[sb.state.value] += len(sb.records)
+            if flt.is_match_all:
+                rows = [record_row(rec) for rec in sb.records]
+            else:
+                rows = [record_row(rec) for rec in sb.records if selects(flt, rec, m.snapshot_ms)]
             if rows:
                 if writer is None:
                     writer = open_writer(fmt, out, len(m.parts), **writer_options)

@@ -46,6 +46,8 @@ def parse_iso_ms(text: str) -> int:
 def _int(value: Any, name: str, problems: list[str]) -> int | None:
     if value is None:
         return None
+    if type(value) is int and _I64_MIN <= value <= _I64_MAX:  # the common case, first
+        return value
     if isinstance(value, bool) or not isinstance(value, int):
         if isinstance(value, float) and value.is_integer():
             value = int(value)
@@ -58,6 +60,10 @@ def _int(value: Any, name: str, problems: list[str]) -> int | None:
 
 
 def _ts(value: Any, name: str, problems: list[str]) -> int | None:
+    if value is None:
+        return None
+    if type(value) is int and TS_MIN_MS <= value <= TS_MAX_MS:
+        return value
     value = _int(value, name, problems)
     if value is None or TS_MIN_MS <= value <= TS_MAX_MS:
         return value

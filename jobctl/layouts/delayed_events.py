@@ -194,21 +194,23 @@ class DelayedEvents(Layout):
 
     def dispatched(self) -> tuple[set[str], bool]:
         """Members with a copy on a type list, and whether every list was
-        read (at most :data:`READY_BOUND` entries in all)."""
+        read (one pipelined ``LRANGE`` per list, :data:`READY_BOUND` entries
+        each at most)."""
+        lists = self.event_lists()
+        if not lists:
+            return set(), True
+        pipe = self.client.pipeline(transaction=False)
+        for key in lists:
+            pipe.lrange(key, -READY_BOUND, -1)
         found: set[str] = set()
-        read = 0
-        for key in self.event_lists():
-            start = 0
-            while read < READY_BOUND:
-                window = self._list_window(key, start, min(WINDOW, READY_BOUND - read))
-                read += len(window)
-                found.update(r.job_id for r in window)
-                if len(window) < WINDOW:
-                    break
-                start += WINDOW
-            else:
-                return found, False
-        return found, True
+        complete = True
+        for raws in pipe.execute():
+            complete = complete and len(raws) < READY_BOUND
+            for raw in raws:
+                member = _member_of(raw)
+                if member is not None:
+                    found.add(member)
+        return found, complete
 
     def _zset_window(self, start: int, size: int, now: int, shadow: set[str],
                      desc: bool = False) -> list[JobRecord]:
@@ -253,27 +255,43 @@ class DelayedEvents(Layout):
         return st
 
     def _split_zset(self, st: QueueStatus, total: int, now: int) -> None:
+        """Classify the zset's members (two pipelined round trips: the
+        ``ZRANGE`` windows, then their ``HMGET``s); only ``attempt`` is read."""
         shadow, complete = self.dispatched()
         if not complete:
-            st.warnings.append(f"type lists read up to {READY_BOUND:,} entries: events dispatched beyond "
+            st.warnings.append(f"type lists read up to {READY_BOUND:,} entries each: events dispatched beyond "
                                "that are counted in their zset state too")
         exact = total <= EXACT_BOUND
         starts = list(range(0, total, WINDOW)) if exact else \
             sorted(random.sample(range(0, total - WINDOW + 1), SAMPLE_WINDOWS))
-        counts = {State.READY: 0, State.SCHEDULED: 0, State.DEAD: 0}
-        read = shadowed = 0
-        oldest_due = next_due = None
+        pipe = self.client.pipeline(transaction=False)
         for start in starts:
-            for rec in self._zset_window(start, WINDOW, now, shadow):
+            pipe.zrange(self.keys.zset, start, start + WINDOW - 1, withscores=True)
+        windows = [[(text(m), int(sc)) for m, sc in pairs] for pairs in pipe.execute()]
+        pipe = self.client.pipeline(transaction=False)
+        for pairs in windows:
+            if pairs:
+                pipe.hmget(self.keys.events, [m for m, _ in pairs])
+        raws = iter(pipe.execute())
+        counts = {State.READY: 0, State.SCHEDULED: 0, State.DEAD: 0}
+        read = 0
+        oldest_due = next_due = None
+        for pairs in windows:
+            if not pairs:
+                continue
+            for (member, score), raw in zip(pairs, next(raws)):
                 read += 1
-                if rec.meta.get("dispatched"):
-                    shadowed += 1  # its list copy is counted as ready
-                    continue
-                counts[rec.state] += 1
-                if rec.state is State.READY:
-                    oldest_due = rec.score if oldest_due is None else min(oldest_due, rec.score)
-                elif rec.state is State.SCHEDULED and (next_due is None or rec.score < next_due):
-                    next_due = rec.score
+                if member in shadow:
+                    continue  # its list copy is counted as ready
+                attempt = _attempt_of(raw)
+                if attempt is not None and attempt >= self.max_attempts:
+                    counts[State.DEAD] += 1
+                elif score <= now:
+                    counts[State.READY] += 1
+                    oldest_due = score if oldest_due is None else min(oldest_due, score)
+                else:
+                    counts[State.SCHEDULED] += 1
+                    next_due = score if next_due is None else min(next_due, score)
         if exact:
             st.dead, st.scheduled = counts[State.DEAD], counts[State.SCHEDULED]
             st.ready += counts[State.READY]
@@ -528,6 +546,32 @@ class DelayedEvents(Layout):
         from .delayed_events_check import check_queue
 
         return check_queue(self, repair=repair)
+
+
+def _attempt_of(raw: bytes | None) -> int | None:
+    """The envelope's ``attempt`` without building an Envelope (status)."""
+    if raw is None:
+        return None
+    try:
+        doc = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    attempt = doc.get("attempt") if isinstance(doc, dict) else None
+    return attempt if isinstance(attempt, int) and not isinstance(attempt, bool) else None
+
+
+def _member_of(raw: bytes) -> str | None:
+    """``<type>###<payload.id>`` of a dispatched envelope; ``None`` if malformed."""
+    try:
+        doc = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(doc, dict):
+        return None
+    payload = doc.get("payload")
+    if not isinstance(doc.get("type"), str) or not isinstance(payload, dict) or "id" not in payload:
+        return None
+    return delayed_event_member(doc["type"], str(payload["id"]))
 
 
 def _reset_attempt(raw: bytes) -> bytes:

@@ -418,29 +418,38 @@ class HashJob(Layout):
 _LIST_SUFFIXES = ("pending", "processing", "completed", "failed")
 
 
-def recognize(keys: dict[str, bytes]) -> list[tuple[QueueConfig, list[str]]]:
+def recognize(keys: dict[str, bytes], *, client=None, rejected: list[str] | None = None
+              ) -> list[tuple[QueueConfig, list[str]]]:
     """hash-job queues among ``keys`` (key name -> TYPE reply).
 
     A name counts as a queue only with both kinds of evidence: at least one
     of its ``queue:<name>:pending|processing|completed|failed`` keys is a
-    list, and at least one ``queue:<name>:job:<id>`` key is a hash.  Its
-    evidence is every such key of the right type, plus jobctl's own
-    ``queue:<name>:jobctl:*`` keys.
+    list, and at least one ``queue:<name>:job:<id>`` key is a hash.  With a
+    ``client``, one of those hashes must also carry a seed-001 ``status``
+    (pending, processing, completed or failed).  Keys named like one of those
+    but of another type go to ``rejected``.  Evidence: every such key of the
+    right type, plus jobctl's own ``queue:<name>:jobctl:*`` keys.
     """
     lists: dict[str, list[str]] = {}
     hashes: dict[str, list[str]] = {}
+    odd: dict[str, list[str]] = {}
     for key, typ in keys.items():
         m = HASH_JOB_KEY_RE.match(key)
         if not m:
             continue
         name, suffix = m.group(1), m.group(2)
         if suffix in _LIST_SUFFIXES:
-            if typ == b"list":
-                lists.setdefault(name, []).append(key)
-        elif typ == b"hash":
-            hashes.setdefault(name, []).append(key)
+            (lists if typ == b"list" else odd).setdefault(name, []).append(key)
+        else:
+            (hashes if typ == b"hash" else odd).setdefault(name, []).append(key)
     out = []
     for name in sorted(set(lists) & set(hashes)):
+        if client is not None:
+            status = client.hget(min(hashes[name]), "status")
+            if status not in (b"pending", b"processing", b"completed", b"failed"):
+                continue
+        if rejected is not None:
+            rejected.extend(sorted(odd.get(name, [])))
         own = HashJobKeys(name)
         jobctl = [key for key in (own.suppressed, own.suppressed_info, own.journal) if key in keys]
         evidence = sorted(lists[name]) + sorted(hashes[name]) + jobctl

@@ -354,14 +354,18 @@ _SUFFIX_TYPES = {":pending": b"list", ":processing": b"list", ":dead": b"list",
                  ":processing:times": b"zset", ":attempts": b"hash", ":errors": b"hash"}
 
 
-def recognize(keys: dict[str, bytes]) -> list[tuple[QueueConfig, list[str]]]:
+def recognize(keys: dict[str, bytes], *, client=None, rejected: list[str] | None = None
+              ) -> list[tuple[QueueConfig, list[str]]]:
     """json-list queues among ``keys`` (key name -> TYPE reply).
 
     A prefix counts as a queue only when at least one of its
     ``<prefix>:pending|processing|dead`` keys is a list *and* one of its
     bookkeeping keys has the seed's type: ``<prefix>:processing:times`` a
-    zset, ``<prefix>:attempts`` or ``<prefix>:errors`` a hash.  Evidence:
-    those keys plus jobctl's own ``<prefix>:jobctl:*`` keys.
+    zset, ``<prefix>:attempts`` or ``<prefix>:errors`` a hash.  With a
+    ``client``, one element of one of its lists (``LINDEX -1``) must also be a
+    JSON object with an ``id``.  Keys named like one of those but of another
+    type go to ``rejected``.  Evidence: those keys plus jobctl's own
+    ``<prefix>:jobctl:*`` keys.
     """
     found: dict[str, dict[str, str]] = {}
     for key, typ in keys.items():
@@ -369,13 +373,19 @@ def recognize(keys: dict[str, bytes]) -> list[tuple[QueueConfig, list[str]]]:
             if key.endswith(suffix) and len(key) > len(suffix):
                 if typ == _SUFFIX_TYPES[suffix]:
                     found.setdefault(key[:-len(suffix)], {})[suffix] = key
+                elif rejected is not None:
+                    rejected.append(key)
                 break
     out = []
     for prefix in sorted(found):
         parts = found[prefix]
-        has_list = any(s in parts for s in (":pending", ":processing", ":dead"))
+        lists = [parts[s] for s in (":pending", ":processing", ":dead") if s in parts]
         has_books = any(s in parts for s in (":processing:times", ":attempts", ":errors"))
-        if not (has_list and has_books):
+        if not (lists and has_books):
+            continue
+        if client is not None and not _looks_like_a_job(client.lindex(lists[0], -1)):
+            if rejected is not None:
+                rejected.append(lists[0])
             continue
         own = JsonListKeys(prefix)
         jobctl = [key for key in (own.suppressed, own.suppressed_raw, own.suppressed_info, own.journal)
@@ -383,3 +393,14 @@ def recognize(keys: dict[str, bytes]) -> list[tuple[QueueConfig, list[str]]]:
         out.append((QueueConfig(name=prefix, layout="json-list", tag=prefix, discovered=True),
                     sorted(parts.values()) + jobctl))
     return out
+
+
+def _looks_like_a_job(raw: bytes | None) -> bool:
+    """A JSON object with an ``id`` (seed 002's job strings)."""
+    if raw is None:
+        return False
+    try:
+        doc = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(doc, dict) and doc.get("id") not in (None, "")

@@ -14,7 +14,9 @@ Invariants, per shard:
 The check reads every state key in windows of 1,000 (LRANGE/ZRANGE), checks
 payload existence with pipelined EXISTS, and SCANs the payload keys: its
 cost is linear in the queue's size, in bounded commands.  Repairs run one
-``rl_repair.lua`` call per problem and re-check their condition atomically.
+``rl_repair.lua`` call per problem and re-check their condition atomically:
+on a live queue the windows may see a job twice or in two places while it
+moves, and such a transient problem is then left alone.
 """
 
 from __future__ import annotations
@@ -154,7 +156,7 @@ def _check_shard(layout: "ReliableList", keys: ReliableListKeys, report: CheckRe
             report.problems.append(Problem("missing_deadline", keys.tag, job_id,
                                            "processing without a visibility deadline",
                                            "set the deadline to now (requeue --stuck then takes it)",
-                                           _args=("missing_deadline", keys.deadline, str(now))))
+                                           _args=("missing_deadline", keys.processing, str(now))))
     for job_id, score in deadlines.items():
         if job_id not in processing:
             report.problems.append(Problem("stray_deadline", keys.tag, job_id,
@@ -189,5 +191,6 @@ def check_queue(layout: "ReliableList", *, repair: bool = False) -> CheckReport:
                 if not p._args:
                     continue
                 kind, key, arg = p._args
-                p.repaired = bool(fix(keys=[key, keys.job(p.job_id), keys.deadline], args=[kind, p.job_id, arg]))
+                p.repaired = bool(fix(keys=[key, keys.job(p.job_id), keys.deadline, keys.processing],
+                                      args=[kind, p.job_id, arg]))
     return report

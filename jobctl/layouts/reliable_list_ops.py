@@ -308,6 +308,7 @@ def _walk_dead(layout: "ReliableList", keys: ReliableListKeys, spec: OpSpec, job
     window = script(layout.client, "rl_dead_window")
     nxt = 0
     pending: list[PlannedJob] = []
+    raws: dict[str, bytes | None] = {}  # redrive: stored payloads of pending jobs, as read
     cursor = 0
     while True:
         result = BatchResult()
@@ -334,10 +335,16 @@ def _walk_dead(layout: "ReliableList", keys: ReliableListKeys, spec: OpSpec, job
         now = now_fn()
         due = now + spec.delay_ms if mode == "scheduled" else None
         passed: list[tuple[PlannedJob, bytes]] = []
-        if redrive and pending:
-            # the new envelope is built here from the stored one; the script
-            # writes it only if the stored one is still the one the plan saw
-            for j, raw in zip(pending, layout.client.mget([keys.job(j.job_id) for j in pending])):
+        if redrive:
+            # The new envelope is built here from the stored one; the script
+            # writes it only if the stored one is still the one the plan saw,
+            # so a payload read in an earlier call may be reused.
+            fetch = [j for j in pending if j.job_id not in raws]
+            if fetch:
+                for j, raw in zip(fetch, layout.client.mget([keys.job(j.job_id) for j in fetch])):
+                    raws[j.job_id] = raw
+            for j in pending:
+                raw = raws[j.job_id]
                 if raw is None:
                     result.skipped.append(j.job_id)
                     result.reasons[j.job_id] = "gone"
@@ -365,6 +372,7 @@ def _walk_dead(layout: "ReliableList", keys: ReliableListKeys, spec: OpSpec, job
         result.reasons.update(met.reasons)
         seen = set(met.moved) | set(met.skipped)
         pending = [j for j, _ in passed if j.job_id not in seen]
+        raws = {j.job_id: raws[j.job_id] for j in pending} if redrive else raws
         cursor += popped
         if ended:  # the list is empty, or the walk went all the way round it
             for j in pending + jobs[nxt:]:

@@ -470,8 +470,8 @@ class StreamGroup(Layout):
         history = None
         if states and states[0][0] is None:
             history = states.pop(0)[1]
-        if raw is None and not states and history is None:
-            return None
+        if raw is None and not states:
+            return None  # at most an acknowledged entry: the job is gone
         state, item = states[0] if states else (None, dict(history or {"job_id": job_id}))
         rec = self._records(keys, [dict(item, job_id=job_id)], state)[0]
         if state is State.SUPPRESSED:
@@ -815,17 +815,21 @@ def recognize(keys: dict[str, bytes], client=None) -> list[tuple[Any, list[str]]
         m = STREAM_GROUP_KEY_RE.match(key)
         if m and typ == b"stream":
             tags[m.group(1)] = [key]
+    groups: dict[str, Any] = {}
+    if client is not None and tags:
+        pipe = client.pipeline(transaction=False)
+        order = sorted(tags)
+        for tag in order:
+            pipe.xinfo_groups(StreamGroupKeys(tag).stream)
+        groups = dict(zip(order, pipe.execute(raise_on_error=False)))
     found: dict[str, dict[str, Any]] = {}
     for tag, evidence in sorted(tags.items()):
         k = StreamGroupKeys(tag)
         group = DEFAULT_GROUP
         if client is not None:
-            try:
-                infos = client.xinfo_groups(k.stream)
-            except Exception:  # noqa: BLE001 - not a queue we can read
-                continue
-            if not infos:
-                continue
+            infos = groups.get(tag)
+            if isinstance(infos, Exception) or not infos:
+                continue  # no consumer group: nobody works this stream
             names = [text(g.get("name", b"")) for g in infos]
             group = DEFAULT_GROUP if DEFAULT_GROUP in names else names[0]
         rl_lists = any(keys.get(f"queue:{{{tag}}}:{s}") == b"list" for s in ("ready", "processing")) or \

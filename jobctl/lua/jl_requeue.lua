@@ -15,7 +15,8 @@
 -- ARGV[2+3(i-1)..4+3(i-1)] per job i: id, the job string (exact bytes),
 --          claim time at plan time (the score as text; "" when it had none)
 -- returns  { id1, code1, ... }: "moved", "changed" (claim time differs),
---          "gone" (the string is no longer in the processing list)
+--          "gone" (its claim time was removed: acked or nacked; or the
+--          string is no longer in the processing list)
 
 local processing, times, pending = KEYS[1], KEYS[2], KEYS[3]
 local n = tonumber(ARGV[1])
@@ -25,7 +26,9 @@ for i = 1, n do
   local id, raw, want = ARGV[base], ARGV[base + 1], ARGV[base + 2]
   local sc = redis.call('ZSCORE', times, id)
   local code
-  if (want == '' and sc) or (want ~= '' and (not sc or tonumber(sc) ~= tonumber(want))) then
+  if want ~= '' and not sc then
+    code = 'gone'
+  elseif (want == '' and sc) or (want ~= '' and tonumber(sc) ~= tonumber(want)) then
     code = 'changed'
   elseif redis.call('LREM', processing, -1, raw) == 0 then
     code = 'gone'

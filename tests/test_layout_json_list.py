@@ -1,0 +1,311 @@
+"""The json-list layout (seed 002) on a real server: claim times in seconds,
+the stuck rule against the seed's own recovery, byte-identical moves, the
+bounded dead-list walk that keeps the order (also when stopped early or when
+workers dead-letter meanwhile), attempts and errors, malformed strings,
+check and its repairs, configurable prefixes, iter_batches, discovery."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from jobctl.cli.main import main
+from jobctl.config import QueueConfig
+from jobctl.errors import NotFound
+from jobctl.filter import compile_filter
+from jobctl.keys import JsonListKeys
+from jobctl.layouts import layout_for
+from jobctl.layouts.json_list import MALFORMED_ID_PREFIX, raw_sha1, recognize
+from jobctl.model import State
+from jobctl.ops.engine import run_plan
+from jobctl.ops.spec import Operation, OpSpec
+from jobctl_fixtures.layouts.json_list import (ADAPTER, MALFORMED_DEAD, MAX_RETRIES, VISIBILITY_TIMEOUT_MS,
+                                               JsonListQueue, load_scenario)
+
+P = "jobs"
+SIZE = 120
+VT = VISIBILITY_TIMEOUT_MS
+NOW = 1_795_000_000_000
+
+
+def layout(client, prefix: str = P):
+    return layout_for(client, ADAPTER.queue_config(prefix))
+
+
+def queue(client, prefix: str = P) -> JsonListQueue:
+    return JsonListQueue(client, prefix, max_retries=MAX_RETRIES, timeout_ms=VT)
+
+
+def apply(lay, spec, now=None, batch=None):
+    return run_plan(lay, lay.plan(spec, now), journal=False, batch=batch)
+
+
+def dead_list(client, prefix: str = P) -> list[bytes]:
+    return client.lrange(JsonListKeys(prefix).dead, 0, -1)
+
+
+def make_dead(client, n: int, prefix: str = P) -> list[bytes]:
+    """``n`` jobs dead-lettered by the seed's worker, oldest first."""
+    q = queue(client, prefix)
+    for i in range(n):
+        q.enqueue({"id": f"d{i:03d}", "task": "charge_card" if i % 3 else "send_email", "n": i})
+        for _ in range(MAX_RETRIES):
+            q.nack(q.claim(now=NOW), "card declined")
+    return dead_list(client, prefix)
+
+
+# -- status and the stuck rule ---------------------------------------------------------
+
+def test_stuck_matches_the_seeds_recovery(redis_client):
+    exp = load_scenario(redis_client, "stuck-workers", prefix=P, size=SIZE, now_ms=NOW)
+    st = layout(redis_client).status(NOW)
+    assert (st.processing, st.stuck) == (exp["processing"], exp["stuck"])
+    assert set(queue(redis_client).recover_stuck(now=NOW)) == exp["stuck_ids"]
+
+
+def test_claim_times_are_seconds_in_redis_and_ms_in_the_model(redis_client):
+    q = queue(redis_client)
+    q.enqueue({"id": "a", "task": "send_email"})
+    q.claim(now=NOW - VT - 1_234)
+    q.enqueue({"id": "b", "task": "send_email"})
+    q.claim(now=NOW - VT)
+    k = JsonListKeys(P)
+    assert redis_client.zscore(k.processing_times, "a") == pytest.approx((NOW - VT - 1_234) / 1000)
+    lay = layout(redis_client)
+    st = lay.status(NOW)
+    assert (st.stuck, st.next_deadline_ms) == (1, NOW)      # b's deadline is now: not stuck yet
+    rec = lay.inspect("a")
+    assert rec.meta["claimed_at_ms"] == NOW - VT - 1_234 and rec.deadline_ms == NOW - 1_234
+    assert [r.job_id for r in lay.list_jobs(State.PROCESSING)] == ["a", "b"]
+
+
+def test_defaults_and_prefixes(redis_client):
+    lay = layout_for(redis_client, QueueConfig(name="anything", layout="json-list"))
+    assert lay.keys.pending == "jobs:pending" and lay.visibility_ms == 300_000
+    queue(redis_client, "emails").enqueue({"id": "e1", "task": "send_email"})
+    queue(redis_client, "images").enqueue({"id": "i1", "task": "resize_image"})
+    assert layout(redis_client, "emails").status().ready == 1
+    assert [r.job_id for r in layout(redis_client, "images").list_jobs(State.READY)] == ["i1"]
+    with pytest.raises(NotFound):
+        layout(redis_client, "emails").inspect("i1")
+
+
+# -- requeue ----------------------------------------------------------------------------
+
+def test_requeue_moves_the_exact_bytes_to_the_claim_end(redis_client):
+    k = JsonListKeys(P)
+    odd = b'{ "id" : "odd",  "task":"send_email", "name": "Ren\\u00e9" }'  # not how json.dumps writes it
+    redis_client.lpush(k.pending, odd)
+    q = queue(redis_client)
+    q.claim(now=NOW - 2 * VT)
+    q.enqueue({"id": "next", "task": "send_email"})
+    lay = layout(redis_client)
+    res = apply(lay, OpSpec(Operation.REQUEUE, P, State.PROCESSING, State.READY, stuck_only=True), NOW)
+    assert res.moved == 1
+    assert redis_client.lindex(k.pending, -1) == odd        # byte for byte, claimed next (RPUSH)
+    assert redis_client.zcard(k.processing_times) == 0 and redis_client.llen(k.processing) == 0
+    assert redis_client.hget(k.attempts, "odd") is None     # undoing a claim is not a failure
+    job = q.claim()
+    assert job.raw == odd and q.ack(job)
+
+
+def test_requeue_is_fenced_to_the_claim_time(redis_client):
+    q = queue(redis_client)
+    for i in range(3):
+        q.enqueue({"id": f"j{i}", "task": "send_email"})
+    claims = [q.claim(now=NOW - 2 * VT) for _ in range(3)]
+    lay = layout(redis_client)
+    plan = lay.plan(OpSpec(Operation.REQUEUE, P, State.PROCESSING, State.READY, stuck_only=True), NOW)
+    assert plan.planned == 3
+    assert q.ack(claims[0])                                        # acked meanwhile: gone
+    redis_client.zadd(JsonListKeys(P).processing_times, {"j1": NOW / 1000})  # re-stamped: changed
+    res = run_plan(lay, plan, journal=False)
+    assert res.moved == 1 and res.skipped_reasons == {"changed": 1, "gone": 1}
+    assert redis_client.lrange(JsonListKeys(P).pending, 0, -1) == [claims[2].raw]
+
+
+# -- the dead list ----------------------------------------------------------------------
+
+def test_redrive_subset_keeps_the_order_of_the_rest(redis_client):
+    before = make_dead(redis_client, 40)
+    lay = layout(redis_client)
+    spec = OpSpec(Operation.REDRIVE, P, State.DEAD, State.READY, filter=compile_filter('type = "send_email"'))
+    plan = lay.plan(spec)
+    emails = [r for r in before if b"send_email" in r]
+    assert plan.planned == len(emails) == 14
+    res = run_plan(lay, plan, journal=False, batch=5)           # many small windows
+    assert res.moved == 14 and res.skipped == 0
+    assert dead_list(redis_client) == [r for r in before if b"send_email" not in r]
+    pending = redis_client.lrange(JsonListKeys(P).pending, 0, -1)
+    assert sorted(pending) == sorted(emails)                     # the byte-identical strings
+    assert redis_client.hget(JsonListKeys(P).attempts, "d000") == str(MAX_RETRIES).encode()  # kept
+
+
+def test_dead_walk_with_new_dead_letters_and_an_early_stop(redis_client):
+    before = make_dead(redis_client, 30)
+    evens = compile_filter('id ~ "d0?[02468]"')
+    lay = layout(redis_client)
+    plan = lay.plan(OpSpec(Operation.PURGE, P, State.DEAD, None, filter=evens))
+    assert plan.planned == 15
+    batches = lay.apply(plan, batch=4)
+    assert len(next(batches).moved) == 2                         # d000, d002; d001, d003 rotated
+    late = b'{"id": "late", "task": "sync_crm"}'
+    redis_client.rpush(JsonListKeys(P).dead, late)               # a worker dead-letters meanwhile
+    assert len(next(batches).moved) == 2
+    batches.close()                                              # stopped between calls (Ctrl-C)
+    after = dead_list(redis_client)
+    assert after == [r for r in before if r not in (before[0], before[2], before[4], before[6])] + [late]
+    rest = lay.plan(OpSpec(Operation.PURGE, P, State.DEAD, None, filter=evens))
+    assert run_plan(lay, rest, journal=False, batch=4).moved == 11
+    assert dead_list(redis_client) == before[1::2] + [late]
+
+
+def test_suppress_unsuppress_and_purge(redis_client):
+    before = make_dead(redis_client, 10)
+    k = JsonListKeys(P)
+    lay = layout(redis_client)
+    spec = OpSpec(Operation.SUPPRESS, P, State.DEAD, State.SUPPRESSED, filter=compile_filter('id = "d003"'),
+                  reason="fraud test card")
+    assert apply(lay, spec).moved == 1
+    rec = lay.inspect("d003")
+    assert rec.state is State.SUPPRESSED and rec.raw == before[3] and rec.meta["suppressed"]["reason"]
+    assert [r.job_id for r in lay.list_jobs(State.SUPPRESSED)] == ["d003"]
+    assert apply(lay, OpSpec(Operation.UNSUPPRESS, P, State.SUPPRESSED, State.DEAD)).moved == 1
+    assert dead_list(redis_client)[-1] == before[3]              # back at the newest end, same bytes
+    assert redis_client.exists(k.suppressed, k.suppressed_raw, k.suppressed_info) == 0
+    apply(lay, OpSpec(Operation.SUPPRESS, P, State.DEAD, State.SUPPRESSED, filter=compile_filter('id = "d004"'),
+                      reason="x"))
+    assert apply(lay, OpSpec(Operation.PURGE, P, State.SUPPRESSED, None)).moved == 1
+    assert redis_client.hget(k.attempts, "d004") is None and redis_client.hget(k.errors, "d004") is None
+    assert redis_client.exists(k.suppressed_raw) == 0
+
+
+def test_redrive_reset_attempts(redis_client):
+    make_dead(redis_client, 3)
+    k = JsonListKeys(P)
+    lay = layout(redis_client)
+    res = apply(lay, OpSpec(Operation.REDRIVE, P, State.DEAD, State.READY, ids=("d001",), reset_attempts=True))
+    assert res.moved == 1 and redis_client.hget(k.attempts, "d001") is None
+    q = queue(redis_client)
+    job = q.claim()
+    assert job.id == "d001" and q.nack(job, "again")
+    assert redis_client.llen(k.dead) == 2                        # a fresh retry budget: back in pending
+    apply(lay, OpSpec(Operation.REDRIVE, P, State.DEAD, State.READY, ids=("d000",)))
+    while (job := q.claim()) is not None and job.id != "d000":
+        q.ack(job)
+    q.nack(job, "still declined")
+    assert dead_list(redis_client)[-1].startswith(b'{"id": "d000"')  # attempts kept: dead at once
+
+
+def test_malformed_strings(redis_client):
+    exp = load_scenario(redis_client, "dlq-spike", prefix=P, size=SIZE, now_ms=NOW)
+    [bad] = exp["malformed_ids"]
+    assert bad == MALFORMED_ID_PREFIX + raw_sha1(MALFORMED_DEAD)
+    lay = layout(redis_client)
+    rec = lay.inspect(bad)
+    assert rec.state is State.DEAD and rec.raw == MALFORMED_DEAD and rec.envelope.problems
+    plan = lay.plan(OpSpec(Operation.REDRIVE, P, State.DEAD, State.READY))
+    assert plan.malformed == [bad] and bad not in {j.job_id for j in plan.jobs}
+    purge = lay.plan(OpSpec(Operation.PURGE, P, State.DEAD, None, ids=(bad,)))
+    assert run_plan(lay, purge, journal=False).moved == 1
+    assert MALFORMED_DEAD not in dead_list(redis_client)
+    assert lay.check().ok
+
+
+# -- check ------------------------------------------------------------------------------
+
+def test_check_finds_and_repairs(redis_client):
+    exp = load_scenario(redis_client, "stuck-workers", prefix=P, size=SIZE)  # the repair reads the clock
+    k = JsonListKeys(P)
+    lay = layout(redis_client)
+    assert lay.check().counts() == {"missing_claim_time": 1}
+    dup = redis_client.lindex(k.pending, 0)
+    redis_client.lpush(k.pending, dup)                              # the same string twice
+    redis_client.zadd(k.processing_times, {"phantom": NOW / 1000})  # a claim time without a job
+    redis_client.rpush(k.dead, b'{"id": "job_1_x", "task": "a"}')
+    redis_client.lpush(k.pending, b'{"id": "job_1_x", "task": "a"}')  # one id, two states
+    report = lay.check()
+    assert report.counts() == {"missing_claim_time": 1, "duplicate": 1, "stray_claim_time": 1,
+                               "multiple_states": 1}
+    report = lay.check(repair=True)
+    assert {p.kind for p in report.problems if p.repaired} == {"missing_claim_time", "duplicate",
+                                                               "stray_claim_time"}
+    assert lay.check().counts() == {"multiple_states": 1}
+    # the repaired claim time makes the stranded job visibly stuck: requeue takes it
+    res = apply(lay, OpSpec(Operation.REQUEUE, P, State.PROCESSING, State.READY, stuck_only=True))
+    assert res.moved == exp["stuck"] + 1
+
+
+@pytest.mark.parametrize("scenario", ["healthy", "dlq-spike", "stuck-workers"])
+def test_iter_batches_covers_every_state(redis_client, scenario):
+    load_scenario(redis_client, scenario, prefix=P, size=SIZE, now_ms=NOW)
+    lay = layout(redis_client)
+    apply(lay, OpSpec(Operation.SUPPRESS, P, State.DEAD, State.SUPPRESSED, limit=2, reason="x"))
+    for state in lay.states:
+        depth = lay.depth(state)
+        batches = list(lay.iter_batches(state, batch=7))
+        assert sum(len(b) for b in batches) == depth, state
+        assert {r.state for b in batches for r in b} <= {state}
+        assert all(r.raw is not None and r.meta["sha1"] == raw_sha1(r.raw) for b in batches for r in b)
+        sampled = [r for b in lay.iter_batches(state, batch=100, sample=(2, 5)) for r in b]
+        assert len(sampled) <= 10
+
+
+def test_attempts_histogram_from_the_attempts_hash(redis_client, redis_url, tmp_path, capsys):
+    exp = load_scenario(redis_client, "healthy", prefix=P, size=SIZE, now_ms=NOW)
+    cfg = tmp_path / "jobctl.toml"
+    cfg.write_text(f'[queues.work]\nlayout = "json-list"\ntag = "{P}"\nvisibility_timeout_ms = {VT}\n')
+    assert main(["--url", redis_url, "--config", str(cfg), "attempts", "work", "--state", "dead", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["counts"] == {str(MAX_RETRIES): exp["dead"]}
+    assert main(["--url", redis_url, "--config", str(cfg), "attempts", "work", "--state", "ready", "--json"]) == 0
+    counts = json.loads(capsys.readouterr().out)["counts"]
+    assert counts["1"] == len(exp["ids_by_state"]["ready"]) - counts["0"] > 0
+
+
+# -- discovery ----------------------------------------------------------------------------
+
+def test_recognize():
+    keys = {
+        "jobs:pending": b"list", "jobs:processing": b"list", "jobs:processing:times": b"zset",
+        "jobs:attempts": b"hash", "jobs:dead": b"list", "jobs:errors": b"hash", "jobs:jobctl:journal": b"stream",
+        "emails:dead": b"list", "emails:errors": b"hash",            # only a DLQ so far: still a queue
+        "cache:pending": b"list",                                    # a list alone: not enough
+        "odd:pending": b"list", "odd:attempts": b"string",           # wrong type
+        "queue:{x}:processing": b"list", "queue:{x}:processing:deadline": b"zset",  # a reliable-list
+        "queue:jobs:pending": b"list", "queue:jobs:job:1": b"hash",  # a hash-job
+    }
+    found = {qc.name: (qc, ev) for qc, ev in recognize(keys)}
+    assert set(found) == {"jobs", "emails"}
+    qc, ev = found["jobs"]
+    assert (qc.layout, qc.tag, qc.discovered) == ("json-list", "jobs", True)
+    assert "jobs:processing:times" in ev and "jobs:jobctl:journal" in ev
+
+
+def test_discover_checks_a_sample(redis_client):
+    from jobctl.discovery import discover
+
+    load_scenario(redis_client, "dlq-spike", prefix=P, size=40, now_ms=NOW)
+    redis_client.rpush("decoy:pending", "not a job", "neither")      # named like a queue, no job inside
+    redis_client.hset("decoy:attempts", "x", 1)
+    d = discover(redis_client, layouts=("json-list",))
+    assert [(q.name, q.layout, q.tag) for q in d.queues] == [(P, "json-list", P)]
+    assert "decoy:pending" in d.rejected
+
+
+def test_export_then_purge_exactly_the_export(redis_client, redis_url, tmp_path, capsys):
+    exp = load_scenario(redis_client, "dlq-spike", prefix=P, size=60)
+    cfg = tmp_path / "jobctl.toml"
+    cfg.write_text(f'[queues.work]\nlayout = "json-list"\ntag = "{P}"\nvisibility_timeout_ms = {VT}\n')
+    base = ["--url", redis_url, "--config", str(cfg)]
+    out = tmp_path / "export"
+    assert main(base + ["export", "work", "--state", "dead", "--out", str(out), "--format", "jsonl"]) == 0
+    rows = [json.loads(line) for part in sorted(out.glob("part-*.jsonl")) for line in part.read_text().splitlines()]
+    assert {r["job_id"] for r in rows} == exp["ids_by_state"]["dead"]
+    late = b'{"id": "late", "task": "sync_crm"}'
+    redis_client.rpush(JsonListKeys(P).dead, late)        # dead-lettered after the export: not purged
+    capsys.readouterr()
+    assert main(base + ["purge", "work", "--state", "dead", "--export-to", str(out), "--yes", "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["moved"] == exp["dead"]
+    assert dead_list(redis_client) == [late]
