@@ -48,7 +48,7 @@ from bulkload import load_dead
 from harness import Workdir, add_common_args, jobctl_argv, start_server
 from measure import ratio, run_process, summary
 from probe import PingProbe
-from report import environment, fmt, note, table, write_results
+from report import RESULTS_DIR, environment, fmt, note, table, write_results
 
 QUEUE = "bench"
 RQ_QUEUE = "bench"
@@ -435,6 +435,10 @@ def main() -> int:
                 note(f"run {r + 1}/{runs}: {name}")
                 res = fn()
                 per_op[name].append(res)
+                partial = RESULTS_DIR / "redrive-partial.json"  # survives an interrupted run
+                RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+                partial.write_bytes(orjson.dumps({"args": vars(args), "env": env, "results": results,
+                                                  "operations": per_op}, option=orjson.OPT_NON_STR_KEYS))
                 note(f"  {res['moved']:,} moved in {res['wall_s']:.1f} s ({res['total_jobs_per_s']:,.0f} jobs/s); "
                      f"PING p99 {res['ping']['p99_ms']:.2f} ms, max {res['ping']['max_ms']:.1f} ms")
         results["operations"] = per_op
@@ -516,6 +520,7 @@ def main() -> int:
                 table("ratios of total jobs/s", ["comparison", "ratio"], [[k, v] for k, v in ratios.items()])
         path = write_results("redrive", vars(args) | {"jobs": n, "rq_jobs": m, "runs": runs, "window_calls": calls},
                              env, results)
+        (RESULTS_DIR / "redrive-partial.json").unlink(missing_ok=True)
         note(f"results: {path}")
         return 0
     finally:

@@ -370,3 +370,14 @@ def test_redrive_plan_fence_without_spark(redis_url, redis_client, tmp_path, cap
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"queue": "bulk"}\n')
     assert main(["--url", redis_url, "redrive", "bulk", "--plan", str(bad), "--yes"]) == 6
+
+
+def test_help_imports_neither_pyarrow_nor_pyspark():
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom jobctl.cli.main import main\nfor argv in (['--help'], ['export', '--help'], "
+            "['analyze', '--help'], ['purge', '--help']):\n    main(argv)\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pyarrow', 'pyspark', 'py4j')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == "[]"

@@ -358,3 +358,16 @@ def test_export_then_purge_exactly_the_export(redis_client, redis_url, tmp_path,
     assert res["moved"] == exp["dead"] - len(exp["dangling_ids"])
     left = {x.decode() for x in redis_client.lrange(HashJobKeys(Q).failed, 0, -1)}
     assert left == exp["dangling_ids"] | {late.id}       # ...is not purged
+
+
+def test_a_key_of_the_wrong_type(redis_client):
+    from jobctl.errors import DataError
+
+    q = queue(redis_client)
+    job_id = q.enqueue({"kind": "email"})
+    redis_client.set(HashJobKeys(Q).failed, "oops")
+    lay = layout(redis_client)
+    st = lay.status()
+    assert st.ready == 1 and st.errors == [f"key {HashJobKeys(Q).failed} holds the wrong Redis type"]
+    with pytest.raises(DataError):
+        lay.inspect(job_id)

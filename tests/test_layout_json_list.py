@@ -309,3 +309,15 @@ def test_export_then_purge_exactly_the_export(redis_client, redis_url, tmp_path,
     res = json.loads(capsys.readouterr().out)
     assert res["moved"] == exp["dead"]
     assert dead_list(redis_client) == [late]
+
+
+def test_a_key_of_the_wrong_type(redis_client):
+    from jobctl.errors import DataError
+
+    queue(redis_client).enqueue({"id": "a", "task": "send_email"})
+    redis_client.set(JsonListKeys(P).dead, "oops")
+    lay = layout(redis_client)
+    st = lay.status()
+    assert st.ready == 1 and st.errors == [f"key {JsonListKeys(P).dead} holds the wrong Redis type"]
+    with pytest.raises(DataError):
+        lay.inspect("a")

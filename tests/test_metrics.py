@@ -212,3 +212,24 @@ def test_slow_metrics_are_bounded(redis_url, redis_client, monkeypatch):
         assert got["redis_job_attempts_count"][q("email", state="dead")] == pytest.approx(depth, rel=0.05)
     finally:
         session.close()
+
+
+def test_a_broken_queue_does_not_hide_the_others(redis_url, redis_client, tmp_path):
+    load_scenario(redis_client, "healthy", queue="good", size=40, seed=7)
+    redis_client.lpush("queue:{bad}:ready", "j1")
+    redis_client.set("queue:{bad}:dead", "not a list")
+    config = tmp_path / "jobctl.toml"
+    config.write_text('[queues.good]\nlayout = "reliable-list"\n[queues.bad]\nlayout = "reliable-list"\n')
+    session = Session(config_file=str(config), url=redis_url)
+    lines: list[str] = []
+    collector = JobctlCollector(session, interval_s=0.0, log=lines.append)
+    try:
+        got = samples(exposition(collector).decode())
+        samples(exposition(collector).decode())
+    finally:
+        session.close()
+    assert got["jobctl_exporter_up"][()] == 1.0
+    assert got["redis_job_status_errors"][q("bad")] >= 1 and got["redis_job_status_errors"][q("good")] == 0
+    assert got["redis_job_ready_depth"][q("good")] > 0
+    assert got["redis_job_attempts_count"][q("good", state="dead")] >= 0
+    assert len(lines) == 1 and "queue bad" in lines[0]  # logged once, not on every refresh

@@ -172,7 +172,9 @@ def test_connection_dropped_mid_redrive(redis_client, redis_url, cfg, run):  # n
     assert 0 < moved_before < 2_500
     # the local journal kept the story even though the server was unreachable for it
     local = [orjson.loads(line) for line in Path(os.environ["JOBCTL_JOURNAL"]).read_bytes().splitlines()]
-    assert local[-1]["error"] and local[-1]["moved"] == moved_before
+    assert local[-1]["error"] and local[-1]["interrupted"] is False
+    # (a call whose reply the kill cut off did run: its jobs are moved but not counted)
+    assert 0 <= moved_before - local[-1]["moved"] <= 50
     code, out, err = run("redrive", "email", "--filter", FILTER, "--yes", "--json")
     assert code == 0, err
     assert json.loads(out)["moved"] == 2_500 - moved_before

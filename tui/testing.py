@@ -14,6 +14,10 @@ async def settle(pilot, timeout: float = 15.0) -> None:
     its results were applied to the widgets (``app.busy`` is False).
     Raises AssertionError after ``timeout`` seconds."""
     await wait_for(pilot, lambda: not pilot.app.busy, timeout, "the app to settle")
+    # widgets (DataTable column widths) finish updating on the following idle passes
+    await pilot.pause()
+    await pilot.wait_for_scheduled_animations()
+    await pilot.pause(0.05)
     await pilot.pause()
 
 

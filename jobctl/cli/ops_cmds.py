@@ -175,6 +175,8 @@ def execute(session: Session, spec: OpSpec, *, dry_run: bool, yes: bool, as_json
     with session.errors():
         layout = session.layout(spec.queue)
         plan = layout.plan(spec)
+    if spec.fence is not None:  # whatever the layout: never an id outside the fence
+        plan.jobs = [j for j in plan.jobs if j.job_id in spec.fence]
     _print_plan(plan, as_json)
     if dry_run:
         res = run_plan(layout, plan, dry_run=True, journal=False)

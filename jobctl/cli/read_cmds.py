@@ -98,7 +98,7 @@ def watch_status(session: Session, queues: tuple[str, ...], interval: float, *, 
         try:
             while stop is None or not stop():
                 statuses = collect_status(session, queues)
-                render.print_json(status_document(session, statuses))
+                render.print_json(status_document(session, statuses), compact=True)
                 time.sleep(interval)
         except KeyboardInterrupt:  # Ctrl-C is how --watch ends
             pass

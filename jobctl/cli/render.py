@@ -20,9 +20,11 @@ __all__ = ["print_json", "status_table", "jobs_table", "job_panel", "histogram_t
            "console"]
 
 
-def print_json(data: Any) -> None:
-    """Write ``data`` as one JSON document (plus newline) to stdout."""
-    sys.stdout.buffer.write(orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS))
+def print_json(data: Any, *, compact: bool = False) -> None:
+    """Write ``data`` as one JSON document (plus newline) to stdout;
+    ``compact`` puts it on one line (a stream of documents, e.g. ``--watch``)."""
+    opts = orjson.OPT_NON_STR_KEYS | (0 if compact else orjson.OPT_INDENT_2)
+    sys.stdout.buffer.write(orjson.dumps(data, option=opts))
     sys.stdout.buffer.write(b"\n")
     sys.stdout.flush()
 

@@ -22,7 +22,11 @@ Atomicity and resumption:
 
 Lists are walked from their tail with negative indexes (reliable-list), so
 jobs that arrive at the head during the walk do not shift it; a job that
-arrives after the walk passed its place is simply not in this snapshot.
+arrives after the walk passed its place is simply not in this snapshot.  The
+dead list only grows at its head (workers LPUSH), so a DLQ export is exact
+unless an operator moves dead jobs meanwhile.  States that workers consume
+from the walked end while the export runs (ready, processing) are exported
+as seen, batch by batch: a job may be missed or seen twice there.
 """
 
 from __future__ import annotations

@@ -290,9 +290,10 @@ class JsonList(Layout):
         supp, claim = res
         try:
             found = self.find(job_id)
-        except Exception as exc:  # noqa: BLE001 - WRONGTYPE on a list
-            errors = wrongtype_errors([exc], [k.pending])
-            raise DataError(errors[0].replace(k.pending, "a list of the queue")) from None
+        except Exception as exc:  # noqa: BLE001 - only WRONGTYPE is translated here
+            wrongtype_errors([exc], [""])  # re-raises anything else
+            raise DataError(f"a list of queue {self.queue_name} ({k.pending}, {k.processing} or {k.dead}) "
+                            "holds the wrong Redis type") from None
         if found:
             state, pos, raw = found[0]
             rec = self.records([raw], state, [{"position": pos}])[0]

@@ -399,6 +399,7 @@ def _restore_dead(layout: "ReliableList", keys: ReliableListKeys, rotated: list[
         return 0
     restore = script(layout.client, "rl_dead_restore")
     index = {job_id: n for n, job_id in enumerate(expected)}
+    batch = max(batch, DEFAULT_BATCH)  # moves no job between states: --rate does not apply
     i = 0
     while i < len(expected):
         consumed = int(restore(keys=[keys.dead], args=[batch, RESTORE_HOLD, *expected[i:i + 2 * batch]])[0])

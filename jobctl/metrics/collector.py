@@ -56,6 +56,7 @@ class JobctlCollector:
         self._cache = SlowCache()
         self._counters = JournalCounters()
         self._last_error: str | None = None
+        self._warned: set[str] = set()
 
     def snapshot(self) -> Snapshot:
         """The current snapshot, read now if the cached one is older than the interval."""
@@ -78,9 +79,10 @@ class JobctlCollector:
                     self.log(f"error: {exc}")
                 self._last_error = str(exc)
                 self.session.close()  # reconnect on the next refresh
-            for qs in snap.queues:
-                if qs.error:
-                    self.log(f"warning: queue {qs.queue.name}: {qs.error}")
+            warnings = {f"warning: queue {qs.queue.name}: {qs.error}" for qs in snap.queues if qs.error}
+            for text in sorted(warnings - self._warned):  # each problem once, not every refresh
+                self.log(text)
+            self._warned = warnings
             self._snap = snap
             self._read_at = self.clock()
             return snap

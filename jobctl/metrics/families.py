@@ -81,7 +81,7 @@ def families(snap: Snapshot) -> Iterator:
                              "Problems reading the queue: keys of the wrong type, unreadable status.",
                              labels=_Q)
     for qs in snap.queues:
-        n = len(qs.status.errors) if qs.status is not None else 1
+        n = (len(qs.status.errors) if qs.status is not None else 0) + (1 if qs.error else 0)
         errs.add_metric([qs.queue.name, qs.layout], float(n))
     yield errs
     yield from _attempts(snap)

@@ -61,7 +61,7 @@ class JournalCounters:
                 rows = client.xrange(key, min=start, max="+", count=min(_PAGE, self.max_entries - read))
                 if not rows:
                     break
-                for stream_id, fields in rows:
+                for _stream_id, fields in rows:
                     self._count(queue, fields)
                 self.last_id[key] = rows[-1][0] if isinstance(rows[-1][0], bytes) else rows[-1][0].encode()
                 read += len(rows)

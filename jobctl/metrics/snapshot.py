@@ -94,6 +94,17 @@ def _slow(layout) -> tuple[dict[str, Histogram], Breakdown | None]:
     return hists, breakdown
 
 
+def _translated(exc: Exception, session):
+    """``exc`` as a JobctlError; a lost connection is raised (the whole refresh fails)."""
+    from ..connection import translate
+    from ..errors import ConnectionFailed
+
+    err = translate(exc, session.target)
+    if isinstance(err, ConnectionFailed):
+        raise err from None
+    return err
+
+
 def take_snapshot(session, names: tuple[str, ...], cache: SlowCache, counters, *,
                   slow_interval_s: float, clock=time.monotonic) -> Snapshot:
     """Read the server once (see the module docstring).
@@ -121,13 +132,7 @@ def take_snapshot(session, names: tuple[str, ...], cache: SlowCache, counters, *
                 qs.status = layout.status(now)
                 layouts.append((qs, layout))
             except Exception as exc:  # noqa: BLE001 - one bad queue does not hide the others
-                from ..connection import translate
-                from ..errors import ConnectionFailed
-
-                err = translate(exc, session.target)
-                if isinstance(err, ConnectionFailed):
-                    raise err from None
-                qs.error = str(err)
+                qs.error = str(_translated(exc, session))
             snap.queues.append(qs)
         due = sorted(((cache.entries.get(qs.queue.name, (None,))[0] or -1.0), qs.queue.name)
                      for qs, _ in layouts
@@ -137,8 +142,12 @@ def take_snapshot(session, names: tuple[str, ...], cache: SlowCache, counters, *
         for qs, layout in layouts:
             name = qs.queue.name
             if name in refresh:
-                hists, breakdown = _slow(layout)
-                cache.entries[name] = (clock(), hists, breakdown)
+                try:
+                    hists, breakdown = _slow(layout)
+                    cache.entries[name] = (clock(), hists, breakdown)
+                except Exception as exc:  # noqa: BLE001 - the depth gauges still count
+                    err = _translated(exc, session)
+                    qs.error = f"attempts/breakdown: {err}"
             if name in cache.entries:
                 at, qs.histograms, qs.breakdown = cache.entries[name]
                 qs.slow_at = at

@@ -255,8 +255,7 @@ class Runner:
         self.steps = [s for s in book.steps
                       if (s.name in select if select else not s.manual) and s.name not in skip]
         needs_status = [s.name for s in self.steps
-                        if (s.guard and not s.guard.uses_output and s.guard.names)
-                        or (s.expect and any(not n.startswith("out.") for n in s.expect.names))]
+                        if any(not n.startswith("out.") for c in (s.guard, s.expect) if c for n in c.names)]
         if needs_status and queue is None:
             raise UsageError(f"runbook {book.name} needs --queue (step {needs_status[0]} reads the queue's status)")
         prefix = global_args(session)
