@@ -10,6 +10,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+import yaml
 
 from jobctl.cli.main import cli, main
 from jobctl.ops.journal import read_local
@@ -197,7 +198,6 @@ def test_shipped_runbook_is_complete(name):
 
 
 def test_alert_rules_link_to_runbooks():
-    yaml = pytest.importorskip("yaml")
     rules = yaml.safe_load(shipped_file("alerts.yml").read_text("utf-8"))
     alerts = {r["alert"]: r for g in rules["groups"] for r in g["rules"]}
     lib = Library()

@@ -129,6 +129,19 @@ class VimTable(DataTable):
         kw.setdefault("zebra_stripes", True)
         super().__init__(**kw)
 
+    async def _on_idle(self, event) -> None:
+        # DataTable widens its columns on idle without invalidating the header
+        # cells it may have rendered (and cached) just before: a stale, narrow
+        # header.  Drop the render caches whenever the widths were recomputed.
+        pending = getattr(self, "_require_update_dimensions", False)
+        await super()._on_idle(event)
+        if pending:
+            for name in ("_cell_render_cache", "_row_render_cache", "_line_cache"):
+                cache = getattr(self, name, None)
+                if cache is not None:
+                    cache.clear()
+            self.refresh()
+
     def action_scroll_top(self) -> None:
         if self.row_count:
             self.move_cursor(row=0)
