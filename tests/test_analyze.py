@@ -329,3 +329,19 @@ def test_plan_then_redrive_skips_jobs_changed_since_the_export(spark, redis_url,
     assert dead_now == (truth.ids_by_state["dead"] - moved - {purged})
     sample = orjson.loads(redis_client.get(keys.job(plan[3]["id"])))
     assert sample["redriveCount"] == 1
+
+
+def test_empty_export(spark, redis_url, tmp_path, capsys):
+    assert main(["--url", redis_url, "export", "triage", "--out", str(tmp_path / "e")]) == 5  # no such queue yet
+    from jobctl.export.manifest import Manifest
+
+    m = Manifest(selector={"queue": "triage", "layout": "reliable-list", "states": ["dead"], "filter": "",
+                           "format": "parquet"}, source={"server": None}, snapshot_ms=NOW, started_ms=NOW,
+                 complete=True, scanned={"dead": 0})
+    (tmp_path / "e").mkdir()
+    m.save(tmp_path / "e")
+    assert main(["analyze", str(tmp_path / "e"), "--out", str(tmp_path / "r"), "--json"]) == 0
+    summary = orjson.loads(capsys.readouterr().out)
+    assert summary["rows"] == 0 and summary["redrive_planned"] == 0 and summary["classes"] == []
+    assert (tmp_path / "r" / "redrive-plan.jsonl").read_bytes() == b""
+    assert "# DLQ triage: triage" in (tmp_path / "r" / "report.md").read_text()

@@ -47,9 +47,6 @@ def snap(snapshot):
     def compare(app, run_before=None, size=SIZE) -> bool:
         svg = take_svg_screenshot(app=app, terminal_size=size, run_before=run_before)
         app.session.close()
-        import os
-        if os.environ.get("TUI_DUMP"):
-            Path(os.environ["TUI_DUMP"]).write_text(svg)
         return snapshot == svg
 
     return compare

@@ -349,6 +349,7 @@ def analyse(spark, export_dir: str, out_dir: str | Path, *, rules: RuleSet, top:
     from .report import render_markdown
 
     started = time.monotonic()
+    spark.conf.set("spark.sql.session.timeZone", "UTC")  # hours and dates in UTC, whoever started Spark
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     df, m = read_export(spark, export_dir)
