@@ -32,7 +32,7 @@ def note(text: str) -> None:
 
 def _git(*args: str) -> str | None:
     try:
-        out = subprocess.run(["git", *args], cwd=BENCH_DIR, capture_output=True, text=True, timeout=10)
+        out = subprocess.run(["git", *args], cwd=BENCH_DIR.parent, capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.TimeoutExpired):
         return None
     return out.stdout.strip() if out.returncode == 0 else None

@@ -37,8 +37,8 @@ def _common(fn: Callable) -> Callable:
     for opt in reversed([
         click.option("--limit", type=click.IntRange(1), help="Touch at most N jobs."),
         click.option("--rate", type=click.FloatRange(0.1), metavar="N", help="At most N jobs per second."),
-        click.option("--batch", type=click.IntRange(1, 5000), default=256, show_default=True,
-                     help="Jobs per script call."),
+        click.option("--batch", type=click.IntRange(1, 5000), default=None,
+                     help="Jobs per script call (default: the layout's; 128 for reliable-list)."),
         click.option("--dry-run", is_flag=True, help="Print the plan; change nothing."),
         click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation (required without a TTY)."),
         click.option("--json", "as_json", is_flag=True, help="Print the plan and result as JSON."),

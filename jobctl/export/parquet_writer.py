@@ -21,6 +21,10 @@ __all__ = ["ParquetPartWriter", "rows_to_table", "DEFAULT_ROW_GROUP_ROWS"]
 
 #: Rows per Parquet row group.
 DEFAULT_ROW_GROUP_ROWS = 20_000
+#: Low-cardinality columns worth dictionary encoding (ids, raw values and
+#: hashes are not: trying costs time and saves nothing).
+DICTIONARY_COLUMNS = ("queue", "layout", "shard", "state", "job_type", "tenant_id", "last_error_code",
+                      "last_error_message", "problems", "payload_ref")
 
 _SCHEMA = None
 
@@ -54,6 +58,7 @@ class ParquetPartWriter(PartWriter):
         self.row_group_rows = row_group_rows
         self._buffer: list[tuple] = []
         self._pq = pq.ParquetWriter(str(self.temp_path), _schema(), compression="snappy",
+                                    use_dictionary=list(DICTIONARY_COLUMNS),
                                     coerce_timestamps="us", allow_truncated_timestamps=False)
 
     def _flush(self) -> None:

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 __all__ = ["plan_operation", "apply_plan", "TRANSITIONS", "DEFAULT_BATCH"]
 
 #: Jobs (or dead-list pops) per script call; keeps one call well under 2 ms.
-DEFAULT_BATCH = 256
+DEFAULT_BATCH = 128
 #: How far (in dead-list positions) the walk looks for a planned dead job on
 #: either side of the position the plan saw it at; beyond, it was moved by
 #: someone else and counts as skipped.
