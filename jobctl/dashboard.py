@@ -585,13 +585,15 @@ class Snapshot:
 @dataclass
 class QueueDetail:
     """The queue screen's live part: status, processing jobs by time left
-    (at most ``limit``), and the scheduled due-time distribution."""
+    (at most ``limit``), the scheduled due-time distribution, and the
+    states the queue's layout has."""
 
     queue: str
     now_ms: int
     status: QueueStatus
     processing: list[JobRecord]
     due: DueDistribution
+    states: tuple[State, ...] = ()
 
 
 def equivalent_command(spec: "OpSpec") -> list[str]:
@@ -706,28 +708,38 @@ class Dashboard:
         def run() -> QueueDetail:
             layout = self.session.layout(name)
             now = self.clock()
+            has = set(layout.states)
             return QueueDetail(queue=name, now_ms=now, status=layout.status(now=now),
-                               processing=processing_by_deadline(layout, limit),
-                               due=due_distribution(layout, now))
+                               processing=processing_by_deadline(layout, limit) if State.PROCESSING in has else [],
+                               due=due_distribution(layout, now) if State.SCHEDULED in has
+                               else DueDistribution(now_ms=now), states=tuple(layout.states))
 
         return self._call(run)
 
     def histograms(self, name: str,
                    states: Iterable[State] = (State.READY, State.SCHEDULED, State.PROCESSING, State.DEAD),
                    ) -> dict[str, "Histogram"]:
-        """Attempt histogram per state (:func:`jobctl.attempts.attempt_histogram`,
-        exact up to ``histogram_bound`` jobs per state, sampled beyond)."""
+        """Attempt histogram per state the layout has
+        (:func:`jobctl.attempts.attempt_histogram`, exact up to
+        ``histogram_bound`` jobs per state, sampled beyond)."""
         from .attempts import attempt_histogram
 
         def run() -> dict[str, Histogram]:
             layout = self.session.layout(name)
-            return {s.value: attempt_histogram(layout, s, exact_bound=self.histogram_bound) for s in states}
+            return {s.value: attempt_histogram(layout, s, exact_bound=self.histogram_bound)
+                    for s in states if s in layout.states}
 
         return self._call(run)
 
     def triage(self, name: str, flt: Filter = MATCH_ALL, state: State = State.DEAD) -> Triage:
-        """:func:`triage` of the queue's DLQ."""
-        return self._call(lambda: triage(self.session.layout(name), flt=flt, now=self.clock(), state=state))
+        """:func:`triage` of the queue's DLQ (empty for a layout without one)."""
+        def run() -> Triage:
+            layout = self.session.layout(name)
+            if state not in layout.states:
+                return Triage(queue=name, state=state.value, now_ms=self.clock(), filter_text=flt.text)
+            return triage(layout, flt=flt, now=self.clock(), state=state)
+
+        return self._call(run)
 
     def jobs(self, name: str, state: State, flt: Filter = MATCH_ALL, limit: int = 200) -> JobPage:
         """:func:`find_jobs` on the queue."""

@@ -243,3 +243,52 @@ def test_equivalent_command_is_a_cli_command_line() -> None:
                                         "'type = \"a b\" and error = \"E\"'"]
     spec = OpSpec(Operation.PURGE, "email", State.SUPPRESSED, None, ids=("j1",))
     assert equivalent_command(spec)[3:] == ["--state", "suppressed", "--no-export", "--ids", "j1"]
+
+
+def _layout_adapters():
+    from jobctl_fixtures.layouts import ADAPTERS
+
+    return sorted(ADAPTERS)
+
+
+@pytest.mark.parametrize("layout_name", _layout_adapters())
+def test_dashboard_works_on_every_layout(redis_client, redis_url, layout_name) -> None:
+    """The queue screen's reads on each layout: only the states it has."""
+    from jobctl_fixtures.layouts import ADAPTERS
+
+    adapter = ADAPTERS[layout_name]
+    scenario = "dlq-spike" if "dlq-spike" in adapter.scenarios else adapter.scenarios[0]
+    from jobctl.layouts.base import now_ms
+
+    now = now_ms()  # layouts whose states depend on the clock read them at "now"
+    expected = adapter.load(redis_client, scenario, queue="q", size=120, seed=5, now_ms=now)
+    qc = adapter.queue_config("q")
+    s = Session(url=redis_url)
+    s._config = Config(queues={"q": qc})
+    dash = Dashboard(s, clock=lambda: now)
+    try:
+        layout = s.layout("q")
+        row = dash.refresh().row("q")
+        assert row.error is None and row.status.ready == expected["ready"]
+        detail = dash.queue_detail("q")
+        if State.SCHEDULED in layout.states:
+            assert detail.due.total == expected.get("scheduled", 0)
+        else:
+            assert detail.due.total == 0
+        if State.PROCESSING in layout.states:
+            assert len(detail.processing) == min(200, expected.get("processing", 0))
+        hists = dash.histograms("q")
+        assert set(hists) == {st.value for st in (State.READY, State.SCHEDULED, State.PROCESSING, State.DEAD)
+                              if st in layout.states}
+        tri = dash.triage("q")
+        if State.DEAD in layout.states:
+            assert sum(g.count for g in tri.groups) + tri.malformed == expected.get("dead", 0)
+        else:
+            assert tri.groups == []
+        for st in layout.states:
+            if st is State.HISTORY:
+                continue
+            page = dash.jobs("q", st, limit=5)
+            assert len(page.records) == min(5, len(expected["ids_by_state"].get(st.value, ())))
+    finally:
+        s.close()

@@ -570,3 +570,33 @@ def test_jobctl_tui_needs_a_terminal(redis_url, capsys) -> None:
     assert main(["--url", redis_url, "tui"]) == 2
     assert "needs a terminal" in capsys.readouterr().err
 
+
+
+def test_queue_screen_on_a_layout_without_a_dlq(redis_url, redis_client) -> None:
+    """delay-zset has ready and scheduled only: the job list starts on ready,
+    `s` cycles through the states the layout has, triage is empty."""
+    from jobctl.layouts.base import now_ms
+    from jobctl_fixtures.layouts import ADAPTERS
+
+    adapter = ADAPTERS["delay-zset"]
+    now = now_ms()
+    expected = adapter.load(redis_client, "healthy", queue="dz", size=60, seed=5, now_ms=now)
+
+    async def go():
+        app = app_for(session_for(redis_url, dz=adapter.queue_config("dz")), clock=lambda: now)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            app.open_queue("dz", tab="jobs")
+            await settle(pilot)
+            scr = app.screen
+            assert scr.page.state == "ready" and len(scr.page.records) == expected["ready"]
+            await pilot.press("s")
+            await settle(pilot)
+            assert scr.page.state == "scheduled"
+            await pilot.press("s")
+            await settle(pilot)
+            assert scr.page.state == "ready"
+            assert scr.triage.groups == [] and not [m for sev, m in app.notices if sev == "error"]
+        app.session.close()
+
+    run(go())

@@ -124,7 +124,8 @@ class QueueScreen(Screen):
         self.triage: Triage | None = None
         self.page: JobPage | None = None
         self.journal: list[dict] | None = None
-        self._loaded: set[str] = set()
+        self._triage_gen = 0
+        self._jobs_gen = 0
 
     # -- layout ----------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -251,13 +252,21 @@ class QueueScreen(Screen):
         self.app.read(lambda: dash.histograms(q), self._hist_done, key=f"hist:{q}")
 
     def load_triage(self) -> None:
-        dash, q, flt = self.app.dash, self.queue, self.filter
-        self.app.read(lambda: dash.triage(q, flt), self._triage_done, key=f"triage:{q}")
+        # every load is a new generation: a result that arrives after a newer
+        # request (another filter) is dropped rather than shown
+        self._triage_gen += 1
+        gen, dash, q, flt = self._triage_gen, self.app.dash, self.queue, self.filter
+        self.app.read(lambda: dash.triage(q, flt),
+                      lambda tri: self._triage_done(tri) if gen == self._triage_gen else None)
 
     def load_jobs(self) -> None:
-        dash, q, flt, state = self.app.dash, self.queue, self.filter, self.jobs_state
+        if self.detail is None:
+            return  # the first detail says which states the layout has, then loads the jobs
+        self._jobs_gen += 1
+        gen, dash, q, flt, state = self._jobs_gen, self.app.dash, self.queue, self.filter, self.jobs_state
         self.query_one("#jobs-note", Static).update(f"loading {state.value} jobs …")
-        self.app.read(lambda: dash.jobs(q, state, flt, LIST_LIMIT), self._jobs_done, key=f"jobs:{q}")
+        self.app.read(lambda: dash.jobs(q, state, flt, LIST_LIMIT),
+                      lambda page: self._jobs_done(page) if gen == self._jobs_gen else None)
 
     def load_journal(self) -> None:
         dash, q = self.app.dash, self.queue
@@ -265,7 +274,12 @@ class QueueScreen(Screen):
 
     # -- rendering -------------------------------------------------------------------------
     def _detail_done(self, detail: QueueDetail) -> None:
+        first = self.detail is None
         self.detail = detail
+        if first:
+            if detail.states and self.jobs_state not in detail.states:
+                self.jobs_state = next((s for s in JOB_STATES if s in detail.states), self.jobs_state)
+            self.load_jobs()
         self._render_processing()
         due = self.query_one("#due", VimTable)
         total = detail.due.total
@@ -447,8 +461,9 @@ class QueueScreen(Screen):
         if self.active_tab != "jobs":
             self.action_tab("jobs")
             return
-        i = JOB_STATES.index(self.jobs_state)
-        self.jobs_state = JOB_STATES[(i + 1) % len(JOB_STATES)]
+        cycle = [s for s in JOB_STATES if not self.detail or not self.detail.states or s in self.detail.states]
+        i = cycle.index(self.jobs_state) if self.jobs_state in cycle else -1
+        self.jobs_state = cycle[(i + 1) % len(cycle)]
         self.selection.clear()
         self._redraw_summary()
         self.load_jobs()
