@@ -101,8 +101,8 @@ def main() -> int:
         client = redis.Redis.from_url(server.url)
         load_s = fill(client, "bench", n)
         print(f"loaded {n:,} dead jobs into {server.kind} {server.version} in {load_s:.1f}s", file=sys.stderr)
-        print(f"| format | dead jobs | seconds | rows/s | peak RSS (MiB) | output (MiB) |")
-        print(f"|---|---:|---:|---:|---:|---:|")
+        print("| format | dead jobs | seconds | rows/s | peak RSS (MiB) | output (MiB) |")
+        print("|---|---:|---:|---:|---:|---:|")
         for fmt in args.formats.split(","):
             out = work / fmt
             seconds, rss = run_export(server.url, out, fmt)

@@ -340,7 +340,12 @@ def unsuppress(session: Session, queue, filter_text, limit, rate, batch, dry_run
 @pass_session
 def purge(session: Session, queue, state, older_than, filter_text, no_export, export_to, export_format, limit, rate,
           batch, dry_run, yes, as_json) -> int:
-    """Delete dead or suppressed jobs: the index entry and the payload together."""
+    """Delete dead or suppressed jobs: the index entry and the payload together.
+
+    With --export-to DIR the matching jobs are first exported there (as
+    `jobctl export` does; an export already in DIR is used), then exactly the
+    exported ids are purged, each only if unchanged since the export.
+    """
     if no_export and export_to:
         raise UsageError("--no-export and --export-to exclude each other")
     if not no_export and not export_to and not dry_run:

@@ -47,7 +47,7 @@ from .manifest import MANIFEST_NAME, Manifest, PartInfo, find_manifest
 from .rows import record_row
 from .schema import column_index
 from .source import selects, walk
-from .writer import PartWriter, open_writer, part_name
+from .writer import PartWriter, open_writer
 
 if TYPE_CHECKING:
     from ..layouts.base import Layout
@@ -282,8 +282,3 @@ def _commit(writer: PartWriter, m: Manifest, counts: Counter, malformed: int) ->
     size, digest = writer.commit()
     m.parts.append(PartInfo(file=writer.final, rows=writer.rows, bytes=size, sha256=digest,
                             counts=dict(counts), malformed=malformed))
-
-
-def expected_part(index: int, fmt: str) -> str:
-    """The file name of part ``index`` (for tests and tools)."""
-    return part_name(index, fmt)
