@@ -17,24 +17,14 @@ from urllib.parse import urlsplit
 import pytest
 import redis
 
-from jobctl.cli.main import main
 from jobctl.config import Config, Profile, QueueConfig, config_path, load_config
 from jobctl.connection import DEFAULT_URL, Target, redact_url, resolve_target
 from jobctl.errors import ConfigError, NotFound, ReadOnlyRefused, UsageError
 from jobctl.session import Session
 from jobctl_fixtures.scenarios import load_scenario
+from helpers import cli, wall_ms
 
 SECRET = "Pw-9f3e-distinctive"
-
-
-def wall_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
-def cli(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def closed_url() -> str:

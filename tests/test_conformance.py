@@ -28,7 +28,6 @@ redriven or promoted jobs are counted when it is not ``ready``;
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +35,7 @@ import pytest
 
 from jobctl.cli.main import main
 from jobctl_fixtures.layouts import ADAPTERS
+from helpers import wall_ms
 
 SIZE = 120
 QUEUE = "confq"
@@ -43,10 +43,6 @@ STATUS_KEYS = ("ready", "scheduled", "scheduled_overdue", "processing", "stuck",
 #: Which scenario each operation is exercised on (it has material for it).
 OP_SCENARIO = {"requeue": "stuck-workers", "redrive": "dlq-spike", "suppress": "dlq-spike",
                "unsuppress": "dlq-spike", "purge": "dlq-spike", "promote": "scheduler-lag"}
-
-
-def wall_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 def _toml(value: Any) -> str:

@@ -16,17 +16,11 @@ from pathlib import Path
 
 import redis
 
-from jobctl.cli.main import main
 from jobctl.keys import ReliableListKeys
+from helpers import cli
 
 EMBEDDED_RE = re.compile(r"embedded (valkey|redis) (\S+) at (redis://127\.0\.0\.1:(\d+)/0)")
 DEMO_MARK = "{jobctl-demo-"
-
-
-def cli(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 class Demo:

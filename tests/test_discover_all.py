@@ -6,7 +6,6 @@ like queues: it finds every queue, with its evidence, and nothing else; its
 from __future__ import annotations
 
 import json
-import time
 
 import orjson
 import pytest
@@ -20,6 +19,7 @@ from jobctl_fixtures.layouts.delay_zset import RedissonDelayedQueueWriter
 from jobctl_fixtures.layouts.delayed_events import Dispatcher, Producer
 from jobctl_fixtures.layouts.stream_group import StreamProducer
 from jobctl_fixtures.scenarios import load_scenario
+from helpers import wall_ms
 
 SIZE = 40
 
@@ -51,10 +51,6 @@ DECOYS = {
     "session:{email}:abc": "a string",
     "delayed_events_lock": "a string named like the dispatcher lock, alone",
 }
-
-
-def wall_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 @pytest.fixture

@@ -4,24 +4,13 @@ TYPE checks (jobctl.discovery), and ``jobctl discover``."""
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 
-from jobctl.cli.main import main
 from jobctl.discovery import DEFAULT_SCAN_LIMIT, discover_reliable_lists
 from jobctl.keys import ReliableListKeys, shard_tags
 from jobctl_fixtures.scenarios import load_scenario
-
-
-def wall_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
-def cli(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
+from helpers import cli, wall_ms
 
 
 def by_name(discovery) -> dict:

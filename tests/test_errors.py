@@ -8,7 +8,6 @@ import json
 import socket
 import subprocess
 import sys
-import time
 import uuid
 from urllib.parse import urlsplit, urlunsplit
 
@@ -16,12 +15,12 @@ import orjson
 import pytest
 import redis
 
-from jobctl.cli.main import main
 from jobctl.errors import JobctlError
 from jobctl.exitcodes import ExitCode
 from jobctl.keys import ReliableListKeys
 from jobctl.server import EmbeddedServer
 from jobctl_fixtures.scenarios import load_scenario
+from helpers import cli, wall_ms
 
 SECRET = "Zq7-sekret-Pw-4711"  # distinctive: must never show up in output
 READ_COMMANDS = [
@@ -33,16 +32,6 @@ READ_COMMANDS = [
     ("attempts", "email"),
     ("discover",),
 ]
-
-
-def wall_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
-def cli(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def assert_one_line_error(code: int, out: str, err: str, expected: ExitCode, *, secret: str = SECRET) -> str:

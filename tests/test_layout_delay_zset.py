@@ -5,12 +5,9 @@ Redisson's binary-packed members."""
 
 from __future__ import annotations
 
-import json
-
 import orjson
 import pytest
 
-from jobctl.cli.main import main
 from jobctl.config import QueueConfig
 from jobctl.keys import DelayZsetKeys, RedissonDelayedKeys
 from jobctl.layouts import layout_for
@@ -18,6 +15,7 @@ from jobctl.layouts.redisson_member import decode_member, encode_member
 from jobctl.model import State
 from jobctl.ops.spec import Operation, OpSpec
 from jobctl_fixtures.layouts.delay_zset import ADAPTER, Consumer, Producer, RedissonDelayedQueueWriter
+from helpers import run_with_config as run
 
 SIZE = 120
 COUNTS = ("ready", "scheduled", "scheduled_overdue", "processing", "stuck", "dead", "suppressed")
@@ -28,15 +26,6 @@ def _config(tmp_path, layout="delay-zset", tag="delay_queue") -> str:
     path = tmp_path / "jobctl.toml"
     path.write_text(f'[queues.q]\nlayout = "{layout}"\ntag = "{tag}"\n')
     return str(path)
-
-
-def run(capsys, url, cfg, *argv):
-    code = main(["--url", url, "--config", cfg, *argv])
-    out, err = capsys.readouterr()
-    try:
-        return code, json.loads(out), err
-    except json.JSONDecodeError:
-        return code, out, err
 
 
 def layout(client):

@@ -13,7 +13,7 @@ import orjson
 import pytest
 
 import jobctl.layouts.delayed_events as de
-from jobctl.cli.main import main
+import jobctl.layouts.walks as walks
 from jobctl.config import QueueConfig
 from jobctl.keys import DelayedEventsKeys
 from jobctl.layouts import layout_for
@@ -21,6 +21,7 @@ from jobctl.model import State
 from jobctl.ops.spec import Operation, OpSpec
 from jobctl_fixtures.layouts.delayed_events import (ADAPTER, MAX_ATTEMPTS, Dispatcher, Handler, Producer,
                                                     envelope)
+from helpers import drain, run_with_config as run
 
 SIZE = 120
 COUNTS = ("ready", "scheduled", "scheduled_overdue", "processing", "stuck", "dead", "suppressed")
@@ -35,28 +36,9 @@ def _config(tmp_path, **opts) -> str:
     return str(path)
 
 
-def run(capsys, url, cfg, *argv):
-    code = main(["--url", url, "--config", cfg, *argv])
-    out, err = capsys.readouterr()
-    try:
-        return code, json.loads(out), err
-    except json.JSONDecodeError:
-        return code, out, err
-
-
 def layout(client, **opts):
     return layout_for(client, QueueConfig(name="events", layout="delayed-events",
                                           options={"max_attempts": MAX_ATTEMPTS, **opts}))
-
-
-def drain(handler: Handler, limit: int = 10_000) -> list[str]:
-    out = []
-    while len(out) < limit:
-        job = handler.claim()
-        if job is None:
-            return out
-        out.append(job)
-    return out
 
 
 @pytest.mark.parametrize("scenario", ADAPTER.scenarios)
@@ -204,7 +186,7 @@ def test_large_zset_is_split_from_a_sample(redis_client, monkeypatch):
     monkeypatch.setattr(de, "EXACT_BOUND", 100)
     monkeypatch.setattr(de, "WINDOW", 50)
     monkeypatch.setattr(de, "SAMPLE_WINDOWS", 3)
-    monkeypatch.setattr(de, "random", __import__("random").Random(5))
+    monkeypatch.setattr(walks, "random", __import__("random").Random(5))
     st = layout(redis_client).status()
     assert any("estimated from 150 envelopes" in w for w in st.warnings) and not exact.warnings
     assert st.dead + st.scheduled <= redis_client.zcard(K.zset) and st.scheduled > 0

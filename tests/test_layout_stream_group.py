@@ -10,7 +10,6 @@ import json
 import orjson
 import pytest
 
-from jobctl.cli.main import main
 from jobctl.config import QueueConfig
 from jobctl.keys import StreamGroupKeys
 from jobctl.layouts import layout_for
@@ -18,6 +17,7 @@ from jobctl.model import State
 from jobctl.ops.spec import Operation, OpSpec
 from jobctl_fixtures.layouts.stream_group import (ADAPTER, GROUP, VISIBILITY_TIMEOUT_MS, StreamProducer,
                                                   StreamScheduler, StreamWorker)
+from helpers import drain, run_with_config as run
 
 SIZE = 120
 COUNTS = ("ready", "scheduled", "scheduled_overdue", "processing", "stuck", "dead", "suppressed")
@@ -32,15 +32,6 @@ def _config(tmp_path, **opts) -> str:
     return str(path)
 
 
-def run(capsys, url: str, cfg: str, *argv: str) -> tuple[int, dict | str, str]:
-    code = main(["--url", url, "--config", cfg, *argv])
-    out, err = capsys.readouterr()
-    try:
-        return code, json.loads(out), err
-    except json.JSONDecodeError:
-        return code, out, err
-
-
 def layout(client, **opts):
     q = ADAPTER.queue_config("email")
     return layout_for(client, QueueConfig(name=q.name, layout=q.layout, tag=q.tag, shards=q.shards,
@@ -49,16 +40,6 @@ def layout(client, **opts):
 
 def counts(st) -> dict:
     return {k: getattr(st, k) for k in COUNTS}
-
-
-def drain(worker: StreamWorker, limit: int = 10_000) -> list[str]:
-    out = []
-    while len(out) < limit:
-        job = worker.claim()
-        if job is None:
-            return out
-        out.append(job)
-    return out
 
 
 @pytest.mark.parametrize("scenario", ADAPTER.scenarios)

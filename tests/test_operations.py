@@ -40,6 +40,7 @@ from jobctl_fixtures.envelopes import new_envelope, record_dead
 from jobctl_fixtures.ids import shard_index
 from jobctl_fixtures.protocol import Producer, ProtocolScripts, Worker, ready_list_for
 from jobctl_fixtures.scenarios import load_scenario
+from helpers import wall_ms
 
 RESULT_FIELDS = {"operation", "queue", "planned", "moved", "skipped", "failed", "dry_run"}
 REDRIVE_FIELDS = ("redrivenAtEpochMs", "redriveOperation", "redriveCount")
@@ -59,10 +60,6 @@ priorities = 3
 
 
 # -- shared helpers --------------------------------------------------------------
-
-
-def wall_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 def _s(v) -> str:

@@ -6,31 +6,20 @@ from __future__ import annotations
 
 import functools
 import json
-import time
 
 import orjson
 import pytest
 
 import jobctl.attempts
 from jobctl.attempts import attempt_histogram
-from jobctl.cli.main import main
 from jobctl.config import QueueConfig
 from jobctl.keys import ReliableListKeys, shard_tags
 from jobctl.layouts.reliable_list import ReliableList
 from jobctl.model import State
 from jobctl_fixtures.scenarios import load_scenario
+from helpers import cli, wall_ms
 
 SIZE = 300
-
-
-def wall_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
-def cli(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def cli_json(capsys, *argv: str):
@@ -363,6 +352,16 @@ def test_attempt_histogram_samples_beyond_the_bound(redis_client, redis_url, mon
     assert set(hist.counts) <= set(truth.attempts_histogram["dead"])
     # scaled to the depth (up to rounding per bucket)
     assert abs(sum(hist.counts.values()) + hist.unknown - depth) <= len(hist.counts) + 1
+
+
+def test_sampled_windows_never_count_a_job_twice(redis_client):
+    truth = load_scenario(redis_client, "dlq-spike", size=SIZE, seed=31, now_ms=wall_ms())
+    layout = ReliableList(redis_client, QueueConfig(name="email"))
+    dead = truth.ids_by_state["dead"]
+    for _ in range(20):
+        ids = [r.job_id for b in layout.iter_batches(State.DEAD, batch=1000, sample=(8, 7)) for r in b]
+        assert len(ids) == len(set(ids)) == min(8, len(dead) // 7) * 7
+        assert set(ids) <= set(dead)
 
 
 def test_attempts_cli_says_when_it_sampled(capsys, redis_client, redis_url, monkeypatch):

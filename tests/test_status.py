@@ -17,10 +17,10 @@ from pathlib import Path
 import orjson
 import pytest
 
-from jobctl.cli.main import main
 from jobctl.keys import ReliableListKeys, shard_tags
 from jobctl_fixtures.scenarios import SCENARIOS, load_scenario
 from jobctl_fixtures.truth import EXPECTED_FIELDS
+from helpers import cli, wall_ms
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 SIZE = 400
@@ -32,16 +32,6 @@ SHAPES = [
     ("priorities", None, 3),
     ("sharded-priorities", 4, 3),
 ]
-
-
-def wall_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
-def cli(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def write_config(tmp_path: Path, text: str) -> str:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
+from importlib import import_module
 from typing import TYPE_CHECKING, ClassVar
 
 from ..model import JobRecord, QueueStatus, State
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
 
     from ..config import QueueConfig
 
-__all__ = ["Layout", "now_ms"]
+__all__ = ["Layout", "ListStatesLayout", "now_ms"]
 
 
 def now_ms() -> int:
@@ -48,6 +49,14 @@ class Layout(ABC):
     name: ClassVar[str]
     #: States this layout has, in display order.
     states: ClassVar[tuple[State, ...]]
+    #: Module of this package holding the layout's operations
+    #: (``plan_operation(layout, spec, now)``, ``apply_plan(layout, plan,
+    #: batch=)``, ``DEFAULT_BATCH``), imported on first use; ``None``: the
+    #: layout overrides :meth:`plan`/:meth:`apply` or has no operations.
+    ops_module: ClassVar[str | None] = None
+    #: Module of this package holding the layout's ``check_queue(layout,
+    #: repair=)``; ``None``: the layout overrides :meth:`check` or has none.
+    check_module: ClassVar[str | None] = None
 
     def __init__(self, client: "redis.Redis", queue: "QueueConfig") -> None:
         self.client = client
@@ -97,28 +106,39 @@ class Layout(ABC):
         random offsets instead of the whole state.  Bounded per command.
         """
 
-    # -- operations: layouts that support them override these ----------------
+    # -- operations: in ops_module/check_module, or overridden ----------------
     def plan(self, spec, now: int | None = None):
-        """Plan an :class:`~jobctl.ops.spec.OpSpec`; returns a
-        :class:`~jobctl.ops.plan.Plan`.  Reads only.  Raises
-        :class:`~jobctl.errors.UsageError` when the layout cannot do it."""
-        from ..errors import UsageError
+        """Plan an :class:`~jobctl.ops.spec.OpSpec` at ``now`` (epoch ms;
+        default the local clock); returns a :class:`~jobctl.ops.plan.Plan`.
+        Reads only.  Raises :class:`~jobctl.errors.UsageError` when the
+        layout cannot do it."""
+        if self.ops_module is None:
+            from ..errors import UsageError
 
-        raise UsageError(f"{spec.operation.value} is not supported for layout {self.name}")
+            raise UsageError(f"{spec.operation.value} is not supported for layout {self.name}")
+        return _sibling(self.ops_module).plan_operation(self, spec, now_ms() if now is None else now)
 
     def apply(self, plan, *, batch: int | None = None):
-        """Apply ``plan``; yields one :class:`~jobctl.ops.result.BatchResult`
-        per script call, each job moved atomically and fenced to the plan."""
-        from ..errors import UsageError
+        """Apply ``plan``, at most ``batch`` jobs per script call (default
+        the ops module's ``DEFAULT_BATCH``); yields one
+        :class:`~jobctl.ops.result.BatchResult` per script call, each job
+        moved atomically and fenced to the plan."""
+        if self.ops_module is None:
+            from ..errors import UsageError
 
-        raise UsageError(f"{plan.spec.operation.value} is not supported for layout {self.name}")
+            raise UsageError(f"{plan.spec.operation.value} is not supported for layout {self.name}")
+        ops = _sibling(self.ops_module)
+        return ops.apply_plan(self, plan, batch=batch or ops.DEFAULT_BATCH)
 
     def check(self, *, repair: bool = False):
-        """Audit the layout's invariants; returns a report with ``ok``,
-        ``problems`` and ``to_json()``."""
-        from ..errors import UsageError
+        """Audit the layout's invariants (with ``repair``, apply the
+        unambiguous fixes); returns a report with ``ok``, ``problems`` and
+        ``to_json()``."""
+        if self.check_module is None:
+            from ..errors import UsageError
 
-        raise UsageError(f"check is not supported for layout {self.name}")
+            raise UsageError(f"check is not supported for layout {self.name}")
+        return _sibling(self.check_module).check_queue(self, repair=repair)
 
     def check_supported(self, state: State) -> None:
         """Raise :class:`~jobctl.errors.UsageError` if ``state`` is not one of ours."""
@@ -127,3 +147,25 @@ class Layout(ABC):
 
             names = ", ".join(s.value for s in self.states)
             raise UsageError(f"layout {self.name} has no state {state.value!r} (it has: {names})")
+
+
+class ListStatesLayout(Layout):
+    """A layout whose states are each one Redis list (:meth:`_list_key`),
+    except suppressed: jobctl's zset ``self.keys.suppressed`` (hash-job,
+    json-list)."""
+
+    @abstractmethod
+    def _list_key(self, state: State) -> str:
+        """The list holding ``state`` (any state but suppressed)."""
+
+    def depth(self, state: State) -> int:
+        """``LLEN`` of the state's list, ``ZCARD`` of the suppressed zset."""
+        self.check_supported(state)
+        if state is State.SUPPRESSED:
+            return self.client.zcard(self.keys.suppressed)
+        return self.client.llen(self._list_key(state))
+
+
+def _sibling(module: str):
+    """The module ``module`` of this package (``jobctl.layouts``)."""
+    return import_module(f"{__package__}.{module}")

@@ -1,23 +1,34 @@
 """Small helpers shared by the layouts of ``../shared/design/layouts.md``.
 
 Only what two or more layouts need lives here: decoding Redis replies,
-turning WRONGTYPE replies into status errors, building an
-:class:`~jobctl.model.Envelope` for layouts whose envelope is not seed 000's,
-and turning a Lua script's ``{id, code, ...}`` reply into a
+turning WRONGTYPE replies into status errors, reading a scheduled zset into
+a status, merging what the shards of a queue return, building an :class:`~jobctl.model.Envelope` for layouts whose
+envelope is not seed 000's, the seed 000 redrive record, and turning a Lua
+script's ``{id, code, ...}`` reply into a
 :class:`~jobctl.ops.result.BatchResult`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import orjson
 
-from ..model import Envelope, parse_envelope
+from ..model import Envelope, JobRecord, parse_envelope
 from ..ops.result import BatchResult
 
 __all__ = ["text", "score_ms", "wrongtype_errors", "lenient_envelope", "batch_result",
-           "suppression_record", "check_transition"]
+           "suppression_record", "check_transition", "redrive_envelope", "read_scheduled", "fold_scheduled",
+           "status_replies", "json_object", "suppression_info", "merge_shard_lists", "first_found", "SCHEDULED_READS",
+           "DEFAULT_BATCH"]
+
+#: Jobs per script call of an operation when ``--batch`` sets none.  A
+#: layout whose calls cost more per job keeps its own (reliable-list: 128).
+DEFAULT_BATCH = 256
+
+#: The replies :func:`read_scheduled` queues, in order.
+SCHEDULED_READS = ("scheduled", "overdue", "first_due", "next_due")
 
 
 def text(value: bytes | str) -> str:
@@ -42,6 +53,52 @@ def wrongtype_errors(results: list[Any], keys: list[str]) -> list[str]:
             else:
                 raise res
     return errors
+
+
+def status_replies(st, results: list[Any], keys: list[str]) -> list[Any]:
+    """A status pipeline's ``results`` (``raise_on_error=False``; ``keys``
+    names the key each command read) with every error reply as ``None``;
+    each WRONGTYPE reply's error (:func:`wrongtype_errors`) goes once into
+    ``st.errors``.  Any other error reply is raised."""
+    for err in wrongtype_errors(results, keys):
+        if err not in st.errors:  # one key is read by several commands
+            st.errors.append(err)
+    return [None if isinstance(r, Exception) else r for r in results]
+
+
+def json_object(raw: bytes | str) -> dict | None:
+    """The JSON object ``raw`` holds; ``None`` when it is not JSON (or not
+    UTF-8) or not an object.  Never raises."""
+    try:
+        doc = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def merge_shard_lists(lists: list[list[JobRecord]], key: Callable[[JobRecord], Any],
+                      limit: int) -> list[JobRecord]:
+    """The first ``limit`` of the records the shards of a queue listed
+    (``lists``, one per shard, each in serving order): sorted by ``key``
+    when there is more than one shard."""
+    records = [rec for recs in lists for rec in recs]
+    if len(lists) > 1:
+        records.sort(key=key)
+    return records[:limit]
+
+
+def first_found(found: list[JobRecord], job_id: str, queue_name: str) -> JobRecord:
+    """The first shard's record of ``job_id`` among ``found`` (one per
+    shard holding it); the others' shard tags go to its
+    ``meta["also_in_shards"]``.  Raises :class:`~jobctl.errors.NotFound`
+    when ``found`` is empty."""
+    if not found:
+        from ..errors import NotFound
+
+        raise NotFound(f"job {job_id!r} not found in queue {queue_name}")
+    if len(found) > 1:
+        found[0].meta["also_in_shards"] = [r.shard for r in found[1:]]
+    return found[0]
 
 
 def lenient_envelope(raw: bytes | str | dict | None, *, required: tuple[str, ...] = ()) -> Envelope:
@@ -78,6 +135,15 @@ def suppression_record(spec, now: int, **extra: Any) -> bytes:
                          "operation": spec.op_id, **extra})
 
 
+def suppression_info(info: bytes) -> Any:
+    """A kept suppression record (:func:`suppression_record`) as its JSON
+    value; its text when it is not JSON."""
+    try:
+        return orjson.loads(info)
+    except orjson.JSONDecodeError:
+        return text(info)
+
+
 def check_transition(layout_name: str, transitions: dict, spec) -> None:
     """Raise :class:`~jobctl.errors.UsageError` unless ``(operation, source)
     -> target`` is in ``transitions`` (``{(Operation, State): (targets...)}``)."""
@@ -88,3 +154,58 @@ def check_transition(layout_name: str, transitions: dict, spec) -> None:
         target = spec.target.value if spec.target else "nowhere"
         raise UsageError(f"{spec.operation.value} from {spec.source.value} to {target} is not possible "
                          f"in layout {layout_name}")
+
+
+def redrive_envelope(raw: bytes, spec, now: int, due: int | None) -> bytes:
+    """A seed 000 envelope with jobctl's redrive record (seed 000 section
+    22): ``redrivenAtEpochMs`` = ``now``, ``redriveOperation`` = the
+    operation id, ``redriveCount`` + 1, ``attempt`` 0 with
+    ``--reset-attempts``, ``nextAttemptAtEpochMs`` = ``due`` (epoch ms)
+    unless ``None``.  Raises ``orjson.JSONDecodeError`` for a payload that
+    is not JSON."""
+    doc = orjson.loads(raw)
+    doc["redrivenAtEpochMs"] = now
+    doc["redriveOperation"] = spec.op_id
+    prev = doc.get("redriveCount")
+    doc["redriveCount"] = (prev if isinstance(prev, int) and not isinstance(prev, bool) else 0) + 1
+    if spec.reset_attempts:
+        doc["attempt"] = 0
+    if due is not None:
+        doc["nextAttemptAtEpochMs"] = due
+    return orjson.dumps(doc)
+
+
+def read_scheduled(pipe, key: str, now: int) -> tuple[str, ...]:
+    """Queue on ``pipe`` the reads of a scheduled zset ``key`` (score = due
+    time, epoch ms) that a status needs: ``ZCARD``, ``ZCOUNT -inf now``,
+    ``ZRANGE 0 0 WITHSCORES`` (the earliest due) and ``ZRANGE (now +inf
+    BYSCORE LIMIT 0 1 WITHSCORES`` (the next due later).  Returns the
+    replies' names in order (:data:`SCHEDULED_READS`), for
+    :func:`fold_scheduled`."""
+    pipe.zcard(key)
+    pipe.zcount(key, "-inf", now)
+    pipe.zrange(key, 0, 0, withscores=True)
+    pipe.zrange(key, f"({now}", "+inf", byscore=True, offset=0, num=1, withscores=True)
+    return SCHEDULED_READS
+
+
+def fold_scheduled(st, what: str, reply: Any, now: int) -> None:
+    """Add the reply named ``what`` (one of :data:`SCHEDULED_READS`) of
+    :func:`read_scheduled` to ``st`` (a :class:`~jobctl.model.QueueStatus`),
+    summed over shards: ``scheduled`` and ``scheduled_overdue`` add up,
+    ``next_due_ms`` is the earliest due time after ``now`` and
+    ``scheduled_overdue_max_age_ms`` how long ago the earliest overdue job
+    came due (ms), over every shard folded in."""
+    if what == "scheduled":
+        st.scheduled += reply
+    elif what == "overdue":
+        st.scheduled_overdue += reply
+    elif what == "first_due":
+        if reply and reply[0][1] <= now:
+            age = max(0, now - int(reply[0][1]))
+            old = st.scheduled_overdue_max_age_ms
+            st.scheduled_overdue_max_age_ms = age if old is None else max(old, age)
+    elif what == "next_due":
+        if reply:
+            due = int(reply[0][1])
+            st.next_due_ms = due if st.next_due_ms is None else min(st.next_due_ms, due)

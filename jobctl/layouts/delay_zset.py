@@ -26,7 +26,6 @@ Config: the queue's tag (else its name) is ``name``.
 from __future__ import annotations
 
 import hashlib
-import random
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -34,19 +33,19 @@ from typing import Any
 from ..errors import NotFound, UsageError
 from ..keys import REDISSON_DELAY_KEY_RE, DelayZsetKeys, RedissonDelayedKeys
 from ..model import Envelope, JobRecord, QueueStatus, State
-from ..ops.plan import Plan, PlannedJob, payload_sha1
+from ..ops.plan import Plan
 from ..ops.result import BatchResult
 from ..ops.spec import Operation, OpSpec
 from ..scripts import script
 from .base import Layout, now_ms
-from .common import batch_result, check_transition, lenient_envelope, text, wrongtype_errors
+from .common import (DEFAULT_BATCH, SCHEDULED_READS, batch_result, fold_scheduled, lenient_envelope,
+                     read_scheduled, text, wrongtype_errors)
 from .redisson_member import decode_member
 from .reliable_list_check import CheckReport, Problem
+from .walks import WINDOW, walk_list, walk_zset, window_starts
 
 __all__ = ["DelayZset", "RedissonDelayedQueue", "member_envelope", "recognize", "EPOCH_MS_RANGE"]
 
-WINDOW = 1000
-DEFAULT_BATCH = 256
 #: ``inspect`` scans at most this many members for a job id inside payloads.
 SEARCH_BOUND = 100_000
 #: Scores a due time in epoch ms can have (2001-01-01 .. 2100-01-01):
@@ -110,10 +109,7 @@ class DelayZset(Layout):
         st = QueueStatus(queue=self.queue_name, layout=self.name, now_ms=now)
         z = self.keys.zset
         pipe = self.client.pipeline(transaction=False)
-        pipe.zcard(z)
-        pipe.zcount(z, "-inf", now)
-        pipe.zrange(z, 0, 0, withscores=True)
-        pipe.zrange(z, f"({now}", "+inf", byscore=True, offset=0, num=1, withscores=True)
+        read_scheduled(pipe, z, now)  # due members are ready here, not overdue
         res = pipe.execute(raise_on_error=False)
         st.errors.extend(wrongtype_errors(res, [z] * 4))
         if st.errors:
@@ -175,11 +171,7 @@ class DelayZset(Layout):
         now = now_ms()
         batch = max(1, min(batch, WINDOW))
         if sample is not None:
-            windows, size = sample
-            depth = self.depth(state)
-            size = min(size, batch)
-            offsets = sorted(random.sample(range(0, max(1, depth - size + 1)), min(windows, max(1, depth // size)))) \
-                if depth > size else [0]
+            offsets, size = window_starts(self.depth(state), batch, sample)
             for off in offsets:
                 pairs = self._range(state, off, size, now)
                 if pairs:
@@ -206,13 +198,9 @@ class DelayZset(Layout):
     def plan(self, spec: OpSpec, now: int | None = None) -> Plan:
         """Plan promote (scheduled -> ready) or purge (ready or scheduled);
         reads only.  Raises :class:`UsageError` for anything else."""
-        from .planning import plan_from_walk, records_by_ids, refuse_priority
+        from .planning import plan_by_payload
 
-        now = now_ms() if now is None else now
-        check_transition(self.name, TRANSITIONS, spec)
-        refuse_priority(self.name, spec)
-        batches = records_by_ids(self, spec) if spec.ids else self.iter_batches(spec.source)
-        return plan_from_walk(Plan(spec=spec, now_ms=now), batches, lambda rec: payload_sha1(rec.raw))
+        return plan_by_payload(self, spec, now_ms() if now is None else now, TRANSITIONS)
 
     def apply(self, plan: Plan, *, batch: int | None = None) -> Iterator[BatchResult]:
         """One ``dz_move.lua`` call per batch, each member fenced by its score."""
@@ -281,22 +269,16 @@ class RedissonDelayedQueue(Layout):
         st = QueueStatus(queue=self.queue_name, layout=self.name, now_ms=now)
         k = self.keys
         pipe = self.client.pipeline(transaction=False)
-        pipe.zcard(k.timeout)
-        pipe.zcount(k.timeout, "-inf", now)
-        pipe.zrange(k.timeout, 0, 0, withscores=True)
-        pipe.zrange(k.timeout, f"({now}", "+inf", byscore=True, offset=0, num=1, withscores=True)
+        read_scheduled(pipe, k.timeout, now)
         pipe.llen(k.order)
         pipe.llen(k.destination)
         res = pipe.execute(raise_on_error=False)
-        st.errors.extend(wrongtype_errors(res, [k.timeout] * 4 + [k.order, k.destination]))
+        st.errors.extend(wrongtype_errors(res, [k.timeout] * len(SCHEDULED_READS) + [k.order, k.destination]))
         if st.errors:
             return st
-        total, overdue, first, nxt, order, ready = res
-        st.scheduled, st.scheduled_overdue, st.ready = total, overdue, ready
-        if overdue and first:
-            st.scheduled_overdue_max_age_ms = max(0, now - int(first[0][1]))
-        if nxt:
-            st.next_due_ms = int(nxt[0][1])
+        for what, reply in zip(SCHEDULED_READS, res):
+            fold_scheduled(st, what, reply, now)
+        total, order, st.ready = st.scheduled, res[-2], res[-1]
         if order != total:
             st.warnings.append(f"{k.order} holds {order} members, {k.timeout} {total}")
         return st
@@ -351,23 +333,13 @@ class RedissonDelayedQueue(Layout):
                      sample: tuple[int, int] | None = None) -> Iterator[list[JobRecord]]:
         self.check_supported(state)
         batch = max(1, min(batch, WINDOW))
-        length = self.depth(state)
-        if sample is None:
-            starts: Any = range(0, length, batch)
-        else:
-            windows, size = sample
-            batch = min(batch, size)
-            starts = sorted(random.sample(range(0, max(1, length - batch + 1)), min(windows, max(1, length // batch)))) \
-                if length > batch else [0]
-        for start in starts:
-            if state is State.READY:
-                values = self.client.lrange(self.keys.destination, start, start + batch - 1)
-                recs = [self._ready(v, start + n) for n, v in enumerate(values)]
-            else:
-                pairs = self.client.zrange(self.keys.timeout, start, start + batch - 1, withscores=True)
-                recs = [self._scheduled(m, s, start + n) for n, (m, s) in enumerate(pairs)]
-            if recs:
-                yield recs
+        if state is State.READY:
+            for start, values in walk_list(self.client, self.keys.destination, from_right=False, batch=batch,
+                                           sample=sample):
+                yield [self._ready(v, start + n) for n, v in enumerate(values)]
+            return
+        for start, pairs in walk_zset(self.client, self.keys.timeout, batch=batch, sample=sample):
+            yield [self._scheduled(m, s, start + n) for n, (m, s) in enumerate(pairs)]
 
     def _refuse(self, what: str):
         raise UsageError(f"{what} refused: layout {self.name} is read-only in jobctl (members are packed by "

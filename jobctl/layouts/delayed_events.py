@@ -52,23 +52,23 @@ default ""), ``max_attempts`` (default :data:`DEFAULT_MAX_ATTEMPTS`),
 
 from __future__ import annotations
 
-import random
 import time
-from collections import defaultdict
 from collections.abc import Iterator
 from typing import Any
 
 import orjson
 
-from ..errors import ConfigError, DataError, NotFound, UsageError
-from ..keys import DelayedEventsKeys, delayed_event_member, simple_class_name, split_delayed_event_member
+from ..errors import ConfigError, DataError, NotFound
+from ..keys import DelayedEventsKeys, delayed_event_member, split_delayed_event_member
 from ..model import Envelope, JobRecord, QueueStatus, State
 from ..ops.plan import Plan, PlannedJob, payload_sha1
 from ..ops.result import BatchResult
 from ..ops.spec import Operation, OpSpec
 from ..scripts import script
 from .base import Layout, now_ms
-from .common import batch_result, check_transition, lenient_envelope, suppression_record, text, wrongtype_errors
+from .common import (DEFAULT_BATCH, batch_result, json_object, lenient_envelope, suppression_record, text,
+                     wrongtype_errors)
+from .walks import WINDOW, list_window, window_starts
 
 __all__ = ["DelayedEvents", "event_envelope", "recognize", "DEFAULT_MAX_ATTEMPTS", "EXACT_BOUND"]
 
@@ -79,14 +79,12 @@ DEFAULT_MAX_ATTEMPTS = 10
 EXACT_BOUND = 10_000
 #: Beyond it, this many random windows of :data:`WINDOW` members are read.
 SAMPLE_WINDOWS = 10
-WINDOW = 1000
 #: Type lists are searched at most this deep by ``inspect``.
 SEARCH_BOUND = 20_000
 #: At most this many type-list entries are read to find dispatched members.
 READY_BOUND = 10_000
 #: Members sampled to find the type lists when the config names none.
 TYPE_SAMPLE = 1000
-DEFAULT_BATCH = 256
 #: A batch refused because the dispatcher held its lock is retried this
 #: many times, :data:`LOCK_RETRY_S` apart (the library's lock lives <= 2 s).
 LOCK_RETRIES = 60
@@ -135,6 +133,7 @@ class DelayedEvents(Layout):
 
     name = "delayed-events"
     states = (State.READY, State.SCHEDULED, State.DEAD, State.SUPPRESSED)
+    check_module = "delayed_events_check"
 
     def __init__(self, client, queue) -> None:
         super().__init__(client, queue)
@@ -262,8 +261,7 @@ class DelayedEvents(Layout):
             st.warnings.append(f"type lists read up to {READY_BOUND:,} entries each: events dispatched beyond "
                                "that are counted in their zset state too")
         exact = total <= EXACT_BOUND
-        starts = list(range(0, total, WINDOW)) if exact else \
-            sorted(random.sample(range(0, total - WINDOW + 1), SAMPLE_WINDOWS))
+        starts, _ = window_starts(total, WINDOW, None if exact else (SAMPLE_WINDOWS, WINDOW))
         pipe = self.client.pipeline(transaction=False)
         for start in starts:
             pipe.zrange(self.keys.zset, start, start + WINDOW - 1, withscores=True)
@@ -361,7 +359,7 @@ class DelayedEvents(Layout):
     def _list_window(self, key: str, start: int, size: int) -> list[JobRecord]:
         """Envelopes of a type list from the served (right) end; ``position``
         counts from it."""
-        raws = list(reversed(self.client.lrange(key, -(start + size), -(start + 1))))
+        raws = list_window(self.client, key, start, size, from_right=True)
         out = []
         for n, raw in enumerate(raws):
             env = event_envelope(raw)
@@ -468,13 +466,9 @@ class DelayedEvents(Layout):
             yield from self._walk(state, now, batch=batch)
             return
         shadow = self.dispatched()[0]
-        windows, size = sample
-        batch = min(batch, size)
-        length = self.client.zcard(self.keys.zset)
-        starts = sorted(random.sample(range(0, max(1, length - batch + 1)), min(windows, max(1, length // batch)))) \
-            if length > batch else [0]
+        starts, size = window_starts(self.client.zcard(self.keys.zset), batch, sample)
         for start in starts:
-            recs = [r for r in self._zset_window(start, batch, now, shadow)
+            recs = [r for r in self._zset_window(start, size, now, shadow)
                     if r.state is state and not r.meta.get("dispatched")]
             if recs:
                 yield recs
@@ -484,13 +478,9 @@ class DelayedEvents(Layout):
         """Plan ``spec`` (promote, redrive, suppress, unsuppress, purge); reads
         only.  Raises :class:`UsageError` for requeue (a handler's claim is not
         in Redis) or ``--priority``."""
-        from .planning import plan_from_walk, records_by_ids, refuse_priority
+        from .planning import plan_by_payload
 
-        now = now_ms() if now is None else now
-        check_transition(self.name, TRANSITIONS, spec)
-        refuse_priority(self.name, spec)
-        batches = records_by_ids(self, spec) if spec.ids else self.iter_batches(spec.source)
-        return plan_from_walk(Plan(spec=spec, now_ms=now), batches, lambda rec: payload_sha1(rec.raw))
+        return plan_by_payload(self, spec, now_ms() if now is None else now, TRANSITIONS)
 
     def apply(self, plan: Plan, *, batch: int | None = None) -> Iterator[BatchResult]:
         """Apply ``plan``, one ``de_move.lua`` call per batch; a batch refused
@@ -541,32 +531,18 @@ class DelayedEvents(Layout):
         return batch_result(script(self.client, "de_move")(
             keys=[k.zset, k.events, k.lock, k.suppressed, k.suppressed_info], args=args))
 
-    def check(self, *, repair: bool = False):
-        """Audit the invariants (:mod:`.delayed_events_check`); returns a CheckReport."""
-        from .delayed_events_check import check_queue
-
-        return check_queue(self, repair=repair)
-
 
 def _attempt_of(raw: bytes | None) -> int | None:
     """The envelope's ``attempt`` without building an Envelope (status)."""
-    if raw is None:
-        return None
-    try:
-        doc = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return None
-    attempt = doc.get("attempt") if isinstance(doc, dict) else None
+    doc = None if raw is None else json_object(raw)
+    attempt = None if doc is None else doc.get("attempt")
     return attempt if isinstance(attempt, int) and not isinstance(attempt, bool) else None
 
 
 def _member_of(raw: bytes) -> str | None:
     """``<type>###<payload.id>`` of a dispatched envelope; ``None`` if malformed."""
-    try:
-        doc = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return None
-    if not isinstance(doc, dict):
+    doc = json_object(raw)
+    if doc is None:
         return None
     payload = doc.get("payload")
     if not isinstance(doc.get("type"), str) or not isinstance(payload, dict) or "id" not in payload:

@@ -23,13 +23,12 @@ from typing import TYPE_CHECKING
 from ..keys import delayed_event_member, split_delayed_event_member
 from .common import text
 from .reliable_list_check import CheckReport, Problem
+from .walks import WINDOW
 
 if TYPE_CHECKING:
     from .delayed_events import DelayedEvents
 
 __all__ = ["check_queue"]
-
-WINDOW = 1000
 
 
 def check_queue(layout: "DelayedEvents", *, repair: bool = False) -> CheckReport:

@@ -42,8 +42,8 @@ from ..config import QueueConfig
 from ..errors import DataError, NotFound
 from ..keys import HASH_JOB_KEY_RE, HashJobKeys
 from ..model import Envelope, JobRecord, QueueStatus, State
-from .base import Layout, now_ms
-from .common import text, wrongtype_errors
+from .base import ListStatesLayout, now_ms
+from .common import status_replies, suppression_info, text, wrongtype_errors
 from .walks import walk_list, walk_zset
 
 __all__ = ["HashJob", "recognize", "FENCE_FIELDS", "fence_of", "unstamped_claim", "DEFAULT_VISIBILITY_MS",
@@ -104,11 +104,13 @@ def fence_of(fields: dict[bytes, bytes]) -> str:
     return hashlib.sha1(joined).hexdigest()
 
 
-class HashJob(Layout):
+class HashJob(ListStatesLayout):
     """A hash-job queue; see the module docstring."""
 
     name = "hash-job"
     states = (State.READY, State.PROCESSING, State.DEAD, State.SUPPRESSED, State.HISTORY)
+    ops_module = "hash_job_ops"
+    check_module = "hash_job_check"
 
     def __init__(self, client, queue: QueueConfig) -> None:
         super().__init__(client, queue)
@@ -241,12 +243,8 @@ class HashJob(Layout):
         pipe.lrange(k.processing, -_STATUS_WINDOW, -1)
         pipe.llen(k.failed)
         pipe.zcard(k.suppressed)
-        res = pipe.execute(raise_on_error=False)
         names = [k.pending, k.pending, k.processing, k.processing, k.failed, k.suppressed]
-        for err in wrongtype_errors(res, names):
-            if err not in st.errors:
-                st.errors.append(err)
-        val = [None if isinstance(r, Exception) else r for r in res]
+        val = status_replies(st, pipe.execute(raise_on_error=False), names)
         st.ready = val[0] or 0
         st.processing = val[2] or 0
         st.dead = val[4] or 0
@@ -292,12 +290,6 @@ class HashJob(Layout):
         if st.oldest_ready_since_ms is not None:
             st.oldest_ready_age_ms = max(0, now - st.oldest_ready_since_ms)
         return st
-
-    def depth(self, state: State) -> int:
-        self.check_supported(state)
-        if state is State.SUPPRESSED:
-            return self.client.zcard(self.keys.suppressed)
-        return self.client.llen(self._list_key(state))
 
     def _list_key(self, state: State) -> str:
         k = self.keys
@@ -369,10 +361,7 @@ class HashJob(Layout):
         if fields and ttl is not None and ttl >= 0:
             rec.meta["ttl_ms"] = ttl
         if info is not None:
-            try:
-                rec.meta["suppressed"] = orjson.loads(info)
-            except orjson.JSONDecodeError:
-                rec.meta["suppressed"] = text(info)
+            rec.meta["suppressed"] = suppression_info(info)
         if fields and not found:
             rec.meta["problem"] = "orphan job hash: in no list"
         return rec
@@ -392,25 +381,6 @@ class HashJob(Layout):
                                       sample=sample):
             yield self.records([text(x) for x in chunk], state,
                                [{"position": start + n} for n in range(len(chunk))])
-
-    # -- operations and check (hash_job_ops, hash_job_check) --------------------
-    def plan(self, spec, now: int | None = None):
-        """Plan ``spec``; returns a :class:`~jobctl.ops.plan.Plan`.  Reads only."""
-        from .hash_job_ops import plan_operation
-
-        return plan_operation(self, spec, now_ms() if now is None else now)
-
-    def apply(self, plan, *, batch: int | None = None):
-        """Apply ``plan``; yields a :class:`BatchResult` per script call."""
-        from .hash_job_ops import DEFAULT_BATCH, apply_plan
-
-        return apply_plan(self, plan, batch=batch or DEFAULT_BATCH)
-
-    def check(self, *, repair: bool = False):
-        """Audit the invariants (:mod:`.hash_job_check`); returns a CheckReport."""
-        from .hash_job_check import check_queue
-
-        return check_queue(self, repair=repair)
 
 
 # -- discovery ------------------------------------------------------------------

@@ -38,26 +38,17 @@ from ..ops.plan import Plan
 from ..ops.result import BatchResult
 from ..ops.spec import Operation, OpSpec
 from ..scripts import script
-from .common import batch_result, check_transition, suppression_record, text
-from .planning import plan_from_walk, records_by_ids, refuse_priority, require_requeue_scope
-from .walks import lrem_chunk, walk_list
+from .common import DEFAULT_BATCH, batch_result, suppression_record, text
+from .planning import TRANSITIONS_WITHOUT_SCHEDULED, check_operation, plan_from_walk, records_by_ids
+from .walks import lrem_chunk, walk_list, walk_zset
 
 if TYPE_CHECKING:
     from .hash_job import HashJob
 
 __all__ = ["TRANSITIONS", "DEFAULT_BATCH", "plan_operation", "apply_plan"]
 
-DEFAULT_BATCH = 256
-
 #: (operation, source) -> allowed targets (None: purge).  No scheduled state.
-TRANSITIONS = {
-    (Operation.REQUEUE, State.PROCESSING): (State.READY,),
-    (Operation.REDRIVE, State.DEAD): (State.READY,),
-    (Operation.SUPPRESS, State.DEAD): (State.SUPPRESSED,),
-    (Operation.UNSUPPRESS, State.SUPPRESSED): (State.DEAD,),
-    (Operation.PURGE, State.DEAD): (None,),
-    (Operation.PURGE, State.SUPPRESSED): (None,),
-}
+TRANSITIONS = TRANSITIONS_WITHOUT_SCHEDULED
 
 
 def _walk(layout: "HashJob", spec: OpSpec) -> Iterator[list[tuple[JobRecord, dict]]]:
@@ -67,8 +58,6 @@ def _walk(layout: "HashJob", spec: OpSpec) -> Iterator[list[tuple[JobRecord, dic
             yield [(rec, layout.load([rec.job_id])[0])]
         return
     if spec.source is State.SUPPRESSED:
-        from .walks import walk_zset
-
         for _, pairs in walk_zset(layout.client, layout.keys.suppressed):
             ids = [text(m) for m, _ in pairs]
             fields = layout.load(ids)
@@ -87,9 +76,7 @@ def plan_operation(layout: "HashJob", spec: OpSpec, now: int) -> Plan:
     :class:`~jobctl.errors.UsageError` for an operation the layout lacks."""
     from .hash_job import fence_of
 
-    check_transition(layout.name, TRANSITIONS, spec)
-    require_requeue_scope(spec)
-    refuse_priority(layout.name, spec)
+    check_operation(layout.name, TRANSITIONS, spec)
     fences: dict[str, str] = {}
 
     def batches():

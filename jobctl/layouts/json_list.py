@@ -46,8 +46,8 @@ from ..config import QueueConfig
 from ..errors import DataError, NotFound
 from ..keys import JSON_LIST_DEFAULT_PREFIX, JsonListKeys
 from ..model import Envelope, JobRecord, QueueStatus, State
-from .base import Layout, now_ms
-from .common import text, wrongtype_errors
+from .base import ListStatesLayout, now_ms
+from .common import json_object, status_replies, suppression_info, text, wrongtype_errors
 from .walks import WINDOW, walk_list, walk_zset
 
 __all__ = ["JsonList", "recognize", "raw_sha1", "DEFAULT_VISIBILITY_MS", "MALFORMED_ID_PREFIX"]
@@ -77,11 +77,13 @@ def claim_ms(seconds: Any) -> int | None:
     return None if seconds is None else int(round(float(seconds) * 1000))
 
 
-class JsonList(Layout):
+class JsonList(ListStatesLayout):
     """A json-list queue; see the module docstring."""
 
     name = "json-list"
     states = (State.READY, State.PROCESSING, State.DEAD, State.SUPPRESSED)
+    ops_module = "json_list_ops"
+    check_module = "json_list_check"
 
     def __init__(self, client, queue: QueueConfig) -> None:
         super().__init__(client, queue)
@@ -197,12 +199,8 @@ class JsonList(Layout):
         pipe.zrange(k.processing_times, repr(cutoff), "+inf", byscore=True, offset=0, num=1, withscores=True)
         pipe.llen(k.dead)
         pipe.zcard(k.suppressed)
-        res = pipe.execute(raise_on_error=False)
         names = [k.pending, k.processing, k.processing_times, k.processing_times, k.dead, k.suppressed]
-        for err in wrongtype_errors(res, names):
-            if err not in st.errors:
-                st.errors.append(err)
-        val = [None if isinstance(r, Exception) else r for r in res]
+        val = status_replies(st, pipe.execute(raise_on_error=False), names)
         st.ready = val[0] or 0
         st.processing = val[1] or 0
         st.stuck = val[2] or 0
@@ -211,12 +209,6 @@ class JsonList(Layout):
         st.dead = val[4] or 0
         st.suppressed = val[5] or 0
         return st
-
-    def depth(self, state: State) -> int:
-        self.check_supported(state)
-        if state is State.SUPPRESSED:
-            return self.client.zcard(self.keys.suppressed)
-        return self.client.llen(self._list_key(state))
 
     def _list_key(self, state: State) -> str:
         k = self.keys
@@ -235,10 +227,7 @@ class JsonList(Layout):
             if rec.raw is None:
                 rec.meta["problem"] = "dangling id: suppressed without its job string"
             if info is not None:
-                try:
-                    rec.meta["suppressed"] = orjson.loads(info)
-                except orjson.JSONDecodeError:
-                    rec.meta["suppressed"] = text(info)
+                rec.meta["suppressed"] = suppression_info(info)
         return recs
 
     # -- listing ---------------------------------------------------------------
@@ -329,25 +318,6 @@ class JsonList(Layout):
                                       sample=sample):
             yield self.records(chunk, state, [{"position": start + n} for n in range(len(chunk))])
 
-    # -- operations and check (json_list_ops, json_list_check) ------------------
-    def plan(self, spec, now: int | None = None):
-        """Plan ``spec``; returns a :class:`~jobctl.ops.plan.Plan`.  Reads only."""
-        from .json_list_ops import plan_operation
-
-        return plan_operation(self, spec, now_ms() if now is None else now)
-
-    def apply(self, plan, *, batch: int | None = None):
-        """Apply ``plan``; yields a :class:`BatchResult` per script call."""
-        from .json_list_ops import DEFAULT_BATCH, apply_plan
-
-        return apply_plan(self, plan, batch=batch or DEFAULT_BATCH)
-
-    def check(self, *, repair: bool = False):
-        """Audit the invariants (:mod:`.json_list_check`); returns a CheckReport."""
-        from .json_list_check import check_queue
-
-        return check_queue(self, repair=repair)
-
 
 # -- discovery ------------------------------------------------------------------
 
@@ -398,10 +368,5 @@ def recognize(keys: dict[str, bytes], *, client=None, rejected: list[str] | None
 
 def _looks_like_a_job(raw: bytes | None) -> bool:
     """A JSON object with an ``id`` (seed 002's job strings)."""
-    if raw is None:
-        return False
-    try:
-        doc = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return False
-    return isinstance(doc, dict) and doc.get("id") not in (None, "")
+    doc = None if raw is None else json_object(raw)
+    return doc is not None and doc.get("id") not in (None, "")

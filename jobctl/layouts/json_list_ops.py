@@ -45,30 +45,18 @@ from ..ops.plan import Plan, PlannedJob
 from ..ops.result import BatchResult
 from ..ops.spec import Operation, OpSpec
 from ..scripts import script
-from .common import batch_result, check_transition, suppression_record, text
-from .planning import plan_from_walk, records_by_ids, refuse_priority, require_requeue_scope
-from .walks import lrem_chunk
+from .common import DEFAULT_BATCH, batch_result, suppression_record, text
+from .dead_walk import DEAD_SLACK, RESTORE_HOLD, drop_passed, position, skip_all, walk_then_restore
+from .planning import TRANSITIONS_WITHOUT_SCHEDULED, check_operation, plan_from_walk, records_by_ids
+from .walks import WINDOW, lrem_chunk
 
 if TYPE_CHECKING:
     from .json_list import JsonList
 
 __all__ = ["JsonListPlan", "TRANSITIONS", "DEFAULT_BATCH", "DEAD_SLACK", "plan_operation", "apply_plan"]
 
-DEFAULT_BATCH = 256
-#: How far (in dead-list positions) the walk looks for a planned string past
-#: the position the plan saw it at.
-DEAD_SLACK = 64
-#: Most new dead strings one restore call sets aside to reach the rotated ones.
-RESTORE_HOLD = 1024
-
-TRANSITIONS = {
-    (Operation.REQUEUE, State.PROCESSING): (State.READY,),
-    (Operation.REDRIVE, State.DEAD): (State.READY,),
-    (Operation.SUPPRESS, State.DEAD): (State.SUPPRESSED,),
-    (Operation.UNSUPPRESS, State.SUPPRESSED): (State.DEAD,),
-    (Operation.PURGE, State.DEAD): (None,),
-    (Operation.PURGE, State.SUPPRESSED): (None,),
-}
+#: (operation, source) -> allowed targets (None: purge).  No scheduled state.
+TRANSITIONS = TRANSITIONS_WITHOUT_SCHEDULED
 
 
 @dataclass
@@ -84,7 +72,7 @@ class JsonListPlan(Plan):
 
 def _source(layout: "JsonList", spec: OpSpec) -> Iterator[list[JobRecord]]:
     if not spec.ids:
-        yield from layout.iter_batches(spec.source, 1000)
+        yield from layout.iter_batches(spec.source, WINDOW)
         return
     dead_len = layout.client.llen(layout.keys.dead) if spec.source is State.DEAD else 0
     for [rec] in records_by_ids(layout, spec):
@@ -96,9 +84,7 @@ def _source(layout: "JsonList", spec: OpSpec) -> Iterator[list[JobRecord]]:
 def plan_operation(layout: "JsonList", spec: OpSpec, now: int) -> JsonListPlan:
     """Walk the source and record every match with its fence.  Raises
     :class:`~jobctl.errors.UsageError` for an operation the layout lacks."""
-    check_transition(layout.name, TRANSITIONS, spec)
-    require_requeue_scope(spec)
-    refuse_priority(layout.name, spec)
+    check_operation(layout.name, TRANSITIONS, spec)
     plan = JsonListPlan(spec=spec, now_ms=now)
 
     def keep(rec: JobRecord, job: PlannedJob) -> None:
@@ -142,29 +128,12 @@ def apply_plan(layout: "JsonList", plan: Plan, *, batch: int = DEFAULT_BATCH) ->
 
 # -- the dead list ---------------------------------------------------------------
 
-def _pos(job: PlannedJob) -> int:
-    return job.position or 0
-
-
 def _apply_dead(layout: "JsonList", plan: Plan, batch: int) -> Iterator[BatchResult]:
-    """Walk the dead list, then restore the order of the strings that stay.
-
-    The restore also runs when the caller stops early (the generator is
-    closed) or a call fails, as far as the server lets it; not after a
-    second Ctrl-C: the strings then stay dead, only their order changed.
-    """
+    """Walk the dead list, then restore the order of the strings that stay,
+    also when the walk stops early (:func:`~.dead_walk.walk_then_restore`)."""
     rotated: list[str] = []
-    try:
-        yield from _walk_dead(layout, plan, batch, rotated)
-    except KeyboardInterrupt:
-        raise
-    except BaseException:  # GeneratorExit (stopped between calls) or a failed call
-        try:
-            _restore_dead(layout, rotated, batch)
-        except Exception:  # noqa: BLE001 - the original error is the one to report
-            pass
-        raise
-    _restore_dead(layout, rotated, batch)
+    yield from walk_then_restore(_walk_dead(layout, plan, batch, rotated),
+                                 lambda: _restore_dead(layout, rotated, batch))
 
 
 def _walk_dead(layout: "JsonList", plan: Plan, batch: int, rotated: list[str]) -> Iterator[BatchResult]:
@@ -181,36 +150,27 @@ def _walk_dead(layout: "JsonList", plan: Plan, batch: int, rotated: list[str]) -
     else:
         mode, target = "redrive", k.pending
     window = script(layout.client, "jl_dead_window")
-    jobs = sorted(plan.jobs, key=_pos)
+    jobs = sorted(plan.jobs, key=position)
     walk = plan.walked.get(0, 0)
     length = layout.client.llen(k.dead)  # never walk past the strings there now
     nxt, cursor = 0, 0
     pending: list[PlannedJob] = []
     while True:
         result = BatchResult()
-        still = []
-        for j in pending:
-            if cursor - _pos(j) > DEAD_SLACK:
-                result.skipped.append(j.job_id)
-                result.reasons[j.job_id] = "moved"
-            else:
-                still.append(j)
-        pending = still
+        pending = drop_passed(pending, cursor, result)
         if cursor < walk:
             want = min(batch, walk - cursor)
         elif pending:
-            want = min(batch, max(_pos(j) for j in pending) + DEAD_SLACK + 1 - cursor)
+            want = min(batch, max(position(j) for j in pending) + DEAD_SLACK + 1 - cursor)
         else:
             want = 0
         want = min(want, length - cursor)
         horizon = cursor + want + DEAD_SLACK
-        while nxt < len(jobs) and _pos(jobs[nxt]) < horizon:
+        while nxt < len(jobs) and position(jobs[nxt]) < horizon:
             pending.append(jobs[nxt])
             nxt += 1
         if want <= 0:  # walked as far as the list reaches: what is unmet left it
-            for j in pending + jobs[nxt:]:
-                result.skipped.append(j.job_id)
-                result.reasons[j.job_id] = "gone"
+            skip_all(result, pending + jobs[nxt:], "gone")
             if result.skipped:
                 yield result
             return
@@ -239,9 +199,7 @@ def _walk_dead(layout: "JsonList", plan: Plan, batch: int, rotated: list[str]) -
         pending = [j for n, j in enumerate(pending) if n not in met_idx]
         cursor += popped
         if popped < want:  # the list ran out: nothing further to meet
-            for j in pending + jobs[nxt:]:
-                result.skipped.append(j.job_id)
-                result.reasons[j.job_id] = "gone"
+            skip_all(result, pending + jobs[nxt:], "gone")
             yield result
             return
         yield result

@@ -4,8 +4,10 @@
 A layout walks the operation's source state (bounded windows) and hands the
 records here; this module applies the filter, sets dangling and malformed
 jobs aside, counts the breakdown and records each match with the fence the
-layout computes for it (what the apply re-checks atomically).  Reads nothing
-from Redis itself.
+layout computes for it (what the apply re-checks atomically).  Every
+layout plans through :func:`plan_from_walk`.  Reads nothing from Redis
+itself, except through the layout (:func:`records_by_ids`,
+:func:`plan_by_payload`).
 """
 
 from __future__ import annotations
@@ -16,8 +18,35 @@ from ..errors import NotFound, UsageError
 from ..model import JobRecord, State
 from ..ops.plan import Plan, PlannedJob, payload_sha1
 from ..ops.spec import Operation, OpSpec
+from .common import check_transition
 
-__all__ = ["plan_from_walk", "records_by_ids", "require_requeue_scope", "refuse_priority", "breakdown_key"]
+__all__ = ["plan_from_walk", "plan_by_payload", "records_by_ids", "require_requeue_scope", "refuse_priority",
+           "check_operation", "breakdown_key", "shard_index", "TRANSITIONS_WITH_SCHEDULED",
+           "TRANSITIONS_WITHOUT_SCHEDULED"]
+
+#: ``(operation, source) -> allowed targets`` (``None``: purge) of a layout
+#: with ready, scheduled, processing, dead and suppressed states
+#: (reliable-list, stream-group).
+TRANSITIONS_WITH_SCHEDULED: dict[tuple[Operation, State], tuple[State | None, ...]] = {
+    (Operation.REQUEUE, State.PROCESSING): (State.READY,),
+    (Operation.REDRIVE, State.DEAD): (State.READY, State.SCHEDULED),
+    (Operation.PROMOTE, State.SCHEDULED): (State.READY,),
+    (Operation.SUPPRESS, State.DEAD): (State.SUPPRESSED,),
+    (Operation.UNSUPPRESS, State.SUPPRESSED): (State.DEAD,),
+    (Operation.PURGE, State.DEAD): (None,),
+    (Operation.PURGE, State.SUPPRESSED): (None,),
+}
+
+#: The same for a layout without a scheduled state (hash-job, json-list):
+#: no promote, redrive only to ready.
+TRANSITIONS_WITHOUT_SCHEDULED: dict[tuple[Operation, State], tuple[State | None, ...]] = {
+    (Operation.REQUEUE, State.PROCESSING): (State.READY,),
+    (Operation.REDRIVE, State.DEAD): (State.READY,),
+    (Operation.SUPPRESS, State.DEAD): (State.SUPPRESSED,),
+    (Operation.UNSUPPRESS, State.SUPPRESSED): (State.DEAD,),
+    (Operation.PURGE, State.DEAD): (None,),
+    (Operation.PURGE, State.SUPPRESSED): (None,),
+}
 
 
 def breakdown_key(rec: JobRecord) -> tuple[str, str]:
@@ -42,6 +71,24 @@ def refuse_priority(layout_name: str, spec: OpSpec) -> None:
         raise UsageError(f"layout {layout_name} has no priority lists (--priority)")
 
 
+def check_operation(layout_name: str, transitions: dict, spec: OpSpec) -> None:
+    """Raise :class:`UsageError` unless the layout ``layout_name`` can do
+    ``spec``: its transition is in ``transitions``
+    (:func:`~.common.check_transition`), a requeue has a scope
+    (:func:`require_requeue_scope`), no ``--priority`` is given
+    (:func:`refuse_priority`); checked in that order."""
+    check_transition(layout_name, transitions, spec)
+    require_requeue_scope(spec)
+    refuse_priority(layout_name, spec)
+
+
+def shard_index(shards) -> Callable[[JobRecord], int]:
+    """``shard_of`` for :func:`plan_from_walk`: a record's index in
+    ``shards`` (key objects with a ``tag``), found by its ``shard`` tag."""
+    index = {keys.tag: n for n, keys in enumerate(shards)}
+    return lambda rec: index[rec.shard]
+
+
 def records_by_ids(layout, spec: OpSpec) -> Iterable[list[JobRecord]]:
     """``[record]`` for each of ``spec.ids`` that :meth:`inspect` finds in
     the source state; ids not found or in another state are skipped."""
@@ -55,8 +102,10 @@ def records_by_ids(layout, spec: OpSpec) -> Iterable[list[JobRecord]]:
 
 
 def plan_from_walk(plan: Plan, batches: Iterable[list[JobRecord]], fence: Callable[[JobRecord], str], *,
+                   shard_of: Callable[[JobRecord], int] | None = None,
                    is_stuck: Callable[[JobRecord], bool] | None = None,
-                   on_match: Callable[[JobRecord, PlannedJob], None] | None = None) -> Plan:
+                   on_match: Callable[[JobRecord, PlannedJob], None] | None = None,
+                   breakdown: Callable[[JobRecord], tuple[str, str]] = breakdown_key) -> Plan:
     """Fill ``plan`` (``plan.spec`` says what is asked) from the walked
     ``batches`` and return it.
 
@@ -69,12 +118,15 @@ def plan_from_walk(plan: Plan, batches: Iterable[list[JobRecord]], fence: Callab
       redrive plan), only those ids are planned, each only while
       :func:`~jobctl.ops.plan.payload_sha1` of its ``raw`` is unchanged;
       the others are listed in ``plan.fence_skipped``;
-    * every match becomes a :class:`PlannedJob` whose ``sha1`` is
+    * every match becomes a :class:`PlannedJob` whose ``shard`` is
+      ``shard_of(record)`` (default 0: one shard), ``sha1``
       ``fence(record)``, ``position``/``score`` the record's; ``on_match``
-      may keep more (e.g. the exact bytes to move).
+      may keep more (e.g. the exact bytes to move) or replace
+      ``plan.jobs[-1]``; ``plan.breakdown`` counts it under
+      ``breakdown(record)`` (default :func:`breakdown_key`).
 
-    Stops at ``spec.limit`` (``plan.truncated``).  ``plan.walked[0]`` is the
-    furthest dead-list position matched, plus one.
+    Stops at ``spec.limit`` (``plan.truncated``).  ``plan.walked[shard]`` is
+    the furthest dead-list position matched in that shard, plus one.
     """
     spec = plan.spec
     flt = spec.filter
@@ -102,17 +154,29 @@ def plan_from_walk(plan: Plan, batches: Iterable[list[JobRecord]], fence: Callab
                 continue
             if not flt.matches(rec, now):
                 continue
-            job = PlannedJob(job_id=rec.job_id, shard=0, position=rec.position, score=rec.score,
+            shard = 0 if shard_of is None else shard_of(rec)
+            job = PlannedJob(job_id=rec.job_id, shard=shard, position=rec.position, score=rec.score,
                              sha1=fence(rec))
             plan.jobs.append(job)
             if on_match is not None:
                 on_match(rec, job)
-            plan.breakdown[breakdown_key(rec)] += 1
+            plan.breakdown[breakdown(rec)] += 1
             if rec.position is not None and spec.source is State.DEAD:
-                plan.walked[0] = max(plan.walked.get(0, 0), rec.position + 1)
+                plan.walked[shard] = max(plan.walked.get(shard, 0), rec.position + 1)
             if spec.limit is not None and plan.planned >= spec.limit:
                 plan.truncated = True
                 return plan
     for job_id in sorted((id_fence or {}).keys() - fenced_seen):
         plan.fence_skipped[job_id] = f"no longer {spec.source.value}"
     return plan
+
+
+def plan_by_payload(layout, spec: OpSpec, now: int, transitions: dict) -> Plan:
+    """The plan of ``spec`` for a layout that walks the source with
+    ``iter_batches`` (``spec.ids``: :func:`records_by_ids`) and fences each
+    job by :func:`~jobctl.ops.plan.payload_sha1` of its ``raw``
+    (delay-zset, delayed-events).  Raises :class:`UsageError` as
+    :func:`check_operation` does."""
+    check_operation(layout.name, transitions, spec)
+    batches = records_by_ids(layout, spec) if spec.ids else layout.iter_batches(spec.source)
+    return plan_from_walk(Plan(spec=spec, now_ms=now), batches, lambda rec: payload_sha1(rec.raw))

@@ -8,26 +8,19 @@ here is per shard and summed.  Keys come from :mod:`jobctl.keys` only.
 
 from __future__ import annotations
 
-import random
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import DataError, NotFound
+from ..errors import DataError
 from ..keys import ReliableListKeys, shard_tags
 from ..model import JobRecord, QueueStatus, State, parse_envelope
 from .base import Layout, now_ms
+from .common import (SCHEDULED_READS, first_found, fold_scheduled, merge_shard_lists, read_scheduled, score_ms,
+                     status_replies, text, wrongtype_errors)
+from .walks import walk_list, walk_zset
 
 __all__ = ["ReliableList", "recognize"]
-
-
-def _s(value: bytes | str) -> str:
-    return value.decode("utf-8", "surrogateescape") if isinstance(value, bytes) else value
-
-
-def _score(value: Any) -> int | None:
-    return None if value is None else int(float(value))
-
 
 _RECORD_ATTRS = frozenset({"position", "score", "deadline_ms"})
 
@@ -45,6 +38,8 @@ class ReliableList(Layout):
 
     name = "reliable-list"
     states = (State.READY, State.SCHEDULED, State.PROCESSING, State.DEAD, State.SUPPRESSED)
+    ops_module = "reliable_list_ops"
+    check_module = "reliable_list_check"
 
     def __init__(self, client, queue) -> None:
         super().__init__(client, queue)
@@ -63,18 +58,6 @@ class ReliableList(Layout):
 
     def _pipeline(self):
         return self.client.pipeline(transaction=False)
-
-    @staticmethod
-    def _raise_errors(results: list[Any], keys: list[str]) -> list[str]:
-        errors = []
-        for res, key in zip(results, keys):
-            if isinstance(res, Exception):
-                text = str(res).splitlines()[0]
-                if text.upper().startswith("WRONGTYPE"):
-                    errors.append(f"key {key} holds the wrong Redis type")
-                else:
-                    raise res
-        return errors
 
     def _shard_label(self, keys: ReliableListKeys) -> str:
         return keys.tag
@@ -115,46 +98,27 @@ class ReliableList(Layout):
             for ref in self.ready_lists(keys):
                 add("ready_len", ref.key, ref, pipe.llen, ref.key)
                 add("ready_tail", ref.key, (keys, ref), pipe.lindex, ref.key, -1)
-            add("scheduled", keys.scheduled, None, pipe.zcard, keys.scheduled)
-            add("overdue", keys.scheduled, None, pipe.zcount, keys.scheduled, "-inf", now)
-            add("first_due", keys.scheduled, None, pipe.zrange, keys.scheduled, 0, 0, withscores=True)
-            add("next_due", keys.scheduled, None, pipe.zrange, keys.scheduled, f"({now}", "+inf",
-                byscore=True, offset=0, num=1, withscores=True)
+            plan.extend((what, keys.scheduled, None) for what in read_scheduled(pipe, keys.scheduled, now))
             add("processing", keys.processing, None, pipe.llen, keys.processing)
             add("stuck", keys.deadline, None, pipe.zcount, keys.deadline, "-inf", f"({now}")
             add("next_deadline", keys.deadline, None, pipe.zrange, keys.deadline, f"({now}", "+inf",
                 byscore=True, offset=0, num=1, withscores=True)
             add("dead", keys.dead, None, pipe.llen, keys.dead)
             add("suppressed", keys.suppressed, None, pipe.zcard, keys.suppressed)
-        results = pipe.execute(raise_on_error=False)
-        for err in self._raise_errors(results, [p[1] for p in plan]):
-            if err not in st.errors:  # one key is read by several commands
-                st.errors.append(err)
+        results = status_replies(st, pipe.execute(raise_on_error=False), [p[1] for p in plan])
 
         tails: list[tuple[ReliableListKeys, str]] = []
-        overdue_min: int | None = None
         for (what, key, extra), res in zip(plan, results):
-            if isinstance(res, Exception):
+            if res is None:  # an error reply, or no ready tail
                 continue
             if what == "ready_len":
                 st.ready += res
                 if extra.priority is not None:
                     st.ready_by_priority[extra.priority] = st.ready_by_priority.get(extra.priority, 0) + res
             elif what == "ready_tail":
-                if res is not None:
-                    tails.append((extra[0], _s(res)))
-            elif what == "scheduled":
-                st.scheduled += res
-            elif what == "overdue":
-                st.scheduled_overdue += res
-            elif what == "first_due":
-                if res and res[0][1] <= now:
-                    due = int(res[0][1])
-                    overdue_min = due if overdue_min is None else min(overdue_min, due)
-            elif what == "next_due":
-                if res:
-                    due = int(res[0][1])
-                    st.next_due_ms = due if st.next_due_ms is None else min(st.next_due_ms, due)
+                tails.append((extra[0], text(res)))
+            elif what in SCHEDULED_READS:
+                fold_scheduled(st, what, res, now)
             elif what == "processing":
                 st.processing += res
             elif what == "stuck":
@@ -167,8 +131,6 @@ class ReliableList(Layout):
                 st.dead += res
             elif what == "suppressed":
                 st.suppressed += res
-        if overdue_min is not None:
-            st.scheduled_overdue_max_age_ms = max(0, now - overdue_min)
 
         if tails:
             pipe = self._pipeline()
@@ -176,7 +138,7 @@ class ReliableList(Layout):
                 pipe.get(keys.job(job_id))
             for (keys, job_id), raw in zip(tails, pipe.execute(raise_on_error=False)):
                 if isinstance(raw, Exception):
-                    st.errors.extend(self._raise_errors([raw], [keys.job(job_id)]))
+                    st.errors.extend(wrongtype_errors([raw], [keys.job(job_id)]))
                     continue
                 env = parse_envelope(raw)
                 since = env.ready_since_ms
@@ -207,12 +169,8 @@ class ReliableList(Layout):
     # -- listing ------------------------------------------------------------
     def list_jobs(self, state: State, limit: int = 20, now: int | None = None) -> list[JobRecord]:
         self.check_supported(state)
-        records: list[JobRecord] = []
-        for keys in self.shards:
-            records.extend(self._list_shard(keys, state, limit))
-        if len(self.shards) > 1:
-            records.sort(key=_SORT_KEYS[state])
-        return records[:limit]
+        return merge_shard_lists([self._list_shard(keys, state, limit) for keys in self.shards],
+                                 _SORT_KEYS[state], limit)
 
     def _list_shard(self, keys: ReliableListKeys, state: State, limit: int) -> list[JobRecord]:
         if state is State.READY:
@@ -220,29 +178,29 @@ class ReliableList(Layout):
             for rank, ref in enumerate(self.ready_lists(keys)):
                 if len(out) >= limit:
                     break
-                ids = [_s(x) for x in reversed(self.client.lrange(ref.key, -(limit - len(out)), -1))]
+                ids = [text(x) for x in reversed(self.client.lrange(ref.key, -(limit - len(out)), -1))]
                 extra = [{"position": n, "priority": ref.priority, "priority_rank": rank}
                          for n in range(len(ids))]
                 out.extend(self._records(keys, ids, State.READY, extra))
             return out
         if state is State.SCHEDULED:
             pairs = self.client.zrange(keys.scheduled, 0, limit - 1, withscores=True)
-            ids = [_s(m) for m, _ in pairs]
+            ids = [text(m) for m, _ in pairs]
             return self._records(keys, ids, state, [{"score": int(sc)} for _, sc in pairs])
         if state is State.PROCESSING:
-            ids = [_s(x) for x in reversed(self.client.lrange(keys.processing, -limit, -1))]
+            ids = [text(x) for x in reversed(self.client.lrange(keys.processing, -limit, -1))]
             deadlines = self.client.zmscore(keys.deadline, ids) if ids else []
-            extra = [{"position": n, "deadline_ms": _score(d)} for n, d in enumerate(deadlines)]
+            extra = [{"position": n, "deadline_ms": score_ms(d)} for n, d in enumerate(deadlines)]
             recs = self._records(keys, ids, state, extra)
             for r in recs:
                 if r.deadline_ms is None:
                     r.meta["problem"] = "no visibility deadline"
             return recs
         if state is State.DEAD:
-            ids = [_s(x) for x in self.client.lrange(keys.dead, 0, limit - 1)]
+            ids = [text(x) for x in self.client.lrange(keys.dead, 0, limit - 1)]
             return self._records(keys, ids, state, [{"position": n} for n in range(len(ids))])
         pairs = self.client.zrange(keys.suppressed, 0, limit - 1, desc=True, withscores=True)
-        ids = [_s(m) for m, _ in pairs]
+        ids = [text(m) for m, _ in pairs]
         return self._records(keys, ids, state, [{"score": int(sc)} for _, sc in pairs])
 
     # -- inspect ------------------------------------------------------------
@@ -260,7 +218,7 @@ class ReliableList(Layout):
             pipe.zscore(keys.deadline, job_id)
             pipe.zscore(keys.suppressed, job_id)
             res = pipe.execute(raise_on_error=False)
-            errors = self._raise_errors(res, [keys.job(job_id)] + [k for k, _, _ in lists for _ in (0, 1)]
+            errors = wrongtype_errors(res, [keys.job(job_id)] + [k for k, _, _ in lists for _ in (0, 1)]
                                         + [keys.scheduled, keys.deadline, keys.suppressed])
             if errors:
                 raise DataError(errors[0])
@@ -275,7 +233,7 @@ class ReliableList(Layout):
                 if prio is not None:
                     info["priority"] = prio
                 states.append((state, info))
-            sched, deadline, supp = (_score(x) for x in res[-3:])
+            sched, deadline, supp = (score_ms(x) for x in res[-3:])
             if sched is not None:
                 states.append((State.SCHEDULED, {"score": sched, "key": keys.scheduled}))
             if supp is not None:
@@ -303,11 +261,7 @@ class ReliableList(Layout):
             if state is State.DEAD and env.last_attempt_ms is not None:
                 rec.meta["dead_since_ms"] = env.last_attempt_ms
             found.append(rec)
-        if not found:
-            raise NotFound(f"job {job_id!r} not found in queue {self.queue_name}")
-        if len(found) > 1:
-            found[0].meta["also_in_shards"] = [r.shard for r in found[1:]]
-        return found[0]
+        return first_found(found, job_id, self.queue_name)
 
     # -- batched walks --------------------------------------------------------
     def iter_batches(self, state: State, batch: int = 1000,
@@ -321,52 +275,16 @@ class ReliableList(Layout):
         """:meth:`iter_batches` for one shard.  Lists are walked from the tail
         (``position`` counts from it); zsets by rank (``score`` set)."""
         for key in self._state_keys(keys, state):
-            is_zset = state in (State.SCHEDULED, State.SUPPRESSED)
-            length = self.client.zcard(key) if is_zset else self.client.llen(key)
-            if length == 0:
+            if state in (State.SCHEDULED, State.SUPPRESSED):
+                for _, pairs in walk_zset(self.client, key, batch=batch, sample=sample):
+                    yield self._records(keys, [text(m) for m, _ in pairs], state,
+                                        [{"score": int(sc)} for _, sc in pairs])
                 continue
-            if sample is None:
-                starts: Any = range(0, length, batch)
-                size = batch
-            else:
-                windows, size = sample
-                size = min(size, batch)
-                n_windows = min(windows, max(1, length // size))
-                starts = sorted(random.sample(range(0, max(1, length - size + 1)), n_windows)) \
-                    if length > size else [0]
-            for start in starts:
-                if is_zset:
-                    pairs = self.client.zrange(key, start, start + size - 1, withscores=True)
-                    ids = [_s(m) for m, _ in pairs]
-                    extra = [{"score": int(sc)} for _, sc in pairs]
-                else:
-                    # walk from the tail with negative indexes: LPUSHes at the
-                    # head during the walk do not shift them.
-                    raw_ids = self.client.lrange(key, -(start + size), -(start + 1))
-                    ids = [_s(x) for x in reversed(raw_ids)]
-                    extra = [{"position": start + n} for n in range(len(ids))]
-                if ids:
-                    yield self._records(keys, ids, state, extra)
-
-    # -- operations (jobctl.layouts.reliable_list_ops) ---------------------------
-    def plan(self, spec, now: int | None = None):
-        """Plan ``spec`` (:class:`~jobctl.ops.spec.OpSpec`); returns a
-        :class:`~jobctl.ops.plan.Plan`.  Reads only."""
-        from .reliable_list_ops import plan_operation
-
-        return plan_operation(self, spec, now_ms() if now is None else now)
-
-    def check(self, *, repair: bool = False):
-        """Audit the invariants (:mod:`.reliable_list_check`); returns a CheckReport."""
-        from .reliable_list_check import check_queue
-
-        return check_queue(self, repair=repair)
-
-    def apply(self, plan, *, batch: int | None = None):
-        """Apply ``plan``; yields a :class:`BatchResult` per script call."""
-        from .reliable_list_ops import DEFAULT_BATCH, apply_plan
-
-        return apply_plan(self, plan, batch=batch or DEFAULT_BATCH)
+            # walk from the tail with negative indexes: LPUSHes at the head
+            # during the walk do not shift them.
+            for start, chunk in walk_list(self.client, key, from_right=True, batch=batch, sample=sample):
+                yield self._records(keys, [text(x) for x in chunk], state,
+                                    [{"position": start + n} for n in range(len(chunk))])
 
 
 def _ready_sort(r: JobRecord):

@@ -28,13 +28,13 @@ from typing import TYPE_CHECKING, Any
 from ..keys import OWNER_SUFFIX, ReliableListKeys
 from ..scripts import script
 from .base import now_ms
+from .common import text
+from .walks import WINDOW, keys_exist, walk_list, walk_zset
 
 if TYPE_CHECKING:
     from .reliable_list import ReliableList
 
 __all__ = ["Problem", "CheckReport", "check_queue"]
-
-WINDOW = 1000
 
 
 @dataclass
@@ -85,30 +85,12 @@ class CheckReport:
                 "problems_truncated": len(self.problems) > 1000}
 
 
-def _s(v: bytes) -> str:
-    return v.decode("utf-8", "surrogateescape")
-
-
 def _read_list(client, key: str) -> list[str]:
-    out: list[str] = []
-    start = 0
-    while True:
-        chunk = client.lrange(key, start, start + WINDOW - 1)
-        out.extend(_s(x) for x in chunk)
-        if len(chunk) < WINDOW:
-            return out
-        start += WINDOW
+    return [text(x) for _, chunk in walk_list(client, key, from_right=False) for x in chunk]
 
 
 def _read_zset(client, key: str) -> dict[str, int]:
-    out: dict[str, int] = {}
-    start = 0
-    while True:
-        chunk = client.zrange(key, start, start + WINDOW - 1, withscores=True)
-        out.update((_s(m), int(s)) for m, s in chunk)
-        if len(chunk) < WINDOW:
-            return out
-        start += WINDOW
+    return {text(m): int(s) for _, pairs in walk_zset(client, key) for m, s in pairs}
 
 
 def _check_shard(layout: "ReliableList", keys: ReliableListKeys, report: CheckReport) -> None:
@@ -133,18 +115,13 @@ def _check_shard(layout: "ReliableList", keys: ReliableListKeys, report: CheckRe
 
     ids = list(where)
     report.checked_ids += len(ids)
-    for i in range(0, len(ids), WINDOW):
-        chunk = ids[i:i + WINDOW]
-        pipe = client.pipeline(transaction=False)
-        for job_id in chunk:
-            pipe.exists(keys.job(job_id))
-        for job_id, exists in zip(chunk, pipe.execute()):
-            if not exists:
-                for state, key in where[job_id]:
-                    kind = "dangling_zset" if state in ("scheduled", "suppressed") else "dangling_list"
-                    report.problems.append(Problem("dangling", keys.tag, job_id,
-                                                   f"in {state} ({key}) without payload key",
-                                                   "remove the id from the index", _args=(kind, key, "")))
+    for job_id, exists in zip(ids, keys_exist(client, [keys.job(i) for i in ids])):
+        if not exists:
+            for state, key in where[job_id]:
+                kind = "dangling_zset" if state in ("scheduled", "suppressed") else "dangling_list"
+                report.problems.append(Problem("dangling", keys.tag, job_id,
+                                               f"in {state} ({key}) without payload key",
+                                               "remove the id from the index", _args=(kind, key, "")))
     for job_id, places in where.items():
         states = sorted({s for s, _ in places})
         if len(states) > 1:
@@ -168,13 +145,13 @@ def _check_shard(layout: "ReliableList", keys: ReliableListKeys, report: CheckRe
     while True:
         cursor, found = client.scan(cursor=cursor, match=keys.job_pattern, count=WINDOW)
         for raw in found:
-            job_id = _s(raw)[len(prefix):]
+            job_id = text(raw)[len(prefix):]
             if job_id.endswith(OWNER_SUFFIX):
                 continue
             report.payload_keys += 1
             if job_id not in where:
                 report.problems.append(Problem("orphan_payload", keys.tag, job_id,
-                                               f"payload key {_s(raw)} is in no state"))
+                                               f"payload key {text(raw)} is in no state"))
         if cursor == 0:
             break
 

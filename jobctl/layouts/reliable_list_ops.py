@@ -24,8 +24,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-import orjson
-
 from ..errors import UsageError
 from ..keys import ReliableListKeys
 from ..model import JobRecord, State
@@ -33,70 +31,51 @@ from ..ops.plan import Plan, PlannedJob, payload_sha1
 from ..ops.result import BatchResult
 from ..ops.spec import Operation, OpSpec
 from ..scripts import script
+from .common import batch_result, check_transition, redrive_envelope, suppression_record, text
+from .dead_walk import DEAD_SLACK, RESTORE_HOLD, drop_passed, position, skip_all, walk_then_restore
+from .planning import (TRANSITIONS_WITH_SCHEDULED, plan_from_walk, records_by_ids, require_requeue_scope,
+                       shard_index)
+from .walks import WINDOW
 
 if TYPE_CHECKING:
     from .reliable_list import ReliableList
 
 __all__ = ["plan_operation", "apply_plan", "TRANSITIONS", "DEFAULT_BATCH"]
 
-#: Jobs (or dead-list pops) per script call; keeps one call well under 2 ms.
+#: Jobs (or dead-list pops) per script call: a dead-list window call takes
+#: ~1.1-1.3 ms at 128 against ~2 ms at 256 (bench/redrive.py), so this
+#: layout keeps one call well under 2 ms with half the common default.
 DEFAULT_BATCH = 128
-#: How far (in dead-list positions) the walk looks for a planned dead job on
-#: either side of the position the plan saw it at; beyond, it was moved by
-#: someone else and counts as skipped.
-DEAD_SLACK = 64
 #: How many of the first ids an operation rotated each later call is given,
 #: to stop where the walk would come round to them again.
 START_IDS = 4
-#: Most new dead jobs one restore call sets aside at the head to reach the
-#: rotated ones behind them.
-RESTORE_HOLD = 1024
 
 #: (operation, source) -> allowed targets (None: purge)
-TRANSITIONS: dict[tuple[Operation, State], tuple[State | None, ...]] = {
-    (Operation.REQUEUE, State.PROCESSING): (State.READY,),
-    (Operation.REDRIVE, State.DEAD): (State.READY, State.SCHEDULED),
-    (Operation.PROMOTE, State.SCHEDULED): (State.READY,),
-    (Operation.SUPPRESS, State.DEAD): (State.SUPPRESSED,),
-    (Operation.UNSUPPRESS, State.SUPPRESSED): (State.DEAD,),
-    (Operation.PURGE, State.DEAD): (None,),
-    (Operation.PURGE, State.SUPPRESSED): (None,),
-}
-
-
-def _s(v: bytes | str) -> str:
-    return v.decode("utf-8", "surrogateescape") if isinstance(v, bytes) else v
+TRANSITIONS = TRANSITIONS_WITH_SCHEDULED
 
 
 # -- planning ---------------------------------------------------------------
 
-def _source_walk(layout: "ReliableList", spec: OpSpec, now: int) -> Iterator[tuple[int, list[JobRecord]]]:
-    """(shard index, records) windows of the operation's source."""
+def _source_walk(layout: "ReliableList", spec: OpSpec, now: int) -> Iterator[list[JobRecord]]:
+    """Records of the operation's source, shard by shard: ``spec.ids`` as
+    :meth:`inspect` finds them (dead positions counted from the tail, the
+    visibility deadline as the score of a processing job), else the
+    source's windows (processing: only past the deadline)."""
     if spec.ids:
-        for job_id in spec.ids:
-            try:
-                rec = layout.inspect(job_id)
-            except Exception as exc:  # NotFound: counted as not matching
-                from ..errors import NotFound
-
-                if isinstance(exc, NotFound):
-                    continue
-                raise
-            if rec.state is spec.source:
-                idx = next(i for i, k in enumerate(layout.shards) if k.tag == rec.shard)
-                if spec.source is State.PROCESSING:
-                    rec.score = rec.deadline_ms
-                elif spec.source is State.DEAD and rec.position is not None:
-                    # inspect counts dead positions from the head; the walk, from the tail
-                    rec.position = layout.client.llen(layout.shards[idx].dead) - 1 - rec.position
-                yield idx, [rec]
+        for [rec] in records_by_ids(layout, spec):
+            if spec.source is State.PROCESSING:
+                rec.score = rec.deadline_ms
+            elif spec.source is State.DEAD and rec.position is not None:
+                # inspect counts dead positions from the head; the walk, from the tail
+                keys = next(k for k in layout.shards if k.tag == rec.shard)
+                rec.position = layout.client.llen(keys.dead) - 1 - rec.position
+            yield [rec]
         return
-    for idx, keys in enumerate(layout.shards):
+    for keys in layout.shards:
         if spec.source is State.PROCESSING:
-            yield from ((idx, b) for b in _walk_deadlines(layout, keys, spec, now))
+            yield from _walk_deadlines(layout, keys, spec, now)
         else:
-            for batch in layout.iter_batches_of(keys, spec.source, 1000):
-                yield idx, batch
+            yield from layout.iter_batches_of(keys, spec.source, WINDOW)
 
 
 def _walk_deadlines(layout: "ReliableList", keys: ReliableListKeys, spec: OpSpec,
@@ -105,82 +84,34 @@ def _walk_deadlines(layout: "ReliableList", keys: ReliableListKeys, spec: OpSpec
     offset = 0
     while True:
         pairs = layout.client.zrange(keys.deadline, "-inf", f"({now}", byscore=True, offset=offset,
-                                     num=1000, withscores=True)
+                                     num=WINDOW, withscores=True)
         if not pairs:
             return
         offset += len(pairs)
-        ids = [_s(m) for m, _ in pairs]
+        ids = [text(m) for m, _ in pairs]
         recs = layout._records(keys, ids, State.PROCESSING, [{"score": int(s), "deadline_ms": int(s)}
                                                              for _, s in pairs])
         yield recs
 
 
 def plan_operation(layout: "ReliableList", spec: OpSpec, now: int) -> Plan:
-    """Walk the source and record every match with its fence.
+    """Walk the source and record every match with its fence (the payload
+    SHA1) through :func:`~.planning.plan_from_walk`.
 
-    Raises :class:`UsageError` for a transition the layout does not have.
+    Raises :class:`UsageError` for a transition the layout does not have, a
+    requeue without ``--stuck``/``--ids`` or a bad ``--priority``.
     """
-    if (spec.operation, spec.source) not in TRANSITIONS or \
-            spec.target not in TRANSITIONS[(spec.operation, spec.source)]:
-        raise UsageError(f"{spec.operation.value} from {spec.source.value} to "
-                         f"{spec.target.value if spec.target else 'nowhere'} is not possible in "
-                         f"layout {layout.name}")
-    if spec.operation is Operation.REQUEUE and not spec.stuck_only and not spec.ids:
-        raise UsageError("requeue needs --stuck or --ids")
+    check_transition(layout.name, TRANSITIONS, spec)
+    require_requeue_scope(spec)
     if spec.target is State.READY:
         _target_ready(layout, layout.shards[0], spec)  # a bad --priority fails here, before anything moves
     elif spec.priority is not None:
         raise UsageError(f"--priority applies to a move to ready, not to {spec.operation.value}")
-    plan = Plan(spec=spec, now_ms=now)
-    flt = spec.filter
-    fence, fenced_seen = spec.fence, set()
-    for shard, batch in _source_walk(layout, spec, now):
-        for rec in batch:
-            plan.scanned += 1
-            if fence is not None:  # only fenced ids, and only while unchanged
-                if rec.job_id not in fence:
-                    continue
-                fenced_seen.add(rec.job_id)
-                if fence[rec.job_id] != payload_sha1(rec.raw):
-                    plan.fence_skipped[rec.job_id] = "changed since export"
-                    continue
-            if rec.raw is None:
-                plan.dangling.append(rec.job_id)
-                continue
-            env = rec.envelope
-            if env.problems and (spec.skips_malformed or flt.needs_payload):
-                plan.malformed.append(rec.job_id)
-                continue
-            if not flt.matches(rec, now):
-                continue
-            plan.jobs.append(PlannedJob(job_id=rec.job_id, shard=shard, position=rec.position,
-                                        score=rec.score, sha1=payload_sha1(rec.raw)))
-            plan.breakdown[(env.job_type or "?", env.last_error_code or "-")] += 1
-            if rec.position is not None and spec.source is State.DEAD:
-                plan.walked[shard] = max(plan.walked.get(shard, 0), rec.position + 1)
-            if spec.limit is not None and plan.planned >= spec.limit:
-                plan.truncated = True
-                return plan
-    for job_id in sorted((fence or {}).keys() - fenced_seen):
-        plan.fence_skipped[job_id] = f"no longer {spec.source.value}"
-    return plan
+    return plan_from_walk(Plan(spec=spec, now_ms=now), _source_walk(layout, spec, now),
+                          lambda rec: payload_sha1(rec.raw), shard_of=shard_index(layout.shards))
 
 
 # -- applying ---------------------------------------------------------------
-
-def _redrive_payload(raw: bytes, spec: OpSpec, now: int, due: int | None) -> bytes:
-    """The envelope with jobctl's redrive record (seed 000 section 22)."""
-    doc = orjson.loads(raw)
-    doc["redrivenAtEpochMs"] = now
-    doc["redriveOperation"] = spec.op_id
-    prev = doc.get("redriveCount")
-    doc["redriveCount"] = (prev if isinstance(prev, int) and not isinstance(prev, bool) else 0) + 1
-    if spec.reset_attempts:
-        doc["attempt"] = 0
-    if due is not None:
-        doc["nextAttemptAtEpochMs"] = due
-    return orjson.dumps(doc)
-
 
 def _target_ready(layout: "ReliableList", keys: ReliableListKeys, spec: OpSpec) -> str:
     prios = layout.queue.priorities
@@ -221,7 +152,7 @@ def apply_plan(layout: "ReliableList", plan: Plan, *, batch: int = DEFAULT_BATCH
                     args += [j.job_id, "" if j.score is None else str(j.score)]
                 res = script(layout.client, "rl_requeue")(keys=[keys.processing, keys.deadline, target],
                                                           args=args)
-                yield _codes(res)
+                yield batch_result(res)
         else:
             if spec.operation is Operation.PURGE:
                 mode, target = "purge", keys.suppressed
@@ -237,19 +168,7 @@ def apply_plan(layout: "ReliableList", plan: Plan, *, batch: int = DEFAULT_BATCH
                     args += [j.job_id, str(j.score), j.sha1]
                 res = script(layout.client, "rl_zset_move")(
                     keys=[src, target, keys.suppressed_info] + [keys.job(j.job_id) for j in chunk], args=args)
-                yield _codes(res)
-
-
-def _codes(res: list) -> BatchResult:
-    out = BatchResult()
-    for i in range(0, len(res), 2):
-        job_id, code = _s(res[i]), _s(res[i + 1])
-        if code == "moved":
-            out.moved.append(job_id)
-        else:
-            out.skipped.append(job_id)
-            out.reasons[job_id] = code
-    return out
+                yield batch_result(res)
 
 
 def _dead_mode(layout: "ReliableList", keys: ReliableListKeys, spec: OpSpec) -> tuple[str, str]:
@@ -263,32 +182,15 @@ def _dead_mode(layout: "ReliableList", keys: ReliableListKeys, spec: OpSpec) -> 
     return "ready", _target_ready(layout, keys, spec)
 
 
-def _pos(job: PlannedJob) -> int:
-    return job.position or 0
-
-
 def _apply_dead(layout: "ReliableList", keys: ReliableListKeys, plan: Plan, jobs: list[PlannedJob],
                 walk: int, batch: int, now_fn) -> Iterator[BatchResult]:
     """Walk the dead list's tail (``rl_dead_window.lua``), then put the jobs
-    that stay dead back in their order (``rl_dead_restore.lua``).
-
-    The restore also runs when the caller stops early (the generator is
-    closed) or a call fails, as far as the server lets it; not after a
-    second Ctrl-C (``KeyboardInterrupt``): the jobs then stay dead, only
-    their order in the list has changed.
-    """
+    that stay dead back in their order (``rl_dead_restore.lua``), also when
+    the walk stops early (:func:`~.dead_walk.walk_then_restore`)."""
     rotated: list[str] = []
-    try:
-        yield from _walk_dead(layout, keys, plan.spec, sorted(jobs, key=_pos), walk, batch, now_fn, rotated)
-    except KeyboardInterrupt:
-        raise
-    except BaseException:  # GeneratorExit (stopped between calls) or a failed call
-        try:
-            _restore_dead(layout, keys, rotated, batch)
-        except Exception:  # noqa: BLE001 - the original error is the one to report
-            pass
-        raise
-    _restore_dead(layout, keys, rotated, batch)
+    yield from walk_then_restore(
+        _walk_dead(layout, keys, plan.spec, sorted(jobs, key=position), walk, batch, now_fn, rotated),
+        lambda: _restore_dead(layout, keys, rotated, batch))
 
 
 def _walk_dead(layout: "ReliableList", keys: ReliableListKeys, spec: OpSpec, jobs: list[PlannedJob],
@@ -312,20 +214,13 @@ def _walk_dead(layout: "ReliableList", keys: ReliableListKeys, spec: OpSpec, job
     cursor = 0
     while True:
         result = BatchResult()
-        still: list[PlannedJob] = []
-        for j in pending:
-            if cursor - _pos(j) > DEAD_SLACK:
-                result.skipped.append(j.job_id)
-                result.reasons[j.job_id] = "moved"
-            else:
-                still.append(j)
-        pending = still
+        pending = drop_passed(pending, cursor, result)
         min_pop = min(batch, max(0, walk - cursor))
         max_pop = batch
         if cursor >= walk:
-            max_pop = min(batch, max((_pos(j) for j in pending), default=cursor) + DEAD_SLACK + 1 - cursor)
+            max_pop = min(batch, max((position(j) for j in pending), default=cursor) + DEAD_SLACK + 1 - cursor)
         horizon = cursor + max_pop + DEAD_SLACK
-        while nxt < len(jobs) and _pos(jobs[nxt]) < horizon:
+        while nxt < len(jobs) and position(jobs[nxt]) < horizon:
             pending.append(jobs[nxt])
             nxt += 1
         if max_pop <= 0 or not (pending or nxt < len(jobs)):
@@ -346,17 +241,14 @@ def _walk_dead(layout: "ReliableList", keys: ReliableListKeys, spec: OpSpec, job
             for j in pending:
                 raw = raws[j.job_id]
                 if raw is None:
-                    result.skipped.append(j.job_id)
-                    result.reasons[j.job_id] = "gone"
+                    skip_all(result, [j], "gone")
                 elif payload_sha1(raw) != j.sha1:
-                    result.skipped.append(j.job_id)
-                    result.reasons[j.job_id] = "changed"
+                    skip_all(result, [j], "changed")
                 else:
-                    passed.append((j, _redrive_payload(raw, spec, now, due)))
+                    passed.append((j, redrive_envelope(raw, spec, now, due)))
         else:
             passed = [(j, b"") for j in pending]
-        info = orjson.dumps({"by": spec.operator, "at_ms": now, "reason": spec.reason,
-                             "operation": spec.op_id}) if mode == "suppressed" else b""
+        info = suppression_record(spec, now) if mode == "suppressed" else b""
         start = rotated[:START_IDS]
         args: list = [max_pop, min_pop, mode, str(due if due is not None else now), len(start), *start,
                       len(passed)]
@@ -365,8 +257,8 @@ def _walk_dead(layout: "ReliableList", keys: ReliableListKeys, spec: OpSpec, job
         res = window(keys=[keys.dead, target, keys.suppressed_info] + [keys.job(j.job_id) for j, _ in passed],
                      args=args)
         popped, n_met, ended = int(res[0]), int(res[2]), int(res[3])
-        met = _codes(res[4:4 + 2 * n_met])
-        rotated.extend(_s(x) for x in res[4 + 2 * n_met:])
+        met = batch_result(res[4:4 + 2 * n_met])
+        rotated.extend(text(x) for x in res[4 + 2 * n_met:])
         result.moved += met.moved
         result.skipped += met.skipped
         result.reasons.update(met.reasons)
@@ -375,9 +267,7 @@ def _walk_dead(layout: "ReliableList", keys: ReliableListKeys, spec: OpSpec, job
         raws = {j.job_id: raws[j.job_id] for j in pending} if redrive else raws
         cursor += popped
         if ended:  # the list is empty, or the walk went all the way round it
-            for j in pending + jobs[nxt:]:
-                result.skipped.append(j.job_id)
-                result.reasons[j.job_id] = "gone" if ended == 1 else "moved"
+            skip_all(result, pending + jobs[nxt:], "gone" if ended == 1 else "moved")
             yield result
             return
         yield result
@@ -407,7 +297,7 @@ def _restore_dead(layout: "ReliableList", keys: ReliableListKeys, rotated: list[
             i += consumed
             continue
         head = layout.client.lindex(keys.dead, 0)
-        at = index.get(_s(head)) if head is not None else None
+        at = index.get(text(head)) if head is not None else None
         if at is None or at <= i:
             break
         i = at  # the ones before it left the list in the meantime

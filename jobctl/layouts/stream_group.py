@@ -35,16 +35,15 @@ unsuppress and purge move dead jobs (``sg_dead_move.lua``,
 
 from __future__ import annotations
 
-import random
 import re
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
-from ..errors import ConfigError, DataError, NotFound, UsageError
+from ..errors import ConfigError, DataError
 from ..keys import STREAM_GROUP_KEY_RE, StreamGroupKeys, shard_tags, split_shard_tag
 from ..model import Envelope, JobRecord, QueueStatus, State, parse_envelope
 from ..ops.plan import Plan, PlannedJob, payload_sha1
@@ -52,8 +51,11 @@ from ..ops.result import BatchResult
 from ..ops.spec import Operation, OpSpec
 from ..scripts import script
 from .base import Layout, now_ms
-from .common import (batch_result, check_transition, lenient_envelope, score_ms, suppression_record, text,
-                     wrongtype_errors)
+from .common import (DEFAULT_BATCH, SCHEDULED_READS, batch_result, check_transition, first_found,
+                     fold_scheduled, json_object, lenient_envelope, merge_shard_lists, read_scheduled,
+                     redrive_envelope, score_ms, suppression_record, text, wrongtype_errors)
+from .planning import TRANSITIONS_WITH_SCHEDULED
+from .walks import WINDOW, walk_list, walk_zset
 
 __all__ = ["StreamGroup", "StreamPlannedJob", "recognize", "DEFAULT_GROUP", "DEFAULT_VISIBILITY_TIMEOUT_MS",
            "COUNT_BOUND", "SEARCH_BOUND"]
@@ -66,23 +68,11 @@ DEFAULT_VISIBILITY_TIMEOUT_MS = 60_000
 COUNT_BOUND = 10_000
 #: ``inspect`` looks for a job id among at most this many stream entries.
 SEARCH_BOUND = 20_000
-#: Entries per read command of a walk.
-WINDOW = 1000
-#: Jobs per script call of an operation.
-DEFAULT_BATCH = 256
 
 _STREAM_ID_RE = re.compile(r"^\d+-\d+$")
 
 #: (operation, source) -> allowed targets (None: purge)
-TRANSITIONS: dict[tuple[Operation, State], tuple[State | None, ...]] = {
-    (Operation.REQUEUE, State.PROCESSING): (State.READY,),
-    (Operation.REDRIVE, State.DEAD): (State.READY, State.SCHEDULED),
-    (Operation.PROMOTE, State.SCHEDULED): (State.READY,),
-    (Operation.SUPPRESS, State.DEAD): (State.SUPPRESSED,),
-    (Operation.UNSUPPRESS, State.SUPPRESSED): (State.DEAD,),
-    (Operation.PURGE, State.DEAD): (None,),
-    (Operation.PURGE, State.SUPPRESSED): (None,),
-}
+TRANSITIONS = TRANSITIONS_WITH_SCHEDULED
 
 
 def entry_ms(entry_id: str) -> int:
@@ -119,6 +109,7 @@ class StreamGroup(Layout):
 
     name = "stream-group"
     states = (State.READY, State.SCHEDULED, State.PROCESSING, State.DEAD, State.SUPPRESSED)
+    check_module = "stream_group_check"
 
     def __init__(self, client, queue) -> None:
         super().__init__(client, queue)
@@ -256,14 +247,7 @@ class StreamGroup(Layout):
             plan.append(("groups", keys.stream, keys))
             summary(keys=[keys.stream], args=[self.group, vt, COUNT_BOUND], client=pipe)
             plan.append(("pel", keys.stream, keys))
-            pipe.zcard(keys.scheduled)
-            plan.append(("scheduled", keys.scheduled, keys))
-            pipe.zcount(keys.scheduled, "-inf", now)
-            plan.append(("overdue", keys.scheduled, keys))
-            pipe.zrange(keys.scheduled, 0, 0, withscores=True)
-            plan.append(("first_due", keys.scheduled, keys))
-            pipe.zrange(keys.scheduled, f"({now}", "+inf", byscore=True, offset=0, num=1, withscores=True)
-            plan.append(("next_due", keys.scheduled, keys))
+            plan.extend((what, keys.scheduled, keys) for what in read_scheduled(pipe, keys.scheduled, now))
             dead = self.dead_key(keys)
             (pipe.xlen if self.dead_kind == "stream" else pipe.llen)(dead)
             plan.append(("dead", dead, keys))
@@ -272,7 +256,6 @@ class StreamGroup(Layout):
         results = pipe.execute(raise_on_error=False)
 
         groups: list[tuple[StreamGroupKeys, _Group]] = []
-        overdue_min: int | None = None
         for (what, key, keys), res in zip(plan, results):
             if isinstance(res, Exception):
                 if _missing(res):
@@ -296,24 +279,12 @@ class StreamGroup(Layout):
                 if max_idle >= 0:
                     d = now - max_idle + vt
                     st.next_deadline_ms = d if st.next_deadline_ms is None else min(st.next_deadline_ms, d)
-            elif what == "scheduled":
-                st.scheduled += res
-            elif what == "overdue":
-                st.scheduled_overdue += res
-            elif what == "first_due":
-                if res and res[0][1] <= now:
-                    due = int(res[0][1])
-                    overdue_min = due if overdue_min is None else min(overdue_min, due)
-            elif what == "next_due":
-                if res:
-                    due = int(res[0][1])
-                    st.next_due_ms = due if st.next_due_ms is None else min(st.next_due_ms, due)
+            elif what in SCHEDULED_READS:
+                fold_scheduled(st, what, res, now)
             elif what == "dead":
                 st.dead += res
             elif what == "suppressed":
                 st.suppressed += res
-        if overdue_min is not None:
-            st.scheduled_overdue_max_age_ms = max(0, now - overdue_min)
 
         if groups:
             pipe = self._pipeline()
@@ -350,12 +321,8 @@ class StreamGroup(Layout):
     def list_jobs(self, state: State, limit: int = 20, now: int | None = None) -> list[JobRecord]:
         self.check_supported(state)
         now = now_ms() if now is None else now
-        records: list[JobRecord] = []
-        for keys in self.shards:
-            records.extend(self._list_shard(keys, state, limit, now))
-        if len(self.shards) > 1:
-            records.sort(key=_SORT_KEYS[state])
-        return records[:limit]
+        return merge_shard_lists([self._list_shard(keys, state, limit, now) for keys in self.shards],
+                                 _SORT_KEYS[state], limit)
 
     def _list_shard(self, keys: StreamGroupKeys, state: State, limit: int, now: int) -> list[JobRecord]:
         if state is State.READY:
@@ -406,13 +373,8 @@ class StreamGroup(Layout):
         if not recs:
             return
         for rec, info in zip(recs, self.client.hmget(keys.suppressed_info, [r.job_id for r in recs])):
-            if info is None:
-                continue
-            try:
-                doc = orjson.loads(info)
-            except orjson.JSONDecodeError:
-                continue
-            if isinstance(doc, dict):
+            doc = None if info is None else json_object(info)
+            if doc is not None:
                 rec.meta["suppressed"] = {k: v for k, v in doc.items() if k != "dead_fields"}
                 dead_fields = doc.get("dead_fields")
                 if isinstance(dead_fields, list):
@@ -432,11 +394,7 @@ class StreamGroup(Layout):
             rec = self._inspect_shard(keys, job_id, now)
             if rec is not None:
                 found.append(rec)
-        if not found:
-            raise NotFound(f"job {job_id!r} not found in queue {self.queue_name}")
-        if len(found) > 1:
-            found[0].meta["also_in_shards"] = [r.shard for r in found[1:]]
-        return found[0]
+        return first_found(found, job_id, self.queue_name)
 
     def _inspect_shard(self, keys: StreamGroupKeys, job_id: str, now: int) -> JobRecord | None:
         pipe = self._pipeline()
@@ -584,25 +542,13 @@ class StreamGroup(Layout):
         ``idle`` restricts the PEL to entries idle at least that long."""
         now = now_ms() if now is None else now
         batch = max(1, min(batch, WINDOW))
-        seen = 0
         if state is State.READY:
             g = self.group_info(keys)
-            if g is None:
-                return
-            start = f"({g.last_id}"
-            while cap is None or seen < cap:
-                entries = self.client.xrange(keys.stream, start, "+", count=batch)
-                if not entries:
-                    return
-                items = self._entry_items(entries)
-                for it in items:
-                    it["position"] += seen
-                yield self._records(keys, items, state)
-                seen += len(entries)
-                start = f"({text(entries[-1][0])}"
+            if g is not None:
+                yield from self._walk_stream(keys, keys.stream, f"({g.last_id}", batch, cap, state)
             return
         if state is State.PROCESSING:
-            start = "-"
+            start, seen = "-", 0
             while cap is None or seen < cap:
                 rows = self._xpending(keys, start, batch, idle=idle)
                 if not rows:
@@ -612,47 +558,43 @@ class StreamGroup(Layout):
                 start = f"({text(rows[-1]['message_id'])}"
             return
         if state is State.DEAD and self.dead_kind == "stream":
-            start = "-"
-            while cap is None or seen < cap:
-                entries = self.client.xrange(keys.dead_stream, start, "+", count=batch)
-                if not entries:
-                    return
-                items = self._entry_items(entries)
-                for it in items:
+            yield from self._walk_stream(keys, keys.dead_stream, "-", batch, cap, state)
+            return
+        if state is State.DEAD:
+            # from the tail with negative indexes: LPUSHes at the head do not shift them
+            for start, chunk in walk_list(self.client, keys.dead, from_right=True, batch=batch, sample=sample):
+                yield self._records(keys, [{"job_id": text(x), "position": start + n}
+                                           for n, x in enumerate(chunk)], state)
+            return
+        key = keys.scheduled if state is State.SCHEDULED else keys.suppressed
+        for _, pairs in walk_zset(self.client, key, batch=batch, sample=sample):
+            recs = self._records(keys, [{"job_id": text(m), "score": int(s)} for m, s in pairs], state)
+            if state is State.SUPPRESSED:
+                self._attach_suppressed_info(keys, recs)
+            yield recs
+
+    def _walk_stream(self, keys: StreamGroupKeys, stream: str, start: str, batch: int, cap: int | None,
+                     state: State) -> Iterator[list[JobRecord]]:
+        """Records of the entries of ``stream`` from ``start`` (an ``XRANGE``
+        bound) in id order, ``batch`` per ``XRANGE``, until ``cap`` entries.
+        Ready entries get ``position`` (from the first undelivered one);
+        dead-stream entries ``dead_entry_id`` and ``dead_since_ms``."""
+        seen = 0
+        while cap is None or seen < cap:
+            entries = self.client.xrange(stream, start, "+", count=batch)
+            if not entries:
+                return
+            items = self._entry_items(entries)
+            for it in items:
+                if state is State.DEAD:
                     it["dead_entry_id"] = it.pop("entry_id")
                     it["dead_since_ms"] = it.pop("entered_ms")
                     it["position"] = None
-                yield self._records(keys, items, state)
-                seen += len(entries)
-                start = f"({text(entries[-1][0])}"
-            return
-        key = {State.DEAD: keys.dead, State.SCHEDULED: keys.scheduled, State.SUPPRESSED: keys.suppressed}[state]
-        is_zset = state is not State.DEAD
-        length = self.client.zcard(key) if is_zset else self.client.llen(key)
-        if length == 0:
-            return
-        if sample is None:
-            starts: Any = range(0, length, batch)
-            size = batch
-        else:
-            windows, size = sample
-            size = min(size, batch)
-            n_windows = min(windows, max(1, length // size))
-            starts = sorted(random.sample(range(0, max(1, length - size + 1)), n_windows)) \
-                if length > size else [0]
-        for start in starts:
-            if is_zset:
-                pairs = self.client.zrange(key, start, start + size - 1, withscores=True)
-                items = [{"job_id": text(m), "score": int(s)} for m, s in pairs]
-            else:
-                # from the tail with negative indexes: LPUSHes at the head do not shift them
-                raw_ids = self.client.lrange(key, -(start + size), -(start + 1))
-                items = [{"job_id": text(x), "position": start + n} for n, x in enumerate(reversed(raw_ids))]
-            if items:
-                recs = self._records(keys, items, state)
-                if state is State.SUPPRESSED:
-                    self._attach_suppressed_info(keys, recs)
-                yield recs
+                else:
+                    it["position"] += seen
+            yield self._records(keys, items, state)
+            seen += len(entries)
+            start = f"({text(entries[-1][0])}"
 
     # -- operations --------------------------------------------------------------------
     def plan(self, spec: OpSpec, now: int | None = None) -> Plan:
@@ -661,13 +603,12 @@ class StreamGroup(Layout):
 
         Raises :class:`UsageError` for a transition the layout does not have
         (see :data:`TRANSITIONS`) or a ``--priority``."""
-        from .planning import plan_from_walk, refuse_priority, require_requeue_scope
+        from .planning import plan_from_walk, refuse_priority, require_requeue_scope, shard_index
 
         now = now_ms() if now is None else now
         check_transition(self.name, TRANSITIONS, spec)
         refuse_priority(self.name, spec)
         require_requeue_scope(spec)
-        shard_of = {k.tag: n for n, k in enumerate(self.shards)}
         plan = Plan(spec=spec, now_ms=now)
 
         def fence(rec: JobRecord) -> str:
@@ -676,12 +617,12 @@ class StreamGroup(Layout):
         def keep(rec: JobRecord, job: PlannedJob) -> None:
             entry = rec.meta.get("entry_id" if spec.source is State.PROCESSING else "dead_entry_id") or ""
             plan.jobs[-1] = StreamPlannedJob(
-                job_id=job.job_id, shard=shard_of[rec.shard], position=rec.position,
+                job_id=job.job_id, shard=job.shard, position=rec.position,
                 score=rec.deadline_ms if spec.source is State.PROCESSING else rec.score, sha1=job.sha1,
                 entry_id=entry, consumer=rec.meta.get("consumer", ""),
                 deliveries=int(rec.meta.get("delivery_count") or 0))
 
-        return plan_from_walk(plan, self._source_walk(spec, now), fence,
+        return plan_from_walk(plan, self._source_walk(spec, now), fence, shard_of=shard_index(self.shards),
                               is_stuck=lambda r: r.deadline_ms is not None and r.deadline_ms <= now,
                               on_match=keep)
 
@@ -736,8 +677,6 @@ class StreamGroup(Layout):
                         keys=[src, target, keys.suppressed_info] + [keys.job(j.job_id) for j in chunk], args=args))
 
     def _apply_dead(self, keys: StreamGroupKeys, spec: OpSpec, chunk: list[StreamPlannedJob]) -> BatchResult:
-        from .reliable_list_ops import _redrive_payload  # the seed 000 s.22 redrive record
-
         now = now_ms()
         if spec.operation is Operation.PURGE:
             mode, target, at = "purge", self.dead_key(keys), now
@@ -754,18 +693,12 @@ class StreamGroup(Layout):
             locator = j.entry_id if self.dead_kind == "stream" else str((j.position or 0) + 1)
             new = b""
             if raw is not None and payload_sha1(raw) == j.sha1:
-                new = _redrive_payload(raw, spec, now, at if mode == "scheduled" else None)
+                new = redrive_envelope(raw, spec, now, at if mode == "scheduled" else None)
             info = suppression_record(spec, now) if mode == "suppressed" else b""
             args += [j.job_id, locator, j.sha1, new, info]
         return batch_result(script(self.client, "sg_dead_move")(
             keys=[self.dead_key(keys), target, keys.suppressed_info] + [keys.job(j.job_id) for j in chunk],
             args=args))
-
-    def check(self, *, repair: bool = False):
-        """Audit the invariants (:mod:`.stream_group_check`); returns a CheckReport."""
-        from .stream_group_check import check_queue
-
-        return check_queue(self, repair=repair)
 
 
 def _missing(exc: BaseException) -> bool:

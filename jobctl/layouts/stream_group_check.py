@@ -24,33 +24,20 @@ from typing import TYPE_CHECKING
 from ..keys import StreamGroupKeys
 from .common import text
 from .reliable_list_check import CheckReport, Problem
+from .walks import WINDOW, keys_exist, walk_list, walk_zset
 
 if TYPE_CHECKING:
     from .stream_group import StreamGroup
 
 __all__ = ["check_queue"]
 
-WINDOW = 1000
-
 
 def _zset_ids(client, key: str) -> list[str]:
-    out, start = [], 0
-    while True:
-        chunk = client.zrange(key, start, start + WINDOW - 1)
-        out.extend(text(m) for m in chunk)
-        if len(chunk) < WINDOW:
-            return out
-        start += WINDOW
+    return [text(m) for _, pairs in walk_zset(client, key) for m, _ in pairs]
 
 
 def _list_ids(client, key: str) -> list[str]:
-    out, start = [], 0
-    while True:
-        chunk = client.lrange(key, start, start + WINDOW - 1)
-        out.extend(text(m) for m in chunk)
-        if len(chunk) < WINDOW:
-            return out
-        start += WINDOW
+    return [text(x) for _, chunk in walk_list(client, key, from_right=False) for x in chunk]
 
 
 def _stream_job_ids(client, key: str) -> list[str]:
@@ -102,19 +89,13 @@ def _check_shard(layout: "StreamGroup", keys: StreamGroupKeys, report: CheckRepo
         where[job_id].append("suppressed")
     ids = list(where)
     report.checked_ids += len(ids)
-    for i in range(0, len(ids), WINDOW):
-        chunk = ids[i:i + WINDOW]
-        pipe = client.pipeline(transaction=False)
-        for job_id in chunk:
-            pipe.exists(keys.job(job_id))
-        for job_id, exists in zip(chunk, pipe.execute()):
-            states = where[job_id]
-            if len(states) > 1:
-                report.problems.append(Problem("multiple_states", keys.tag, job_id,
-                                               f"in {', '.join(states)}"))
-            if not exists and layout.dead_kind == "list":
-                report.problems.append(Problem("dangling", keys.tag, job_id,
-                                               f"{states[0]} id without payload key {keys.job(job_id)}"))
+    for job_id, exists in zip(ids, keys_exist(client, [keys.job(i) for i in ids])):
+        states = where[job_id]
+        if len(states) > 1:
+            report.problems.append(Problem("multiple_states", keys.tag, job_id, f"in {', '.join(states)}"))
+        if not exists and layout.dead_kind == "list":
+            report.problems.append(Problem("dangling", keys.tag, job_id,
+                                           f"{states[0]} id without payload key {keys.job(job_id)}"))
 
 
 def check_queue(layout: "StreamGroup", *, repair: bool = False) -> CheckReport:

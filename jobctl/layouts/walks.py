@@ -14,7 +14,7 @@ import random
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["window_starts", "list_window", "walk_list", "walk_zset", "WINDOW", "lrem_chunk",
+__all__ = ["window_starts", "list_window", "walk_list", "walk_zset", "keys_exist", "WINDOW", "lrem_chunk",
            "LREM_BUDGET"]
 
 #: Elements per window of a full walk (check, plan).
@@ -29,8 +29,12 @@ def window_starts(length: int, batch: int, sample: tuple[int, int] | None) -> tu
     """``(start offsets, window size)`` of a walk over ``length`` elements.
 
     Without ``sample``: every ``batch``-th offset.  With ``sample=(windows,
-    size)``: that many windows of ``min(size, batch)`` elements at sorted
-    random offsets (``[0]`` when the key is no longer than one window).
+    size)``: that many windows of ``min(size, batch)`` elements (fewer when
+    the key holds fewer whole windows), ``[0]`` when the key is no longer
+    than one window.  Sampled windows never overlap, so a sampled count sees
+    each element at most once: they are distinct slots of a grid of whole
+    windows, shifted by a random phase (``0..length % size``) so that the
+    elements past the last whole slot can be sampled too.  Sorted.
     """
     if length <= 0:
         return [], batch
@@ -40,8 +44,9 @@ def window_starts(length: int, batch: int, sample: tuple[int, int] | None) -> tu
     size = max(1, min(size, batch))
     if length <= size:
         return [0], size
-    n = min(windows, max(1, length // size))
-    return sorted(random.sample(range(0, length - size + 1), n)), size
+    slots = length // size
+    phase = random.randint(0, length - slots * size)
+    return sorted(phase + slot * size for slot in random.sample(range(slots), min(windows, slots))), size
 
 
 def list_window(client, key: str, start: int, size: int, *, from_right: bool) -> list[bytes]:
@@ -71,6 +76,18 @@ def walk_zset(client, key: str, *, desc: bool = False, batch: int = WINDOW,
         pairs: list[tuple[Any, float]] = client.zrange(key, start, start + size - 1, desc=desc, withscores=True)
         if pairs:
             yield start, pairs
+
+
+def keys_exist(client, names: list[str]) -> list[bool]:
+    """``EXISTS`` of each key in ``names``, in order: one pipelined round
+    trip per :data:`WINDOW` names."""
+    out: list[bool] = []
+    for i in range(0, len(names), WINDOW):
+        pipe = client.pipeline(transaction=False)
+        for name in names[i:i + WINDOW]:
+            pipe.exists(name)
+        out.extend(bool(n) for n in pipe.execute())
+    return out
 
 
 def lrem_chunk(batch: int, list_length: int) -> int:
