@@ -1,6 +1,6 @@
 """Test server selection and Redis fixtures.
 
-Every test that needs Redis talks to a *real* server: never fakeredis, never a
+Every test that needs Redis talks to a *real* server: never an in-process imitation of Redis, never a
 mock.  Which server is chosen by the environment variable
 ``JOBCTL_TEST_SERVER``:
 
