@@ -13,7 +13,7 @@ import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from urllib.parse import quote, unquote, urlsplit, urlunsplit
+from urllib.parse import parse_qs, quote, unquote, urlsplit, urlunsplit
 
 from .config import Config, Profile
 from .errors import AuthFailed, ConnectionFailed, UsageError
@@ -53,10 +53,12 @@ class Target:
     @property
     def secrets(self) -> tuple[str, ...]:
         """Strings that must never appear in output (the password, raw and quoted)."""
-        pw = urlsplit(self.url).password
-        if not pw:
-            return ()
-        return tuple({pw, unquote(pw), quote(unquote(pw), safe="")})
+        parts = urlsplit(self.url)
+        found = [pw for pw in parse_qs(parts.query).get("password", []) if pw]
+        found += [m.group(1) for m in _QUERY_PASSWORD_RE_VALUE.finditer(parts.query) if m.group(1)]
+        if parts.password:
+            found.append(parts.password)
+        return tuple({form for pw in found for form in (pw, unquote(pw), quote(unquote(pw), safe=""))})
 
 
 def redact_url(url: str) -> str:
@@ -66,13 +68,24 @@ def redact_url(url: str) -> str:
         password = parts.password
     except ValueError:
         return "<unparsable url>"
+    query = _QUERY_PASSWORD_RE.sub(r"\1***", parts.query)  # redis-py takes ?password= too
     if password is None:
-        return url
+        head, sep, rest = url.partition("://")
+        userinfo, at, host = rest.rpartition("@")
+        if sep and at and ":" in userinfo:  # a raw "/", "?" or "#" in the password cut the netloc short
+            host = _QUERY_PASSWORD_RE.sub(r"\1***", host)
+            return f"{head}://{userinfo.split(':', 1)[0]}:***@{host}"
+        return url if query == parts.query else urlunsplit(parts._replace(query=query))
     user = parts.username or ""
     # everything after the last "@", as written (``.port`` raises on a bad port)
     host = parts.netloc.rsplit("@", 1)[-1]
     netloc = f"{user}:***@{host}"
-    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+#: A ``password=`` argument of a URL's query string (redis-py passes it on).
+_QUERY_PASSWORD_RE = re.compile(r"((?:^|[&;?])password=)[^&;#]*", re.IGNORECASE)
+_QUERY_PASSWORD_RE_VALUE = re.compile(r"(?:^|[&;])password=([^&;#]*)", re.IGNORECASE)
 
 
 def _check_url(url: str, source: str) -> str:

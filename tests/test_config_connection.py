@@ -266,6 +266,25 @@ def test_redaction():
     assert set(t.secrets) >= {"p%40ss", "p@ss"}
 
 
+def test_redaction_of_unencoded_and_query_passwords(redis_url, capsys):
+    """A password with an unencoded ``#``/``?``/``/`` (urlsplit cuts the
+    netloc there) or given as redis-py's ``?password=`` query argument is
+    never printed: not in the malformed-URL error, the display, the journal."""
+    for url in (f"redis://:{SECRET}#x@127.0.0.1:1/0", f"redis://u:a?{SECRET}@127.0.0.1:1/0",
+                f"redis://u:a/{SECRET}@127.0.0.1:1/0"):
+        assert SECRET not in redact_url(url)
+        code, out, err = cli(capsys, "--url", url, "status")
+        assert code == 2 and SECRET not in out + err
+    assert SECRET not in redact_url(f"redis://h:1/0?db=0&password={SECRET}")
+    t = Target(url=f"redis://h:1/0?password={SECRET}", source="--url")
+    assert SECRET not in t.display and SECRET in t.secrets
+    with_query = f"{redis_url}?password={SECRET}"  # redis-py passes it as the password
+    code, out, err = cli(capsys, "--url", with_query, "redrive", "nosuchqueue", "--yes")
+    assert SECRET not in out + err
+    code, out, err = cli(capsys, "--url", closed_url() + f"?password={SECRET}", "status")
+    assert code == 3 and SECRET not in out + err
+
+
 def test_profile_read_only(tmp_path):
     cfg = tmp_path / "jobctl.toml"
     cfg.write_text('[profiles.prod]\nurl = "redis://h:1/0"\nread_only = true\n[profiles.dev]\nurl = "redis://h:2/0"\n')

@@ -381,3 +381,17 @@ def test_help_imports_neither_pyarrow_nor_pyspark():
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pyarrow', 'pyspark', 'py4j')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip().splitlines()[-1] == "[]"
+
+
+def test_purge_export_to_refuses_limit(redis_url, redis_client, tmp_path, capsys):
+    """The export holds every matching job: a --limit would purge fewer than it
+    archived, so the combination is refused before anything is written."""
+    _dead_queue(redis_client, 6)
+    before = redis_client.lrange(ReliableListKeys("bulk").dead, 0, -1)
+    out = tmp_path / "limited"
+    rc = main(["--url", redis_url, "purge", "bulk", "--state", "dead", "--export-to", str(out),
+               "--limit", "2", "--yes"])
+    assert rc == 2
+    assert "--limit" in capsys.readouterr().err
+    assert not out.exists()
+    assert redis_client.lrange(ReliableListKeys("bulk").dead, 0, -1) == before

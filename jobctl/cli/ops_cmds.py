@@ -348,6 +348,9 @@ def purge(session: Session, queue, state, older_than, filter_text, no_export, ex
     """
     if no_export and export_to:
         raise UsageError("--no-export and --export-to exclude each other")
+    if export_to and limit is not None:
+        raise UsageError("--limit cannot be combined with --export-to: the export holds every matching job, "
+                         "and the purge removes exactly what it holds")
     if not no_export and not export_to and not dry_run:
         raise UsageError("purge deletes jobs for good: pass --export-to DIR to export them first, "
                          "or --no-export to confirm you do not need an export")

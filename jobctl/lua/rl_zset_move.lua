@@ -19,6 +19,9 @@
 
 local src, target, info = KEYS[1], KEYS[2], KEYS[3]
 local mode = ARGV[1]
+if mode ~= 'lpush' and mode ~= 'purge' then
+  return redis.error_reply('BADMODE ' .. tostring(mode))  -- before any write
+end
 local n = tonumber(ARGV[2])
 local out = {}
 for i = 1, n do

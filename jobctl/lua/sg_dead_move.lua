@@ -29,6 +29,9 @@
 
 local dead, target, info = KEYS[1], KEYS[2], KEYS[3]
 local mode, kind, at = ARGV[1], ARGV[2], ARGV[3]
+if mode ~= 'ready' and mode ~= 'scheduled' and mode ~= 'suppressed' and mode ~= 'purge' then
+  return redis.error_reply('BADMODE ' .. tostring(mode))  -- before any write
+end
 local n = tonumber(ARGV[4])
 local out = {}
 for i = 1, n do

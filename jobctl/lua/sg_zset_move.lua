@@ -23,6 +23,9 @@
 
 local src, target, info = KEYS[1], KEYS[2], KEYS[3]
 local mode, dead_kind = ARGV[1], ARGV[2]
+if mode ~= 'promote' and mode ~= 'unsuppress' and mode ~= 'purge' then
+  return redis.error_reply('BADMODE ' .. tostring(mode))  -- before any write
+end
 local n = tonumber(ARGV[3])
 local out = {}
 for i = 1, n do
