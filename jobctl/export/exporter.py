@@ -96,7 +96,7 @@ def selector_of(layout: "Layout", states: list[State], flt: Filter, fmt: str) ->
 
 
 def _source_of(layout: "Layout", server: str | None) -> dict:
-    shards = [getattr(k, "tag", str(k)) for k in getattr(layout, "shards", [])]
+    shards = layout.shard_tags()
     return {"server": server, "queue": layout.queue_name, "layout": layout.name, "shards": shards}
 
 

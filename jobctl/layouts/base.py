@@ -2,16 +2,41 @@
 
 A :class:`Layout` instance stands for one logical queue (all of its shards)
 on one server.  The read side maps the layout's own keys into the shared read
-model (:mod:`jobctl.model`); the operation engine (later) asks the layout for
-per-job Lua moves through the same object.
+model (:mod:`jobctl.model`); the operation engine drives its moves through
+the same object.
 
-Contract for implementers:
+The typed layout protocol (one way for a layout to provide each part; no
+module-name strings, no ``getattr`` probing by the engine, the planner or
+the exporter):
+
+* **read model**: :meth:`Layout.status`, :meth:`~Layout.list_jobs`,
+  :meth:`~Layout.inspect`, :meth:`~Layout.depth`,
+  :meth:`~Layout.iter_batches`, :meth:`~Layout.shard_tags`;
+* **plans and fences**: :meth:`Layout.plan` returns a
+  :class:`~jobctl.ops.plan.Plan` whose fence data the apply re-checks
+  atomically (each layout's fence is documented in ``docs/layouts.md``);
+* **window sources**: :meth:`Layout.source` returns a :class:`WindowSource`
+  for each (layout, source state) that the window engine
+  (:mod:`jobctl.ops.window`) drives: bounded, pipelined Lua window calls
+  with a jobctl-owned hold list, server-side walk bookkeeping and a lease
+  (reliable-list and json-list dead lists today).  A layout (or source
+  state) without one returns ``None`` and the engine falls back to
+  :meth:`Layout.apply`, which yields one
+  :class:`~jobctl.ops.result.BatchResult` per script call.  To move a
+  source onto the engine (the zsets, the PEL, the stream-group and
+  hash-job dead lists), implement :class:`WindowSource` for it and return
+  it from :meth:`Layout.source`;
+* **checks**: :meth:`Layout.check` (the layout's own audit module,
+  imported statically by the override).
+
+Contract for implementers of the read model:
 
 * ``status`` costs a bounded number of pipelined round trips whatever the
   depth (no full scans).
 * ``list_jobs`` and ``iter_batches`` read at most ``limit``/``batch`` entries
   per command; nothing reads a whole key.
-* Nothing here writes to Redis.
+* The read model never writes to Redis; only :meth:`Layout.apply` and the
+  window engine do.
 """
 
 from __future__ import annotations
@@ -19,8 +44,7 @@ from __future__ import annotations
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
-from importlib import import_module
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from ..model import JobRecord, QueueStatus, State
 
@@ -29,7 +53,7 @@ if TYPE_CHECKING:
 
     from ..config import QueueConfig
 
-__all__ = ["Layout", "ListStatesLayout", "now_ms"]
+__all__ = ["Layout", "ListStatesLayout", "WindowSource", "now_ms"]
 
 
 def now_ms() -> int:
@@ -49,14 +73,6 @@ class Layout(ABC):
     name: ClassVar[str]
     #: States this layout has, in display order.
     states: ClassVar[tuple[State, ...]]
-    #: Module of this package holding the layout's operations
-    #: (``plan_operation(layout, spec, now)``, ``apply_plan(layout, plan,
-    #: batch=)``, ``DEFAULT_BATCH``), imported on first use; ``None``: the
-    #: layout overrides :meth:`plan`/:meth:`apply` or has no operations.
-    ops_module: ClassVar[str | None] = None
-    #: Module of this package holding the layout's ``check_queue(layout,
-    #: repair=)``; ``None``: the layout overrides :meth:`check` or has none.
-    check_module: ClassVar[str | None] = None
 
     def __init__(self, client: "redis.Redis", queue: "QueueConfig") -> None:
         self.client = client
@@ -106,39 +122,51 @@ class Layout(ABC):
         random offsets instead of the whole state.  Bounded per command.
         """
 
-    # -- operations: in ops_module/check_module, or overridden ----------------
+    def shard_tags(self) -> list[str]:
+        """The hash tags of this queue's shards, for layouts whose keys are
+        sharded by hash tag (reliable-list, stream-group); ``[]`` for the
+        others."""
+        return []
+
+    # -- operations: overridden by each layout that has them ------------------
     def plan(self, spec, now: int | None = None):
         """Plan an :class:`~jobctl.ops.spec.OpSpec` at ``now`` (epoch ms;
         default the local clock); returns a :class:`~jobctl.ops.plan.Plan`.
         Reads only.  Raises :class:`~jobctl.errors.UsageError` when the
         layout cannot do it."""
-        if self.ops_module is None:
-            from ..errors import UsageError
+        from ..errors import UsageError
 
-            raise UsageError(f"{spec.operation.value} is not supported for layout {self.name}")
-        return _sibling(self.ops_module).plan_operation(self, spec, now_ms() if now is None else now)
+        raise UsageError(f"{spec.operation.value} is not supported for layout {self.name}")
+
+    def source(self, spec) -> "WindowSource | None":
+        """The :class:`WindowSource` the window engine drives for ``spec``'s
+        source state, or ``None``: the engine then applies through
+        :meth:`apply`."""
+        return None
 
     def apply(self, plan, *, batch: int | None = None):
         """Apply ``plan``, at most ``batch`` jobs per script call (default
-        the ops module's ``DEFAULT_BATCH``); yields one
+        the layout's own); yields one
         :class:`~jobctl.ops.result.BatchResult` per script call, each job
         moved atomically and fenced to the plan."""
-        if self.ops_module is None:
-            from ..errors import UsageError
+        from ..errors import UsageError
 
-            raise UsageError(f"{plan.spec.operation.value} is not supported for layout {self.name}")
-        ops = _sibling(self.ops_module)
-        return ops.apply_plan(self, plan, batch=batch or ops.DEFAULT_BATCH)
+        raise UsageError(f"{plan.spec.operation.value} is not supported for layout {self.name}")
 
     def check(self, *, repair: bool = False):
         """Audit the layout's invariants (with ``repair``, apply the
         unambiguous fixes); returns a report with ``ok``, ``problems`` and
         ``to_json()``."""
-        if self.check_module is None:
-            from ..errors import UsageError
+        from ..errors import UsageError
 
-            raise UsageError(f"check is not supported for layout {self.name}")
-        return _sibling(self.check_module).check_queue(self, repair=repair)
+        raise UsageError(f"check is not supported for layout {self.name}")
+
+    def finish_holds(self) -> int:
+        """Finish what a crashed or interrupted window-engine run left in
+        this queue's hold lists (put the held jobs back where they were);
+        returns how many elements were put back.  Every operation calls it
+        first.  Layouts without window sources hold nothing: 0."""
+        return 0
 
     def check_supported(self, state: State) -> None:
         """Raise :class:`~jobctl.errors.UsageError` if ``state`` is not one of ours."""
@@ -166,6 +194,32 @@ class ListStatesLayout(Layout):
         return self.client.llen(self._list_key(state))
 
 
-def _sibling(module: str):
-    """The module ``module`` of this package (``jobctl.layouts``)."""
-    return import_module(f"{__package__}.{module}")
+class WindowSource(Protocol):
+    """One (layout, source state) the window engine drives
+    (:mod:`jobctl.ops.window`).
+
+    A source is a list walked from its tail (the end workers do not push
+    at) in bounded Lua window calls: each call pops up to ``batch``
+    elements, moves the planned ones whose fence holds (one atomic,
+    ``redis.pcall``-guarded step per job, per-job codes in the reply) and
+    parks the rest on a jobctl-owned hold list, in order; restore calls put
+    the hold back at the tail.  The walk's bookkeeping lives in a
+    jobctl-owned hash, so calls are independent and pipelined.
+    """
+
+    #: The shard (hash tag) this source walks.
+    tag: str
+
+    def window_call(self, pipe: Any, upto: int, entries: list[tuple[bytes, int]], *, now: int) -> None:
+        """Queue on ``pipe`` one window call popping up to tail position
+        ``upto`` (exclusive) of the walk; ``entries`` are the planned
+        ``(identity, tail position)`` pairs the call may meet."""
+
+    def parse_window(self, reply: list[Any]) -> Any:
+        """One window call's reply as a :class:`~jobctl.ops.window.WindowReply`."""
+
+    def begin(self, total: int) -> None:
+        """Start the walk of ``total`` tail positions (writes the walk hash)."""
+
+    def restore(self, max_elements: int) -> tuple[int, int]:
+        """One bounded restore call: ``(put back, left in the hold)``."""

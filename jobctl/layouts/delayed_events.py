@@ -133,7 +133,6 @@ class DelayedEvents(Layout):
 
     name = "delayed-events"
     states = (State.READY, State.SCHEDULED, State.DEAD, State.SUPPRESSED)
-    check_module = "delayed_events_check"
 
     def __init__(self, client, queue) -> None:
         super().__init__(client, queue)
@@ -149,6 +148,11 @@ class DelayedEvents(Layout):
         self._event_lists: list[str] | None = list(lists) if lists is not None else None
         if queue.shards or queue.priorities:
             raise ConfigError(f"queue {queue.name}: layout delayed-events has no shards or priorities")
+
+    def check(self, *, repair: bool = False):
+        from .delayed_events_check import check_queue
+
+        return check_queue(self, repair=repair)
 
     @property
     def journal_key(self) -> str:

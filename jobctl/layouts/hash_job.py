@@ -109,8 +109,6 @@ class HashJob(ListStatesLayout):
 
     name = "hash-job"
     states = (State.READY, State.PROCESSING, State.DEAD, State.SUPPRESSED, State.HISTORY)
-    ops_module = "hash_job_ops"
-    check_module = "hash_job_check"
 
     def __init__(self, client, queue: QueueConfig) -> None:
         super().__init__(client, queue)
@@ -120,6 +118,22 @@ class HashJob(ListStatesLayout):
         self.max_attempts = _int(opts.get("max_attempts")) or DEFAULT_MAX_ATTEMPTS
         self.type_field = str(opts.get("type_field", "kind"))
         self.tenant_field = opts.get("tenant_field")
+
+    def plan(self, spec, now: int | None = None):
+        from . import hash_job_ops as ops
+        from .base import now_ms
+
+        return ops.plan_operation(self, spec, now_ms() if now is None else now)
+
+    def apply(self, plan, *, batch: int | None = None):
+        from . import hash_job_ops as ops
+
+        return ops.apply_plan(self, plan, batch=batch or ops.DEFAULT_BATCH)
+
+    def check(self, *, repair: bool = False):
+        from .hash_job_check import check_queue
+
+        return check_queue(self, repair=repair)
 
     @property
     def journal_key(self) -> str:

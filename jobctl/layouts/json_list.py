@@ -82,8 +82,6 @@ class JsonList(ListStatesLayout):
 
     name = "json-list"
     states = (State.READY, State.PROCESSING, State.DEAD, State.SUPPRESSED)
-    ops_module = "json_list_ops"
-    check_module = "json_list_check"
 
     def __init__(self, client, queue: QueueConfig) -> None:
         super().__init__(client, queue)
@@ -93,6 +91,22 @@ class JsonList(ListStatesLayout):
         self.max_retries = _int(opts.get("max_retries")) or DEFAULT_MAX_RETRIES
         self.type_field = str(opts.get("type_field", "task"))
         self.tenant_field = opts.get("tenant_field")
+
+    def plan(self, spec, now: int | None = None):
+        from . import json_list_ops as ops
+        from .base import now_ms
+
+        return ops.plan_operation(self, spec, now_ms() if now is None else now)
+
+    def apply(self, plan, *, batch: int | None = None):
+        from . import json_list_ops as ops
+
+        return ops.apply_plan(self, plan, batch=batch or ops.DEFAULT_BATCH)
+
+    def check(self, *, repair: bool = False):
+        from .json_list_check import check_queue
+
+        return check_queue(self, repair=repair)
 
     @property
     def journal_key(self) -> str:

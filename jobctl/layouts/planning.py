@@ -131,7 +131,7 @@ def plan_from_walk(plan: Plan, batches: Iterable[list[JobRecord]], fence: Callab
     spec = plan.spec
     flt = spec.filter
     now = plan.now_ms
-    id_fence = getattr(spec, "fence", None)
+    id_fence = spec.fence
     fenced_seen: set[str] = set()
     for batch in batches:
         for rec in batch:

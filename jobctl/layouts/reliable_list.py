@@ -38,12 +38,29 @@ class ReliableList(Layout):
 
     name = "reliable-list"
     states = (State.READY, State.SCHEDULED, State.PROCESSING, State.DEAD, State.SUPPRESSED)
-    ops_module = "reliable_list_ops"
-    check_module = "reliable_list_check"
 
     def __init__(self, client, queue) -> None:
         super().__init__(client, queue)
         self.shards = [ReliableListKeys(t) for t in shard_tags(queue.base_tag, queue.shards)]
+
+    def plan(self, spec, now: int | None = None):
+        from . import reliable_list_ops as ops
+        from .base import now_ms
+
+        return ops.plan_operation(self, spec, now_ms() if now is None else now)
+
+    def apply(self, plan, *, batch: int | None = None):
+        from . import reliable_list_ops as ops
+
+        return ops.apply_plan(self, plan, batch=batch or ops.DEFAULT_BATCH)
+
+    def shard_tags(self) -> list[str]:
+        return [k.tag for k in self.shards]
+
+    def check(self, *, repair: bool = False):
+        from .reliable_list_check import check_queue
+
+        return check_queue(self, repair=repair)
 
     @property
     def journal_key(self) -> str:

@@ -109,7 +109,6 @@ class StreamGroup(Layout):
 
     name = "stream-group"
     states = (State.READY, State.SCHEDULED, State.PROCESSING, State.DEAD, State.SUPPRESSED)
-    check_module = "stream_group_check"
 
     def __init__(self, client, queue) -> None:
         super().__init__(client, queue)
@@ -122,6 +121,14 @@ class StreamGroup(Layout):
         if queue.priorities:
             raise ConfigError(f"queue {queue.name}: layout stream-group has no priority lists")
         self.visibility_timeout_ms: int = queue.visibility_timeout_ms or DEFAULT_VISIBILITY_TIMEOUT_MS
+
+    def shard_tags(self) -> list[str]:
+        return [k.tag for k in self.shards]
+
+    def check(self, *, repair: bool = False):
+        from .stream_group_check import check_queue
+
+        return check_queue(self, repair=repair)
 
     @property
     def journal_key(self) -> str:

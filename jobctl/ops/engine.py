@@ -68,7 +68,7 @@ def run_plan(layout: Layout, plan: Plan, *, dry_run: bool = False, rate: float |
     spec = plan.spec
     res = RunResult(operation=spec.operation.value, queue=spec.queue, operation_id=spec.op_id,
                     planned=plan.planned, dry_run=dry_run, started_ms=now_ms())
-    for job_id, reason in getattr(plan, "fence_skipped", {}).items():  # fenced ids skipped at plan time
+    for job_id, reason in plan.fence_skipped.items():  # fenced ids skipped at plan time
         res.skipped += 1
         res.skipped_reasons[reason] += 1
         if len(res.skipped_sample) < 20:
