@@ -59,3 +59,10 @@ class ReadOnlyRefused(JobctlError):
     """A mutating command was refused because of ``--read-only``."""
 
     exit_code = ExitCode.READ_ONLY
+
+
+class Busy(JobctlError):
+    """Another jobctl operation holds the lease of the queue's source
+    (``queue:{t}:jobctl:lease``); nothing was changed."""
+
+    exit_code = ExitCode.BUSY

@@ -19,6 +19,7 @@ class ExitCode(IntEnum):
     PARTIAL = 8            #: an operation finished with skipped or failed jobs
     READ_ONLY = 9          #: a mutating command refused by --read-only
     ABORTED = 10           #: the operator declined the confirmation
+    BUSY = 11              #: another operation holds the queue's lease
     INTERRUPTED = 130      #: stopped by Ctrl-C (SIGINT)
 
     @classmethod
@@ -43,5 +44,6 @@ _DOCS = {
     ExitCode.PARTIAL: "an operation skipped or failed some jobs",
     ExitCode.READ_ONLY: "a mutating command refused by --read-only",
     ExitCode.ABORTED: "the operator declined the confirmation",
+    ExitCode.BUSY: "another jobctl operation is running on the same queue",
     ExitCode.INTERRUPTED: "interrupted (Ctrl-C)",
 }

@@ -143,6 +143,28 @@ class ReliableListKeys:
         return f"queue:{{{self.tag}}}:jobctl:journal"
 
     @property
+    def hold(self) -> str:
+        """jobctl's hold list: dead jobs a window-engine walk set aside,
+        counted as dead by every read (restored to the dead list's tail)."""
+        return f"queue:{{{self.tag}}}:jobctl:hold"
+
+    @property
+    def walk(self) -> str:
+        """jobctl's hash of the running dead-list walk: op, total, popped."""
+        return f"queue:{{{self.tag}}}:jobctl:walk"
+
+    @property
+    def lease(self) -> str:
+        """jobctl's lease string: the operation that owns this shard's
+        sources (``<op id> <host> <pid>``, PX TTL renewed by the runner)."""
+        return f"queue:{{{self.tag}}}:jobctl:lease"
+
+    @property
+    def redriven(self) -> str:
+        """jobctl's hash: job id -> JSON [op id, redriven at (epoch ms), count]."""
+        return f"queue:{{{self.tag}}}:jobctl:redriven"
+
+    @property
     def fixed_keys(self) -> tuple[str, ...]:
         """The non-priority state keys, in a stable order."""
         return (self.ready, self.processing, self.deadline, self.scheduled,
@@ -487,6 +509,27 @@ class JsonListKeys:
     def journal(self) -> str:
         """jobctl's capped audit stream for this queue."""
         return f"{self.prefix}:jobctl:journal"
+
+    @property
+    def hold(self) -> str:
+        """jobctl's hold list: dead strings a window-engine walk set aside,
+        counted as dead by every read (restored to the dead list's head)."""
+        return f"{self.prefix}:jobctl:hold"
+
+    @property
+    def walk(self) -> str:
+        """jobctl's hash of the running dead-list walk: op, total, popped."""
+        return f"{self.prefix}:jobctl:walk"
+
+    @property
+    def lease(self) -> str:
+        """jobctl's lease string (``<op id> <host> <pid>``, PX TTL)."""
+        return f"{self.prefix}:jobctl:lease"
+
+    @property
+    def redriven(self) -> str:
+        """jobctl's hash: job id -> JSON [op id, redriven at (epoch ms), count]."""
+        return f"{self.prefix}:jobctl:redriven"
 
 
 __all__ += ["glob_escape", "HASH_JOB_KEY_RE", "HashJobKeys", "JSON_LIST_DEFAULT_PREFIX", "JsonListKeys"]

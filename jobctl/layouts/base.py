@@ -138,11 +138,11 @@ class Layout(ABC):
 
         raise UsageError(f"{spec.operation.value} is not supported for layout {self.name}")
 
-    def source(self, spec) -> "WindowSource | None":
-        """The :class:`WindowSource` the window engine drives for ``spec``'s
-        source state, or ``None``: the engine then applies through
-        :meth:`apply`."""
-        return None
+    def sources(self, spec) -> "list[WindowSource]":
+        """The :class:`WindowSource` s (one per shard) the window engine
+        drives for ``spec``'s source state; ``[]``: the engine applies
+        through :meth:`apply` instead."""
+        return []
 
     def apply(self, plan, *, batch: int | None = None):
         """Apply ``plan``, at most ``batch`` jobs per script call (default
@@ -160,13 +160,6 @@ class Layout(ABC):
         from ..errors import UsageError
 
         raise UsageError(f"check is not supported for layout {self.name}")
-
-    def finish_holds(self) -> int:
-        """Finish what a crashed or interrupted window-engine run left in
-        this queue's hold lists (put the held jobs back where they were);
-        returns how many elements were put back.  Every operation calls it
-        first.  Layouts without window sources hold nothing: 0."""
-        return 0
 
     def check_supported(self, state: State) -> None:
         """Raise :class:`~jobctl.errors.UsageError` if ``state`` is not one of ours."""
@@ -195,31 +188,32 @@ class ListStatesLayout(Layout):
 
 
 class WindowSource(Protocol):
-    """One (layout, source state) the window engine drives
-    (:mod:`jobctl.ops.window`).
+    """One (layout, source state, shard) the window engine drives
+    (:mod:`jobctl.ops.window`; :class:`~jobctl.ops.window.ListSource` is
+    the implementation for dead lists).
 
     A source is a list walked from its tail (the end workers do not push
-    at) in bounded Lua window calls: each call pops up to ``batch``
-    elements, moves the planned ones whose fence holds (one atomic,
-    ``redis.pcall``-guarded step per job, per-job codes in the reply) and
-    parks the rest on a jobctl-owned hold list, in order; restore calls put
-    the hold back at the tail.  The walk's bookkeeping lives in a
-    jobctl-owned hash, so calls are independent and pipelined.
+    at) by bounded Lua window calls (``list_window.lua``): each call pops up
+    to ``batch`` tail positions, moves the planned jobs whose fence holds
+    (one atomic, ``redis.pcall``-guarded step per job, per-job codes in the
+    reply) and parks the rest on the jobctl-owned ``hold`` list, in order;
+    restore calls (``list_restore.lua``) put the hold back at the tail.  The
+    walk's bookkeeping lives in the jobctl-owned ``walk`` hash, so calls are
+    independent and pipelined; the ``lease`` keeps a second operation off.
     """
 
-    #: The shard (hash tag) this source walks.
-    tag: str
+    client: Any
+    #: ``"rl"`` (elements are ids) or ``"jl"`` (elements are the payloads)
+    kind: str
+    #: index of the plan's shard this source walks
+    shard: int
+    dead: str
+    hold: str
+    walk: str
+    lease: str
 
-    def window_call(self, pipe: Any, upto: int, entries: list[tuple[bytes, int]], *, now: int) -> None:
-        """Queue on ``pipe`` one window call popping up to tail position
-        ``upto`` (exclusive) of the walk; ``entries`` are the planned
-        ``(identity, tail position)`` pairs the call may meet."""
+    def fixed_keys(self) -> list[str]:
+        """The window script's fixed KEYS, in its header's order."""
 
-    def parse_window(self, reply: list[Any]) -> Any:
-        """One window call's reply as a :class:`~jobctl.ops.window.WindowReply`."""
-
-    def begin(self, total: int) -> None:
-        """Start the walk of ``total`` tail positions (writes the walk hash)."""
-
-    def restore(self, max_elements: int) -> tuple[int, int]:
-        """One bounded restore call: ``(put back, left in the hold)``."""
+    def ident(self, job: Any) -> str:
+        """The identity the window script matches a planned job by."""

@@ -98,6 +98,11 @@ class JsonList(ListStatesLayout):
 
         return ops.plan_operation(self, spec, now_ms() if now is None else now)
 
+    def sources(self, spec):
+        from .json_list_ops import dead_sources
+
+        return dead_sources(self, spec)
+
     def apply(self, plan, *, batch: int | None = None):
         from . import json_list_ops as ops
 
@@ -213,16 +218,23 @@ class JsonList(ListStatesLayout):
         pipe.zrange(k.processing_times, repr(cutoff), "+inf", byscore=True, offset=0, num=1, withscores=True)
         pipe.llen(k.dead)
         pipe.zcard(k.suppressed)
-        names = [k.pending, k.processing, k.processing_times, k.processing_times, k.dead, k.suppressed]
+        pipe.llen(k.hold)  # dead strings a window-engine walk set aside: still dead
+        names = [k.pending, k.processing, k.processing_times, k.processing_times, k.dead, k.suppressed, k.hold]
         val = status_replies(st, pipe.execute(raise_on_error=False), names)
         st.ready = val[0] or 0
         st.processing = val[1] or 0
         st.stuck = val[2] or 0
         if val[3]:
             st.next_deadline_ms = claim_ms(val[3][0][1]) + self.visibility_ms
-        st.dead = val[4] or 0
+        st.dead = (val[4] or 0) + (val[6] or 0)
         st.suppressed = val[5] or 0
         return st
+
+    def depth(self, state: State) -> int:
+        """As :meth:`ListStatesLayout.depth`; dead counts jobctl's hold too."""
+        if state is State.DEAD:
+            return self.client.llen(self.keys.dead) + self.client.llen(self.keys.hold)
+        return super().depth(state)
 
     def _list_key(self, state: State) -> str:
         k = self.keys
@@ -254,6 +266,8 @@ class JsonList(ListStatesLayout):
             return self._suppressed_records(
                 self.client.zrange(self.keys.suppressed, 0, limit - 1, desc=True, withscores=True))
         raws = list(reversed(self.client.lrange(self._list_key(state), -limit, -1)))
+        if state is State.DEAD and len(raws) < limit:  # the hold: the oldest dead strings
+            raws += list(reversed(self.client.lrange(self.keys.hold, -(limit - len(raws)), -1)))
         recs = self.records(raws, state, [{"position": n} for n in range(len(raws))])
         if state is State.PROCESSING:
             recs.sort(key=lambda r: (r.deadline_ms is None, r.deadline_ms or 0))
@@ -268,8 +282,12 @@ class JsonList(ListStatesLayout):
         want_sha = job_id[len(MALFORMED_ID_PREFIX):] if job_id.startswith(MALFORMED_ID_PREFIX) else None
         needle = job_id.encode("utf-8", "surrogateescape")
         found = []
-        for state in (State.PROCESSING, State.READY, State.DEAD):
-            for start, chunk in walk_list(self.client, self._list_key(state), from_right=True, batch=WINDOW):
+        walks = [(State.PROCESSING, self._list_key(State.PROCESSING)), (State.READY, self._list_key(State.READY)),
+                 (State.DEAD, self.keys.dead), (State.DEAD, self.keys.hold)]
+        for state, key in walks:
+            base = self.client.llen(self.keys.dead) if key == self.keys.hold else 0
+            for start, chunk in walk_list(self.client, key, from_right=True, batch=WINDOW):
+                start += base
                 for n, raw in enumerate(chunk):
                     if want_sha is not None:
                         if raw_sha1(raw) == want_sha:
@@ -328,9 +346,14 @@ class JsonList(ListStatesLayout):
                 yield self._suppressed_records(pairs)
             return
         from_right = state is not State.DEAD
+        base = 0
+        if state is State.DEAD:  # jobctl's hold (set aside by a walk) is the oldest part of the dead list
+            for start, chunk in walk_list(self.client, self.keys.hold, from_right=False, batch=batch, sample=sample):
+                yield self.records(chunk, state, [{"position": start + n} for n in range(len(chunk))])
+            base = self.client.llen(self.keys.hold)
         for start, chunk in walk_list(self.client, self._list_key(state), from_right=from_right, batch=batch,
                                       sample=sample):
-            yield self.records(chunk, state, [{"position": start + n} for n in range(len(chunk))])
+            yield self.records(chunk, state, [{"position": base + start + n} for n in range(len(chunk))])
 
 
 # -- discovery ------------------------------------------------------------------

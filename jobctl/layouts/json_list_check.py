@@ -49,7 +49,7 @@ def check_queue(layout: "JsonList", *, repair: bool = False) -> CheckReport:
     shard = k.prefix
     where: dict[str, list[tuple[str, str]]] = defaultdict(list)
     processing: dict[str, bytes] = {}
-    for key, state in ((k.pending, "ready"), (k.processing, "processing"), (k.dead, "dead")):
+    for key, state in ((k.pending, "ready"), (k.processing, "processing"), (k.dead, "dead"), (k.hold, "dead")):
         counts: Counter[bytes] = Counter()
         for _, chunk in walk_list(client, key, from_right=False):
             counts.update(chunk)

@@ -49,6 +49,7 @@ from .common import DEFAULT_BATCH, batch_result, suppression_record, text
 from .dead_walk import DEAD_SLACK, RESTORE_HOLD, drop_passed, position, skip_all, walk_then_restore
 from .planning import TRANSITIONS_WITHOUT_SCHEDULED, check_operation, plan_from_walk, records_by_ids
 from .walks import WINDOW, lrem_chunk
+from ..ops.window import ListSource, drive
 
 if TYPE_CHECKING:
     from .json_list import JsonList
@@ -74,7 +75,7 @@ def _source(layout: "JsonList", spec: OpSpec) -> Iterator[list[JobRecord]]:
     if not spec.ids:
         yield from layout.iter_batches(spec.source, WINDOW)
         return
-    dead_len = layout.client.llen(layout.keys.dead) if spec.source is State.DEAD else 0
+    dead_len = layout.depth(State.DEAD) if spec.source is State.DEAD else 0
     for [rec] in records_by_ids(layout, spec):
         if spec.source is State.DEAD and rec.position is not None:
             rec.position = dead_len - 1 - rec.position  # inspect counts from the newest end
@@ -103,7 +104,7 @@ def apply_plan(layout: "JsonList", plan: Plan, *, batch: int = DEFAULT_BATCH) ->
     spec = plan.spec
     k = layout.keys
     if spec.source is State.DEAD:
-        yield from _apply_dead(layout, plan, batch)
+        yield from drive(dead_sources(layout, spec), plan, batch=batch, depth=1)
         return
     jobs = plan.jobs
     i = 0
@@ -127,6 +128,26 @@ def apply_plan(layout: "JsonList", plan: Plan, *, batch: int = DEFAULT_BATCH) ->
 
 
 # -- the dead list ---------------------------------------------------------------
+
+def dead_sources(layout: "JsonList", spec: OpSpec) -> list[ListSource]:
+    """The window-engine source of the dead list for ``spec`` (an operation
+    from dead; ``[]`` otherwise).  A planned string is identified by its
+    SHA1 (``PlannedJob.sha1``) and moved byte for byte."""
+    if spec.source is not State.DEAD:
+        return []
+    k = layout.keys
+    if spec.operation is Operation.PURGE:
+        mode, target = "purge", k.dead
+    elif spec.operation is Operation.SUPPRESS:
+        mode, target = "suppressed", k.suppressed
+    else:
+        mode, target = "ready", k.pending
+    info = (lambda now: suppression_record(spec, now)) if mode == "suppressed" else None
+    return [ListSource(client=layout.client, kind="jl", tag=k.prefix, shard=0, dead=k.dead, hold=k.hold,
+                       walk=k.walk, lease=k.lease, redriven=k.redriven, info_hash=k.suppressed_info, target=target,
+                       mode=mode, raw=k.suppressed_raw, attempts=k.attempts, errors=k.errors,
+                       ident=lambda j: j.sha1, info=info, reset_attempts=spec.reset_attempts)]
+
 
 def _apply_dead(layout: "JsonList", plan: Plan, batch: int) -> Iterator[BatchResult]:
     """Walk the dead list, then restore the order of the strings that stay,

@@ -49,6 +49,11 @@ class ReliableList(Layout):
 
         return ops.plan_operation(self, spec, now_ms() if now is None else now)
 
+    def sources(self, spec):
+        from .reliable_list_ops import dead_sources
+
+        return dead_sources(self, spec)
+
     def apply(self, plan, *, batch: int | None = None):
         from . import reliable_list_ops as ops
 
@@ -121,6 +126,7 @@ class ReliableList(Layout):
             add("next_deadline", keys.deadline, None, pipe.zrange, keys.deadline, f"({now}", "+inf",
                 byscore=True, offset=0, num=1, withscores=True)
             add("dead", keys.dead, None, pipe.llen, keys.dead)
+            add("dead", keys.hold, None, pipe.llen, keys.hold)  # held by a window-engine walk: still dead
             add("suppressed", keys.suppressed, None, pipe.zcard, keys.suppressed)
         results = status_replies(st, pipe.execute(raise_on_error=False), [p[1] for p in plan])
 
@@ -180,8 +186,12 @@ class ReliableList(Layout):
     def _state_keys(self, keys: ReliableListKeys, state: State) -> list[str]:
         if state is State.READY:
             return [r.key for r in self.ready_lists(keys)]
+        if state is State.DEAD:
+            # jobctl's hold list (a window-engine walk set those aside) is the
+            # dead list's oldest part: its tail end comes first from the tail
+            return [keys.hold, keys.dead]
         return [{State.SCHEDULED: keys.scheduled, State.PROCESSING: keys.processing,
-                 State.DEAD: keys.dead, State.SUPPRESSED: keys.suppressed}[state]]
+                 State.SUPPRESSED: keys.suppressed}[state]]
 
     # -- listing ------------------------------------------------------------
     def list_jobs(self, state: State, limit: int = 20, now: int | None = None) -> list[JobRecord]:
@@ -215,6 +225,8 @@ class ReliableList(Layout):
             return recs
         if state is State.DEAD:
             ids = [text(x) for x in self.client.lrange(keys.dead, 0, limit - 1)]
+            if len(ids) < limit:  # the hold (a walk in progress) holds the oldest dead jobs
+                ids += [text(x) for x in self.client.lrange(keys.hold, 0, limit - 1 - len(ids))]
             return self._records(keys, ids, state, [{"position": n} for n in range(len(ids))])
         pairs = self.client.zrange(keys.suppressed, 0, limit - 1, desc=True, withscores=True)
         ids = [text(m) for m, _ in pairs]
@@ -225,7 +237,8 @@ class ReliableList(Layout):
         found: list[JobRecord] = []
         for keys in self.shards:
             lists = [(r.key, State.READY, r.priority) for r in self.ready_lists(keys)]
-            lists += [(keys.processing, State.PROCESSING, None), (keys.dead, State.DEAD, None)]
+            lists += [(keys.processing, State.PROCESSING, None), (keys.dead, State.DEAD, None),
+                      (keys.hold, State.DEAD, None)]  # the hold: dead jobs a walk set aside
             pipe = self._pipeline()
             pipe.get(keys.job(job_id))
             for key, _, _ in lists:
@@ -246,6 +259,8 @@ class ReliableList(Layout):
                 if idx is None:
                     continue
                 pos = idx if state is State.DEAD else length - 1 - idx
+                if key == keys.hold:  # after the dead list's own elements
+                    pos += res[2 + 2 * (n - 1)] or 0
                 info: dict[str, Any] = {"position": pos, "key": key}
                 if prio is not None:
                     info["priority"] = prio
@@ -298,10 +313,18 @@ class ReliableList(Layout):
                                         [{"score": int(sc)} for _, sc in pairs])
                 continue
             # walk from the tail with negative indexes: LPUSHes at the head
-            # during the walk do not shift them.
+            # during the walk do not shift them.  Dead: the hold, then the
+            # dead list, positions counted on from the hold's.
+            base = self.client.llen(key) if key == keys.hold and state is State.DEAD else 0
             for start, chunk in walk_list(self.client, key, from_right=True, batch=batch, sample=sample):
                 yield self._records(keys, [text(x) for x in chunk], state,
                                     [{"position": start + n} for n in range(len(chunk))])
+            if base:
+                offset = base
+                for start, chunk in walk_list(self.client, keys.dead, from_right=True, batch=batch, sample=sample):
+                    yield self._records(keys, [text(x) for x in chunk], state,
+                                        [{"position": offset + start + n} for n in range(len(chunk))])
+                return
 
 
 def _ready_sort(r: JobRecord):

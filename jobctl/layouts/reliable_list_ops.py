@@ -36,6 +36,7 @@ from .dead_walk import DEAD_SLACK, RESTORE_HOLD, drop_passed, position, skip_all
 from .planning import (TRANSITIONS_WITH_SCHEDULED, plan_from_walk, records_by_ids, require_requeue_scope,
                        shard_index)
 from .walks import WINDOW
+from ..ops.window import ListSource, drive
 
 if TYPE_CHECKING:
     from .reliable_list import ReliableList
@@ -68,7 +69,7 @@ def _source_walk(layout: "ReliableList", spec: OpSpec, now: int) -> Iterator[lis
             elif spec.source is State.DEAD and rec.position is not None:
                 # inspect counts dead positions from the head; the walk, from the tail
                 keys = next(k for k in layout.shards if k.tag == rec.shard)
-                rec.position = layout.client.llen(keys.dead) - 1 - rec.position
+                rec.position = layout.client.llen(keys.dead) + layout.client.llen(keys.hold) - 1 - rec.position
             yield [rec]
         return
     for keys in layout.shards:
@@ -136,13 +137,16 @@ def apply_plan(layout: "ReliableList", plan: Plan, *, batch: int = DEFAULT_BATCH
 
     now_fn = now_fn or now_ms
     spec = plan.spec
+    if spec.source is State.DEAD:
+        yield from drive(dead_sources(layout, spec), plan, batch=batch, depth=1, now_fn=now_fn)
+        return
     by_shard: dict[int, list[PlannedJob]] = {}
     for job in plan.jobs:
         by_shard.setdefault(job.shard, []).append(job)
     for shard, jobs in by_shard.items():
         keys = layout.shards[shard]
         if spec.source is State.DEAD:
-            yield from _apply_dead(layout, keys, plan, jobs, plan.walked.get(shard, 0), batch, now_fn)
+            continue  # the window engine: dead_sources()
         elif spec.source is State.PROCESSING:
             target = _target_ready(layout, keys, spec)
             for i in range(0, len(jobs), batch):
@@ -180,6 +184,47 @@ def _dead_mode(layout: "ReliableList", keys: ReliableListKeys, spec: OpSpec) -> 
     if spec.target is State.SCHEDULED:
         return "scheduled", keys.scheduled
     return "ready", _target_ready(layout, keys, spec)
+
+
+def dead_sources(layout: "ReliableList", spec: OpSpec) -> list[ListSource]:
+    """One window-engine source per shard's dead list for ``spec`` (an
+    operation from dead); ``[]`` for any other source state."""
+    if spec.source is not State.DEAD:
+        return []
+    out = []
+    for shard, keys in enumerate(layout.shards):
+        mode, target = _dead_mode(layout, keys, spec)
+        new_payloads = None
+        if spec.operation is Operation.REDRIVE and spec.reset_attempts:
+            new_payloads = _reset_payloads(layout, keys, spec, mode)
+        info = (lambda now: suppression_record(spec, now)) if mode == "suppressed" else None
+        out.append(ListSource(
+            client=layout.client, kind="rl", tag=keys.tag, shard=shard, dead=keys.dead, hold=keys.hold,
+            walk=keys.walk, lease=keys.lease, redriven=keys.redriven, info_hash=keys.suppressed_info,
+            target=target, mode=mode, payload_key=keys.job, new_payloads=new_payloads, info=info,
+            delay_ms=spec.delay_ms if mode == "scheduled" else 0))
+    return out
+
+
+def _reset_payloads(layout: "ReliableList", keys: ReliableListKeys, spec: OpSpec, mode: str):
+    """``new_payloads`` of a ``--reset-attempts`` redrive: the envelopes
+    read now, rewritten (:func:`~.common.redrive_envelope`), fenced to the
+    SHA1 the plan saw (a payload changed since is skipped as ``changed``)."""
+    def build(jobs: list[PlannedJob], now: int) -> dict[str, tuple[bytes, str]]:
+        out: dict[str, tuple[bytes, str]] = {}
+        if not jobs:
+            return out
+        due = now + spec.delay_ms if mode == "scheduled" else None
+        for j, raw in zip(jobs, layout.client.mget([keys.job(j.job_id) for j in jobs])):
+            try:
+                if raw is not None and payload_sha1(raw) == j.sha1:
+                    out[j.job_id] = (redrive_envelope(raw, spec, now, due), j.sha1)
+                    continue
+            except ValueError:
+                pass
+            out[j.job_id] = (b"-", "changed")  # never a SHA1: the script skips it (gone / changed)
+        return out
+    return build
 
 
 def _apply_dead(layout: "ReliableList", keys: ReliableListKeys, plan: Plan, jobs: list[PlannedJob],

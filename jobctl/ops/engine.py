@@ -1,9 +1,14 @@
 """Run a planned operation: batches, rate limit, progress, stop, journal.
 
-The engine is the same for every layout: the layout yields one
-:class:`~jobctl.layouts.reliable_list_ops.BatchResult` per script call and
-the engine paces, counts and journals them.  Stopping (Ctrl-C, a TUI cancel)
-happens between calls, so every job is either moved or untouched.
+The engine is the same for every layout: a source the layout hands over
+as window sources (:meth:`~jobctl.layouts.base.Layout.sources`) is driven
+by the window engine (:mod:`.window`: pipelined window calls, a hold list, a
+lease); any other source by the layout's own
+:meth:`~jobctl.layouts.base.Layout.apply`.  Both yield one
+:class:`~jobctl.ops.result.BatchResult` per script call and the engine
+paces, counts and journals them.  Stopping (Ctrl-C, a TUI cancel) happens
+between round trips (never inside one: results with ``more`` set belong to
+calls that already ran), so every job is in exactly one state.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from ..errors import ConnectionFailed, JobctlError
 from ..layouts.base import Layout, now_ms
 from .journal import command_line, write_entry
 from .plan import Plan
+from .window import DEPTH, drive
 
 __all__ = ["RunResult", "run_plan"]
 
@@ -80,10 +86,15 @@ def run_plan(layout: Layout, plan: Plan, *, dry_run: bool = False, rate: float |
         return res
     if rate:
         batch = max(1, min(batch or 256, int(rate)))
+
     started = time.monotonic()
     raised: BaseException | None = None
     layout, pinned = _pinned(layout)
-    batches = layout.apply(plan, batch=batch)
+    sources = layout.sources(spec)
+    if sources:
+        batches = drive(sources, plan, batch=batch, depth=1 if rate else DEPTH)
+    else:
+        batches = layout.apply(plan, batch=batch)
     try:
         for br in batches:
             res.moved += len(br.moved)
@@ -95,6 +106,8 @@ def run_plan(layout: Layout, plan: Plan, *, dry_run: bool = False, rate: float |
                     res.skipped_sample.append(job_id)
             if progress:
                 progress(res.moved + res.skipped + res.failed, plan.planned)
+            if br.more:
+                continue  # the rest of this round trip already ran: count it first
             if stop and stop():
                 res.interrupted = True
                 break
@@ -111,6 +124,10 @@ def run_plan(layout: Layout, plan: Plan, *, dry_run: bool = False, rate: float |
         _close(batches)
     except KeyboardInterrupt:
         res.interrupted = True
+        try:
+            _close(batches)  # the window engine puts its hold back (else the next operation does)
+        except BaseException:  # noqa: BLE001 - a second Ctrl-C or a lost connection
+            pass
     except Exception as exc:  # noqa: BLE001 - translated below
         err = translate(exc, target)
         if isinstance(err, ConnectionFailed):

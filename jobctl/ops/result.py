@@ -16,3 +16,6 @@ class BatchResult:
     skipped: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
     reasons: dict[str, str] = field(default_factory=dict)
+    #: more results of the same pipelined round trip follow: the engine
+    #: does not stop between them (the calls already ran)
+    more: bool = False

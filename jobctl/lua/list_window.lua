@@ -1,0 +1,213 @@
+-- list_window.lua: one bounded window of the window engine over a dead list
+-- (jobctl.ops.window; reliable-list and json-list: redrive, suppress, purge).
+--
+-- The walk pops the dead list from its tail (the end workers never push at:
+-- reliable-list the right, json-list the left), one element at a time, up to
+-- tail position ARGV[6] of the walk.  Each popped element is either
+--   * a planned job whose fence holds (identity = the id, or the SHA1 of a
+--     json-list string, met at a tail position p' with p - slack <= p' <= p,
+--     p being the position the plan saw it at) -> moved in one step run
+--     under redis.pcall: the target is written first, then the element leaves
+--     the dead list; a failing step writes nothing of that job (its partial
+--     writes are undone) and the job stays dead with code "error:<msg>";
+--   * anything else -> moved to jobctl's hold list (LMOVE, order kept): it
+--     stays dead (every read counts the hold as dead) until list_restore.lua
+--     puts the hold back at the tail.
+-- The walk's bookkeeping (op, total positions, popped so far) lives in the
+-- walk hash, so calls are independent and may be pipelined; each call renews
+-- the lease and refuses to run unless its operation owns the lease and the
+-- walk.  Every key's type and every argument is checked before the first
+-- write; a failed check is an error reply and nothing is written.
+--
+-- KEYS[1]  dead list                    queue:{t}:dead | <p>:dead
+-- KEYS[2]  hold list (jobctl)           queue:{t}:jobctl:hold
+-- KEYS[3]  walk hash (jobctl)           queue:{t}:jobctl:walk
+-- KEYS[4]  lease string (jobctl)        queue:{t}:jobctl:lease
+-- KEYS[5]  target: ready list | scheduled zset | suppressed zset | (purge) KEYS[1]
+-- KEYS[6]  redriven hash (jobctl)       queue:{t}:jobctl:redriven
+-- KEYS[7]  suppressed-info hash (jobctl)
+-- KEYS[8]  json-list: suppressed-raw hash (jobctl); reliable-list: KEYS[1]
+-- KEYS[9]  json-list: attempts hash; reliable-list: KEYS[1]
+-- KEYS[10] json-list: errors hash; reliable-list: KEYS[1]
+-- KEYS[10+i] reliable-list: payload key of planned entry i (job:{t}:<id>)
+-- ARGV[1]  kind: "rl" (elements are ids) | "jl" (elements are JSON strings)
+-- ARGV[2]  mode: "ready" | "scheduled" | "suppressed" | "purge"
+-- ARGV[3]  operation id (owner of the walk)
+-- ARGV[4]  lease value (owner of the lease) and ARGV[5] lease TTL (ms)
+-- ARGV[6]  upto: pop while the walk has popped fewer tail positions than this
+-- ARGV[7]  now (epoch ms); ARGV[8] score for a zset target (epoch ms)
+-- ARGV[9]  "1": redrive resets attempts (json-list: HDEL attempts)
+-- ARGV[10] suppress: info JSON for the suppressed-info hash
+-- ARGV[11] slack (positions a planned job may have shifted towards the tail)
+-- ARGV[12] N, the number of planned entries passed
+-- ARGV[13+5(i-1)..17+5(i-1)] per entry i: identity, position, job id, new
+--          payload or "", SHA1 of the stored payload the new one replaces or ""
+-- returns  { popped_by_this_call, popped_total, ended, moved, held,
+--          i1, code1, ..., iM, codeM }: ended 1 when the dead list ran out;
+--          one (entry index, code) pair per planned entry met: "moved",
+--          "gone" (payload key missing), "changed" (payload differs from the
+--          one the new payload replaces), "duplicate" (already suppressed),
+--          "wrongtype" (payload key of the wrong type), "error:<msg>"
+
+--@prelude
+
+local dead, hold, walk, lease, target = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local redriven, info_hash, raw_hash, attempts, errors = KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
+
+local kind, err = jc_one_of(ARGV[1], 'kind', { rl = true, jl = true })
+if not kind then return redis.error_reply(err) end
+local mode
+mode, err = jc_one_of(ARGV[2], 'mode', { ready = true, scheduled = true, suppressed = true, purge = true })
+if not mode then return redis.error_reply(err) end
+local op, lease_value = ARGV[3], ARGV[4]
+local ttl, upto, now, score, slack, n
+ttl, err = jc_int(ARGV[5], 'ttl', 1); if not ttl then return redis.error_reply(err) end
+upto, err = jc_int(ARGV[6], 'upto', 0); if not upto then return redis.error_reply(err) end
+now, err = jc_int(ARGV[7], 'now', 0); if not now then return redis.error_reply(err) end
+score, err = jc_int(ARGV[8], 'score', 0); if not score then return redis.error_reply(err) end
+slack, err = jc_int(ARGV[11], 'slack', 0); if not slack then return redis.error_reply(err) end
+n, err = jc_int(ARGV[12], 'entries', 0); if not n then return redis.error_reply(err) end
+local reset, info = ARGV[9] == '1', ARGV[10]
+if #ARGV ~= 12 + 5 * n then return redis.error_reply('BADARG expected ' .. (12 + 5 * n) .. ' arguments') end
+if kind == 'rl' and #KEYS ~= 10 + n then return redis.error_reply('BADARG expected ' .. (10 + n) .. ' keys') end
+
+local target_type = (mode == 'ready' or mode == 'purge') and 'list' or 'zset'
+err = jc_check_types({ { dead, 'list' }, { hold, 'list' }, { walk, 'hash' }, { lease, 'string' },
+                       { target, target_type }, { redriven, 'hash' }, { info_hash, 'hash' } })
+if not err and kind == 'jl' then
+  err = jc_check_types({ { raw_hash, 'hash' }, { attempts, 'hash' }, { errors, 'hash' } })
+end
+if err then return redis.error_reply(err) end
+if redis.call('GET', lease) ~= lease_value then
+  return redis.error_reply('LEASE operation ' .. op .. ' does not hold the lease ' .. lease)
+end
+local w = redis.call('HMGET', walk, 'op', 'total', 'popped')
+if w[1] ~= op then return redis.error_reply('WALK no walk of operation ' .. op .. ' in ' .. walk) end
+local total, popped = tonumber(w[2]), tonumber(w[3])
+local limit = math.min(upto, total)
+
+-- planned entries by identity
+local planned = {}
+for i = 1, n do
+  local b = 13 + 5 * (i - 1)
+  local ident = ARGV[b]
+  local pos
+  pos, err = jc_int(ARGV[b + 1], 'position', 0)
+  if not pos then return redis.error_reply(err) end
+  local list = planned[ident]
+  if not list then list = {}; planned[ident] = list end
+  list[#list + 1] = { i = i, pos = pos, id = ARGV[b + 2], payload = ARGV[b + 3], sha = ARGV[b + 4],
+                      key = kind == 'rl' and KEYS[10 + i] or nil }
+end
+
+-- the tail end of the dead list and the opposite end
+local tail, pop_cmd, far = -1, 'RPOP', 'LEFT'
+local near = 'RIGHT'
+if kind == 'jl' then tail, pop_cmd, far, near = 0, 'LPOP', 'RIGHT', 'LEFT' end
+
+local function try(...)
+  local r = redis.pcall(...)
+  if type(r) == 'table' and r['err'] then error(r['err'], 0) end
+  return r
+end
+
+-- one job's step; returns its code.  Reads first, then the target, then the
+-- element leaves the dead list; a failure after a write undoes that write.
+local function step(e, el)
+  local undo = {}
+  local ok, res = pcall(function()
+    if kind == 'rl' then
+      local t = redis.pcall('TYPE', e.key)
+      t = type(t) == 'table' and t['ok'] or t
+      if t == 'none' then return 'gone' end
+      if e.payload ~= '' then
+        if t ~= 'string' then return 'wrongtype' end
+        local raw = try('GET', e.key)
+        if redis.sha1hex(raw) ~= e.sha then return 'changed' end
+      end
+    end
+    if mode == 'ready' then
+      try('LPUSH', target, el); undo[#undo + 1] = { 'LREM', target, 1, el }
+    elseif mode == 'scheduled' then
+      try('ZADD', target, score, e.id); undo[#undo + 1] = { 'ZREM', target, e.id }
+    elseif mode == 'suppressed' then
+      if kind == 'jl' and redis.call('ZSCORE', target, e.id) then return 'duplicate' end
+      try('ZADD', target, score, e.id); undo[#undo + 1] = { 'ZREM', target, e.id }
+      if info ~= '' then try('HSET', info_hash, e.id, info); undo[#undo + 1] = { 'HDEL', info_hash, e.id } end
+      if kind == 'jl' then try('HSET', raw_hash, e.id, el); undo[#undo + 1] = { 'HDEL', raw_hash, e.id } end
+    end
+    if kind == 'rl' and e.payload ~= '' then
+      try('SET', e.key, e.payload, 'KEEPTTL')
+    end
+    try(pop_cmd, dead)
+    -- the job has left the dead list: clean-ups that cannot lose it
+    if mode == 'purge' then
+      if kind == 'rl' then redis.pcall('DEL', e.key)
+      else redis.pcall('HDEL', attempts, e.id); redis.pcall('HDEL', errors, e.id) end
+    elseif mode ~= 'suppressed' and kind == 'jl' and reset then
+      redis.pcall('HDEL', attempts, e.id)
+    end
+    return 'moved'
+  end)
+  if ok then return res end
+  for j = #undo, 1, -1 do redis.pcall(unpack(undo[j])) end
+  if type(res) == 'table' then res = res['err'] or res['message'] or 'error' end
+  return 'error:' .. tostring(res)
+end
+
+local met, moved_ids = {}, {}
+local this, ended, moved, held = 0, 0, 0, 0
+while popped < limit do
+  local el = redis.call('LINDEX', dead, tail)
+  if not el then ended = 1; break end
+  local ident = el
+  if kind == 'jl' then ident = redis.sha1hex(el) end
+  local entry = nil
+  local list = planned[ident]
+  if list then
+    for j = 1, #list do
+      local e = list[j]
+      if not e.used and popped <= e.pos and popped >= e.pos - slack then entry = e; break end
+    end
+  end
+  local code = nil
+  if entry then
+    entry.used = true
+    code = step(entry, el)
+    met[#met + 1] = entry.i
+    met[#met + 1] = code
+  end
+  if code == 'moved' then
+    moved = moved + 1
+    moved_ids[#moved_ids + 1] = entry.id
+  else
+    redis.call('LMOVE', dead, hold, near, far)
+    held = held + 1
+  end
+  popped = popped + 1
+  this = this + 1
+end
+redis.call('HSET', walk, 'popped', popped)
+redis.call('PEXPIRE', lease, ttl)
+
+-- where a redrive is recorded: one HMGET + one HSET per call
+if mode == 'ready' or mode == 'scheduled' then
+  if #moved_ids > 0 then
+    local prev = redis.call('HMGET', redriven, unpack(moved_ids))
+    local args = {}
+    for j = 1, #moved_ids do
+      local count = 0
+      if prev[j] then
+        local okd, doc = pcall(cjson.decode, prev[j])
+        if okd and type(doc) == 'table' and tonumber(doc[3]) then count = tonumber(doc[3]) end
+      end
+      args[#args + 1] = moved_ids[j]
+      args[#args + 1] = cjson.encode({ op, now, count + 1 })
+    end
+    redis.pcall('HSET', redriven, unpack(args))
+  end
+end
+
+local out = { this, popped, ended, moved, held }
+for j = 1, #met do out[#out + 1] = met[j] end
+return out

@@ -1,0 +1,340 @@
+"""The window engine: one bulk data path for list sources.
+
+A :class:`ListSource` is one dead list of one shard (reliable-list: ids,
+tail at the right; json-list: JSON strings, tail at the left).  Applying a
+plan on it (:func:`drive`) is, per source:
+
+1. take the lease (``lease.lua``: ``<op id> <host> <pid>``, PX
+   :data:`LEASE_TTL_MS`, renewed by every window call); another live
+   operation holding it -> :class:`~jobctl.errors.Busy` (exit 11), nothing
+   changed.  A lease left by a dead process of this host is taken over;
+2. finish any hold a crashed or interrupted run left (``list_restore.lua``),
+   so every job is back in the dead list in its order;
+3. record the walk in the walk hash (op, total tail positions the plan
+   covers, popped = 0);
+4. window calls (``list_window.lua``), each popping up to ``batch`` tail
+   positions: planned jobs whose fence holds move (one ``redis.pcall``-guarded
+   step per job, target written first), the rest go to the hold list in
+   order.  The calls carry their own bounds (``upto``) and the popped count
+   lives server-side, so :data:`DEPTH` calls go in one pipelined round trip;
+5. restore calls put the hold back at the tail, in the original order
+   (also when the run stops early or a call fails); the lease is released.
+
+Every read of the layout counts the hold as dead, so at every instant each
+job is in exactly one state.  Stopping (Ctrl-C, ``stop()``) happens between
+round trips: results of one round trip carry ``more=True`` except the last.
+
+The fence is identity + position: a planned job matches an element with its
+identity (reliable-list: the id; json-list: the SHA1 of the string) met at a
+tail position within ``[p - SLACK, p]`` of the position ``p`` the plan saw
+it at.  It is sound because workers only push at the dead list's other end
+and no second jobctl operation can walk it (the lease); see docs/layouts.md.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import Busy, DataError, JobctlError
+from ..ops.plan import Plan, PlannedJob
+from ..ops.result import BatchResult
+from ..scripts import script
+
+__all__ = ["ListSource", "drive", "finish_hold", "LEASE_TTL_MS", "SLACK", "DEPTH", "WINDOW", "RESTORE_MAX"]
+
+#: Lease time to live (ms); every window call renews it.
+LEASE_TTL_MS = 30_000
+#: How many positions a planned job may have shifted towards the tail (jobs
+#: below it removed by others) and still match.
+SLACK = 64
+#: Window calls per pipelined round trip.
+DEPTH = 6
+#: Tail positions one window call pops when ``--batch`` sets none: ~0.5-1 ms
+#: of server time per call.
+WINDOW = 512
+#: Elements one restore call moves back.
+RESTORE_MAX = 2000
+
+
+@dataclass
+class ListSource:
+    """One dead list the window engine walks (a :class:`~jobctl.layouts.base.WindowSource`).
+
+    ``kind`` ``"rl"`` (elements are ids, payload at ``payload_key(id)``) or
+    ``"jl"`` (elements are the JSON strings; ``raw``/``attempts``/``errors``
+    hashes keyed by job id).  ``mode`` is the window script's mode
+    (``ready``, ``scheduled``, ``suppressed``, ``purge``); ``target`` its
+    target key; ``shard`` the index of the plan's shard it walks.
+    """
+
+    client: Any
+    kind: str
+    tag: str
+    shard: int
+    dead: str
+    hold: str
+    walk: str
+    lease: str
+    redriven: str
+    info_hash: str
+    target: str
+    mode: str
+    raw: str | None = None
+    attempts: str | None = None
+    errors: str | None = None
+    payload_key: Callable[[str], str] | None = None
+    #: added to now for a zset target's score (redrive to scheduled: the delay, ms)
+    delay_ms: int = 0
+    #: redrive with ``--reset-attempts`` (json-list: the attempts entry goes)
+    reset_attempts: bool = False
+    #: the identity the window script matches a planned job by
+    ident: Callable[[PlannedJob], str] = field(default=lambda j: j.job_id)
+    #: ``(jobs, now) -> {id: (new payload, SHA1 of the payload it replaces)}``
+    #: for the jobs of one round trip (reliable-list ``--reset-attempts``)
+    new_payloads: Callable[[list[PlannedJob], int], dict[str, tuple[bytes, str]]] | None = None
+    #: ``now -> suppressed-info JSON`` (suppress)
+    info: Callable[[int], bytes] | None = None
+
+    def fixed_keys(self) -> list[str]:
+        """KEYS[1..10] of ``list_window.lua``."""
+        extra = [self.raw, self.attempts, self.errors] if self.kind == "jl" else [self.dead] * 3
+        return [self.dead, self.hold, self.walk, self.lease, self.target, self.redriven, self.info_hash, *extra]
+
+
+def lease_value(op_id: str) -> str:
+    """``<op id> <host> <pid>``: who holds a lease."""
+    return f"{op_id} {socket.gethostname()} {os.getpid()}"
+
+
+def _dead_holder(holder: str) -> bool:
+    """Whether the lease value ``holder`` names a process of this host that
+    no longer runs (its lease may be taken over)."""
+    parts = holder.split(" ")
+    if len(parts) != 3 or parts[1] != socket.gethostname() or not parts[2].isdigit():
+        return False
+    try:
+        os.kill(int(parts[2]), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False
+    return False
+
+
+def _text(v: Any) -> str:
+    return v.decode("utf-8", "surrogateescape") if isinstance(v, bytes) else str(v)
+
+
+def _call_error(exc: Exception, src: ListSource) -> JobctlError:
+    """An error reply of one of the engine's scripts as a one-line error."""
+    msg = str(exc).splitlines()[0] if str(exc) else exc.__class__.__name__
+    if msg.startswith("LEASE") or msg.startswith("WALK"):
+        return Busy(f"{msg}: another jobctl operation took over; nothing of this call moved")
+    if msg.upper().startswith("WRONGTYPE"):
+        return DataError(f"{msg}: nothing moved in that call; every job is in one state")
+    if isinstance(exc, JobctlError):
+        return exc
+    import redis
+
+    if isinstance(exc, redis.ResponseError):
+        return DataError(f"{src.dead}: {msg}")
+    raise exc
+
+
+def acquire(src: ListSource, value: str, queue: str) -> None:
+    """Take ``src``'s lease for ``value``; raises :class:`Busy` when a live
+    operation holds it."""
+    lease = script(src.client, "lease")
+    res = lease(keys=[src.lease, src.walk], args=["acquire", value, LEASE_TTL_MS, ""])
+    if int(res[0]) == 1:
+        return
+    holder = _text(res[1])
+    if _dead_holder(holder):
+        res = lease(keys=[src.lease, src.walk], args=["acquire", value, LEASE_TTL_MS, holder])
+        if int(res[0]) == 1:
+            return
+        holder = _text(res[1])
+    op = holder.split(" ")[0]
+    raise Busy(f"queue {queue}: operation {op} is running on {src.dead} (lease {src.lease}); "
+               "nothing was changed: run this again when it has finished")
+
+
+def release(src: ListSource, value: str) -> None:
+    """Give ``src``'s lease back (only if ``value`` still holds it)."""
+    script(src.client, "lease")(keys=[src.lease, src.walk], args=["release", value, "", ""])
+
+
+def finish_hold(client, kind: str, dead: str, hold: str, walk: str) -> int:
+    """Put everything in the hold list ``hold`` back at the tail of ``dead``
+    in order (bounded restore calls) and drop the walk hash; returns how
+    many elements moved back.  Raises :class:`DataError` for a key of the
+    wrong type."""
+    restore = script(client, "list_restore")
+    total = 0
+    while True:
+        try:
+            moved, left = restore(keys=[dead, hold, walk], args=[kind, RESTORE_MAX])
+        except Exception as exc:  # noqa: BLE001 - one-line error
+            if str(exc).upper().startswith("WRONGTYPE"):
+                raise DataError(str(exc).splitlines()[0]) from None
+            raise
+        total += int(moved)
+        if int(left) == 0:
+            return total
+
+
+def pipelined(client, window, calls: list[tuple[list[str], list]]) -> list[Any]:
+    """Run the script ``window`` once per ``(keys, args)`` of ``calls`` in
+    one round trip; each reply, or the error reply as an exception.
+
+    On a client pinned to one connection (``single_connection_client``,
+    :func:`jobctl.ops.engine._pinned`) the EVALSHAs are written and read on
+    that connection itself, so a dropped connection ends the run (a pooled
+    pipeline would silently reconnect).  A ``NOSCRIPT`` reply (the script
+    cache was flushed: that call and the ones after it did not run) loads
+    the script again and resends them.
+    """
+    import redis
+
+    conn = getattr(client, "connection", None)
+    if conn is None:
+        pipe = client.pipeline(transaction=False)
+        for keys, args in calls:
+            window(keys=keys, args=args, client=pipe)
+        return pipe.execute(raise_on_error=False)
+    cmds = [("EVALSHA", window.sha, len(keys), *keys, *args) for keys, args in calls]
+    conn.send_packed_command(conn.pack_commands(cmds))
+    out: list[Any] = []
+    for _ in cmds:
+        try:
+            out.append(client.parse_response(conn, "EVALSHA"))
+        except redis.exceptions.ResponseError as exc:
+            out.append(exc)
+    for n, reply in enumerate(out):
+        if isinstance(reply, redis.exceptions.NoScriptError):
+            client.script_load(window.script)
+            return out[:n] + pipelined(client, window, calls[n:])
+    return out
+
+
+def _entries_for(jobs: list[PlannedJob], lo: int, hi: int, start: int) -> tuple[int, int]:
+    """Indexes ``[a, b)`` of ``jobs`` (sorted by position, searched from
+    ``start``) whose position is in ``[lo, hi)``."""
+    a = start
+    while a < len(jobs) and (jobs[a].position or 0) < lo:
+        a += 1
+    b = a
+    while b < len(jobs) and (jobs[b].position or 0) < hi:
+        b += 1
+    return a, b
+
+
+def drive(sources: list[ListSource], plan: Plan, *, batch: int | None = None, depth: int = DEPTH,
+          now_fn: Callable[[], int] | None = None) -> Iterator[BatchResult]:
+    """Apply ``plan`` on ``sources`` (one per shard with planned jobs);
+    yields one :class:`BatchResult` per window call.
+
+    ``batch`` tail positions per call (default :data:`WINDOW`), ``depth``
+    calls per round trip.  Raises :class:`Busy` (lease held), :class:`DataError` (a key of
+    the wrong type: that call wrote nothing) after restoring the hold.
+    """
+    from ..layouts.base import now_ms
+
+    now_fn = now_fn or now_ms
+    spec = plan.spec
+    batch = max(1, batch or WINDOW)
+    depth = max(1, depth)
+    value = lease_value(spec.op_id)
+    by_shard: dict[int, list[PlannedJob]] = {}
+    for job in plan.jobs:
+        by_shard.setdefault(job.shard, []).append(job)
+    todo = [s for s in sources if by_shard.get(s.shard)]
+    taken: list[ListSource] = []
+    try:
+        for src in todo:
+            acquire(src, value, spec.queue)
+            taken.append(src)
+        for src in todo:
+            yield from _walk(src, value, sorted(by_shard[src.shard], key=lambda j: j.position or 0),
+                             plan.walked.get(src.shard, 0), batch, depth, now_fn)
+    finally:
+        for src in taken:
+            try:
+                finish_hold(src.client, src.kind, src.dead, src.hold, src.walk)
+                release(src, value)
+            except Exception:  # noqa: BLE001 - the next operation finishes the hold
+                pass
+
+
+def _walk(src: ListSource, value: str, jobs: list[PlannedJob], total: int, batch: int, depth: int,
+          now_fn) -> Iterator[BatchResult]:
+    spec_op = value.split(" ")[0]
+    finish_hold(src.client, src.kind, src.dead, src.hold, src.walk)
+    begun = script(src.client, "lease")(keys=[src.lease, src.walk], args=["begin", value, spec_op, total])
+    if int(begun[0]) != 1:
+        raise Busy(f"walk of operation {_text(begun[1])} still recorded in {src.walk}")
+    window = script(src.client, "list_window")
+    src.client.script_load(window.script)  # the round trips below send EVALSHA
+    met: set[int] = set()
+    ended = False
+    windows = [(i, min(i + batch, total)) for i in range(0, total, batch)]
+    start = 0
+    for g in range(0, len(windows), depth):
+        if ended:
+            break
+        group = windows[g:g + depth]
+        now = now_fn()
+        sent: list[list[int]] = []
+        lo_all = _entries_for(jobs, group[0][0], group[-1][1] + SLACK, start)
+        payloads = src.new_payloads(jobs[lo_all[0]:lo_all[1]], now) if src.new_payloads else {}
+        calls: list[tuple[list[str], list]] = []
+        for lo, hi in group:
+            a, b = _entries_for(jobs, lo, hi + SLACK, start)
+            idx = [n for n in range(a, b) if n not in met]
+            sent.append(idx)
+            keys = src.fixed_keys()
+            args: list = [src.kind, src.mode, spec_op, value, LEASE_TTL_MS, hi, now,
+                          now + src.delay_ms, "1" if src.reset_attempts else "0", src.info(now) if src.info else b"",
+                          SLACK, len(idx)]
+            for n in idx:
+                j = jobs[n]
+                new, sha = payloads.get(j.job_id, (b"", ""))
+                args += [src.ident(j), j.position or 0, j.job_id, new, sha]
+                if src.kind == "rl":
+                    keys.append(src.payload_key(j.job_id))
+            calls.append((keys, args))
+        replies = pipelined(src.client, window, calls)
+        start = _entries_for(jobs, group[-1][1], group[-1][1], start)[0]
+        for k, (reply, idx) in enumerate(zip(replies, sent)):
+            if isinstance(reply, Exception):
+                raise _call_error(reply, src)
+            br = BatchResult(more=k < len(replies) - 1)
+            if int(reply[2]):
+                ended = True
+            for m in range(5, len(reply), 2):
+                n = idx[int(reply[m]) - 1]
+                code = _text(reply[m + 1])
+                if n in met:
+                    continue
+                met.add(n)
+                job_id = jobs[n].job_id
+                if code == "moved":
+                    br.moved.append(job_id)
+                elif code.startswith("error:") or code == "wrongtype":
+                    br.failed.append(job_id)
+                    br.reasons[job_id] = code
+                else:
+                    br.skipped.append(job_id)
+                    br.reasons[job_id] = code
+            yield br
+    unmet = BatchResult()
+    for n, j in enumerate(jobs):
+        if n not in met:
+            unmet.skipped.append(j.job_id)
+            unmet.reasons[j.job_id] = "gone" if ended else "not at its planned position"
+    if unmet.skipped:
+        yield unmet
