@@ -22,16 +22,14 @@ the script (``redis.sha1hex``).  Per job, in one atomic script step:
 Costs.  Processing is bounded by the workers' concurrency; each requeued
 job is one ``LREM`` over it, and a call takes at most ``LREM_BUDGET /
 length`` jobs.  The dead list, which nobody pops and which may be long, is
-never searched: ``jl_dead_window.lua`` walks it from its oldest end (the
-left, where the workers' RPUSHes do not shift positions), ``batch`` elements
-per call, taking planned strings out and rotating every other one to the
-tail; ``jl_dead_restore.lua`` then moves the rotated ones back to the head,
-newest rotation first, setting aside (and pushing back) any string
-dead-lettered meanwhile.  So each call costs O(batch) whatever the list's
-length, at every instant each string is in the list exactly once, and after
-the operation the strings that stayed dead keep their order.  The walk goes
-no further than the newest planned position (plus a slack of
-:data:`DEAD_SLACK`) and never past the list's length when the apply began.
+never searched: it is the window engine's (:mod:`jobctl.ops.window`,
+:func:`dead_sources`): pipelined ``list_window.lua`` calls walk it from its
+oldest end (the left, where the workers' RPUSHes do not shift positions),
+take planned strings out (fence: the string's SHA1 + its position) and park
+every other one on jobctl's hold list, which ``list_restore.lua`` puts back
+at the left in order.  Each call costs O(batch) whatever the list's length,
+at every instant each string is in the dead list or the hold (both read as
+dead), and the strings that stayed dead keep their order.
 """
 
 from __future__ import annotations
@@ -46,7 +44,6 @@ from ..ops.result import BatchResult
 from ..ops.spec import Operation, OpSpec
 from ..scripts import script
 from .common import DEFAULT_BATCH, batch_result, suppression_record, text
-from .dead_walk import DEAD_SLACK, RESTORE_HOLD, drop_passed, position, skip_all, walk_then_restore
 from .planning import TRANSITIONS_WITHOUT_SCHEDULED, check_operation, plan_from_walk, records_by_ids
 from .walks import WINDOW, lrem_chunk
 from ..ops.window import ListSource, drive
@@ -54,7 +51,7 @@ from ..ops.window import ListSource, drive
 if TYPE_CHECKING:
     from .json_list import JsonList
 
-__all__ = ["JsonListPlan", "TRANSITIONS", "DEFAULT_BATCH", "DEAD_SLACK", "plan_operation", "apply_plan"]
+__all__ = ["JsonListPlan", "TRANSITIONS", "DEFAULT_BATCH", "plan_operation", "apply_plan", "dead_sources"]
 
 #: (operation, source) -> allowed targets (None: purge).  No scheduled state.
 TRANSITIONS = TRANSITIONS_WITHOUT_SCHEDULED
@@ -147,96 +144,3 @@ def dead_sources(layout: "JsonList", spec: OpSpec) -> list[ListSource]:
                        walk=k.walk, lease=k.lease, redriven=k.redriven, info_hash=k.suppressed_info, target=target,
                        mode=mode, raw=k.suppressed_raw, attempts=k.attempts, errors=k.errors,
                        ident=lambda j: j.sha1, info=info, reset_attempts=spec.reset_attempts)]
-
-
-def _apply_dead(layout: "JsonList", plan: Plan, batch: int) -> Iterator[BatchResult]:
-    """Walk the dead list, then restore the order of the strings that stay,
-    also when the walk stops early (:func:`~.dead_walk.walk_then_restore`)."""
-    rotated: list[str] = []
-    yield from walk_then_restore(_walk_dead(layout, plan, batch, rotated),
-                                 lambda: _restore_dead(layout, rotated, batch))
-
-
-def _walk_dead(layout: "JsonList", plan: Plan, batch: int, rotated: list[str]) -> Iterator[BatchResult]:
-    """Pop the planned positions from the left, ``batch`` per call; the SHA1s
-    of the strings rotated to the tail are appended to ``rotated``."""
-    from .base import now_ms
-
-    spec = plan.spec
-    k = layout.keys
-    if spec.operation is Operation.PURGE:
-        mode, target = "purge", k.dead
-    elif spec.operation is Operation.SUPPRESS:
-        mode, target = "suppress", k.suppressed
-    else:
-        mode, target = "redrive", k.pending
-    window = script(layout.client, "jl_dead_window")
-    jobs = sorted(plan.jobs, key=position)
-    walk = plan.walked.get(0, 0)
-    length = layout.client.llen(k.dead)  # never walk past the strings there now
-    nxt, cursor = 0, 0
-    pending: list[PlannedJob] = []
-    while True:
-        result = BatchResult()
-        pending = drop_passed(pending, cursor, result)
-        if cursor < walk:
-            want = min(batch, walk - cursor)
-        elif pending:
-            want = min(batch, max(position(j) for j in pending) + DEAD_SLACK + 1 - cursor)
-        else:
-            want = 0
-        want = min(want, length - cursor)
-        horizon = cursor + want + DEAD_SLACK
-        while nxt < len(jobs) and position(jobs[nxt]) < horizon:
-            pending.append(jobs[nxt])
-            nxt += 1
-        if want <= 0:  # walked as far as the list reaches: what is unmet left it
-            skip_all(result, pending + jobs[nxt:], "gone")
-            if result.skipped:
-                yield result
-            return
-        if not pending and nxt >= len(jobs):  # every planned string met
-            if result.skipped:
-                yield result
-            return
-        now = now_ms()
-        info = suppression_record(spec, now) if mode == "suppress" else b""
-        args: list = [want, mode, now, "1" if spec.reset_attempts else "0", info, len(pending)]
-        for j in pending:
-            args += [j.job_id, j.sha1]
-        res = window(keys=[k.dead, target, k.suppressed_raw, k.suppressed_info, k.attempts, k.errors], args=args)
-        popped, n_met = int(res[0]), int(res[1])
-        met_idx = set()
-        for m in range(n_met):
-            idx, code = int(res[2 + 2 * m]) - 1, text(res[3 + 2 * m])
-            job = pending[idx]
-            met_idx.add(idx)
-            if code == "moved":
-                result.moved.append(job.job_id)
-            else:
-                result.skipped.append(job.job_id)
-                result.reasons[job.job_id] = code
-        rotated.extend(text(x) for x in res[2 + 2 * n_met:])
-        pending = [j for n, j in enumerate(pending) if n not in met_idx]
-        cursor += popped
-        if popped < want:  # the list ran out: nothing further to meet
-            skip_all(result, pending + jobs[nxt:], "gone")
-            yield result
-            return
-        yield result
-
-
-def _restore_dead(layout: "JsonList", rotated: list[str], batch: int) -> int:
-    """Move the strings rotated to the tail back to the head, newest rotation
-    first; returns how many were dealt with.  Gives up (they stay dead, at
-    the tail) when more than :data:`RESTORE_HOLD` new dead strings sit behind
-    the next one."""
-    expected = list(reversed(rotated))
-    i = 0
-    restore = script(layout.client, "jl_dead_restore")
-    while i < len(expected):
-        consumed = int(restore(keys=[layout.keys.dead], args=[batch, RESTORE_HOLD, *expected[i:i + 2 * batch]])[0])
-        if not consumed:
-            break
-        i += consumed
-    return i
