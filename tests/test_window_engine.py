@@ -1,0 +1,223 @@
+"""The window engine (jobctl.ops.window) on a real server: a key of the
+wrong type stops an operation before anything moves (exit 6), a payload of
+the wrong type fails only its job, a crash mid-walk leaves every job in one
+state and a rerun finishes in order, a second operation on the same dead
+list is refused by the lease, and every read counts the hold as dead."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from jobctl.config import QueueConfig
+from jobctl.errors import Busy, DataError
+from jobctl.exitcodes import ExitCode
+from jobctl.filter import compile_filter
+from jobctl.keys import JsonListKeys, ReliableListKeys
+from jobctl.layouts import layout_for
+from jobctl.layouts.reliable_list import ReliableList
+from jobctl.model import State
+from jobctl.ops import window
+from jobctl.ops.engine import run_plan
+from jobctl.ops.spec import Operation, OpSpec
+from jobctl_fixtures.layouts.json_list import ADAPTER, MAX_RETRIES, VISIBILITY_TIMEOUT_MS, JsonListQueue
+from test_operations import (  # noqa: F401 - fixtures
+    assert_consistent, cfg, ids, redrive_spec, run, simple_dead,
+)
+
+K = ReliableListKeys("email")
+JL = JsonListKeys("jobs")
+NOW = 1_795_000_000_000
+
+
+def rl_layout(client) -> ReliableList:
+    return ReliableList(client, QueueConfig("email"))
+
+
+def spec_for(op: str, queue: str = "email", flt: str = "error = HTTP_503") -> OpSpec:
+    f = compile_filter(flt)
+    if op == "redrive":
+        return OpSpec(Operation.REDRIVE, queue, State.DEAD, State.READY, filter=f)
+    if op == "suppress":
+        return OpSpec(Operation.SUPPRESS, queue, State.DEAD, State.SUPPRESSED, filter=f, reason="r")
+    return OpSpec(Operation.PURGE, queue, State.DEAD, None, filter=f)
+
+
+def snapshot(client) -> dict:
+    out = {}
+    for key in sorted(client.scan_iter(match="*", count=1000)):
+        if b":jobctl:journal" in key:
+            continue
+        t = client.type(key)
+        if t == b"list":
+            out[key] = client.lrange(key, 0, -1)
+        elif t == b"zset":
+            out[key] = client.zrange(key, 0, -1, withscores=True)
+        elif t == b"hash":
+            out[key] = sorted(client.hgetall(key).items())
+        elif t == b"string" and not key.endswith(b":jobctl:lease"):
+            out[key] = client.get(key)
+    return out
+
+
+# -- a key of the wrong type: nothing moves, exit 6 ---------------------------------------
+
+@pytest.mark.parametrize("op, bad", [("redrive", K.ready), ("suppress", K.suppressed), ("purge", K.hold),
+                                     ("redrive", K.redriven), ("suppress", K.suppressed_info)])
+def test_wrong_type_key_moves_nothing_and_exits_6(redis_client, run, op, bad):
+    simple_dead(redis_client, "email", 30)
+    redis_client.hset(bad, "x", "y") if bad != K.redriven else redis_client.set(bad, "not a hash")
+    if bad == K.suppressed_info:
+        redis_client.delete(bad)
+        redis_client.set(bad, "not a hash")
+    before = snapshot(redis_client)
+    args = {"redrive": ("redrive", "email"), "suppress": ("suppress", "email", "--reason", "r"),
+            "purge": ("purge", "email", "--state", "dead", "--no-export")}[op]
+    code, out, err = run(*args, "--filter", "error = HTTP_503", "--yes")
+    assert code == ExitCode.DATA, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "WRONGTYPE" in lines[0], err
+    assert bad in lines[0] or bad == K.hold, err  # the hold is read (and refused) when planning already
+    assert "Traceback" not in err
+    assert snapshot(redis_client) == before  # nothing moved, nothing written
+    assert not redis_client.exists(K.lease) and not redis_client.exists(K.walk)
+    redis_client.delete(bad)
+    code, out, err = run("check", "email")
+    assert code == 0, out + err
+
+
+@pytest.mark.parametrize("op", ["redrive", "suppress", "purge"])
+def test_json_list_wrong_type_target_moves_nothing(redis_client, op):
+    q = JsonListQueue(redis_client, "jobs", max_retries=MAX_RETRIES, timeout_ms=VISIBILITY_TIMEOUT_MS)
+    for i in range(12):
+        q.enqueue({"id": f"d{i:03d}", "task": "charge_card", "n": i})
+        for _ in range(MAX_RETRIES):
+            q.nack(q.claim(now=NOW), "card declined")
+    bad = {"redrive": JL.pending, "suppress": JL.suppressed, "purge": JL.suppressed_info}[op]
+    redis_client.delete(bad)
+    redis_client.set(bad, "wrong type")
+    lay = layout_for(redis_client, ADAPTER.queue_config("jobs"))
+    plan = lay.plan(spec_for(op, "jobs", flt="id ~ '*'"))
+    assert plan.planned == 12
+    before = snapshot(redis_client)
+    with pytest.raises(DataError) as exc:
+        run_plan(lay, plan, journal=False)
+    assert exc.value.exit_code == ExitCode.DATA and "WRONGTYPE" in str(exc.value) and "\n" not in str(exc.value)
+    assert snapshot(redis_client) == before
+    redis_client.delete(bad)
+    assert lay.check().ok
+
+
+# -- a payload of the wrong type mid-batch: that job fails, every job in one state --------
+
+def test_wrong_type_payload_mid_batch_fails_only_that_job(redis_client):
+    jobs = simple_dead(redis_client, "email", 20, codes=("HTTP_503",))
+    lay = rl_layout(redis_client)
+    plan = lay.plan(redrive_spec(reset_attempts=True))
+    victim = jobs[7]
+    redis_client.delete(K.job(victim))
+    redis_client.hset(K.job(victim), "not", "a string")
+    res = run_plan(lay, plan, journal=False)
+    assert (res.moved, res.failed, res.skipped) == (19, 1, 0)
+    assert ids(redis_client, K.dead) == [victim]
+    assert sorted(ids(redis_client, K.ready)) == sorted(set(jobs) - {victim})
+    assert_consistent(redis_client, ["email"])
+
+
+# -- a crash mid-walk, then a rerun -------------------------------------------------------
+
+CRASH = """
+import os, signal, sys
+import redis
+from jobctl.config import QueueConfig
+from jobctl.filter import compile_filter
+from jobctl.layouts.reliable_list import ReliableList
+from jobctl.model import State
+from jobctl.ops import window
+from jobctl.ops.spec import Operation, OpSpec
+
+client = redis.Redis.from_url(sys.argv[1])
+lay = ReliableList(client, QueueConfig("email"))
+plan = lay.plan(OpSpec(Operation.REDRIVE, "email", State.DEAD, State.READY,
+                       filter=compile_filter("error = HTTP_503")))
+for n, br in enumerate(window.drive(lay.sources(plan.spec), plan, batch=7, depth=2)):
+    if n == int(sys.argv[2]):
+        os.kill(os.getpid(), signal.SIGKILL)  # no restore, no lease release: a crash
+"""
+
+
+@pytest.mark.parametrize("calls", [1, 4])
+def test_crash_mid_walk_then_rerun_moves_every_job_once_in_order(redis_client, redis_url, run, calls):
+    jobs = simple_dead(redis_client, "email", 60, codes=("HTTP_503", "HTTP_400", "HTTP_400"))
+    proc = subprocess.run([sys.executable, "-c", CRASH, redis_url, str(calls)], stdin=subprocess.DEVNULL,
+                          capture_output=True, timeout=60)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr.decode()
+    held = redis_client.llen(K.hold)
+    assert held > 0 and redis_client.exists(K.lease) and redis_client.exists(K.walk)
+    # every job is in exactly one state; the reads count the hold as dead
+    where = assert_consistent(redis_client, ["email"])
+    assert set(where) == set(jobs)
+    dead_now = redis_client.llen(K.dead) + held
+    code, out, err = run("status", "email", "--json")
+    assert code == 0, err
+    assert json.loads(out)["queues"][0]["dead"] == dead_now
+    assert rl_layout(redis_client).depth(State.DEAD) == dead_now
+    assert {r.job_id for r in rl_layout(redis_client).list_jobs(State.DEAD, limit=100)} == \
+        {j for j, key in where.items() if key == K.dead}
+    code, out, err = run("check", "email")
+    assert code == 0, out + err
+    # the rerun takes the dead process's lease over, finishes the hold, then the work
+    code, out, err = run("redrive", "email", "--filter", "error = HTTP_503", "--yes", "--json")
+    assert code == 0, err
+    moved_first = len(ids(redis_client, K.ready)) - json.loads(out)["moved"]
+    assert moved_first > 0 and json.loads(out)["skipped"] == 0
+    assert sorted(ids(redis_client, K.ready)) == sorted(jobs[0::3])
+    assert ids(redis_client, K.dead) == [j for j in reversed(jobs) if j not in set(jobs[0::3])]
+    assert not redis_client.exists(K.hold) and not redis_client.exists(K.walk)
+    assert not redis_client.exists(K.lease)
+    assert_consistent(redis_client, ["email"])
+
+
+# -- two operations on the same dead list ---------------------------------------------------
+
+def test_a_second_operation_is_refused_while_one_walks(redis_client, run):
+    jobs = simple_dead(redis_client, "email", 90, codes=("HTTP_503", "HTTP_400", "HTTP_400"))
+    lay = rl_layout(redis_client)
+    first = lay.plan(redrive_spec(flt="error = HTTP_503"))
+    second = lay.plan(redrive_spec(flt="error = HTTP_503"))
+    walk = window.drive(lay.sources(first.spec), first, batch=10, depth=1)
+    moved = len(next(walk).moved)
+    assert moved > 0 and redis_client.exists(K.lease)
+    before = snapshot(redis_client)
+    with pytest.raises(Busy) as exc:
+        run_plan(lay, second, journal=False)
+    assert exc.value.exit_code == ExitCode.BUSY and first.spec.op_id in str(exc.value)
+    code, out, err = run("redrive", "email", "--filter", "error = HTTP_503", "--yes")
+    assert code == ExitCode.BUSY and len(err.strip().splitlines()) == 1, err
+    assert snapshot(redis_client) == before  # refused up front: nothing changed
+    moved += sum(len(br.moved) for br in walk)  # the first one finishes
+    assert moved == 30 and not redis_client.exists(K.lease)
+    # afterwards the second plan's jobs are gone, not "skipped" while still dead
+    res = run_plan(lay, second, journal=False)
+    assert res.moved == 0
+    assert all(j not in ids(redis_client, K.dead) for j in res.skipped_sample)
+    assert sorted(ids(redis_client, K.ready)) == sorted(jobs[0::3])
+    assert_consistent(redis_client, ["email"])
+
+
+def test_unfiltered_redrive_pipelines_and_records_each_redrive_once(redis_client):
+    jobs = simple_dead(redis_client, "email", 200)
+    lay = rl_layout(redis_client)
+    plan = lay.plan(redrive_spec())
+    results = list(window.drive(lay.sources(plan.spec), plan, batch=16, depth=4))
+    assert sum(len(br.moved) for br in results) == 200
+    assert sum(not br.more for br in results) == -(-len(results) // 4)  # one stop point per round trip
+    recs = redis_client.hgetall(K.redriven)
+    assert len(recs) == 200 and {json.loads(v)[0] for v in recs.values()} == {plan.spec.op_id}
+    assert ids(redis_client, K.ready) == list(reversed(jobs))  # the oldest dead job first: at the ready tail
+    assert not redis_client.exists(K.dead) and not redis_client.exists(K.hold)
