@@ -40,8 +40,10 @@
 -- ARGV[10] suppress: info JSON for the suppressed-info hash
 -- ARGV[11] slack (positions a planned job may have shifted towards the tail)
 -- ARGV[12] N, the number of planned entries passed
--- ARGV[13+5(i-1)..17+5(i-1)] per entry i: identity, position, job id, new
---          payload or "", SHA1 of the stored payload the new one replaces or ""
+-- ARGV[13] W, fields per entry: 3, or 5 when new payloads are passed
+-- ARGV[14+W(i-1)..] per entry i: identity, tail position at plan time, job
+--          id ("": the identity), and with W = 5: the new payload ("" keeps
+--          the stored one) and the SHA1 of the stored payload it replaces
 -- returns  { popped_by_this_call, popped_total, ended, moved, held,
 --          i1, code1, ..., iM, codeM }: ended 1 when the dead list ran out;
 --          one (entry index, code) pair per planned entry met: "moved",
@@ -60,6 +62,7 @@ local mode
 mode, err = jc_one_of(ARGV[2], 'mode', { ready = true, scheduled = true, suppressed = true, purge = true })
 if not mode then return redis.error_reply(err) end
 local op, lease_value = ARGV[3], ARGV[4]
+local op_json = cjson.encode(op)
 local ttl, upto, now, score, slack, n
 ttl, err = jc_int(ARGV[5], 'ttl', 1); if not ttl then return redis.error_reply(err) end
 upto, err = jc_int(ARGV[6], 'upto', 0); if not upto then return redis.error_reply(err) end
@@ -67,8 +70,11 @@ now, err = jc_int(ARGV[7], 'now', 0); if not now then return redis.error_reply(e
 score, err = jc_int(ARGV[8], 'score', 0); if not score then return redis.error_reply(err) end
 slack, err = jc_int(ARGV[11], 'slack', 0); if not slack then return redis.error_reply(err) end
 n, err = jc_int(ARGV[12], 'entries', 0); if not n then return redis.error_reply(err) end
+local width = ARGV[13]
+if width ~= '3' and width ~= '5' then return redis.error_reply('BADARG width ' .. tostring(width)) end
+width = tonumber(width)
 local reset, info = ARGV[9] == '1', ARGV[10]
-if #ARGV ~= 12 + 5 * n then return redis.error_reply('BADARG expected ' .. (12 + 5 * n) .. ' arguments') end
+if #ARGV ~= 13 + width * n then return redis.error_reply('BADARG expected ' .. (13 + width * n) .. ' arguments') end
 if kind == 'rl' and #KEYS ~= 10 + n then return redis.error_reply('BADARG expected ' .. (10 + n) .. ' keys') end
 
 local target_type = (mode == 'ready' or mode == 'purge') and 'list' or 'zset'
@@ -89,15 +95,17 @@ local limit = math.min(upto, total)
 -- planned entries by identity
 local planned = {}
 for i = 1, n do
-  local b = 13 + 5 * (i - 1)
+  local b = 14 + width * (i - 1)
   local ident = ARGV[b]
-  local pos
-  pos, err = jc_int(ARGV[b + 1], 'position', 0)
-  if not pos then return redis.error_reply(err) end
+  local pos = tonumber(ARGV[b + 1])
+  if not pos then return redis.error_reply('BADARG position ' .. tostring(ARGV[b + 1])) end
+  local id = ARGV[b + 2]
+  if id == '' then id = ident end
+  local e = { i = i, pos = pos, id = id, payload = '', sha = '' }
+  if width == 5 then e.payload, e.sha = ARGV[b + 3], ARGV[b + 4] end
+  if kind == 'rl' then e.key = KEYS[10 + i] end
   local list = planned[ident]
-  if not list then list = {}; planned[ident] = list end
-  list[#list + 1] = { i = i, pos = pos, id = ARGV[b + 2], payload = ARGV[b + 3], sha = ARGV[b + 4],
-                      key = kind == 'rl' and KEYS[10 + i] or nil }
+  if not list then planned[ident] = { e } else list[#list + 1] = e end
 end
 
 -- the tail end of the dead list and the opposite end
@@ -111,46 +119,52 @@ local function try(...)
   return r
 end
 
--- one job's step; returns its code.  Reads first, then the target, then the
--- element leaves the dead list; a failure after a write undoes that write.
-local function step(e, el)
-  local undo = {}
-  local ok, res = pcall(function()
-    if kind == 'rl' then
-      local t = redis.pcall('TYPE', e.key)
+-- one job's step (run under pcall); returns its code.  Reads first, then
+-- the target, then the element leaves the dead list; `undo` collects the
+-- writes to take back if a later one fails.
+local function step(e, el, undo)
+  local old = nil
+  if kind == 'rl' then
+    if e.payload ~= '' then
+      local t = redis.call('TYPE', e.key)
       t = type(t) == 'table' and t['ok'] or t
       if t == 'none' then return 'gone' end
-      if e.payload ~= '' then
-        if t ~= 'string' then return 'wrongtype' end
-        local raw = try('GET', e.key)
-        if redis.sha1hex(raw) ~= e.sha then return 'changed' end
-      end
+      if t ~= 'string' then return 'wrongtype' end
+      old = try('GET', e.key)
+      if redis.sha1hex(old) ~= e.sha then return 'changed' end
+    elseif mode ~= 'purge' and redis.call('EXISTS', e.key) == 0 then
+      return 'gone'
     end
-    if mode == 'ready' then
-      try('LPUSH', target, el); undo[#undo + 1] = { 'LREM', target, 1, el }
-    elseif mode == 'scheduled' then
-      try('ZADD', target, score, e.id); undo[#undo + 1] = { 'ZREM', target, e.id }
-    elseif mode == 'suppressed' then
-      if kind == 'jl' and redis.call('ZSCORE', target, e.id) then return 'duplicate' end
-      try('ZADD', target, score, e.id); undo[#undo + 1] = { 'ZREM', target, e.id }
-      if info ~= '' then try('HSET', info_hash, e.id, info); undo[#undo + 1] = { 'HDEL', info_hash, e.id } end
-      if kind == 'jl' then try('HSET', raw_hash, e.id, el); undo[#undo + 1] = { 'HDEL', raw_hash, e.id } end
-    end
-    if kind == 'rl' and e.payload ~= '' then
-      try('SET', e.key, e.payload, 'KEEPTTL')
-    end
-    try(pop_cmd, dead)
-    -- the job has left the dead list: clean-ups that cannot lose it
-    if mode == 'purge' then
-      if kind == 'rl' then redis.pcall('DEL', e.key)
-      else redis.pcall('HDEL', attempts, e.id); redis.pcall('HDEL', errors, e.id) end
-    elseif mode ~= 'suppressed' and kind == 'jl' and reset then
-      redis.pcall('HDEL', attempts, e.id)
-    end
+  end
+  if mode == 'ready' then
+    -- one atomic command writes the target and takes the element off the tail
+    if old then try('SET', e.key, e.payload, 'KEEPTTL'); undo[1] = { 'SET', e.key, old, 'KEEPTTL' } end
+    try('LMOVE', dead, target, near, 'LEFT')
+    if kind == 'jl' and reset then redis.pcall('HDEL', attempts, e.id) end
     return 'moved'
-  end)
+  elseif mode == 'scheduled' then
+    try('ZADD', target, score, e.id); undo[1] = { 'ZREM', target, e.id }
+  elseif mode == 'suppressed' then
+    if kind == 'jl' and redis.call('ZSCORE', target, e.id) then return 'duplicate' end
+    try('ZADD', target, score, e.id); undo[1] = { 'ZREM', target, e.id }
+    if info ~= '' then try('HSET', info_hash, e.id, info); undo[2] = { 'HDEL', info_hash, e.id } end
+    if kind == 'jl' then try('HSET', raw_hash, e.id, el); undo[3] = { 'HDEL', raw_hash, e.id } end
+  end
+  if old then try('SET', e.key, e.payload, 'KEEPTTL'); undo[4] = { 'SET', e.key, old, 'KEEPTTL' } end
+  try(pop_cmd, dead)
+  -- the job has left the dead list: clean-ups that cannot lose it
+  if mode == 'purge' then
+    if kind == 'rl' then redis.pcall('UNLINK', e.key)
+    else redis.pcall('HDEL', attempts, e.id); redis.pcall('HDEL', errors, e.id) end
+  end
+  return 'moved'
+end
+
+local function run_step(e, el)
+  local undo = {}
+  local ok, res = pcall(step, e, el, undo)
   if ok then return res end
-  for j = #undo, 1, -1 do redis.pcall(unpack(undo[j])) end
+  for j = 4, 1, -1 do if undo[j] then redis.pcall(unpack(undo[j])) end end
   if type(res) == 'table' then res = res['err'] or res['message'] or 'error' end
   return 'error:' .. tostring(res)
 end
@@ -173,7 +187,7 @@ while popped < limit do
   local code = nil
   if entry then
     entry.used = true
-    code = step(entry, el)
+    code = run_step(entry, el)
     met[#met + 1] = entry.i
     met[#met + 1] = code
   end
@@ -190,19 +204,17 @@ end
 redis.call('HSET', walk, 'popped', popped)
 redis.call('PEXPIRE', lease, ttl)
 
--- where a redrive is recorded: one HMGET + one HSET per call
+-- where a redrive is recorded: one HMGET + one HSET per call, the value the
+-- JSON array [op id, redriven at (epoch ms), count]
 if mode == 'ready' or mode == 'scheduled' then
   if #moved_ids > 0 then
     local prev = redis.call('HMGET', redriven, unpack(moved_ids))
     local args = {}
     for j = 1, #moved_ids do
       local count = 0
-      if prev[j] then
-        local okd, doc = pcall(cjson.decode, prev[j])
-        if okd and type(doc) == 'table' and tonumber(doc[3]) then count = tonumber(doc[3]) end
-      end
+      if prev[j] then count = tonumber(string.match(prev[j], ',(%d+)%]$')) or 0 end
       args[#args + 1] = moved_ids[j]
-      args[#args + 1] = cjson.encode({ op, now, count + 1 })
+      args[#args + 1] = '[' .. op_json .. ',' .. now .. ',' .. (count + 1) .. ']' 
     end
     redis.pcall('HSET', redriven, unpack(args))
   end
