@@ -221,3 +221,17 @@ def test_unfiltered_redrive_pipelines_and_records_each_redrive_once(redis_client
     assert len(recs) == 200 and {json.loads(v)[0] for v in recs.values()} == {plan.spec.op_id}
     assert ids(redis_client, K.ready) == list(reversed(jobs))  # the oldest dead job first: at the ready tail
     assert not redis_client.exists(K.dead) and not redis_client.exists(K.hold)
+
+
+def test_inspect_shows_where_a_redrive_is_recorded(redis_client, run):
+    jobs = simple_dead(redis_client, "email", 4, codes=("HTTP_503",))
+    code, out, err = run("redrive", "email", "--yes", "--json")
+    assert code == 0, err
+    op = json.loads(out)["operation_id"]
+    code, out, err = run("inspect", "email", jobs[2], "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    rec = doc.get("meta", doc).get("redriven")
+    assert rec["operation"] == op and rec["count"] == 1 and rec["at_ms"] > 0
+    code, out, err = run("inspect", "email", jobs[2])
+    assert code == 0 and op in out

@@ -83,7 +83,7 @@ def plan_operation(layout: "JsonList", spec: OpSpec, now: int) -> JsonListPlan:
     """Walk the source and record every match with its fence.  Raises
     :class:`~jobctl.errors.UsageError` for an operation the layout lacks."""
     check_operation(layout.name, TRANSITIONS, spec)
-    plan = JsonListPlan(spec=spec, now_ms=now)
+    plan = JsonListPlan(spec=spec, now_ms=now, redrive_record="hash")
 
     def keep(rec: JobRecord, job: PlannedJob) -> None:
         if spec.source is State.PROCESSING:

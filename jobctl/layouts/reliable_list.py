@@ -15,6 +15,7 @@ from typing import Any
 from ..errors import DataError
 from ..keys import ReliableListKeys, shard_tags
 from ..model import JobRecord, QueueStatus, State, parse_envelope
+from ..ops.window import redrive_record
 from .base import Layout, now_ms
 from .common import (SCHEDULED_READS, first_found, fold_scheduled, merge_shard_lists, read_scheduled, score_ms,
                      status_replies, text, wrongtype_errors)
@@ -292,6 +293,9 @@ class ReliableList(Layout):
                 rec.meta["stray_deadline"] = True
             if state is State.DEAD and env.last_attempt_ms is not None:
                 rec.meta["dead_since_ms"] = env.last_attempt_ms
+            redriven = redrive_record(self.client.hget(keys.redriven, job_id))
+            if redriven is not None:  # jobctl's record of its redrives (the envelope is not rewritten)
+                rec.meta["redriven"] = redriven
             found.append(rec)
         return first_found(found, job_id, self.queue_name)
 

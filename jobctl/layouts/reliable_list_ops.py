@@ -104,7 +104,8 @@ def plan_operation(layout: "ReliableList", spec: OpSpec, now: int) -> Plan:
         _target_ready(layout, layout.shards[0], spec)  # a bad --priority fails here, before anything moves
     elif spec.priority is not None:
         raise UsageError(f"--priority applies to a move to ready, not to {spec.operation.value}")
-    return plan_from_walk(Plan(spec=spec, now_ms=now), _source_walk(layout, spec, now),
+    plan = Plan(spec=spec, now_ms=now, redrive_record="hash" if spec.source is State.DEAD else "envelope")
+    return plan_from_walk(plan, _source_walk(layout, spec, now),
                           lambda rec: payload_sha1(rec.raw), shard_of=shard_index(layout.shards))
 
 

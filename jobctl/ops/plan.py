@@ -59,6 +59,11 @@ class Plan:
     truncated: bool = False
     #: fenced ids (``spec.fence``) not planned: id -> "changed since export" | "no longer <state>"
     fence_skipped: dict[str, str] = field(default_factory=dict)
+    #: where a redrive is recorded: ``"envelope"`` (redrivenAtEpochMs,
+    #: redriveOperation, redriveCount written into it) or ``"hash"``
+    #: (jobctl's redriven hash; the envelope is rewritten only with
+    #: ``--reset-attempts``: the window engine's layouts)
+    redrive_record: str = "envelope"
 
     @property
     def planned(self) -> int:
@@ -80,7 +85,11 @@ class Plan:
 
                 dst += f" (due in {format_duration(s.delay_ms)})"
             what = f"move {self.planned:,} job(s) from {src} to {dst}"
-        if s.operation.value == "redrive":
+        if s.operation.value == "redrive" and self.redrive_record == "hash":
+            what += "; each redrive recorded in jobctl's redriven hash (operation, time, count)"
+            what += ("; envelopes rewritten with attempt 0 and the redrive record" if s.reset_attempts
+                     else ", envelopes untouched (attempt kept)")
+        elif s.operation.value == "redrive":
             what += "; envelopes get redrivenAtEpochMs, redriveOperation and redriveCount"
             what += ", attempt reset to 0" if s.reset_attempts else ", attempt kept"
         return f"{s.operation.value} {s.queue}: {what}"

@@ -44,7 +44,7 @@ from ..ops.plan import Plan, PlannedJob
 from ..ops.result import BatchResult
 from ..scripts import script
 
-__all__ = ["ListSource", "drive", "finish_hold", "LEASE_TTL_MS", "SLACK", "DEPTH", "WINDOW", "RESTORE_MAX"]
+__all__ = ["ListSource", "drive", "finish_hold", "redrive_record", "LEASE_TTL_MS", "SLACK", "DEPTH", "WINDOW", "RESTORE_MAX"]
 
 #: Lease time to live (ms); every window call renews it.
 LEASE_TTL_MS = 30_000
@@ -103,6 +103,21 @@ class ListSource:
         """KEYS[1..10] of ``list_window.lua``."""
         extra = [self.raw, self.attempts, self.errors] if self.kind == "jl" else [self.dead] * 3
         return [self.dead, self.hold, self.walk, self.lease, self.target, self.redriven, self.info_hash, *extra]
+
+
+def redrive_record(raw: bytes | str | None) -> dict[str, Any] | None:
+    """A value of the redriven hash (``[op id, at (epoch ms), count]``) as
+    ``{"operation", "at_ms", "count"}``; ``None`` for none or a value that
+    is not one."""
+    if raw is None:
+        return None
+    import orjson
+
+    try:
+        op, at, count = orjson.loads(raw)
+    except (orjson.JSONDecodeError, ValueError, TypeError):
+        return None
+    return {"operation": op, "at_ms": at, "count": count}
 
 
 def lease_value(op_id: str) -> str:
