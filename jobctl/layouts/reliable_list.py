@@ -160,12 +160,17 @@ class ReliableList(Layout):
             pipe = self._pipeline()
             for keys, job_id in tails:
                 pipe.get(keys.job(job_id))
-            for (keys, job_id), raw in zip(tails, pipe.execute(raise_on_error=False)):
+                pipe.hget(keys.redriven, job_id)  # a redrive makes it ready again (not in the envelope)
+            replies = pipe.execute(raise_on_error=False)
+            for (keys, job_id), raw, redriven in zip(tails, replies[0::2], replies[1::2]):
                 if isinstance(raw, Exception):
                     st.errors.extend(wrongtype_errors([raw], [keys.job(job_id)]))
                     continue
                 env = parse_envelope(raw)
                 since = env.ready_since_ms
+                rec = None if isinstance(redriven, Exception) else redrive_record(redriven)
+                if rec is not None and isinstance(rec["at_ms"], int) and since is not None:
+                    since = max(since, rec["at_ms"])
                 if env.problems or since is None:
                     problem = env.problems[0] if env.problems else "no timestamps"
                     st.warnings.append(f"oldest ready job {job_id} in shard {keys.tag}: {problem}")
