@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..model import JobRecord, State
-from ..ops.plan import Plan, PlannedJob
+from ..ops.plan import JobColumns, Plan, PlannedJob
 from ..ops.result import BatchResult
 from ..ops.spec import Operation, OpSpec
 from ..scripts import script
@@ -83,7 +83,8 @@ def plan_operation(layout: "JsonList", spec: OpSpec, now: int) -> JsonListPlan:
     """Walk the source and record every match with its fence.  Raises
     :class:`~jobctl.errors.UsageError` for an operation the layout lacks."""
     check_operation(layout.name, TRANSITIONS, spec)
-    plan = JsonListPlan(spec=spec, now_ms=now, redrive_record="hash")
+    plan = JsonListPlan(spec=spec, now_ms=now, redrive_record="hash",
+                        jobs=JobColumns() if spec.source is State.DEAD else [])
 
     def keep(rec: JobRecord, job: PlannedJob) -> None:
         if spec.source is State.PROCESSING:

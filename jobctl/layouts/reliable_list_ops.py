@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from ..errors import UsageError
 from ..keys import ReliableListKeys
 from ..model import JobRecord, State
-from ..ops.plan import Plan, PlannedJob, payload_sha1
+from ..ops.plan import JobColumns, Plan, PlannedJob, payload_sha1
 from ..ops.result import BatchResult
 from ..ops.spec import Operation, OpSpec
 from ..scripts import script
@@ -104,7 +104,9 @@ def plan_operation(layout: "ReliableList", spec: OpSpec, now: int) -> Plan:
         _target_ready(layout, layout.shards[0], spec)  # a bad --priority fails here, before anything moves
     elif spec.priority is not None:
         raise UsageError(f"--priority applies to a move to ready, not to {spec.operation.value}")
-    plan = Plan(spec=spec, now_ms=now, redrive_record="hash" if spec.source is State.DEAD else "envelope")
+    dead = spec.source is State.DEAD  # the window engine: columnar plan, redrives in the redriven hash
+    plan = Plan(spec=spec, now_ms=now, redrive_record="hash" if dead else "envelope",
+                jobs=JobColumns() if dead else [])
     return plan_from_walk(plan, _source_walk(layout, spec, now),
                           lambda rec: payload_sha1(rec.raw), shard_of=shard_index(layout.shards))
 

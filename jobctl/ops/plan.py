@@ -9,13 +9,15 @@ skipped, a job that arrived since is never touched.
 from __future__ import annotations
 
 import hashlib
+from array import array
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from .spec import OpSpec
 
-__all__ = ["PlannedJob", "Plan", "payload_sha1"]
+__all__ = ["PlannedJob", "Plan", "JobColumns", "payload_sha1"]
 
 
 def payload_sha1(raw: bytes | None) -> str:
@@ -37,6 +39,82 @@ class PlannedJob:
     sha1: str
 
 
+class JobColumns:
+    """Planned jobs kept column-wise: a list-like of :class:`PlannedJob`
+    that stores ~60-90 bytes a job instead of a Python object each (ids
+    joined in one ``bytearray`` with ``array('q')`` offsets, shard,
+    position and score in ``array('q')`` (``-1``: ``None``), the SHA1 as
+    its 20-byte digest).  Items are built on access.  Supports ``append``,
+    ``len``, iteration, indexing and slicing (a slice is a ``list``).
+    A job whose ``sha1`` is not 40 hex digits, or a subclass of
+    :class:`PlannedJob`, is kept as is (a side table).
+    """
+
+    __slots__ = ("_ids", "_ends", "_shard", "_pos", "_score", "_sha", "_other")
+    _NONE = -1 << 62
+
+    def __init__(self) -> None:
+        self._ids = bytearray()
+        self._ends = array("q")
+        self._shard = array("q")
+        self._pos = array("q")
+        self._score = array("q")
+        self._sha = bytearray()
+        self._other: dict[int, PlannedJob] = {}
+
+    def append(self, job: PlannedJob) -> None:
+        n = len(self._ends)
+        compact = type(job) is PlannedJob and len(job.sha1) == 40
+        if compact:
+            try:
+                digest = bytes.fromhex(job.sha1)
+            except ValueError:
+                compact = False
+        if not compact:
+            self._other[n] = job
+            digest = bytes(20)
+        self._ids += job.job_id.encode("utf-8", "surrogateescape")
+        self._ends.append(len(self._ids))
+        self._shard.append(job.shard)
+        self._pos.append(self._NONE if job.position is None else job.position)
+        self._score.append(self._NONE if job.score is None else job.score)
+        self._sha += digest
+
+    def __len__(self) -> int:
+        return len(self._ends)
+
+    def job_id(self, n: int) -> str:
+        """The id of the ``n``-th job (no :class:`PlannedJob` built)."""
+        start = self._ends[n - 1] if n else 0
+        return self._ids[start:self._ends[n]].decode("utf-8", "surrogateescape")
+
+    def position(self, n: int) -> int | None:
+        p = self._pos[n]
+        return None if p == self._NONE else p
+
+    def shard(self, n: int) -> int:
+        return self._shard[n]
+
+    def _item(self, n: int) -> PlannedJob:
+        other = self._other.get(n)
+        if other is not None:
+            return other
+        score = self._score[n]
+        return PlannedJob(job_id=self.job_id(n), shard=self._shard[n], position=self.position(n),
+                          score=None if score == self._NONE else score, sha1=self._sha[20 * n:20 * n + 20].hex())
+
+    def __getitem__(self, key):
+        if isinstance(key, slice):
+            return [self._item(n) for n in range(*key.indices(len(self)))]
+        n = key + len(self) if key < 0 else key
+        if not 0 <= n < len(self):
+            raise IndexError(key)
+        return self._item(n)
+
+    def __iter__(self) -> Iterator[PlannedJob]:
+        return (self._item(n) for n in range(len(self)))
+
+
 @dataclass
 class Plan:
     """The result of planning ``spec`` at ``now_ms``.
@@ -50,7 +128,8 @@ class Plan:
 
     spec: OpSpec
     now_ms: int
-    jobs: list[PlannedJob] = field(default_factory=list)
+    #: a ``list`` or a :class:`JobColumns` (the window engine's layouts)
+    jobs: list[PlannedJob] | JobColumns = field(default_factory=list)
     scanned: int = 0
     breakdown: Counter = field(default_factory=Counter)
     malformed: list[str] = field(default_factory=list)
@@ -71,6 +150,12 @@ class Plan:
 
     def sample_ids(self, n: int = 10) -> list[str]:
         return [j.job_id for j in self.jobs[:n]]
+
+    def job_ids(self) -> Iterator[str]:
+        """The planned ids, in plan order."""
+        if isinstance(self.jobs, JobColumns):
+            return (self.jobs.job_id(n) for n in range(len(self.jobs)))
+        return (j.job_id for j in self.jobs)
 
     def describe(self) -> str:
         """One sentence: what would change."""

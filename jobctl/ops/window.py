@@ -35,12 +35,13 @@ from __future__ import annotations
 
 import os
 import socket
+from array import array
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import Busy, DataError, JobctlError
-from ..ops.plan import Plan, PlannedJob
+from ..ops.plan import JobColumns, Plan, PlannedJob
 from ..ops.result import BatchResult
 from ..scripts import script
 
@@ -236,14 +237,51 @@ def pipelined(client, window, calls: list[tuple[list[str], list]]) -> list[Any]:
     return out
 
 
-def _entries_for(jobs: list[PlannedJob], lo: int, hi: int, start: int) -> tuple[int, int]:
-    """Indexes ``[a, b)`` of ``jobs`` (sorted by position, searched from
+class _Jobs:
+    """Read access to a plan's jobs by index without building a
+    :class:`PlannedJob` per job when they are a :class:`JobColumns`."""
+
+    def __init__(self, jobs) -> None:
+        self.jobs = jobs
+        self.columns = isinstance(jobs, JobColumns)
+
+    def __len__(self) -> int:
+        return len(self.jobs)
+
+    def shard(self, n: int) -> int:
+        return self.jobs.shard(n) if self.columns else self.jobs[n].shard
+
+    def position(self, n: int) -> int:
+        p = self.jobs.position(n) if self.columns else self.jobs[n].position
+        return p or 0
+
+    def job_id(self, n: int) -> str:
+        return self.jobs.job_id(n) if self.columns else self.jobs[n].job_id
+
+    def job(self, n: int) -> PlannedJob:
+        return self.jobs[n]
+
+
+def _shard_orders(jobs: _Jobs) -> dict[int, array]:
+    """Per shard, the indexes of its jobs sorted by position (a plan lists
+    them in walk order already: sorting is then skipped)."""
+    orders: dict[int, array] = {}
+    for n in range(len(jobs)):
+        orders.setdefault(jobs.shard(n), array("q")).append(n)
+    for shard, order in orders.items():
+        if any(jobs.position(order[i]) > jobs.position(order[i + 1]) for i in range(len(order) - 1)):
+            orders[shard] = array("q", sorted(order, key=jobs.position))
+    return orders
+
+
+def _entries_for(jobs: _Jobs, order: array, lo: int, hi: int, start: int) -> tuple[int, int]:
+    """Indexes ``[a, b)`` of ``order`` (sorted by position, searched from
     ``start``) whose position is in ``[lo, hi)``."""
     a = start
-    while a < len(jobs) and (jobs[a].position or 0) < lo:
+    while a < len(order) and jobs.position(order[a]) < lo:
         a += 1
     b = a
-    while b < len(jobs) and (jobs[b].position or 0) < hi:
+    while b < len(order) and jobs.position(order[b]) < hi:
         b += 1
     return a, b
 
@@ -254,8 +292,11 @@ def drive(sources: list[ListSource], plan: Plan, *, batch: int | None = None, de
     yields one :class:`BatchResult` per window call.
 
     ``batch`` tail positions per call (default :data:`WINDOW`), ``depth``
-    calls per round trip.  Raises :class:`Busy` (lease held), :class:`DataError` (a key of
-    the wrong type: that call wrote nothing) after restoring the hold.
+    calls per round trip.  Memory: a few bytes per planned job beyond the
+    plan's own (no object per job when the plan keeps
+    :class:`~jobctl.ops.plan.JobColumns`).  Raises :class:`Busy` (lease
+    held) or :class:`DataError` (a key of the wrong type: that call wrote
+    nothing), after restoring the hold.
     """
     from ..layouts.base import now_ms
 
@@ -264,18 +305,18 @@ def drive(sources: list[ListSource], plan: Plan, *, batch: int | None = None, de
     batch = max(1, batch or WINDOW)
     depth = max(1, depth)
     value = lease_value(spec.op_id)
-    by_shard: dict[int, list[PlannedJob]] = {}
-    for job in plan.jobs:
-        by_shard.setdefault(job.shard, []).append(job)
-    todo = [s for s in sources if by_shard.get(s.shard)]
+    jobs = _Jobs(plan.jobs)
+    orders = _shard_orders(jobs)
+    met = bytearray(len(jobs))
+    todo = [s for s in sources if s.shard in orders]
     taken: list[ListSource] = []
     try:
         for src in todo:
             acquire(src, value, spec.queue)
             taken.append(src)
         for src in todo:
-            yield from _walk(src, value, sorted(by_shard[src.shard], key=lambda j: j.position or 0),
-                             plan.walked.get(src.shard, 0), batch, depth, now_fn)
+            yield from _walk(src, value, jobs, orders[src.shard], met, plan.walked.get(src.shard, 0), batch,
+                             depth, now_fn)
     finally:
         for src in taken:
             try:
@@ -285,8 +326,11 @@ def drive(sources: list[ListSource], plan: Plan, *, batch: int | None = None, de
                 pass
 
 
-def _walk(src: ListSource, value: str, jobs: list[PlannedJob], total: int, batch: int, depth: int,
-          now_fn) -> Iterator[BatchResult]:
+def _walk(src: ListSource, value: str, jobs: _Jobs, order: array, met: bytearray, total: int, batch: int,
+          depth: int, now_fn) -> Iterator[BatchResult]:
+    """The window calls of one source, then one result for the planned jobs
+    never met (``gone`` when the list ran out, else ``not at its planned
+    position``)."""
     spec_op = value.split(" ")[0]
     finish_hold(src.client, src.kind, src.dead, src.hold, src.walk)
     begun = script(src.client, "lease")(keys=[src.lease, src.walk], args=["begin", value, spec_op, total])
@@ -294,7 +338,6 @@ def _walk(src: ListSource, value: str, jobs: list[PlannedJob], total: int, batch
         raise Busy(f"walk of operation {_text(begun[1])} still recorded in {src.walk}")
     window = script(src.client, "list_window")
     src.client.script_load(window.script)  # the round trips below send EVALSHA
-    met: set[int] = set()
     ended = False
     windows = [(i, min(i + batch, total)) for i in range(0, total, batch)]
     start = 0
@@ -304,28 +347,30 @@ def _walk(src: ListSource, value: str, jobs: list[PlannedJob], total: int, batch
         group = windows[g:g + depth]
         now = now_fn()
         sent: list[list[int]] = []
-        lo_all = _entries_for(jobs, group[0][0], group[-1][1] + SLACK, start)
-        payloads = src.new_payloads(jobs[lo_all[0]:lo_all[1]], now) if src.new_payloads else {}
+        payloads: dict[str, tuple[bytes, str]] = {}
+        if src.new_payloads:
+            a, b = _entries_for(jobs, order, group[0][0], group[-1][1] + SLACK, start)
+            payloads = src.new_payloads([jobs.job(order[i]) for i in range(a, b)], now)
         calls: list[tuple[list[str], list]] = []
         for lo, hi in group:
-            a, b = _entries_for(jobs, lo, hi + SLACK, start)
-            idx = [n for n in range(a, b) if n not in met]
+            a, b = _entries_for(jobs, order, lo, hi + SLACK, start)
+            idx = [order[i] for i in range(a, b) if not met[order[i]]]
             sent.append(idx)
             keys = src.fixed_keys()
             args: list = [src.kind, src.mode, spec_op, value, LEASE_TTL_MS, hi, now,
                           now + src.delay_ms, "1" if src.reset_attempts else "0", src.info(now) if src.info else b"",
                           SLACK, len(idx), 5 if payloads else 3]
             for n in idx:
-                j = jobs[n]
-                ident = src.ident(j)
-                args += [ident, j.position or 0, "" if ident == j.job_id else j.job_id]
+                job_id = jobs.job_id(n)
+                ident = src.ident(jobs.job(n)) if src.kind != "rl" else job_id
+                args += [ident, jobs.position(n), "" if ident == job_id else job_id]
                 if payloads:
-                    args += payloads.get(j.job_id, (b"", ""))
+                    args += payloads.get(job_id, (b"", ""))
                 if src.kind == "rl":
-                    keys.append(src.payload_key(j.job_id))
+                    keys.append(src.payload_key(job_id))
             calls.append((keys, args))
         replies = pipelined(src.client, window, calls)
-        start = _entries_for(jobs, group[-1][1], group[-1][1], start)[0]
+        start = _entries_for(jobs, order, group[-1][1], group[-1][1], start)[0]
         for k, (reply, idx) in enumerate(zip(replies, sent)):
             if isinstance(reply, Exception):
                 raise _call_error(reply, src)
@@ -334,11 +379,11 @@ def _walk(src: ListSource, value: str, jobs: list[PlannedJob], total: int, batch
                 ended = True
             for m in range(5, len(reply), 2):
                 n = idx[int(reply[m]) - 1]
-                code = _text(reply[m + 1])
-                if n in met:
+                if met[n]:
                     continue
-                met.add(n)
-                job_id = jobs[n].job_id
+                met[n] = 1
+                code = _text(reply[m + 1])
+                job_id = jobs.job_id(n)
                 if code == "moved":
                     br.moved.append(job_id)
                 elif code.startswith("error:") or code == "wrongtype":
@@ -349,9 +394,10 @@ def _walk(src: ListSource, value: str, jobs: list[PlannedJob], total: int, batch
                     br.reasons[job_id] = code
             yield br
     unmet = BatchResult()
-    for n, j in enumerate(jobs):
-        if n not in met:
-            unmet.skipped.append(j.job_id)
-            unmet.reasons[j.job_id] = "gone" if ended else "not at its planned position"
+    for n in order:
+        if not met[n]:
+            job_id = jobs.job_id(n)
+            unmet.skipped.append(job_id)
+            unmet.reasons[job_id] = "gone" if ended else "not at its planned position"
     if unmet.skipped:
         yield unmet
