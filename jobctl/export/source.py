@@ -40,11 +40,16 @@ def walk(layout: "Layout", states: list[State], batch: int = 1000) -> Iterator[S
     """
     for state in states:
         layout.check_supported(state)
-    ordinal = 0
-    for state in states:
-        for records in layout.iter_batches(state, batch=batch):
-            ordinal += 1
-            yield SourceBatch(ordinal, state, records)
+    from ..layouts.walks import prefetched
+
+    def batches() -> Iterator[tuple[State, list[JobRecord]]]:
+        for state in states:
+            for records in layout.iter_batches(state, batch=batch):
+                yield state, records
+
+    # the next window is read (and parsed) while the current one is written
+    for ordinal, (state, records) in enumerate(prefetched(batches()), start=1):
+        yield SourceBatch(ordinal, state, records)
 
 
 def selects(flt: Filter, record: JobRecord, now_ms: int) -> bool:

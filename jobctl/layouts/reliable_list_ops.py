@@ -31,7 +31,7 @@ from ..scripts import script
 from .common import batch_result, check_transition, redrive_envelope, suppression_record, text
 from .planning import (TRANSITIONS_WITH_SCHEDULED, plan_from_walk, records_by_ids, require_requeue_scope,
                        shard_index)
-from .walks import WINDOW
+from .walks import WINDOW, prefetched
 from ..ops.window import ListSource, drive
 
 if TYPE_CHECKING:
@@ -107,7 +107,10 @@ def plan_operation(layout: "ReliableList", spec: OpSpec, now: int) -> Plan:
     dead = spec.source is State.DEAD  # the window engine: columnar plan, redrives in the redriven hash
     plan = Plan(spec=spec, now_ms=now, redrive_record="hash" if dead else "envelope",
                 jobs=JobColumns() if dead else [])
-    return plan_from_walk(plan, _source_walk(layout, spec, now),
+    walk = _source_walk(layout, spec, now)
+    if not spec.ids:
+        walk = prefetched(walk)  # the next window is read while this one is filtered
+    return plan_from_walk(plan, walk,
                           lambda rec: payload_sha1(rec.raw), shard_of=shard_index(layout.shards))
 
 

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 __all__ = ["window_starts", "list_window", "walk_list", "walk_zset", "keys_exist", "WINDOW", "lrem_chunk",
-           "LREM_BUDGET"]
+           "LREM_BUDGET", "prefetched"]
 
 #: Elements per window of a full walk (check, plan).
 WINDOW = 1000
@@ -95,3 +95,55 @@ def lrem_chunk(batch: int, list_length: int) -> int:
     ``list_length`` elements: ``batch``, lowered so that a call scans at most
     :data:`LREM_BUDGET` elements (never below 1)."""
     return max(1, min(batch, LREM_BUDGET // max(1, list_length)))
+
+
+_DONE = object()
+
+
+def prefetched(batches: Iterator[Any], depth: int = 1) -> Iterator[Any]:
+    """The items of ``batches``, read ahead by up to ``depth`` items in a
+    background thread: the next window's round trips (and parsing) overlap
+    with the caller's work on the current one (plans, exports).
+
+    Exceptions of ``batches`` are raised here, in order.  Closing this
+    generator early stops the reader after at most one more item.  The
+    caller must not use the same single-connection client meanwhile.
+    """
+    import queue
+    import threading
+
+    q: queue.Queue = queue.Queue(maxsize=max(1, depth))
+    stop = threading.Event()
+
+    def put(item: Any) -> bool:
+        while not stop.is_set():
+            try:
+                q.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def read() -> None:
+        try:
+            for item in batches:
+                if not put((None, item)):
+                    return
+        except BaseException as exc:  # noqa: BLE001 - handed to the consumer
+            put((exc, None))
+            return
+        put((None, _DONE))
+
+    reader = threading.Thread(target=read, name="jobctl-prefetch", daemon=True)
+    reader.start()
+    try:
+        while True:
+            exc, item = q.get()
+            if exc is not None:
+                raise exc
+            if item is _DONE:
+                return
+            yield item
+    finally:
+        stop.set()
+        reader.join(timeout=5)

@@ -56,7 +56,7 @@ SLACK = 64
 DEPTH = 8
 #: Tail positions one window call pops when ``--batch`` sets none: ~0.5-1 ms
 #: of server time per call (about 2 µs a planned job, 1 µs a held one).
-WINDOW = 256
+WINDOW = 192
 #: Elements one restore call moves back.
 RESTORE_MAX = 2000
 
