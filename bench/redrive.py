@@ -4,9 +4,9 @@ On one throwaway server, each measured on a freshly loaded dead list of
 ``--jobs`` jobs (1,000,000; ``--quick`` 100,000; :func:`bulkload.load_dead`,
 tenants ``t0``..``t9`` so ``tenant = t1`` matches exactly 10 %):
 
-1. One script call of jobctl's dead-list apply (``rl_dead_window.lua``,
-   which every dead-list redrive, suppress and purge runs, and
-   ``rl_dead_restore.lua``): about ``--window-calls`` calls per batch size
+1. One script call of jobctl's dead-list apply (the window engine's
+   ``list_window.lua``, which every dead-list redrive, suppress and purge
+   runs, one call per round trip here, and ``list_restore.lua``): about ``--window-calls`` calls per batch size
    in ``--windows`` (256, jobctl's default, and 128) on the full list, in
    three mixes (no job planned: pure rotation; 10 % planned; all planned),
    through ``ReliableList.plan``/``.apply`` in this process, timed from the
@@ -110,7 +110,7 @@ def fresh_dead(admin, n: int) -> float:
     return time.perf_counter() - t0
 
 
-# -- 1. one rl_dead_window call ---------------------------------------------------------
+# -- 1. one list_window call ---------------------------------------------------------
 
 #: SLOWLOG threshold while timing script calls: every script call takes
 #: longer, while the commands a script runs (also logged) rarely do.
@@ -123,7 +123,8 @@ def _script_shas() -> dict[str, str]:
 
     from jobctl.scripts import SCRIPT_NAMES, source
 
-    return {hashlib.sha1(source(n).encode()).hexdigest(): n for n in SCRIPT_NAMES if n.startswith("rl_")}
+    return {hashlib.sha1(source(n).encode()).hexdigest(): n for n in SCRIPT_NAMES
+            if n.startswith("rl_") or n in ("list_window", "list_restore")}
 
 
 def _info_cpu_cost(admin, samples: int = 200) -> float:
@@ -152,8 +153,8 @@ def window_latency(admin, url: str, config: Path, calls: int, window: int) -> di
     was preempted), and the server's CPU time across the call (``INFO cpu``
     before and after, minus what an ``INFO cpu`` costs), which other load on
     the machine does not inflate.  Reported
-    per script (``rl_dead_window`` and ``rl_dead_restore``, which puts the
-    rotated jobs back in order afterwards).
+    per script (``list_window`` and ``list_restore``, which puts the held
+    jobs back in order afterwards).
     """
     from jobctl.filter import MATCH_ALL, compile_filter
     from jobctl.keys import ReliableListKeys
@@ -213,8 +214,8 @@ def window_latency(admin, url: str, config: Path, calls: int, window: int) -> di
                                     "server_cpu_ms": summary([c for s_, _, c in timings if s_ == sha], 1000.0)}
             out[mode] = {"planned": plan.planned, "dead_length_before": length_before,
                          "dead_length_after": admin.llen(keys.dead), "scripts": per_script}
-            w = per_script.get("rl_dead_window", {}).get("server_ms", {})
-            note(f"window {window}, {mode}: {plan.planned:,} moved; rl_dead_window server median "
+            w = per_script.get("list_window", {}).get("server_ms", {})
+            note(f"window {window}, {mode}: {plan.planned:,} moved; list_window server median "
                  f"{fmt(w.get('median'))} ms, max {fmt(w.get('max'))} ms")
     finally:
         client.evalsha = plain_evalsha
@@ -374,9 +375,9 @@ def main() -> int:
     ap.add_argument("--jobs", type=int, help="Dead jobs (default 1,000,000; --quick 100,000).")
     ap.add_argument("--rq-jobs", type=int, help="Failed RQ jobs (default 100,000; --quick 10,000).")
     ap.add_argument("--runs", type=int, help="Runs of each operation (default 2; --quick 1).")
-    ap.add_argument("--window-calls", type=int, help="rl_dead_window calls per mix (default 300; --quick 50).")
+    ap.add_argument("--window-calls", type=int, help="list_window calls per mix (default 300; --quick 50).")
     ap.add_argument("--windows", default="256,128",
-                    help="Window sizes to time rl_dead_window at (default 256,128; jobctl's default is 256).")
+                    help="Window sizes to time list_window at (default 256,128; jobctl's default is 192).")
     ap.add_argument("--skip", action="append", default=[],
                     choices=["window", "jobctl", "filtered", "batch128", "ceiling", "rq"], help="Leave a part out.")
     args = ap.parse_args()

@@ -66,6 +66,9 @@ def main() -> int:
                       f"{res['moved'] / run.wall_s:>9,.0f} moved/s  "
                       f"rss {run.max_rss_kib / 1024:6.1f} MB  calls > 1 ms: {len(slow)}, "
                       f"slowest {slowest_call_us(client) / 1000:.2f} ms")
+                worst = max(slow, key=lambda e: int(e["duration"]), default=None)
+                if worst is not None:
+                    print(f"{'':26s} slowest command: {worst['command'][:60]!r}")
     finally:
         server.stop()
     return 0

@@ -84,8 +84,9 @@ if not err and kind == 'jl' then
   err = jc_check_types({ { raw_hash, 'hash' }, { attempts, 'hash' }, { errors, 'hash' } })
 end
 if err then return redis.error_reply(err) end
-if redis.call('GET', lease) ~= lease_value then
-  return redis.error_reply('LEASE operation ' .. op .. ' does not hold the lease ' .. lease)
+local holder = redis.call('GET', lease)
+if holder ~= lease_value then
+  if holder then return redis.error_reply('LEASE operation ' .. op .. ' does not hold the lease ' .. lease) end
 end
 local w = redis.call('HMGET', walk, 'op', 'total', 'popped')
 if w[1] ~= op then return redis.error_reply('WALK no walk of operation ' .. op .. ' in ' .. walk) end
@@ -202,7 +203,7 @@ while popped < limit do
   this = this + 1
 end
 redis.call('HSET', walk, 'popped', popped)
-redis.call('PEXPIRE', lease, ttl)
+redis.call('SET', lease, lease_value, 'PX', ttl)  -- renewed (and taken back if it had expired)
 
 -- where a redrive is recorded: one HMGET + one HSET per call, the value the
 -- JSON array [op id, redriven at (epoch ms), count]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -165,9 +165,10 @@ def _pinned(layout: Layout) -> tuple[Layout, Any]:
 
 
 def _close(batches) -> None:
-    close = getattr(batches, "close", None)
-    if close is not None:
-        close()
+    """Close ``batches`` when it is a generator (the window engine restores
+    its hold and releases its lease then)."""
+    if isinstance(batches, Generator):
+        batches.close()
 
 
 def _journal(layout: Layout, plan: Plan, res: RunResult, target: Target | None, argv: list[str] | None,

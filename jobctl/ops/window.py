@@ -217,6 +217,12 @@ def pipelined(client, window, calls: list[tuple[list[str], list]]) -> list[Any]:
     import redis
 
     conn = getattr(client, "connection", None)
+    if conn is None and len(calls) == 1:  # one call per round trip (--rate, layout.apply)
+        keys, args = calls[0]
+        try:
+            return [window(keys=keys, args=args)]
+        except redis.exceptions.ResponseError as exc:
+            return [exc]
     if conn is None:
         pipe = client.pipeline(transaction=False)
         for keys, args in calls:
