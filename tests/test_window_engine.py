@@ -235,3 +235,70 @@ def test_inspect_shows_where_a_redrive_is_recorded(redis_client, run):
     assert rec["operation"] == op and rec["count"] == 1 and rec["at_ms"] > 0
     code, out, err = run("inspect", "email", jobs[2])
     assert code == 0 and op in out
+
+
+def test_ctrl_c_inside_a_round_trip_leaves_every_job_in_one_state_in_order(redis_client):
+    jobs = simple_dead(redis_client, "email", 120, codes=("HTTP_503", "HTTP_400"))
+    lay = rl_layout(redis_client)
+    plan = lay.plan(redrive_spec(flt="error = HTTP_503"))
+    seen = []
+
+    def progress(done, total):
+        seen.append(done)
+        if len(seen) == 3:  # inside the first round trip: its other calls already ran
+            raise KeyboardInterrupt
+
+    res = run_plan(lay, plan, batch=5, progress=progress, journal=False)
+    assert res.interrupted and 0 < res.moved < 60
+    assert not redis_client.exists(K.hold) and not redis_client.exists(K.lease)  # restored, released
+    where = assert_consistent(redis_client, ["email"])
+    assert set(where) == set(jobs)
+    stay = [j for j in reversed(jobs) if j in set(jobs[1::2])]
+    assert [j for j in ids(redis_client, K.dead) if j in set(stay)] == stay
+    res2 = run_plan(lay, lay.plan(redrive_spec(flt="error = HTTP_503")), journal=False)
+    assert res2.moved == 60 - res.moved and res2.skipped == 0
+    assert sorted(ids(redis_client, K.ready)) == sorted(jobs[0::2])
+
+
+JL_CRASH = """
+import os, signal, sys
+import redis
+from jobctl.filter import compile_filter
+from jobctl.layouts import layout_for
+from jobctl.model import State
+from jobctl.ops import window
+from jobctl.ops.spec import Operation, OpSpec
+from jobctl_fixtures.layouts.json_list import ADAPTER
+
+client = redis.Redis.from_url(sys.argv[1])
+lay = layout_for(client, ADAPTER.queue_config("jobs"))
+plan = lay.plan(OpSpec(Operation.PURGE, "jobs", State.DEAD, None, filter=compile_filter("type = charge_card")))
+for n, br in enumerate(window.drive(lay.sources(plan.spec), plan, batch=4, depth=2)):
+    if n == 3:
+        os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_json_list_crash_mid_walk_then_rerun(redis_client, redis_url):
+    q = JsonListQueue(redis_client, "jobs", max_retries=MAX_RETRIES, timeout_ms=VISIBILITY_TIMEOUT_MS)
+    for i in range(40):
+        q.enqueue({"id": f"d{i:03d}", "task": "charge_card" if i % 3 else "send_email", "n": i})
+        for _ in range(MAX_RETRIES):
+            q.nack(q.claim(now=NOW), "card declined")
+    before = redis_client.lrange(JL.dead, 0, -1)
+    proc = subprocess.run([sys.executable, "-c", JL_CRASH, redis_url], stdin=subprocess.DEVNULL,
+                          capture_output=True, timeout=60)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr.decode()
+    lay = layout_for(redis_client, ADAPTER.queue_config("jobs"))
+    held = redis_client.llen(JL.hold)
+    assert held > 0
+    # the hold is dead: the oldest part of the dead list, in order
+    logical = redis_client.lrange(JL.hold, 0, -1) + redis_client.lrange(JL.dead, 0, -1)
+    assert [r for r in before if r in set(logical)] == logical
+    assert lay.depth(State.DEAD) == len(logical)
+    assert lay.check().ok
+    res = run_plan(lay, lay.plan(OpSpec(Operation.PURGE, "jobs", State.DEAD, None,
+                                        filter=compile_filter("type = charge_card"))), journal=False)
+    assert res.skipped == 0 and res.failed == 0
+    assert redis_client.lrange(JL.dead, 0, -1) == [r for r in before if b"send_email" in r]
+    assert not redis_client.exists(JL.hold) and not redis_client.exists(JL.walk)
