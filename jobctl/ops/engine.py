@@ -24,6 +24,7 @@ from ..errors import ConnectionFailed, JobctlError
 from ..layouts.base import Layout, now_ms
 from .journal import command_line, write_entry
 from .plan import Plan
+from .result import BatchResult
 from .window import DEPTH, drive
 
 __all__ = ["RunResult", "run_plan"]
@@ -95,15 +96,11 @@ def run_plan(layout: Layout, plan: Plan, *, dry_run: bool = False, rate: float |
         batches = drive(sources, plan, batch=batch, depth=1 if rate else DEPTH)
     else:
         batches = layout.apply(plan, batch=batch)
+    last: BatchResult | None = None
     try:
         for br in batches:
-            res.moved += len(br.moved)
-            res.skipped += len(br.skipped)
-            res.failed += len(br.failed)
-            for job_id in br.skipped:
-                res.skipped_reasons[br.reasons.get(job_id, "skipped")] += 1
-                if len(res.skipped_sample) < 20:
-                    res.skipped_sample.append(job_id)
+            last = br
+            _count(res, br)
             if progress:
                 progress(res.moved + res.skipped + res.failed, plan.planned)
             if br.more:
@@ -125,6 +122,11 @@ def run_plan(layout: Layout, plan: Plan, *, dry_run: bool = False, rate: float |
     except KeyboardInterrupt:
         res.interrupted = True
         try:
+            # the calls of the round trip in progress already ran: count them
+            while last is not None and last.more:
+                last = next(batches, None)
+                if last is not None:
+                    _count(res, last)
             _close(batches)  # the window engine puts its hold back (else the next operation does)
         except BaseException:  # noqa: BLE001 - a second Ctrl-C or a lost connection
             pass
@@ -144,6 +146,17 @@ def run_plan(layout: Layout, plan: Plan, *, dry_run: bool = False, rate: float |
     if raised is not None:
         raise raised
     return res
+
+
+def _count(res: RunResult, br: BatchResult) -> None:
+    """Add one script call's outcome to ``res``."""
+    res.moved += len(br.moved)
+    res.skipped += len(br.skipped)
+    res.failed += len(br.failed)
+    for job_id in br.skipped:
+        res.skipped_reasons[br.reasons.get(job_id, "skipped")] += 1
+        if len(res.skipped_sample) < 20:
+            res.skipped_sample.append(job_id)
 
 
 def _pinned(layout: Layout) -> tuple[Layout, Any]:
