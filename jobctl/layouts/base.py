@@ -15,8 +15,8 @@ the exporter):
 * **plans and fences**: :meth:`Layout.plan` returns a
   :class:`~jobctl.ops.plan.Plan` whose fence data the apply re-checks
   atomically (each layout's fence is documented in ``docs/layouts.md``);
-* **window sources**: :meth:`Layout.source` returns a :class:`WindowSource`
-  for each (layout, source state) that the window engine
+* **window sources**: :meth:`Layout.sources` returns the :class:`WindowSource`
+  s (one per shard) of a (layout, source state) that the window engine
   (:mod:`jobctl.ops.window`) drives: bounded, pipelined Lua window calls
   with a jobctl-owned hold list, server-side walk bookkeeping and a lease
   (reliable-list and json-list dead lists today).  A layout (or source
@@ -25,7 +25,7 @@ the exporter):
   :class:`~jobctl.ops.result.BatchResult` per script call.  To move a
   source onto the engine (the zsets, the PEL, the stream-group and
   hash-job dead lists), implement :class:`WindowSource` for it and return
-  it from :meth:`Layout.source`;
+  them from :meth:`Layout.sources`;
 * **checks**: :meth:`Layout.check` (the layout's own audit module,
   imported statically by the override).
 
