@@ -20,7 +20,7 @@ the exporter):
   (:mod:`jobctl.ops.window`) drives: bounded, pipelined Lua window calls
   with a jobctl-owned hold list, server-side walk bookkeeping and a lease
   (reliable-list and json-list dead lists today).  A layout (or source
-  state) without one returns ``None`` and the engine falls back to
+  state) without one returns ``[]`` and the engine falls back to
   :meth:`Layout.apply`, which yields one
   :class:`~jobctl.ops.result.BatchResult` per script call.  To move a
   source onto the engine (the zsets, the PEL, the stream-group and
