@@ -216,6 +216,26 @@ class StreamGroupKeys:
         return self._rl.job(job_id)
 
     @property
+    def hold(self) -> str:
+        """jobctl's hold list of the window engine (dead list, as reliable-list)."""
+        return self._rl.hold
+
+    @property
+    def walk(self) -> str:
+        """jobctl's walk hash of the window engine."""
+        return self._rl.walk
+
+    @property
+    def lease(self) -> str:
+        """jobctl's lease string of the window engine."""
+        return self._rl.lease
+
+    @property
+    def redriven(self) -> str:
+        """jobctl's redriven hash: job id -> JSON [op id, redriven at (epoch ms), count]."""
+        return self._rl.redriven
+
+    @property
     def suppressed(self) -> str:
         """jobctl's zset: suppressed job id -> suppressed-at (epoch ms)."""
         return self._rl.suppressed

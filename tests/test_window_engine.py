@@ -18,7 +18,7 @@ from jobctl.config import QueueConfig
 from jobctl.errors import Busy, DataError
 from jobctl.exitcodes import ExitCode
 from jobctl.filter import compile_filter
-from jobctl.keys import JsonListKeys, ReliableListKeys
+from jobctl.keys import JsonListKeys, ReliableListKeys, StreamGroupKeys
 from jobctl.layouts import layout_for
 from jobctl.layouts.reliable_list import ReliableList
 from jobctl.model import State
@@ -26,6 +26,7 @@ from jobctl.ops import window
 from jobctl.ops.engine import run_plan
 from jobctl.ops.spec import Operation, OpSpec
 from jobctl_fixtures.layouts.json_list import ADAPTER, MAX_RETRIES, VISIBILITY_TIMEOUT_MS, JsonListQueue
+from jobctl_fixtures.layouts.stream_group import ADAPTER as SG_ADAPTER
 from test_operations import (  # noqa: F401 - fixtures
     assert_consistent, cfg, ids, redrive_spec, run, simple_dead,
 )
@@ -302,3 +303,49 @@ def test_json_list_crash_mid_walk_then_rerun(redis_client, redis_url):
     assert res.skipped == 0 and res.failed == 0
     assert redis_client.lrange(JL.dead, 0, -1) == [r for r in before if b"send_email" in r]
     assert not redis_client.exists(JL.hold) and not redis_client.exists(JL.walk)
+
+
+# -- stream-group dead list on the same engine ---------------------------------------------
+
+def sg_layout(client):
+    q = SG_ADAPTER.queue_config("email")
+    return layout_for(client, QueueConfig(name=q.name, layout=q.layout, tag=q.tag, shards=q.shards,
+                                          visibility_timeout_ms=q.visibility_timeout_ms))
+
+
+def test_stream_group_dead_list_redrive_is_bounded_per_call_and_keeps_order(redis_client):
+    SG_ADAPTER.load(redis_client, "dlq-spike", queue="email", size=400, seed=3)
+    sg = StreamGroupKeys("email")
+    lay = sg_layout(redis_client)
+    dead_before = [x.decode() for x in redis_client.lrange(sg.dead, 0, -1)]
+    plan = lay.plan(spec_for("redrive", flt="error = HTTP_503"))
+    assert 0 < plan.planned < len(dead_before) and plan.redrive_record == "hash"
+    entries_before = redis_client.xlen(sg.stream)
+    sizes = []
+    for br in window.drive(lay.sources(plan.spec), plan, batch=16, depth=3):
+        sizes.append(len(br.moved) + len(br.skipped))
+        assert len(br.moved) + len(br.skipped) <= 16 + window.SLACK
+    moved = set(plan.job_ids())
+    assert redis_client.xlen(sg.stream) == entries_before + len(moved)  # one XADD jobId <id> each
+    assert [x.decode() for x in redis_client.lrange(sg.dead, 0, -1)] == [j for j in dead_before if j not in moved]
+    assert {k.decode() for k in redis_client.hkeys(sg.redriven)} == moved
+    assert not redis_client.exists(sg.hold) and not redis_client.exists(sg.lease)
+    assert lay.check().ok
+
+
+def test_stream_group_wrong_type_stream_moves_nothing(redis_client):
+    SG_ADAPTER.load(redis_client, "dlq-spike", queue="email", size=120, seed=4)
+    sg = StreamGroupKeys("email")
+    lay = sg_layout(redis_client)
+    plan = lay.plan(spec_for("redrive", flt="error = HTTP_503"))
+    assert plan.planned > 0
+    redis_client.rename(sg.stream, "saved")
+    redis_client.hset(sg.stream, "not", "a stream")
+    before = snapshot(redis_client)
+    with pytest.raises(DataError) as exc:
+        run_plan(lay, plan, journal=False)
+    assert exc.value.exit_code == ExitCode.DATA and sg.stream in str(exc.value)
+    assert snapshot(redis_client) == before
+    redis_client.delete(sg.stream)
+    redis_client.rename("saved", sg.stream)
+    assert lay.check().ok

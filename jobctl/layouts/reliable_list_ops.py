@@ -37,7 +37,7 @@ from ..ops.window import ListSource, drive
 if TYPE_CHECKING:
     from .reliable_list import ReliableList
 
-__all__ = ["plan_operation", "apply_plan", "dead_sources", "TRANSITIONS", "DEFAULT_BATCH"]
+__all__ = ["plan_operation", "apply_plan", "dead_sources", "reset_payloads", "TRANSITIONS", "DEFAULT_BATCH"]
 
 #: Jobs (or dead-list pops) per script call: a dead-list window call takes
 #: ~1.1-1.3 ms at 128 against ~2 ms at 256 (bench/redrive.py), so this
@@ -198,7 +198,7 @@ def dead_sources(layout: "ReliableList", spec: OpSpec) -> list[ListSource]:
         mode, target = _dead_mode(layout, keys, spec)
         new_payloads = None
         if spec.operation is Operation.REDRIVE and spec.reset_attempts:
-            new_payloads = _reset_payloads(layout, keys, spec, mode)
+            new_payloads = reset_payloads(layout.client, keys, spec, mode)
         info = (lambda now: suppression_record(spec, now)) if mode == "suppressed" else None
         out.append(ListSource(
             client=layout.client, kind="rl", tag=keys.tag, shard=shard, dead=keys.dead, hold=keys.hold,
@@ -208,7 +208,7 @@ def dead_sources(layout: "ReliableList", spec: OpSpec) -> list[ListSource]:
     return out
 
 
-def _reset_payloads(layout: "ReliableList", keys: ReliableListKeys, spec: OpSpec, mode: str):
+def reset_payloads(client, keys, spec: OpSpec, mode: str):
     """``new_payloads`` of a ``--reset-attempts`` redrive: the envelopes
     read now, rewritten (:func:`~.common.redrive_envelope`), fenced to the
     SHA1 the plan saw (a payload changed since is skipped as ``changed``)."""
@@ -217,7 +217,7 @@ def _reset_payloads(layout: "ReliableList", keys: ReliableListKeys, spec: OpSpec
         if not jobs:
             return out
         due = now + spec.delay_ms if mode == "scheduled" else None
-        for j, raw in zip(jobs, layout.client.mget([keys.job(j.job_id) for j in jobs])):
+        for j, raw in zip(jobs, client.mget([keys.job(j.job_id) for j in jobs])):
             try:
                 if raw is not None and payload_sha1(raw) == j.sha1:
                     out[j.job_id] = (redrive_envelope(raw, spec, now, due), j.sha1)

@@ -258,6 +258,9 @@ class StreamGroup(Layout):
             dead = self.dead_key(keys)
             (pipe.xlen if self.dead_kind == "stream" else pipe.llen)(dead)
             plan.append(("dead", dead, keys))
+            if self.dead_kind == "list":  # jobctl's hold (a window-engine walk set those aside): still dead
+                pipe.llen(keys.hold)
+                plan.append(("dead", keys.hold, keys))
             pipe.zcard(keys.suppressed)
             plan.append(("suppressed", keys.suppressed, keys))
         results = pipe.execute(raise_on_error=False)
@@ -374,6 +377,9 @@ class StreamGroup(Layout):
                 it["dead_since_ms"] = it.pop("entered_ms")
             return items
         ids = self.client.lrange(keys.dead, start, start + count - 1)
+        if len(ids) < count:  # the hold (a window-engine walk in progress) holds the oldest dead jobs
+            held_from = max(0, start - self.client.llen(keys.dead))
+            ids += self.client.lrange(keys.hold, held_from, held_from + count - len(ids) - 1)
         return [{"job_id": text(x), "position": start + n} for n, x in enumerate(ids)]
 
     def _attach_suppressed_info(self, keys: StreamGroupKeys, recs: list[JobRecord]) -> None:
@@ -410,8 +416,11 @@ class StreamGroup(Layout):
         pipe.zscore(keys.suppressed, job_id)
         if self.dead_kind == "list":
             pipe.lpos(keys.dead, job_id)
+            pipe.lpos(keys.hold, job_id)  # the hold is the dead list's oldest part
+            pipe.llen(keys.dead)
         res = pipe.execute(raise_on_error=False)
-        errors = wrongtype_errors(res, [keys.job(job_id), keys.scheduled, keys.suppressed, keys.dead][:len(res)])
+        errors = wrongtype_errors(res, [keys.job(job_id), keys.scheduled, keys.suppressed, keys.dead, keys.hold,
+                                        keys.dead][:len(res)])
         if errors:
             raise DataError(errors[0])
         raw, sched, supp = res[0], score_ms(res[1]), score_ms(res[2])
@@ -424,6 +433,8 @@ class StreamGroup(Layout):
         if self.dead_kind == "list":
             if res[3] is not None:
                 states.append((State.DEAD, {"job_id": job_id, "position": res[3], "state_key": keys.dead}))
+            elif res[4] is not None:
+                states.append((State.DEAD, {"job_id": job_id, "position": res[5] + res[4], "state_key": keys.hold}))
         else:
             dead = self._find_entry(keys.dead_stream, job_id, "-", SEARCH_BOUND)
             if dead is not None:
@@ -568,10 +579,14 @@ class StreamGroup(Layout):
             yield from self._walk_stream(keys, keys.dead_stream, "-", batch, cap, state)
             return
         if state is State.DEAD:
-            # from the tail with negative indexes: LPUSHes at the head do not shift them
-            for start, chunk in walk_list(self.client, keys.dead, from_right=True, batch=batch, sample=sample):
-                yield self._records(keys, [{"job_id": text(x), "position": start + n}
-                                           for n, x in enumerate(chunk)], state)
+            # from the tail with negative indexes: LPUSHes at the head do not shift them;
+            # jobctl's hold (set aside by a window-engine walk) first: it is the oldest part
+            base = 0
+            for key in (keys.hold, keys.dead):
+                for start, chunk in walk_list(self.client, key, from_right=True, batch=batch, sample=sample):
+                    yield self._records(keys, [{"job_id": text(x), "position": base + start + n}
+                                               for n, x in enumerate(chunk)], state)
+                base = self.client.llen(keys.hold)
             return
         key = keys.scheduled if state is State.SCHEDULED else keys.suppressed
         for _, pairs in walk_zset(self.client, key, batch=batch, sample=sample):
@@ -616,7 +631,8 @@ class StreamGroup(Layout):
         check_transition(self.name, TRANSITIONS, spec)
         refuse_priority(self.name, spec)
         require_requeue_scope(spec)
-        plan = Plan(spec=spec, now_ms=now)
+        on_engine = spec.source is State.DEAD and self.dead_kind == "list"  # the window engine
+        plan = Plan(spec=spec, now_ms=now, redrive_record="hash" if on_engine else "envelope")
 
         def fence(rec: JobRecord) -> str:
             return "" if rec.meta.get("payload_in_entry") else payload_sha1(rec.raw)
@@ -644,18 +660,54 @@ class StreamGroup(Layout):
                     if rec is None or rec.state is not spec.source:
                         continue
                     if spec.source is State.DEAD and self.dead_kind == "list" and rec.position is not None:
-                        rec.position = self.client.llen(keys.dead) - 1 - rec.position
+                        rec.position = self.client.llen(keys.dead) + self.client.llen(keys.hold) - 1 - rec.position
                     yield [rec]
             return
         idle = self.visibility_timeout_ms if spec.stuck_only else None
         for keys in self.shards:
             yield from self.iter_batches_of(keys, spec.source, WINDOW, idle=idle, now=now)
 
+    def sources(self, spec: OpSpec):
+        """The window-engine sources (one per shard) of an operation from a
+        dead *list* (``dead = "list"``): ids as reliable-list's, a redrive
+        to ready is an ``XADD jobId <id>`` to the stream.  ``[]`` otherwise."""
+        if spec.source is not State.DEAD or self.dead_kind != "list":
+            return []
+        from ..ops.window import ListSource
+        from .common import suppression_record
+        from .reliable_list_ops import reset_payloads
+
+        out = []
+        for shard, keys in enumerate(self.shards):
+            if spec.operation is Operation.PURGE:
+                mode, target = "purge", keys.dead
+            elif spec.target is State.SUPPRESSED:
+                mode, target = "suppressed", keys.suppressed
+            elif spec.target is State.SCHEDULED:
+                mode, target = "scheduled", keys.scheduled
+            else:
+                mode, target = "stream", keys.stream
+            reset = spec.operation is Operation.REDRIVE and spec.reset_attempts
+            out.append(ListSource(
+                client=self.client, kind="rl", tag=keys.tag, shard=shard, dead=keys.dead, hold=keys.hold,
+                walk=keys.walk, lease=keys.lease, redriven=keys.redriven, info_hash=keys.suppressed_info,
+                target=target, mode=mode, payload_key=keys.job,
+                new_payloads=reset_payloads(self.client, keys, spec, mode) if reset else None,
+                info=(lambda now: suppression_record(spec, now)) if mode == "suppressed" else None,
+                delay_ms=spec.delay_ms if mode == "scheduled" else 0))
+        return out
+
     def apply(self, plan: Plan, *, batch: int | None = None) -> Iterator[BatchResult]:
         """Apply ``plan`` one script call at a time; yields each call's result.
-        Each job moves atomically and only if its fence still holds."""
-        batch = batch or DEFAULT_BATCH
+        Each job moves atomically and only if its fence still holds.  A
+        dead list is the window engine's (:meth:`sources`)."""
         spec = plan.spec
+        if spec.source is State.DEAD and self.dead_kind == "list":
+            from ..ops.window import drive
+
+            yield from drive(self.sources(spec), plan, batch=batch, depth=1)
+            return
+        batch = batch or DEFAULT_BATCH
         by_shard: dict[int, list[StreamPlannedJob]] = defaultdict(list)
         for job in plan.jobs:
             by_shard[job.shard].append(job)  # type: ignore[arg-type]

@@ -82,7 +82,7 @@ def _check_shard(layout: "StreamGroup", keys: StreamGroupKeys, report: CheckRepo
     for job_id in _zset_ids(client, keys.scheduled):
         where[job_id].append("scheduled")
     dead = _stream_job_ids(client, keys.dead_stream) if layout.dead_kind == "stream" \
-        else _list_ids(client, keys.dead)
+        else _list_ids(client, keys.hold) + _list_ids(client, keys.dead)  # the hold: set aside by a walk
     for job_id in dead:
         where[job_id].append("dead")
     for job_id in _zset_ids(client, keys.suppressed):

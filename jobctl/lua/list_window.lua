@@ -23,7 +23,8 @@
 -- KEYS[2]  hold list (jobctl)           queue:{t}:jobctl:hold
 -- KEYS[3]  walk hash (jobctl)           queue:{t}:jobctl:walk
 -- KEYS[4]  lease string (jobctl)        queue:{t}:jobctl:lease
--- KEYS[5]  target: ready list | scheduled zset | suppressed zset | (purge) KEYS[1]
+-- KEYS[5]  target: ready list | stream (stream-group: XADD jobId <id>) |
+--          scheduled zset | suppressed zset | (purge) KEYS[1]
 -- KEYS[6]  redriven hash (jobctl)       queue:{t}:jobctl:redriven
 -- KEYS[7]  suppressed-info hash (jobctl)
 -- KEYS[8]  json-list: suppressed-raw hash (jobctl); reliable-list: KEYS[1]
@@ -31,7 +32,7 @@
 -- KEYS[10] json-list: errors hash; reliable-list: KEYS[1]
 -- KEYS[10+i] reliable-list: payload key of planned entry i (job:{t}:<id>)
 -- ARGV[1]  kind: "rl" (elements are ids) | "jl" (elements are JSON strings)
--- ARGV[2]  mode: "ready" | "scheduled" | "suppressed" | "purge"
+-- ARGV[2]  mode: "ready" | "stream" | "scheduled" | "suppressed" | "purge"
 -- ARGV[3]  operation id (owner of the walk)
 -- ARGV[4]  lease value (owner of the lease) and ARGV[5] lease TTL (ms)
 -- ARGV[6]  upto: pop while the walk has popped fewer tail positions than this
@@ -59,7 +60,8 @@ local redriven, info_hash, raw_hash, attempts, errors = KEYS[6], KEYS[7], KEYS[8
 local kind, err = jc_one_of(ARGV[1], 'kind', { rl = true, jl = true })
 if not kind then return redis.error_reply(err) end
 local mode
-mode, err = jc_one_of(ARGV[2], 'mode', { ready = true, scheduled = true, suppressed = true, purge = true })
+mode, err = jc_one_of(ARGV[2], 'mode', { ready = true, stream = true, scheduled = true, suppressed = true,
+                                         purge = true })
 if not mode then return redis.error_reply(err) end
 local op, lease_value = ARGV[3], ARGV[4]
 local op_json = cjson.encode(op)
@@ -77,7 +79,7 @@ local reset, info = ARGV[9] == '1', ARGV[10]
 if #ARGV ~= 13 + width * n then return redis.error_reply('BADARG expected ' .. (13 + width * n) .. ' arguments') end
 if kind == 'rl' and #KEYS ~= 10 + n then return redis.error_reply('BADARG expected ' .. (10 + n) .. ' keys') end
 
-local target_type = (mode == 'ready' or mode == 'purge') and 'list' or 'zset'
+local target_type = (mode == 'ready' or mode == 'purge') and 'list' or (mode == 'stream' and 'stream' or 'zset')
 err = jc_check_types({ { dead, 'list' }, { hold, 'list' }, { walk, 'hash' }, { lease, 'string' },
                        { target, target_type }, { redriven, 'hash' }, { info_hash, 'hash' } })
 if not err and kind == 'jl' then
@@ -143,6 +145,8 @@ local function step(e, el, undo)
     try('LMOVE', dead, target, near, 'LEFT')
     if kind == 'jl' and reset then redis.pcall('HDEL', attempts, e.id) end
     return 'moved'
+  elseif mode == 'stream' then
+    local entry = try('XADD', target, '*', 'jobId', e.id); undo[1] = { 'XDEL', target, entry }
   elseif mode == 'scheduled' then
     try('ZADD', target, score, e.id); undo[1] = { 'ZREM', target, e.id }
   elseif mode == 'suppressed' then
@@ -207,7 +211,7 @@ redis.call('SET', lease, lease_value, 'PX', ttl)  -- renewed (and taken back if 
 
 -- where a redrive is recorded: one HMGET + one HSET per call, the value the
 -- JSON array [op id, redriven at (epoch ms), count]
-if mode == 'ready' or mode == 'scheduled' then
+if mode == 'ready' or mode == 'stream' or mode == 'scheduled' then
   if #moved_ids > 0 then
     local prev = redis.call('HMGET', redriven, unpack(moved_ids))
     local args = {}
