@@ -331,7 +331,7 @@ class JsonList(ListStatesLayout):
             raise NotFound(f"job {job_id!r} not found in queue {self.queue_name}")
         if claim is not None and rec.state is not State.PROCESSING:
             rec.meta["stray_claim_time_ms"] = claim_ms(claim)
-        from ..ops.window import redrive_record
+        from ..ops.lease import redrive_record
 
         redriven = redrive_record(self.client.hget(k.redriven, job_id))
         if redriven is not None:  # jobctl's record of its redrives (the string is never rewritten)

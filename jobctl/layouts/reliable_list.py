@@ -15,7 +15,7 @@ from typing import Any
 from ..errors import DataError
 from ..keys import ReliableListKeys, shard_tags
 from ..model import JobRecord, QueueStatus, State, parse_envelope
-from ..ops.window import redrive_record
+from ..ops.lease import redrive_record
 from .base import Layout, now_ms
 from .common import (SCHEDULED_READS, first_found, fold_scheduled, merge_shard_lists, read_scheduled, score_ms,
                      status_replies, text, wrongtype_errors)

@@ -4,8 +4,8 @@ A :class:`ListSource` is one dead list of one shard (reliable-list: ids,
 tail at the right; json-list: JSON strings, tail at the left).  Applying a
 plan on it (:func:`drive`) is, per source:
 
-1. take the lease (``lease.lua``: ``<op id> <host> <pid>``, PX
-   :data:`LEASE_TTL_MS`, renewed by every window call); another live
+1. take the lease (:mod:`.lease`, ``lease.lua``: ``<op id> <host> <pid>``,
+   PX :data:`LEASE_TTL_MS`, renewed by every window call); another live
    operation holding it -> :class:`~jobctl.errors.Busy` (exit 11), nothing
    changed.  A lease left by a dead process of this host is taken over;
 2. finish any hold a crashed or interrupted run left (``list_restore.lua``),
@@ -33,8 +33,6 @@ and no second jobctl operation can walk it (the lease); see docs/layouts.md.
 
 from __future__ import annotations
 
-import os
-import socket
 from array import array
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -44,11 +42,11 @@ from ..errors import Busy, DataError, JobctlError
 from ..ops.plan import JobColumns, Plan, PlannedJob
 from ..ops.result import BatchResult
 from ..scripts import script
+from .lease import LEASE_TTL_MS, acquire, lease_value, redrive_record, release
 
-__all__ = ["ListSource", "drive", "finish_hold", "redrive_record", "LEASE_TTL_MS", "SLACK", "DEPTH", "WINDOW", "RESTORE_MAX"]
+__all__ = ["ListSource", "drive", "finish_hold", "redrive_record", "lease_value", "LEASE_TTL_MS", "SLACK", "DEPTH",
+           "WINDOW", "RESTORE_MAX"]
 
-#: Lease time to live (ms); every window call renews it.
-LEASE_TTL_MS = 30_000
 #: How many positions a planned job may have shifted towards the tail (jobs
 #: below it removed by others) and still match.
 SLACK = 64
@@ -106,41 +104,6 @@ class ListSource:
         return [self.dead, self.hold, self.walk, self.lease, self.target, self.redriven, self.info_hash, *extra]
 
 
-def redrive_record(raw: bytes | str | None) -> dict[str, Any] | None:
-    """A value of the redriven hash (``[op id, at (epoch ms), count]``) as
-    ``{"operation", "at_ms", "count"}``; ``None`` for none or a value that
-    is not one."""
-    if raw is None:
-        return None
-    import orjson
-
-    try:
-        op, at, count = orjson.loads(raw)
-    except (orjson.JSONDecodeError, ValueError, TypeError):
-        return None
-    return {"operation": op, "at_ms": at, "count": count}
-
-
-def lease_value(op_id: str) -> str:
-    """``<op id> <host> <pid>``: who holds a lease."""
-    return f"{op_id} {socket.gethostname()} {os.getpid()}"
-
-
-def _dead_holder(holder: str) -> bool:
-    """Whether the lease value ``holder`` names a process of this host that
-    no longer runs (its lease may be taken over)."""
-    parts = holder.split(" ")
-    if len(parts) != 3 or parts[1] != socket.gethostname() or not parts[2].isdigit():
-        return False
-    try:
-        os.kill(int(parts[2]), 0)
-    except ProcessLookupError:
-        return True
-    except OSError:
-        return False
-    return False
-
-
 def _text(v: Any) -> str:
     return v.decode("utf-8", "surrogateescape") if isinstance(v, bytes) else str(v)
 
@@ -159,29 +122,6 @@ def _call_error(exc: Exception, src: ListSource) -> JobctlError:
     if isinstance(exc, redis.ResponseError):
         return DataError(f"{src.dead}: {msg}")
     raise exc
-
-
-def acquire(src: ListSource, value: str, queue: str) -> None:
-    """Take ``src``'s lease for ``value``; raises :class:`Busy` when a live
-    operation holds it."""
-    lease = script(src.client, "lease")
-    res = lease(keys=[src.lease, src.walk], args=["acquire", value, LEASE_TTL_MS, ""])
-    if int(res[0]) == 1:
-        return
-    holder = _text(res[1])
-    if _dead_holder(holder):
-        res = lease(keys=[src.lease, src.walk], args=["acquire", value, LEASE_TTL_MS, holder])
-        if int(res[0]) == 1:
-            return
-        holder = _text(res[1])
-    op = holder.split(" ")[0]
-    raise Busy(f"queue {queue}: operation {op} is running on {src.dead} (lease {src.lease}); "
-               "nothing was changed: run this again when it has finished")
-
-
-def release(src: ListSource, value: str) -> None:
-    """Give ``src``'s lease back (only if ``value`` still holds it)."""
-    script(src.client, "lease")(keys=[src.lease, src.walk], args=["release", value, "", ""])
 
 
 def finish_hold(client, kind: str, dead: str, hold: str, walk: str) -> int:

@@ -1,0 +1,92 @@
+"""The lease of a queue shard's sources and jobctl's record of redrives.
+
+Lease: ``queue:{t}:jobctl:lease`` (json-list: ``<prefix>:jobctl:lease``)
+holds ``<op id> <host> <pid>`` with a PX TTL (:data:`LEASE_TTL_MS`) that
+every window call renews (``list_window.lua``); ``lease.lua`` takes, gives
+back and starts a walk under it.  A second operation on the same source is
+refused with :class:`~jobctl.errors.Busy` (exit 11).  A lease held by a
+process of this host that no longer runs (kill -9) is taken over.
+
+Redrive record: jobctl's hash ``queue:{t}:jobctl:redriven`` (json-list:
+``<prefix>:jobctl:redriven``), job id -> JSON ``[op id, at (epoch ms),
+count]``, written once per window call.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from ..errors import Busy
+from ..scripts import script
+
+if TYPE_CHECKING:
+    from .window import ListSource
+
+__all__ = ["LEASE_TTL_MS", "lease_value", "acquire", "release", "redrive_record"]
+
+#: Lease time to live (ms); every window call renews it.
+LEASE_TTL_MS = 30_000
+
+
+def redrive_record(raw: bytes | str | None) -> dict[str, Any] | None:
+    """A value of the redriven hash (``[op id, at (epoch ms), count]``) as
+    ``{"operation", "at_ms", "count"}``; ``None`` for none or a value that
+    is not one."""
+    if raw is None:
+        return None
+    try:
+        op, at, count = orjson.loads(raw)
+    except (orjson.JSONDecodeError, ValueError, TypeError):
+        return None
+    return {"operation": op, "at_ms": at, "count": count}
+
+
+def lease_value(op_id: str) -> str:
+    """``<op id> <host> <pid>``: who holds a lease."""
+    return f"{op_id} {socket.gethostname()} {os.getpid()}"
+
+
+def _dead_holder(holder: str) -> bool:
+    """Whether the lease value ``holder`` names a process of this host that
+    no longer runs (its lease may be taken over)."""
+    parts = holder.split(" ")
+    if len(parts) != 3 or parts[1] != socket.gethostname() or not parts[2].isdigit():
+        return False
+    try:
+        os.kill(int(parts[2]), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False
+    return False
+
+
+def _text(v: Any) -> str:
+    return v.decode("utf-8", "surrogateescape") if isinstance(v, bytes) else str(v)
+
+
+def acquire(src: "ListSource", value: str, queue: str) -> None:
+    """Take ``src``'s lease for ``value``; raises :class:`Busy` when a live
+    operation holds it."""
+    lease = script(src.client, "lease")
+    res = lease(keys=[src.lease, src.walk], args=["acquire", value, LEASE_TTL_MS, ""])
+    if int(res[0]) == 1:
+        return
+    holder = _text(res[1])
+    if _dead_holder(holder):
+        res = lease(keys=[src.lease, src.walk], args=["acquire", value, LEASE_TTL_MS, holder])
+        if int(res[0]) == 1:
+            return
+        holder = _text(res[1])
+    op = holder.split(" ")[0]
+    raise Busy(f"queue {queue}: operation {op} is running on {src.dead} (lease {src.lease}); "
+               "nothing was changed: run this again when it has finished")
+
+
+def release(src: "ListSource", value: str) -> None:
+    """Give ``src``'s lease back (only if ``value`` still holds it)."""
+    script(src.client, "lease")(keys=[src.lease, src.walk], args=["release", value, "", ""])
