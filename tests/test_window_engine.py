@@ -349,3 +349,15 @@ def test_stream_group_wrong_type_stream_moves_nothing(redis_client):
     redis_client.delete(sg.stream)
     redis_client.rename("saved", sg.stream)
     assert lay.check().ok
+
+
+def test_job_columns_keep_planned_jobs_compactly():
+    from jobctl.ops.plan import JobColumns, PlannedJob
+
+    cols = JobColumns()
+    jobs = [PlannedJob("a", 0, 3, None, "00" * 19 + "ff"), PlannedJob("bé", 1, None, 17, ""),
+            PlannedJob("c", 0, 9, None, "not a sha1")]
+    for j in jobs:
+        cols.append(j)
+    assert len(cols) == 3 and list(cols) == jobs and cols[-1] == jobs[-1] and cols[0:2] == jobs[:2]
+    assert [cols.job_id(n) for n in range(3)] == ["a", "bé", "c"] and cols.position(1) is None

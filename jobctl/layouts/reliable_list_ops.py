@@ -110,8 +110,9 @@ def plan_operation(layout: "ReliableList", spec: OpSpec, now: int) -> Plan:
     walk = _source_walk(layout, spec, now)
     if not spec.ids:
         walk = prefetched(walk)  # the next window is read while this one is filtered
-    return plan_from_walk(plan, walk,
-                          lambda rec: payload_sha1(rec.raw), shard_of=shard_index(layout.shards))
+    # the dead list's fence is identity + position: the payload SHA1 only where the payload is rewritten
+    fence = payload_sha1 if not dead or spec.reset_attempts else (lambda raw: "")
+    return plan_from_walk(plan, walk, lambda rec: fence(rec.raw), shard_of=shard_index(layout.shards))
 
 
 # -- applying ---------------------------------------------------------------

@@ -39,15 +39,19 @@ class PlannedJob:
     sha1: str
 
 
+_NO_SHA = bytes(20)
+
+
 class JobColumns:
     """Planned jobs kept column-wise: a list-like of :class:`PlannedJob`
     that stores ~60-90 bytes a job instead of a Python object each (ids
     joined in one ``bytearray`` with ``array('q')`` offsets, shard,
     position and score in ``array('q')`` (``-1``: ``None``), the SHA1 as
-    its 20-byte digest).  Items are built on access.  Supports ``append``,
-    ``len``, iteration, indexing and slicing (a slice is a ``list``).
-    A job whose ``sha1`` is not 40 hex digits, or a subclass of
-    :class:`PlannedJob`, is kept as is (a side table).
+    its 20-byte digest; ``""``, no SHA1, as 20 zero bytes).  Items are
+    built on access.  Supports ``append``, ``len``, iteration, indexing and
+    slicing (a slice is a ``list``).  A job whose ``sha1`` is neither 40 hex
+    digits nor ``""``, or a subclass of :class:`PlannedJob`, is kept as is
+    (a side table).
     """
 
     __slots__ = ("_ids", "_ends", "_shard", "_pos", "_score", "_sha", "_other")
@@ -64,15 +68,16 @@ class JobColumns:
 
     def append(self, job: PlannedJob) -> None:
         n = len(self._ends)
-        compact = type(job) is PlannedJob and len(job.sha1) == 40
-        if compact:
+        compact = type(job) is PlannedJob and len(job.sha1) in (0, 40)
+        digest = _NO_SHA
+        if compact and job.sha1:
             try:
                 digest = bytes.fromhex(job.sha1)
             except ValueError:
                 compact = False
         if not compact:
             self._other[n] = job
-            digest = bytes(20)
+            digest = _NO_SHA
         self._ids += job.job_id.encode("utf-8", "surrogateescape")
         self._ends.append(len(self._ids))
         self._shard.append(job.shard)
@@ -100,8 +105,10 @@ class JobColumns:
         if other is not None:
             return other
         score = self._score[n]
+        digest = bytes(self._sha[20 * n:20 * n + 20])
         return PlannedJob(job_id=self.job_id(n), shard=self._shard[n], position=self.position(n),
-                          score=None if score == self._NONE else score, sha1=self._sha[20 * n:20 * n + 20].hex())
+                          score=None if score == self._NONE else score,
+                          sha1="" if digest == _NO_SHA else digest.hex())
 
     def __getitem__(self, key):
         if isinstance(key, slice):
