@@ -1,7 +1,8 @@
 """The window engine: one bulk data path for list sources.
 
-A :class:`ListSource` is one dead list of one shard (reliable-list: ids,
-tail at the right; json-list: JSON strings, tail at the left).  Applying a
+A :class:`ListSource` is one dead list of one shard (reliable-list and
+stream-group: ids, tail at the right; json-list: JSON strings, tail at the
+left).  Applying a
 plan on it (:func:`drive`) is, per source:
 
 1. take the lease (:mod:`.lease`, ``lease.lua``: ``<op id> <host> <pid>``,
@@ -25,7 +26,7 @@ job is in exactly one state.  Stopping (Ctrl-C, ``stop()``) happens between
 round trips: results of one round trip carry ``more=True`` except the last.
 
 The fence is identity + position: a planned job matches an element with its
-identity (reliable-list: the id; json-list: the SHA1 of the string) met at a
+identity (an id; json-list: the SHA1 of the string) met at a
 tail position within ``[p - SLACK, p]`` of the position ``p`` the plan saw
 it at.  It is sound because workers only push at the dead list's other end
 and no second jobctl operation can walk it (the lease); see docs/layouts.md.
@@ -63,11 +64,13 @@ RESTORE_MAX = 2000
 class ListSource:
     """One dead list the window engine walks (a :class:`~jobctl.layouts.base.WindowSource`).
 
-    ``kind`` ``"rl"`` (elements are ids, payload at ``payload_key(id)``) or
-    ``"jl"`` (elements are the JSON strings; ``raw``/``attempts``/``errors``
-    hashes keyed by job id).  ``mode`` is the window script's mode
-    (``ready``, ``scheduled``, ``suppressed``, ``purge``); ``target`` its
-    target key; ``shard`` the index of the plan's shard it walks.
+    ``kind`` ``"rl"`` (elements are ids, payload at ``payload_key(id)``:
+    reliable-list, stream-group) or ``"jl"`` (elements are the JSON
+    strings; ``raw``/``attempts``/``errors`` hashes keyed by job id).
+    ``mode`` is the window script's mode (``ready``: LMOVE to a list,
+    ``stream``: XADD jobId <id>, ``scheduled``, ``suppressed``, ``purge``);
+    ``target`` its target key; ``shard`` the index of the plan's shard it
+    walks.
     """
 
     client: Any
