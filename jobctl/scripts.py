@@ -26,7 +26,7 @@ SCRIPT_NAMES = ("rl_dead_window", "rl_dead_restore", "rl_zset_move", "rl_requeue
 SCRIPT_NAMES += ("sg_pel_summary", "sg_count_after", "sg_requeue", "sg_zset_move", "sg_dead_move")  # stream-group
 SCRIPT_NAMES += ("de_move",)  # delayed-events
 SCRIPT_NAMES += ("dz_move",)  # delay-zset
-SCRIPT_NAMES += ("hj_list_move", "hj_suppressed_move", "hj_repair")  # hash-job
+SCRIPT_NAMES += ("hj_list_move", "hj_suppressed_move", "hj_repair", "hj_requeue")  # hash-job
 SCRIPT_NAMES += ("jl_requeue", "jl_dead_window", "jl_dead_restore", "jl_suppressed_move", "jl_repair")  # json-list
 
 _REGISTERED: "weakref.WeakKeyDictionary[redis.Redis, dict[str, Script]]" = weakref.WeakKeyDictionary()

@@ -20,8 +20,9 @@ the script (``redis.sha1hex``).  Per job, in one atomic script step:
   and ``errors`` entries.
 
 Costs.  Processing is bounded by the workers' concurrency; each requeued
-job is one ``LREM`` over it, and a call takes at most ``LREM_BUDGET /
-length`` jobs.  The dead list, which nobody pops and which may be long, is
+string is found with a bounded ``LPOS`` from the tail and removed with
+``LREM -1`` over the same elements, and a call searches at most
+:data:`~.moves.REQUEUE_BUDGET` elements (``jl_requeue.lua``).  The dead list, which nobody pops and which may be long, is
 never searched: ``jl_dead_window.lua`` walks it from its oldest end (the
 left, where the workers' RPUSHes do not shift positions), ``batch`` elements
 per call, taking planned strings out and rotating every other one to the
@@ -45,10 +46,11 @@ from ..ops.plan import Plan, PlannedJob
 from ..ops.result import BatchResult
 from ..ops.spec import Operation, OpSpec
 from ..scripts import script
-from .common import DEFAULT_BATCH, batch_result, suppression_record, text
+from .common import DEFAULT_BATCH, suppression_record, text
 from .dead_walk import DEAD_SLACK, RESTORE_HOLD, drop_passed, position, skip_all, walk_then_restore
 from .planning import TRANSITIONS_WITHOUT_SCHEDULED, check_operation, plan_from_walk, records_by_ids
-from .walks import WINDOW, lrem_chunk
+from .moves import REQUEUE_BUDGET, call_move, move_result, requeue_calls
+from .walks import WINDOW
 
 if TYPE_CHECKING:
     from .json_list import JsonList
@@ -106,24 +108,23 @@ def apply_plan(layout: "JsonList", plan: Plan, *, batch: int = DEFAULT_BATCH) ->
         yield from _apply_dead(layout, plan, batch)
         return
     jobs = plan.jobs
-    i = 0
-    while i < len(jobs):
-        if spec.source is State.PROCESSING:
-            chunk = jobs[i:i + lrem_chunk(batch, layout.client.llen(k.processing))]
-            args: list = [len(chunk)]
+    if spec.source is State.PROCESSING:
+        def requeue(chunk: list[PlannedJob]) -> list:
+            args: list = [REQUEUE_BUDGET, len(chunk)]
             for j in chunk:
                 args += [j.job_id, plan.raws[j.sha1], plan.claims[j.sha1]]  # type: ignore[attr-defined]
-            res = script(layout.client, "jl_requeue")(keys=[k.processing, k.processing_times, k.pending],
-                                                      args=args)
-        else:
-            chunk = jobs[i:i + batch]
-            args = ["purge" if spec.operation is Operation.PURGE else "unsuppress", len(chunk)]
-            for j in chunk:
-                args += [j.job_id, str(j.score), j.sha1]
-            res = script(layout.client, "jl_suppressed_move")(
-                keys=[k.suppressed, k.suppressed_raw, k.suppressed_info, k.dead, k.attempts, k.errors], args=args)
-        i += len(chunk)
-        yield batch_result(res)
+            return call_move(layout.client, "jl_requeue", [k.processing, k.processing_times, k.pending], args)
+
+        yield from requeue_calls(jobs, batch, lambda j: j.job_id, requeue)
+        return
+    for i in range(0, len(jobs), batch):
+        chunk = jobs[i:i + batch]
+        args = ["purge" if spec.operation is Operation.PURGE else "unsuppress", len(chunk)]
+        for j in chunk:
+            args += [j.job_id, str(j.score), j.sha1]
+        yield move_result(call_move(layout.client, "jl_suppressed_move",
+                                    [k.suppressed, k.suppressed_raw, k.suppressed_info, k.dead, k.attempts,
+                                     k.errors], args))
 
 
 # -- the dead list ---------------------------------------------------------------
