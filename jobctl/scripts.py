@@ -3,7 +3,9 @@ functions.
 
 Each script lives in its own file under ``jobctl/lua/`` with a KEYS / ARGV /
 returns header.  :func:`script` loads the file once per process and
-registers it once per client (``redis.Redis.register_script``: EVALSHA with a
+registers it once per client; a line ``--@prelude`` in a script is replaced
+by the shared checks of ``jobctl/lua/prelude/checks.lua`` (type and argument
+validation), so no script carries its own copy.  It (``redis.Redis.register_script``: EVALSHA with a
 fallback to EVAL after a SCRIPT FLUSH or failover).  Every key a script
 touches is passed in KEYS so that Redis Cluster can route the call.
 """
@@ -26,16 +28,27 @@ SCRIPT_NAMES = ("rl_dead_window", "rl_dead_restore", "rl_zset_move", "rl_requeue
 SCRIPT_NAMES += ("sg_pel_summary", "sg_count_after", "sg_requeue", "sg_zset_move", "sg_dead_move")  # stream-group
 SCRIPT_NAMES += ("de_move",)  # delayed-events
 SCRIPT_NAMES += ("dz_move",)  # delay-zset
-SCRIPT_NAMES += ("hj_list_move", "hj_suppressed_move", "hj_repair", "hj_requeue")  # hash-job
+SCRIPT_NAMES += ("hj_requeue",)  # hash-job: processing -> pending, bounded
+SCRIPT_NAMES += ("hj_list_move", "hj_suppressed_move", "hj_repair")  # hash-job
 SCRIPT_NAMES += ("jl_requeue", "jl_dead_window", "jl_dead_restore", "jl_suppressed_move", "jl_repair")  # json-list
 
 _REGISTERED: "weakref.WeakKeyDictionary[redis.Redis, dict[str, Script]]" = weakref.WeakKeyDictionary()
 
 
+#: The line a script writes where the shared prelude goes.
+PRELUDE_MARK = "--@prelude"
+
+
 @cache
 def source(name: str) -> str:
-    """The text of ``jobctl/lua/<name>.lua``; raises FileNotFoundError."""
-    return resources.files("jobctl").joinpath("lua", f"{name}.lua").read_text("utf-8")
+    """The text of ``jobctl/lua/<name>.lua`` with the prelude inlined at its
+    ``--@prelude`` line; raises FileNotFoundError."""
+    lua = resources.files("jobctl").joinpath("lua")
+    text = lua.joinpath(f"{name}.lua").read_text("utf-8")
+    if PRELUDE_MARK in text:
+        prelude = lua.joinpath("prelude", "checks.lua").read_text("utf-8")
+        text = "\n".join(prelude if line.strip() == PRELUDE_MARK else line for line in text.split("\n"))
+    return text
 
 
 def script(client: "redis.Redis", name: str) -> "Script":

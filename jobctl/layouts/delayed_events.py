@@ -495,6 +495,7 @@ class DelayedEvents(Layout):
                 br = self._call(spec, pending)
                 locked = [j for j in pending if br.reasons.get(j.job_id) == "locked"]
                 result.moved += br.moved
+                result.failed += br.failed
                 result.skipped += [j for j in br.skipped if br.reasons[j] != "locked"]
                 result.reasons.update({j: r for j, r in br.reasons.items() if r != "locked"})
                 pending = locked

@@ -4,11 +4,11 @@ bounded requeue loop.
 Every move script (``jobctl/lua/*_move.lua``, ``*_requeue.lua``) checks its
 ARGV and the Redis TYPE of every key before its first write and answers
 
-* ``WRONGTYPE key K holds a T, not a U``: a source or target key of the wrong
-  type; the call wrote nothing.  :func:`call_move` raises
+* ``WRONGTYPE key K holds a T, expected a U`` (``jobctl/lua/prelude``): a
+  source or target key of the wrong type; the call wrote nothing.  :func:`call_move` raises
   :class:`~jobctl.errors.DataError` (exit 6): the operation stops there,
   every job still in exactly one state;
-* ``BADARGS ...``: jobctl built a bad call (a bug); the call wrote nothing;
+* ``BADARG ...``: jobctl built a bad call (a bug); the call wrote nothing;
   :class:`~jobctl.errors.JobctlError` (exit 1);
 * otherwise ``{id, code, ...}``, one code per job: ``moved``; a skip reason
   (``gone``, ``changed``, ``locked``, ``exists``, ``unreached``); or a
@@ -50,7 +50,7 @@ def call_move(client, name: str, keys: list, args: list) -> list[Any]:
 
     Raises :class:`DataError` for a ``WRONGTYPE`` error reply (a key of the
     wrong Redis type; nothing was written) and :class:`JobctlError` for a
-    ``BADARGS`` one; other redis-py errors propagate.
+    ``BADARG`` one; other redis-py errors propagate.
     """
     import redis
 
@@ -61,7 +61,7 @@ def call_move(client, name: str, keys: list, args: list) -> list[Any]:
         if msg.startswith("WRONGTYPE key "):
             raise DataError(f"{msg[len('WRONGTYPE '):]}: stopped, this call moved nothing "
                             "(fix the key's type, then run the same command again)") from None
-        if msg.startswith("BADARGS"):
+        if msg.startswith("BADARG"):
             raise JobctlError(f"internal error: {name}.lua refused its arguments ({msg}); nothing moved") from None
         raise
 

@@ -36,43 +36,38 @@
 -- returns  { member1, code1, ... }: "moved", "gone", "changed", "locked",
 --          "exists" (unsuppress: the member was enqueued again meanwhile),
 --          "error" (a write failed; nothing of the event moved)
---          or an error reply "BADARGS ..." / "WRONGTYPE ..." (nothing written)
+--          or an error reply "BADARG ..." / "WRONGTYPE ..." (nothing written)
 
 local zset, events, lock, supp, info = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local mode, at = ARGV[1], ARGV[2]
 local n = tonumber(ARGV[3])
 if mode ~= 'score' and mode ~= 'suppress' and mode ~= 'unsuppress' and mode ~= 'purge'
     and mode ~= 'purge_suppressed' then
-  return redis.error_reply('BADARGS mode ' .. tostring(mode))
+  return redis.error_reply('BADARG mode ' .. tostring(mode))
 end
 if (mode == 'score' or mode == 'suppress') and not tonumber(at) then
-  return redis.error_reply('BADARGS score ' .. tostring(at))
+  return redis.error_reply('BADARG score ' .. tostring(at))
 end
 if not n or n < 0 or n ~= math.floor(n) or #ARGV ~= 3 + 5 * n then
-  return redis.error_reply('BADARGS event count ' .. tostring(ARGV[3]))
+  return redis.error_reply('BADARG event count ' .. tostring(ARGV[3]))
 end
 local docs = {}
 for i = 1, n do
   local base = 4 + 5 * (i - 1)
   if not tonumber(ARGV[base + 1]) then
-    return redis.error_reply('BADARGS score of event ' .. i)
+    return redis.error_reply('BADARG score of event ' .. i)
   end
   if mode == 'suppress' then
     local ok, doc = pcall(cjson.decode, ARGV[base + 4])
     if not ok or type(doc) ~= 'table' then
-      return redis.error_reply('BADARGS info of event ' .. i)
+      return redis.error_reply('BADARG info of event ' .. i)
     end
     docs[i] = doc
   end
 end
 
-local function want(key, kind)
-  local t = redis.call('TYPE', key)['ok']
-  if t ~= 'none' and t ~= kind then
-    return 'WRONGTYPE key ' .. key .. ' holds a ' .. t .. ', not a ' .. kind
-  end
-end
-local bad = want(zset, 'zset') or want(events, 'hash') or want(supp, 'zset') or want(info, 'hash')
+--@prelude
+local bad = jc_check_types({ { zset, 'zset' }, { events, 'hash' }, { supp, 'zset' }, { info, 'hash' } })
 if bad then return redis.error_reply(bad) end
 
 -- Run one event's writes in order ({command, undo command or nil} each);

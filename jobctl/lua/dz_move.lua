@@ -18,28 +18,27 @@
 --          plan time (integer string)
 -- returns  { member1, code1, ... }: "moved", "gone", "changed", "error"
 --          (the write failed; the member is as it was)
---          or an error reply "BADARGS ..." / "WRONGTYPE ..." (nothing written)
+--          or an error reply "BADARG ..." / "WRONGTYPE ..." (nothing written)
 
 local zset, mode, at = KEYS[1], ARGV[1], ARGV[2]
 local n = tonumber(ARGV[3])
 if mode ~= 'score' and mode ~= 'purge' then
-  return redis.error_reply('BADARGS mode ' .. tostring(mode))
+  return redis.error_reply('BADARG mode ' .. tostring(mode))
 end
 if mode == 'score' and not tonumber(at) then
-  return redis.error_reply('BADARGS score ' .. tostring(at))
+  return redis.error_reply('BADARG score ' .. tostring(at))
 end
 if not n or n < 0 or n ~= math.floor(n) or #ARGV ~= 3 + 2 * n then
-  return redis.error_reply('BADARGS member count ' .. tostring(ARGV[3]))
+  return redis.error_reply('BADARG member count ' .. tostring(ARGV[3]))
 end
 for i = 1, n do
   if not tonumber(ARGV[5 + 2 * (i - 1)]) then
-    return redis.error_reply('BADARGS score of member ' .. i)
+    return redis.error_reply('BADARG score of member ' .. i)
   end
 end
-local t = redis.call('TYPE', zset)['ok']
-if t ~= 'none' and t ~= 'zset' then
-  return redis.error_reply('WRONGTYPE key ' .. zset .. ' holds a ' .. t .. ', not a zset')
-end
+--@prelude
+local bad = jc_type_error(zset, 'zset')
+if bad then return redis.error_reply(bad) end
 
 local out = {}
 for i = 1, n do

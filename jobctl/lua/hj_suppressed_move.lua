@@ -28,33 +28,25 @@
 --          hash), "changed" (score or fence differs), "wrongtype" (the job
 --          key is not a hash), "error" (a write failed; nothing of the job
 --          moved)
---          or an error reply "BADARGS ..." / "WRONGTYPE ..." (nothing written)
+--          or an error reply "BADARG ..." / "WRONGTYPE ..." (nothing written)
 
 local suppressed, info, failed = KEYS[1], KEYS[2], KEYS[3]
 local mode = ARGV[1]
 local n = tonumber(ARGV[2])
 if mode ~= 'unsuppress' and mode ~= 'purge' then
-  return redis.error_reply('BADARGS mode ' .. tostring(mode))
+  return redis.error_reply('BADARG mode ' .. tostring(mode))
 end
 if not n or n < 0 or n ~= math.floor(n) or #ARGV ~= 2 + 3 * n or #KEYS ~= 3 + n then
-  return redis.error_reply('BADARGS job count ' .. tostring(ARGV[2]))
+  return redis.error_reply('BADARG job count ' .. tostring(ARGV[2]))
 end
 for i = 1, n do
   if not tonumber(ARGV[3 + 3 * (i - 1) + 1]) then
-    return redis.error_reply('BADARGS score of job ' .. i)
+    return redis.error_reply('BADARG score of job ' .. i)
   end
 end
-local function type_of(key)
-  return redis.call('TYPE', key)['ok']
-end
-local function want(key, kind)
-  local t = type_of(key)
-  if t ~= 'none' and t ~= kind then
-    return 'WRONGTYPE key ' .. key .. ' holds a ' .. t .. ', not a ' .. kind
-  end
-end
-local bad = want(suppressed, 'zset') or want(info, 'hash')
-if not bad and mode == 'unsuppress' then bad = want(failed, 'list') end
+--@prelude
+local bad = jc_check_types({ { suppressed, 'zset' }, { info, 'hash' } })
+if not bad and mode == 'unsuppress' then bad = jc_type_error(failed, 'list') end
 if bad then return redis.error_reply(bad) end
 
 -- Run one job's writes in order ({command, undo command or nil} each); the
@@ -82,10 +74,9 @@ for i = 1, n do
   local key = KEYS[3 + i]
   local code
   local sc = redis.call('ZSCORE', suppressed, id)
-  local kt = type_of(key)
-  if not sc or kt == 'none' then
+  if not sc or redis.call('EXISTS', key) == 0 then
     code = 'gone'
-  elseif kt ~= 'hash' then
+  elseif jc_type_error(key, 'hash') then
     code = 'wrongtype'
   elseif tonumber(sc) ~= tonumber(want_score) then
     code = 'changed'

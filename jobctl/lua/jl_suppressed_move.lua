@@ -26,31 +26,26 @@
 -- returns  { id1, code1, ... }: "moved", "gone" (not suppressed, or no kept
 --          string), "changed" (score or string differs), "error" (a write
 --          failed; nothing of the job moved)
---          or an error reply "BADARGS ..." / "WRONGTYPE ..." (nothing written)
+--          or an error reply "BADARG ..." / "WRONGTYPE ..." (nothing written)
 
 local suppressed, raw_hash, info_hash, dead, attempts, errors = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local mode = ARGV[1]
 local n = tonumber(ARGV[2])
 if mode ~= 'unsuppress' and mode ~= 'purge' then
-  return redis.error_reply('BADARGS mode ' .. tostring(mode))
+  return redis.error_reply('BADARG mode ' .. tostring(mode))
 end
 if not n or n < 0 or n ~= math.floor(n) or #ARGV ~= 2 + 3 * n then
-  return redis.error_reply('BADARGS job count ' .. tostring(ARGV[2]))
+  return redis.error_reply('BADARG job count ' .. tostring(ARGV[2]))
 end
 for i = 1, n do
   if not tonumber(ARGV[3 + 3 * (i - 1) + 1]) then
-    return redis.error_reply('BADARGS score of job ' .. i)
+    return redis.error_reply('BADARG score of job ' .. i)
   end
 end
-local function want(key, kind)
-  local t = redis.call('TYPE', key)['ok']
-  if t ~= 'none' and t ~= kind then
-    return 'WRONGTYPE key ' .. key .. ' holds a ' .. t .. ', not a ' .. kind
-  end
-end
-local bad = want(suppressed, 'zset') or want(raw_hash, 'hash') or want(info_hash, 'hash')
-if not bad and mode == 'unsuppress' then bad = want(dead, 'list') end
-if not bad and mode == 'purge' then bad = want(attempts, 'hash') or want(errors, 'hash') end
+--@prelude
+local bad = jc_check_types({ { suppressed, 'zset' }, { raw_hash, 'hash' }, { info_hash, 'hash' } })
+if not bad and mode == 'unsuppress' then bad = jc_type_error(dead, 'list') end
+if not bad and mode == 'purge' then bad = jc_check_types({ { attempts, 'hash' }, { errors, 'hash' } }) end
 if bad then return redis.error_reply(bad) end
 
 -- Run one job's writes in order ({command, undo command or nil} each); the

@@ -9,9 +9,9 @@
 -- claims are, with LPOS RANK -1 MAXLEN and removed with LREM -1 (which stops
 -- at that same element): a job at distance d from the tail costs 2(d+1)
 -- element comparisons.  The call spends at most 2 * ARGV[1] of them: a
--- job whose search could not be paid in full from what is left of the
--- budget is returned "deferred" (untouched; the caller passes it again in
--- its next call, and the first job of a call is never deferred).  Only the
+-- job not found within what is left of the budget is returned "deferred"
+-- (untouched; the caller passes it again first in its next call, and the
+-- first job of a call always has the whole budget).  Only the
 -- ARGV[1] elements nearest the tail are ever searched: on a processing list
 -- longer than that (worker concurrency keeps it far shorter), a job not
 -- found there is "unreached" and left as it is.
@@ -36,30 +36,25 @@
 --          requeued since; or no longer in the processing list),
 --          "deferred", "unreached" (see above), "error" (a write failed;
 --          nothing of the job moved)
---          or an error reply "BADARGS ..." / "WRONGTYPE ..." (nothing written)
+--          or an error reply "BADARG ..." / "WRONGTYPE ..." (nothing written)
 
 local processing, deadline, ready = KEYS[1], KEYS[2], KEYS[3]
 local budget = tonumber(ARGV[1])
 local n = tonumber(ARGV[2])
 if not budget or budget < 1 or budget ~= math.floor(budget) then
-  return redis.error_reply('BADARGS budget ' .. tostring(ARGV[1]))
+  return redis.error_reply('BADARG budget ' .. tostring(ARGV[1]))
 end
 if not n or n < 0 or n ~= math.floor(n) or #ARGV ~= 2 + 2 * n then
-  return redis.error_reply('BADARGS job count ' .. tostring(ARGV[2]))
+  return redis.error_reply('BADARG job count ' .. tostring(ARGV[2]))
 end
 for i = 1, n do
   local want = ARGV[4 + 2 * (i - 1)]
   if want ~= '' and not tonumber(want) then
-    return redis.error_reply('BADARGS deadline of job ' .. i)
+    return redis.error_reply('BADARG deadline of job ' .. i)
   end
 end
-local function want_type(key, kind)
-  local t = redis.call('TYPE', key)['ok']
-  if t ~= 'none' and t ~= kind then
-    return 'WRONGTYPE key ' .. key .. ' holds a ' .. t .. ', not a ' .. kind
-  end
-end
-local bad = want_type(processing, 'list') or want_type(deadline, 'zset') or want_type(ready, 'list')
+--@prelude
+local bad = jc_check_types({ { processing, 'list' }, { deadline, 'zset' }, { ready, 'list' } })
 if bad then return redis.error_reply(bad) end
 
 local function failed(r)
@@ -78,11 +73,13 @@ for i = 1, n do
     code = 'gone'
   elseif (want == '' and sc) or (want ~= '' and tonumber(sc) ~= tonumber(want)) then
     code = 'changed'
-  elseif reach > left then
-    code = 'deferred'
   else
-    local pos = reach > 0 and redis.call('LPOS', processing, id, 'RANK', -1, 'MAXLEN', reach) or false
-    if not pos then
+    local search = math.min(reach, left)
+    local pos = search > 0 and redis.call('LPOS', processing, id, 'RANK', -1, 'MAXLEN', search) or false
+    if not pos and search < reach then
+      left = 0
+      code = 'deferred'
+    elseif not pos then
       left = left - reach
       code = (len > budget) and 'unreached' or 'gone'
     else

@@ -26,34 +26,26 @@
 --          payload), "changed" (score or payload differs from the plan),
 --          "wrongtype" (the payload key holds another type), "error" (a
 --          write failed; nothing of the job moved)
---          or an error reply "BADARGS ..." / "WRONGTYPE ..." (nothing written)
+--          or an error reply "BADARG ..." / "WRONGTYPE ..." (nothing written)
 
 local src, target, info = KEYS[1], KEYS[2], KEYS[3]
 local mode = ARGV[1]
 local n = tonumber(ARGV[2])
 if mode ~= 'lpush' and mode ~= 'purge' then
-  return redis.error_reply('BADARGS mode ' .. tostring(mode))
+  return redis.error_reply('BADARG mode ' .. tostring(mode))
 end
 if not n or n < 0 or n ~= math.floor(n) or #ARGV ~= 2 + 3 * n or #KEYS ~= 3 + n then
-  return redis.error_reply('BADARGS job count ' .. tostring(ARGV[2]))
+  return redis.error_reply('BADARG job count ' .. tostring(ARGV[2]))
 end
 for i = 1, n do
   if not tonumber(ARGV[3 + 3 * (i - 1) + 1]) then
-    return redis.error_reply('BADARGS score of job ' .. i)
+    return redis.error_reply('BADARG score of job ' .. i)
   end
 end
 
-local function type_of(key)
-  return redis.call('TYPE', key)['ok']
-end
-local function want(key, kind)
-  local t = type_of(key)
-  if t ~= 'none' and t ~= kind then
-    return 'WRONGTYPE key ' .. key .. ' holds a ' .. t .. ', not a ' .. kind
-  end
-end
-local bad = want(src, 'zset') or want(info, 'hash')
-if not bad and mode == 'lpush' then bad = want(target, 'list') end
+--@prelude
+local bad = jc_check_types({ { src, 'zset' }, { info, 'hash' } })
+if not bad and mode == 'lpush' then bad = jc_type_error(target, 'list') end
 if bad then return redis.error_reply(bad) end
 
 local function failed(r)
@@ -67,12 +59,12 @@ for i = 1, n do
   local key = KEYS[3 + i]
   local code
   local sc = redis.call('ZSCORE', src, id)
-  local kt = type_of(key)
+  local wrong = jc_type_error(key, 'string')
   if not sc then
     code = 'gone'
   elseif tonumber(sc) ~= tonumber(want_score) then
     code = 'changed'
-  elseif kt ~= 'string' and kt ~= 'none' then
+  elseif wrong then
     code = 'wrongtype'
   else
     local raw = redis.call('GET', key)

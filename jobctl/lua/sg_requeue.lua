@@ -22,26 +22,26 @@
 -- returns  { id1, code1, ... }: "moved", "gone" (no longer pending),
 --          "changed" (another consumer or another delivery count), "error"
 --          (a write failed; the entry is still pending)
---          or an error reply "BADARGS ..." / "WRONGTYPE ..." (nothing written)
+--          or an error reply "BADARG ..." / "WRONGTYPE ..." (nothing written)
 
 local stream, group = KEYS[1], ARGV[1]
 local n = tonumber(ARGV[2])
 if not group or group == '' then
-  return redis.error_reply('BADARGS group')
+  return redis.error_reply('BADARG group')
 end
 if not n or n < 0 or n ~= math.floor(n) or #ARGV ~= 2 + 4 * n then
-  return redis.error_reply('BADARGS entry count ' .. tostring(ARGV[2]))
+  return redis.error_reply('BADARG entry count ' .. tostring(ARGV[2]))
 end
 for i = 1, n do
   local base = 3 + 4 * (i - 1)
   if not string.match(ARGV[base + 1], '^%d+%-%d+$') or not tonumber(ARGV[base + 3]) then
-    return redis.error_reply('BADARGS entry ' .. i)
+    return redis.error_reply('BADARG entry ' .. i)
   end
 end
-local t = redis.call('TYPE', stream)['ok']
-if t ~= 'none' and t ~= 'stream' then
-  return redis.error_reply('WRONGTYPE key ' .. stream .. ' holds a ' .. t .. ', not a stream')
-end
+--@prelude
+local bad = jc_type_error(stream, 'stream')
+if bad then return redis.error_reply(bad) end
+local exists = redis.call('EXISTS', stream) == 1
 
 local function failed(r)
   return type(r) == 'table' and r['err'] ~= nil
@@ -52,7 +52,7 @@ for i = 1, n do
   local base = 3 + 4 * (i - 1)
   local job_id, entry, consumer, deliveries = ARGV[base], ARGV[base + 1], ARGV[base + 2], ARGV[base + 3]
   local code
-  local p = (t == 'stream') and redis.pcall('XPENDING', stream, group, entry, entry, 1) or {}
+  local p = exists and redis.pcall('XPENDING', stream, group, entry, entry, 1) or {}
   if failed(p) or #p == 0 then
     code = 'gone'  -- no stream, no group, or not pending
   elseif p[1][2] ~= consumer or tonumber(p[1][4]) ~= tonumber(deliveries) then

@@ -30,40 +30,32 @@
 --          payload), "changed" (score or payload differs from the plan),
 --          "wrongtype" (the payload key holds another type), "error" (a
 --          write failed; nothing of the job moved)
---          or an error reply "BADARGS ..." / "WRONGTYPE ..." (nothing written)
+--          or an error reply "BADARG ..." / "WRONGTYPE ..." (nothing written)
 
 local src, target, info = KEYS[1], KEYS[2], KEYS[3]
 local mode, dead_kind = ARGV[1], ARGV[2]
 local n = tonumber(ARGV[3])
 if mode ~= 'promote' and mode ~= 'unsuppress' and mode ~= 'purge' then
-  return redis.error_reply('BADARGS mode ' .. tostring(mode))
+  return redis.error_reply('BADARG mode ' .. tostring(mode))
 end
 if dead_kind ~= 'list' and dead_kind ~= 'stream' then
-  return redis.error_reply('BADARGS dead kind ' .. tostring(dead_kind))
+  return redis.error_reply('BADARG dead kind ' .. tostring(dead_kind))
 end
 if not n or n < 0 or n ~= math.floor(n) or #ARGV ~= 3 + 3 * n or #KEYS ~= 3 + n then
-  return redis.error_reply('BADARGS job count ' .. tostring(ARGV[3]))
+  return redis.error_reply('BADARG job count ' .. tostring(ARGV[3]))
 end
 for i = 1, n do
   if not tonumber(ARGV[4 + 3 * (i - 1) + 1]) then
-    return redis.error_reply('BADARGS score of job ' .. i)
+    return redis.error_reply('BADARG score of job ' .. i)
   end
 end
 
-local function type_of(key)
-  return redis.call('TYPE', key)['ok']
-end
-local function want(key, kind)
-  local t = type_of(key)
-  if t ~= 'none' and t ~= kind then
-    return 'WRONGTYPE key ' .. key .. ' holds a ' .. t .. ', not a ' .. kind
-  end
-end
-local bad = want(src, 'zset') or want(info, 'hash')
+--@prelude
+local bad = jc_check_types({ { src, 'zset' }, { info, 'hash' } })
 if not bad and mode == 'promote' then
-  bad = want(target, 'stream')
+  bad = jc_type_error(target, 'stream')
 elseif not bad and mode == 'unsuppress' then
-  bad = want(target, dead_kind == 'stream' and 'stream' or 'list')
+  bad = jc_type_error(target, dead_kind == 'stream' and 'stream' or 'list')
 end
 if bad then return redis.error_reply(bad) end
 
@@ -78,12 +70,12 @@ for i = 1, n do
   local key = KEYS[3 + i]
   local code
   local sc = redis.call('ZSCORE', src, id)
-  local kt = type_of(key)
+  local wrong = jc_type_error(key, 'string')
   if not sc then
     code = 'gone'
   elseif tonumber(sc) ~= tonumber(want_score) then
     code = 'changed'
-  elseif kt ~= 'string' and kt ~= 'none' then
+  elseif wrong then
     code = 'wrongtype'
   else
     local raw = redis.call('GET', key)
