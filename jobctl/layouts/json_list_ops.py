@@ -5,7 +5,9 @@ bytes); the fence of a planned job is the SHA1 of those bytes, re-checked by
 the script (``redis.sha1hex``).  Per job, in one atomic script step:
 
 * requeue (processing -> ready): the claim time is still the plan's, ``LREM
-  processing -1 <bytes>`` (from the tail, where the oldest claims are),
+  processing -1 <bytes>`` (from the tail, where the oldest claims are; found
+  first with ``LPOS ... MAXLEN``, at most :data:`~.moves.REQUEUE_BUDGET`
+  elements searched per call, ``jl_requeue.lua``),
   ``ZREM processing:times``, ``RPUSH pending`` -- the end the seed's own
   recovery (its nack) puts a job back at, so it is claimed next.  Attempts
   are not counted: jobctl undoes the claim, it does not fail the job.
@@ -20,9 +22,8 @@ the script (``redis.sha1hex``).  Per job, in one atomic script step:
   and ``errors`` entries.
 
 Costs.  Processing is bounded by the workers' concurrency; each requeued
-string is found with a bounded ``LPOS`` from the tail and removed with
-``LREM -1`` over the same elements, and a call searches at most
-:data:`~.moves.REQUEUE_BUDGET` elements (``jl_requeue.lua``).  The dead list, which nobody pops and which may be long, is
+job is one ``LREM`` over it, and a call takes at most ``LREM_BUDGET /
+length`` jobs.  The dead list, which nobody pops and which may be long, is
 never searched: ``jl_dead_window.lua`` walks it from its oldest end (the
 left, where the workers' RPUSHes do not shift positions), ``batch`` elements
 per call, taking planned strings out and rotating every other one to the
@@ -46,11 +47,11 @@ from ..ops.plan import Plan, PlannedJob
 from ..ops.result import BatchResult
 from ..ops.spec import Operation, OpSpec
 from ..scripts import script
-from .common import DEFAULT_BATCH, suppression_record, text
+from .moves import REQUEUE_BUDGET, call_move, move_result, requeue_calls
+from .common import DEFAULT_BATCH, batch_result, suppression_record, text
 from .dead_walk import DEAD_SLACK, RESTORE_HOLD, drop_passed, position, skip_all, walk_then_restore
 from .planning import TRANSITIONS_WITHOUT_SCHEDULED, check_operation, plan_from_walk, records_by_ids
-from .moves import REQUEUE_BUDGET, call_move, move_result, requeue_calls
-from .walks import WINDOW
+from .walks import WINDOW, lrem_chunk
 
 if TYPE_CHECKING:
     from .json_list import JsonList

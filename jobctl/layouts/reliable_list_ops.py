@@ -31,8 +31,8 @@ from ..ops.plan import Plan, PlannedJob, payload_sha1
 from ..ops.result import BatchResult
 from ..ops.spec import Operation, OpSpec
 from ..scripts import script
-from .common import batch_result, check_transition, redrive_envelope, suppression_record, text
 from .moves import REQUEUE_BUDGET, call_move, move_result, requeue_calls
+from .common import batch_result, check_transition, redrive_envelope, suppression_record, text
 from .dead_walk import DEAD_SLACK, RESTORE_HOLD, drop_passed, position, skip_all, walk_then_restore
 from .planning import (TRANSITIONS_WITH_SCHEDULED, plan_from_walk, records_by_ids, require_requeue_scope,
                        shard_index)
