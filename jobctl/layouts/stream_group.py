@@ -655,6 +655,11 @@ class StreamGroup(Layout):
             by_shard[job.shard].append(job)  # type: ignore[arg-type]
         for shard, jobs in by_shard.items():
             keys = self.shards[shard]
+            if spec.source is State.DEAD and self.dead_kind == "list":  # bounded tail windows
+                from .stream_group_dead import apply_dead_list
+
+                yield from apply_dead_list(self, keys, spec, jobs, plan.walked.get(shard, 0), batch)
+                continue
             for i in range(0, len(jobs), batch):
                 chunk = jobs[i:i + batch]
                 if spec.source is State.PROCESSING:
