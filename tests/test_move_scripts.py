@@ -153,3 +153,51 @@ def test_requeue_search_stays_within_its_budget(redis_client):
     assert sorted(ready) == ["p010", "p100", "p200", "p250", "p280", "p290"]
     assert len(processing) == 294 and not set(processing) & set(ready)
     assert redis_client.zcard(k.deadline) == 294
+
+
+def _dead_stream_queue(redis_client):
+    """A stream-group queue whose dead letters are a stream: five entries
+    carrying their job, one (d9) with a payload key."""
+    import json
+
+    import orjson
+
+    from jobctl.keys import StreamGroupKeys
+    from jobctl_fixtures.layouts.stream_group import StreamProducer
+    from test_layout_stream_group import layout as sg_layout
+
+    keys = StreamGroupKeys("email")
+    StreamProducer(redis_client, keys).ensure_group()
+    for i in range(5):
+        redis_client.xadd(keys.dead_stream, {"jobId": f"d{i}", "jobType": "webhook.deliver",
+                                             "payload": json.dumps({"n": i}), "lastErrorCode": "HTTP_503"})
+    redis_client.set(keys.job("d9"), orjson.dumps({"jobId": "d9", "jobType": "webhook.deliver",
+                                                   "createdAtEpochMs": 1}))
+    redis_client.xadd(keys.dead_stream, {"jobId": "d9"})
+    return keys, sg_layout(redis_client, dead="stream")
+
+
+def test_dead_stream_wrong_type_target_and_injected_error(redis_client, limited):
+    from jobctl.errors import DataError
+    from jobctl.model import State
+    from jobctl.ops.spec import Operation, OpSpec
+
+    keys, lay = _dead_stream_queue(redis_client)
+    spec = OpSpec(Operation.SUPPRESS, "email", State.DEAD, State.SUPPRESSED, reason="x")
+    plan = lay.plan(spec)
+    assert plan.planned == 6
+    redis_client.set(keys.suppressed, "not a zset")
+    before = snapshot(redis_client)
+    with pytest.raises(DataError, match="holds a string"):
+        list(lay.apply(plan))
+    assert snapshot(redis_client) == before
+    redis_client.delete(keys.suppressed)
+
+    before = snapshot(redis_client)
+    restricted = type(lay)(limited("xdel"), lay.queue)  # ZADD and HSET done, XDEL refused: undone
+    res = run_plan(restricted, lay.plan(spec), batch=10)
+    assert (res.moved, res.failed) == (0, 6), res.to_json()
+    assert state_snapshot(redis_client, snapshot) == before
+
+    res = run_plan(lay, lay.plan(spec), batch=10)
+    assert res.moved == 6 and redis_client.xlen(keys.dead_stream) == 0 and redis_client.zcard(keys.suppressed) == 6

@@ -51,7 +51,7 @@ from ..ops.result import BatchResult
 from ..ops.spec import Operation, OpSpec
 from ..scripts import script
 from .base import Layout, now_ms
-from .common import (DEFAULT_BATCH, SCHEDULED_READS, batch_result, check_transition, first_found,
+from .common import (DEFAULT_BATCH, SCHEDULED_READS, check_transition, first_found,
                      fold_scheduled, json_object, lenient_envelope, merge_shard_lists, read_scheduled,
                      redrive_envelope, score_ms, suppression_record, text, wrongtype_errors)
 from .moves import call_move, move_result
@@ -703,9 +703,9 @@ class StreamGroup(Layout):
                 new = redrive_envelope(raw, spec, now, at if mode == "scheduled" else None)
             info = suppression_record(spec, now) if mode == "suppressed" else b""
             args += [j.job_id, locator, j.sha1, new, info]
-        return batch_result(script(self.client, "sg_dead_move")(
-            keys=[self.dead_key(keys), target, keys.suppressed_info] + [keys.job(j.job_id) for j in chunk],
-            args=args))
+        return move_result(call_move(
+            self.client, "sg_dead_move",
+            [self.dead_key(keys), target, keys.suppressed_info] + [keys.job(j.job_id) for j in chunk], args))
 
 
 def _missing(exc: BaseException) -> bool:
