@@ -251,14 +251,20 @@ def test_kill_9_then_rerun(conf: Conformance, case: str):
 
 # -- a large stream-group DLQ, every call bounded ------------------------------------------------
 
+#: SLOWLOG threshold of the large redrive.  A window call takes ~1-2 ms;
+#: the per-job search it replaced took 100s of ms per call on a 200k list.
 SLOW_MS = 20
+#: Calls over SLOW_MS tolerated (a descheduled server on an oversubscribed
+#: CI host), none of them over STALL_MS.
+SLOW_TOLERATED, STALL_MS = 2, 100
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("dead", [200_000])
 def test_large_stream_group_dlq_redrive_is_bounded(redis_client, redis_url, tmp_path, capsys, dead: int):
     """``redrive`` of a 200k-job stream-group dead list: every job moves once
-    and no command the server ran took ``SLOW_MS`` or more (SLOWLOG)."""
+    and no command the server ran took ``SLOW_MS`` or more (SLOWLOG; but
+    :data:`SLOW_TOLERATED` calls under :data:`STALL_MS`: host noise)."""
     conf = Conformance(ADAPTERS["stream-group"], redis_client, redis_url, tmp_path, capsys)
     layout = conf.layout()
     keys = layout.shards[0]
@@ -286,7 +292,9 @@ def test_large_stream_group_dlq_redrive_is_bounded(redis_client, redis_url, tmp_
         redis_client.slowlog_reset()
     assert res["moved"] == dead and res["skipped"] == 0, (res, time.monotonic() - started)
     assert redis_client.llen(keys.dead) == 0
-    assert not slow, [(e["duration"], e["command"][:60]) for e in slow[:5]]
+    durations = [e["duration"] / 1000 for e in slow]
+    assert len(slow) <= SLOW_TOLERATED and all(d < STALL_MS for d in durations), \
+        [(e["duration"], e["command"][:60]) for e in slow[:5]]
     where = census(redis_client, layout)
     assert len(where) == dead
     _assert_once(where)
