@@ -197,15 +197,18 @@ def test_wrong_type_payload_mid_batch(conf: Conformance, case: str):
 # -- kill -9 in the middle of an operation -----------------------------------------------------
 
 KILL_SIZE = 3000
+#: Runs killed before the one that finishes.
+KILLS = 2
 
 
-def _run_killed(conf: Conformance, argv: list[str], rng: random.Random) -> int | None:
+def _run_killed(conf: Conformance, argv: list[str], rng: random.Random, planned: int) -> int | None:
     """Run ``jobctl *argv`` as a process; SIGKILL it once the server has run
-    a number of script calls drawn from ``rng``.  Returns the exit code, or
-    ``None`` when it was killed."""
+    a number of script calls drawn from ``rng`` (up to the calls ``planned``
+    jobs take).  Returns the exit code, or ``None`` when it was killed."""
     calls0 = script_calls(conf.client)
-    kill_at = rng.randint(1, 40)
-    proc = spawn_cli(conf.url, str(conf.config), *argv, "--batch", str(rng.choice((8, 16, 32))))
+    batch = rng.choice((8, 16, 32))
+    kill_at = rng.randint(1, max(1, planned // batch))
+    proc = spawn_cli(conf.url, str(conf.config), *argv, "--batch", str(batch))
     try:
         while proc.poll() is None:
             if script_calls(conf.client) - calls0 >= kill_at:
@@ -234,8 +237,11 @@ def test_kill_9_then_rerun(conf: Conformance, case: str):
     assert planned > 50, "the scenario gives the operation enough jobs to be killed in the middle"
 
     rng = random.Random(f"{conf.adapter.name}/{case}")
-    killed = _run_killed(conf, argv, rng)
-    _assert_once(census(conf.client, layout))  # right after the kill, too
+    killed = []
+    for _ in range(KILLS):  # killed, rerun and killed again: each time every job is in one state
+        killed.append(_run_killed(conf, argv, rng, planned))
+        _assert_once(census(conf.client, layout))
+        planned = conf.json(*argv[:-1], "--dry-run")["planned"]
 
     code, out, err = conf.run(*argv)  # the same command again finishes the work
     assert code in (0, 8), (killed, code, err)
