@@ -257,20 +257,23 @@ def test_kill_9_then_rerun(conf: Conformance, case: str):
 
 # -- a large stream-group DLQ, every call bounded ------------------------------------------------
 
-#: SLOWLOG threshold of the large redrive.  A window call takes ~1-2 ms;
-#: the per-job search it replaced took 100s of ms per call on a 200k list.
+#: SLOWLOG threshold of the large redrive.  A window call takes ~1-2 ms; the
+#: per-job search it replaced took 100s of ms per call on a 200k list when
+#: the matching jobs lie away from the tail.
 SLOW_MS = 20
-#: Calls over SLOW_MS tolerated (a descheduled server on an oversubscribed
-#: CI host), none of them over STALL_MS.
-SLOW_TOLERATED, STALL_MS = 2, 100
+#: Share of the script calls allowed over SLOW_MS (a server descheduled on
+#: an oversubscribed CI host), and the limit no call may reach.
+SLOW_SHARE, STALL_MS = 0.01, 200
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("dead", [200_000])
 def test_large_stream_group_dlq_redrive_is_bounded(redis_client, redis_url, tmp_path, capsys, dead: int):
-    """``redrive`` of a 200k-job stream-group dead list: every job moves once
-    and no command the server ran took ``SLOW_MS`` or more (SLOWLOG; but
-    :data:`SLOW_TOLERATED` calls under :data:`STALL_MS`: host noise)."""
+    """A filtered ``redrive`` (one job in five, spread over the whole list)
+    of a 200k-job stream-group dead list: every matching job moves once, the
+    others stay dead in their order, and the server ran no script call of
+    ``SLOW_MS`` or more (SLOWLOG; :data:`SLOW_SHARE` of them tolerated as
+    host noise, none over :data:`STALL_MS`)."""
     conf = Conformance(ADAPTERS["stream-group"], redis_client, redis_url, tmp_path, capsys)
     layout = conf.layout()
     keys = layout.shards[0]
@@ -279,28 +282,33 @@ def test_large_stream_group_dlq_redrive_is_bounded(redis_client, redis_url, tmp_
     for start in range(0, dead, 5000):
         pipe = redis_client.pipeline(transaction=False)
         ids = [f"big{n:07d}" for n in range(start, min(dead, start + 5000))]
-        for job_id in ids:
+        for n, job_id in enumerate(ids, start):
             pipe.set(keys.job(job_id), json.dumps({
                 "jobId": job_id, "jobType": "webhook.deliver", "createdAtEpochMs": now - 3_600_000,
-                "attempt": 5, "maxAttempts": 5, "lastErrorCode": "HTTP_503", "tenantId": "tenant_1",
-                "payload": {"url": "https://example.invalid/hook", "n": job_id}}))
+                "attempt": 5, "maxAttempts": 5, "lastErrorCode": "HTTP_503" if n % 5 else "HTTP_410",
+                "tenantId": "tenant_1", "payload": {"url": "https://example.invalid/hook", "n": job_id}}))
         pipe.lpush(keys.dead, *ids)
         pipe.execute()
+    stay = [x for x in redis_client.lrange(keys.dead, 0, -1) if int(x[3:]) % 5]
     old = redis_client.config_get("slowlog-log-slower-than")["slowlog-log-slower-than"]
+    old_len = redis_client.config_get("slowlog-max-len")["slowlog-max-len"]
     redis_client.config_set("slowlog-log-slower-than", SLOW_MS * 1000)
+    redis_client.config_set("slowlog-max-len", 100_000)
     redis_client.slowlog_reset()
+    calls = script_calls(redis_client)
     try:
-        started = time.monotonic()
-        res = conf.json("redrive", QUEUE, "--yes")
-        slow = [e for e in redis_client.slowlog_get(128)]
+        res = conf.json("redrive", QUEUE, "--filter", "error = HTTP_410", "--yes")
+        calls = script_calls(redis_client) - calls
+        slow = [e for e in redis_client.slowlog_get(100_000)]
     finally:
         redis_client.config_set("slowlog-log-slower-than", old)
+        redis_client.config_set("slowlog-max-len", old_len)
         redis_client.slowlog_reset()
-    assert res["moved"] == dead and res["skipped"] == 0, (res, time.monotonic() - started)
-    assert redis_client.llen(keys.dead) == 0
-    durations = [e["duration"] / 1000 for e in slow]
-    assert len(slow) <= SLOW_TOLERATED and all(d < STALL_MS for d in durations), \
-        [(e["duration"], e["command"][:60]) for e in slow[:5]]
+    assert res["moved"] == dead // 5 and res["skipped"] == 0, res
+    assert redis_client.lrange(keys.dead, 0, -1) == stay, "the jobs that stay dead keep their order"
+    durations = sorted(e["duration"] / 1000 for e in slow)
+    assert len(slow) <= SLOW_SHARE * calls and all(d < STALL_MS for d in durations), \
+        (calls, len(slow), durations[-5:], [e["command"][:60] for e in slow[:3]])
     where = census(redis_client, layout)
     assert len(where) == dead
     _assert_once(where)
