@@ -1,11 +1,11 @@
 """Per-call cost of the moves out of a stream-group dead list and out of a
 processing list (issue 11: every call bounded).
 
-* ``jobctl redrive`` of an N-job stream-group dead list (bounded tail
-  windows, ``sg_dead_window.lua``): jobs/s and the duration of every script
-  call the server ran (SLOWLOG with a threshold of 0), against one call of
-  the per-job LPOS/LREM search (``sg_dead_move.lua``, list kind) over the
-  256 oldest jobs of the same list;
+* ``jobctl redrive`` of an N-job stream-group dead list (bounded windows
+  of the window engine, once merged): jobs/s and the duration of every
+  script call the server ran (SLOWLOG with a threshold of 0), against one
+  call of the per-job LPOS/LREM search (``sg_dead_move.lua``, list kind)
+  over the 256 newest jobs of the same list;
 * ``jobctl requeue --stuck`` of a reliable-list processing list of M stuck
   jobs (``rl_requeue.lua``: bounded LPOS from the tail).
 

@@ -29,7 +29,6 @@ SCRIPT_NAMES += ("sg_pel_summary", "sg_count_after", "sg_requeue", "sg_zset_move
 SCRIPT_NAMES += ("de_move",)  # delayed-events
 SCRIPT_NAMES += ("dz_move",)  # delay-zset
 SCRIPT_NAMES += ("hj_requeue",)  # hash-job: processing -> pending, bounded
-SCRIPT_NAMES += ("sg_dead_window", "sg_dead_restore")  # stream-group dead list, bounded windows
 SCRIPT_NAMES += ("hj_list_move", "hj_suppressed_move", "hj_repair")  # hash-job
 SCRIPT_NAMES += ("jl_requeue", "jl_dead_window", "jl_dead_restore", "jl_suppressed_move", "jl_repair")  # json-list
 

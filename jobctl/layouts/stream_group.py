@@ -648,7 +648,6 @@ class StreamGroup(Layout):
     def apply(self, plan: Plan, *, batch: int | None = None) -> Iterator[BatchResult]:
         """Apply ``plan`` one script call at a time; yields each call's result.
         Each job moves atomically and only if its fence still holds."""
-        window = batch  # dead-list pops per call: --batch, else DEAD_WINDOW
         batch = batch or DEFAULT_BATCH
         spec = plan.spec
         by_shard: dict[int, list[StreamPlannedJob]] = defaultdict(list)
@@ -656,11 +655,6 @@ class StreamGroup(Layout):
             by_shard[job.shard].append(job)  # type: ignore[arg-type]
         for shard, jobs in by_shard.items():
             keys = self.shards[shard]
-            if spec.source is State.DEAD and self.dead_kind == "list":  # bounded tail windows
-                from .stream_group_dead import DEAD_WINDOW, apply_dead_list
-
-                yield from apply_dead_list(self, keys, spec, jobs, plan.walked.get(shard, 0), window or DEAD_WINDOW)
-                continue
             for i in range(0, len(jobs), batch):
                 chunk = jobs[i:i + batch]
                 if spec.source is State.PROCESSING:
