@@ -58,13 +58,16 @@ def _json_id(raw: str) -> str:
 
 def census(client, layout) -> Counter:
     """``{job: number of state keys holding it}`` for the queue ``layout``
-    (a :class:`jobctl.layouts.base.Layout`), read from its keys."""
+    (a :class:`jobctl.layouts.base.Layout`), read from its keys.  A dead
+    list's ``hold`` (jobctl's list of dead jobs a window walk set aside,
+    where the keys module names one) counts as dead."""
     where: Counter = Counter()
     name = layout.name
     if name == "reliable-list":
         for k in layout.shards:
             assert isinstance(k, ReliableListKeys)
-            lists = [k.ready, k.processing, k.dead] + [k.ready_priority(p) for p in range(layout.queue.priorities or 0)]
+            lists = [k.ready, k.processing, k.dead, *_hold(k)]
+            lists += [k.ready_priority(p) for p in range(layout.queue.priorities or 0)]
             for key in lists:
                 where.update(_list(client, key))
             for key in (k.scheduled, k.suppressed):
@@ -72,13 +75,13 @@ def census(client, layout) -> Counter:
     elif name == "hash-job":
         k = layout.keys
         assert isinstance(k, HashJobKeys)
-        for key in k.state_lists:
+        for key in (*k.state_lists, *_hold(k)):
             where.update(_list(client, key))
         where.update(_zset(client, k.suppressed))
     elif name == "json-list":
         k = layout.keys
         assert isinstance(k, JsonListKeys)
-        for key in (k.pending, k.processing, k.dead):
+        for key in (k.pending, k.processing, k.dead, *_hold(k)):
             where.update(_json_id(x) for x in _list(client, key))
         where.update(_zset(client, k.suppressed))
     elif name == "stream-group":
@@ -88,7 +91,8 @@ def census(client, layout) -> Counter:
             if layout.dead_kind == "stream":
                 where.update(_entry_job(f) for _, f in client.xrange(k.dead_stream))
             else:
-                where.update(_list(client, k.dead))
+                for key in (k.dead, *_hold(k)):
+                    where.update(_list(client, key))
             for key in (k.scheduled, k.suppressed):
                 where.update(_zset(client, key))
     elif name == "delayed-events":
@@ -106,6 +110,12 @@ def census(client, layout) -> Counter:
     else:  # pragma: no cover - a new layout needs its census
         raise AssertionError(f"no census for layout {name}")
     return where
+
+
+def _hold(keys) -> tuple[str, ...]:
+    """The keys object's ``hold`` list, when it names one."""
+    hold = getattr(keys, "hold", None)
+    return (hold,) if isinstance(hold, str) else ()
 
 
 def _entry_job(fields: dict) -> str:
