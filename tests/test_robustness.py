@@ -23,7 +23,6 @@ import json
 import random
 import signal
 import subprocess
-import time
 
 import pytest
 
