@@ -28,6 +28,7 @@ SCRIPT_NAMES = ("rl_zset_move", "rl_requeue", "rl_repair")
 SCRIPT_NAMES += ("sg_pel_summary", "sg_count_after", "sg_requeue", "sg_zset_move", "sg_dead_move")  # stream-group
 SCRIPT_NAMES += ("de_move",)  # delayed-events
 SCRIPT_NAMES += ("dz_move",)  # delay-zset
+SCRIPT_NAMES += ("hj_requeue",)  # hash-job: processing -> pending, bounded
 SCRIPT_NAMES += ("hj_list_move", "hj_suppressed_move", "hj_repair")  # hash-job
 SCRIPT_NAMES += ("list_window", "list_restore", "lease")  # the window engine (jobctl.ops.window)
 SCRIPT_NAMES += ("jl_requeue", "jl_suppressed_move", "jl_repair")  # json-list

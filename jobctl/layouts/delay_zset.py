@@ -36,10 +36,10 @@ from ..model import Envelope, JobRecord, QueueStatus, State
 from ..ops.plan import Plan
 from ..ops.result import BatchResult
 from ..ops.spec import Operation, OpSpec
-from ..scripts import script
 from .base import Layout, now_ms
-from .common import (DEFAULT_BATCH, SCHEDULED_READS, batch_result, fold_scheduled, lenient_envelope,
+from .common import (DEFAULT_BATCH, SCHEDULED_READS, fold_scheduled, lenient_envelope,
                      read_scheduled, text, wrongtype_errors)
+from .moves import call_move, move_result
 from .redisson_member import decode_member
 from .reliable_list_check import CheckReport, Problem
 from .walks import WINDOW, walk_list, walk_zset, window_starts
@@ -211,7 +211,7 @@ class DelayZset(Layout):
             args: list = [mode, now_ms(), len(chunk)]
             for j in chunk:
                 args += [_argv(j.job_id), str(j.score)]
-            yield batch_result(script(self.client, "dz_move")(keys=[self.keys.zset], args=args))
+            yield move_result(call_move(self.client, "dz_move", [self.keys.zset], args))
 
     def check(self, *, repair: bool = False) -> CheckReport:
         """Report members whose score is not an epoch-ms due time

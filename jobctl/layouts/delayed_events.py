@@ -64,10 +64,10 @@ from ..model import Envelope, JobRecord, QueueStatus, State
 from ..ops.plan import Plan, PlannedJob, payload_sha1
 from ..ops.result import BatchResult
 from ..ops.spec import Operation, OpSpec
-from ..scripts import script
 from .base import Layout, now_ms
-from .common import (DEFAULT_BATCH, batch_result, json_object, lenient_envelope, suppression_record, text,
+from .common import (DEFAULT_BATCH, json_object, lenient_envelope, suppression_record, text,
                      wrongtype_errors)
+from .moves import call_move, move_result
 from .walks import WINDOW, list_window, window_starts
 
 __all__ = ["DelayedEvents", "event_envelope", "recognize", "DEFAULT_MAX_ATTEMPTS", "EXACT_BOUND"]
@@ -499,6 +499,7 @@ class DelayedEvents(Layout):
                 br = self._call(spec, pending)
                 locked = [j for j in pending if br.reasons.get(j.job_id) == "locked"]
                 result.moved += br.moved
+                result.failed += br.failed
                 result.skipped += [j for j in br.skipped if br.reasons[j] != "locked"]
                 result.reasons.update({j: r for j, r in br.reasons.items() if r != "locked"})
                 pending = locked
@@ -532,8 +533,8 @@ class DelayedEvents(Layout):
             info = suppression_record(spec, now) if mode == "suppress" else b""
             args += [j.job_id, str(j.score), j.sha1, new, info]
         k = self.keys
-        return batch_result(script(self.client, "de_move")(
-            keys=[k.zset, k.events, k.lock, k.suppressed, k.suppressed_info], args=args))
+        return move_result(call_move(self.client, "de_move",
+                                     [k.zset, k.events, k.lock, k.suppressed, k.suppressed_info], args))
 
 
 def _attempt_of(raw: bytes | None) -> int | None:

@@ -4,7 +4,8 @@ Operations and what each does to the layout's own keys, per job, in one
 atomic script step fenced to the plan (the SHA1 of the hash fields a worker
 changes, :data:`~.hash_job.FENCE_FIELDS`):
 
-* requeue (processing -> ready): ``LREM processing``, ``LPUSH pending``,
+* requeue (processing -> ready, ``hj_requeue.lua``): ``LREM processing``
+  (found first with a bounded ``LPOS`` from the tail), ``LPUSH pending``,
   ``HSET status pending, reclaimed_at_ms now, claim_token "", claimed_at_ms
   0`` -- exactly the seed's reclaimer.  The old claimant's complete/fail then
   fails its own claim-token check.
@@ -22,7 +23,9 @@ changes, :data:`~.hash_job.FENCE_FIELDS`):
 
 Cost: each job is one ``LREM`` on the source list, O(length): the failed
 list is capped by the workers (``LTRIM``, 50 in the seed) and processing by
-their concurrency; a call takes at most ``LREM_BUDGET / length`` jobs
+their concurrency; a requeue call searches at most
+:data:`~.moves.REQUEUE_BUDGET` processing elements, any other call takes at
+most ``LREM_BUDGET / length`` jobs
 (:func:`~.walks.lrem_chunk`), so a call stays bounded even on a long list.
 ``LREM`` keeps the order of the jobs that stay, which the workers' ``LTRIM``
 relies on.
@@ -40,6 +43,7 @@ from ..ops.spec import Operation, OpSpec
 from ..scripts import script
 from .common import DEFAULT_BATCH, batch_result, suppression_record, text
 from .planning import TRANSITIONS_WITHOUT_SCHEDULED, check_operation, plan_from_walk, records_by_ids
+from .moves import REQUEUE_BUDGET, call_move, move_result, requeue_calls
 from .walks import lrem_chunk, walk_list, walk_zset
 
 if TYPE_CHECKING:
@@ -96,6 +100,16 @@ def apply_plan(layout: "HashJob", plan: Plan, *, batch: int = DEFAULT_BATCH) -> 
     spec = plan.spec
     k = layout.keys
     jobs = plan.jobs
+    if spec.source is State.PROCESSING:
+        def requeue(chunk: list) -> list:
+            args: list = [REQUEUE_BUDGET, now_ms(), len(chunk)]
+            for j in chunk:
+                args += [j.job_id, j.sha1]
+            return call_move(layout.client, "hj_requeue", [k.processing, k.pending] + [k.job(j.job_id) for j in chunk],
+                             args)
+
+        yield from requeue_calls(jobs, batch, lambda j: j.job_id, requeue)
+        return
     i = 0
     while i < len(jobs):
         if spec.source is State.SUPPRESSED:
@@ -104,15 +118,16 @@ def apply_plan(layout: "HashJob", plan: Plan, *, batch: int = DEFAULT_BATCH) -> 
             args: list = [mode, len(chunk)]
             for j in chunk:
                 args += [j.job_id, str(j.score), j.sha1]
-            res = script(layout.client, "hj_suppressed_move")(
-                keys=[k.suppressed, k.suppressed_info, k.failed] + [k.job(j.job_id) for j in chunk], args=args)
+            res = call_move(layout.client, "hj_suppressed_move",
+                            [k.suppressed, k.suppressed_info, k.failed] + [k.job(j.job_id) for j in chunk], args)
+            i += len(chunk)
+            yield move_result(res)
+            continue
         else:
-            source = k.processing if spec.source is State.PROCESSING else k.failed
+            source = k.failed
             chunk = jobs[i:i + lrem_chunk(batch, layout.client.llen(source))]
             now = now_ms()
-            if spec.source is State.PROCESSING:
-                mode, info = "requeue", b""
-            elif spec.operation is Operation.PURGE:
+            if spec.operation is Operation.PURGE:
                 mode, info = "purge", b""
             elif spec.operation is Operation.SUPPRESS:
                 mode, info = "suppress", suppression_record(spec, now)

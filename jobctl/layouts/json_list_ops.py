@@ -5,7 +5,9 @@ bytes); the fence of a planned job is the SHA1 of those bytes, re-checked by
 the script (``redis.sha1hex``).  Per job, in one atomic script step:
 
 * requeue (processing -> ready): the claim time is still the plan's, ``LREM
-  processing -1 <bytes>`` (from the tail, where the oldest claims are),
+  processing -1 <bytes>`` (from the tail, where the oldest claims are; found
+  first with ``LPOS ... MAXLEN``, at most :data:`~.moves.REQUEUE_BUDGET`
+  elements searched per call, ``jl_requeue.lua``),
   ``ZREM processing:times``, ``RPUSH pending`` -- the end the seed's own
   recovery (its nack) puts a job back at, so it is claimed next.  Attempts
   are not counted: jobctl undoes the claim, it does not fail the job.
@@ -43,6 +45,7 @@ from ..ops.plan import JobColumns, Plan, PlannedJob
 from ..ops.result import BatchResult
 from ..ops.spec import Operation, OpSpec
 from ..scripts import script
+from .moves import REQUEUE_BUDGET, call_move, move_result, requeue_calls
 from .common import DEFAULT_BATCH, batch_result, suppression_record, text
 from .planning import TRANSITIONS_WITHOUT_SCHEDULED, check_operation, plan_from_walk, records_by_ids
 from .walks import WINDOW, lrem_chunk
@@ -105,24 +108,23 @@ def apply_plan(layout: "JsonList", plan: Plan, *, batch: int = DEFAULT_BATCH) ->
         yield from drive(dead_sources(layout, spec), plan, batch=batch, depth=1)
         return
     jobs = plan.jobs
-    i = 0
-    while i < len(jobs):
-        if spec.source is State.PROCESSING:
-            chunk = jobs[i:i + lrem_chunk(batch, layout.client.llen(k.processing))]
-            args: list = [len(chunk)]
+    if spec.source is State.PROCESSING:
+        def requeue(chunk: list[PlannedJob]) -> list:
+            args: list = [REQUEUE_BUDGET, len(chunk)]
             for j in chunk:
                 args += [j.job_id, plan.raws[j.sha1], plan.claims[j.sha1]]  # type: ignore[attr-defined]
-            res = script(layout.client, "jl_requeue")(keys=[k.processing, k.processing_times, k.pending],
-                                                      args=args)
-        else:
-            chunk = jobs[i:i + batch]
-            args = ["purge" if spec.operation is Operation.PURGE else "unsuppress", len(chunk)]
-            for j in chunk:
-                args += [j.job_id, str(j.score), j.sha1]
-            res = script(layout.client, "jl_suppressed_move")(
-                keys=[k.suppressed, k.suppressed_raw, k.suppressed_info, k.dead, k.attempts, k.errors], args=args)
-        i += len(chunk)
-        yield batch_result(res)
+            return call_move(layout.client, "jl_requeue", [k.processing, k.processing_times, k.pending], args)
+
+        yield from requeue_calls(jobs, batch, lambda j: j.job_id, requeue)
+        return
+    for i in range(0, len(jobs), batch):
+        chunk = jobs[i:i + batch]
+        args = ["purge" if spec.operation is Operation.PURGE else "unsuppress", len(chunk)]
+        for j in chunk:
+            args += [j.job_id, str(j.score), j.sha1]
+        yield move_result(call_move(layout.client, "jl_suppressed_move",
+                                    [k.suppressed, k.suppressed_raw, k.suppressed_info, k.dead, k.attempts,
+                                     k.errors], args))
 
 
 # -- the dead list ---------------------------------------------------------------

@@ -28,6 +28,7 @@ from ..ops.plan import JobColumns, Plan, PlannedJob, payload_sha1
 from ..ops.result import BatchResult
 from ..ops.spec import Operation, OpSpec
 from ..scripts import script
+from .moves import REQUEUE_BUDGET, call_move, move_result, requeue_calls
 from .common import batch_result, check_transition, redrive_envelope, suppression_record, text
 from .planning import (TRANSITIONS_WITH_SCHEDULED, plan_from_walk, records_by_ids, require_requeue_scope,
                        shard_index)
@@ -152,14 +153,14 @@ def apply_plan(layout: "ReliableList", plan: Plan, *, batch: int = DEFAULT_BATCH
             continue  # the window engine: dead_sources()
         elif spec.source is State.PROCESSING:
             target = _target_ready(layout, keys, spec)
-            for i in range(0, len(jobs), batch):
-                chunk = jobs[i:i + batch]
-                args: list = [len(chunk)]
+
+            def requeue(chunk: list[PlannedJob], keys=keys, target=target) -> list:
+                args: list = [REQUEUE_BUDGET, len(chunk)]
                 for j in chunk:
                     args += [j.job_id, "" if j.score is None else str(j.score)]
-                res = script(layout.client, "rl_requeue")(keys=[keys.processing, keys.deadline, target],
-                                                          args=args)
-                yield batch_result(res)
+                return call_move(layout.client, "rl_requeue", [keys.processing, keys.deadline, target], args)
+
+            yield from requeue_calls(jobs, batch, lambda j: j.job_id, requeue)
         else:
             if spec.operation is Operation.PURGE:
                 mode, target = "purge", keys.suppressed
@@ -173,9 +174,9 @@ def apply_plan(layout: "ReliableList", plan: Plan, *, batch: int = DEFAULT_BATCH
                 args = [mode, len(chunk)]
                 for j in chunk:
                     args += [j.job_id, str(j.score), j.sha1]
-                res = script(layout.client, "rl_zset_move")(
-                    keys=[src, target, keys.suppressed_info] + [keys.job(j.job_id) for j in chunk], args=args)
-                yield batch_result(res)
+                res = call_move(layout.client, "rl_zset_move",
+                                [src, target, keys.suppressed_info] + [keys.job(j.job_id) for j in chunk], args)
+                yield move_result(res)
 
 
 def _dead_mode(layout: "ReliableList", keys: ReliableListKeys, spec: OpSpec) -> tuple[str, str]:

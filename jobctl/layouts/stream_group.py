@@ -51,9 +51,10 @@ from ..ops.result import BatchResult
 from ..ops.spec import Operation, OpSpec
 from ..scripts import script
 from .base import Layout, now_ms
-from .common import (DEFAULT_BATCH, SCHEDULED_READS, batch_result, check_transition, first_found,
+from .common import (DEFAULT_BATCH, SCHEDULED_READS, check_transition, first_found,
                      fold_scheduled, json_object, lenient_envelope, merge_shard_lists, read_scheduled,
                      redrive_envelope, score_ms, suppression_record, text, wrongtype_errors)
+from .moves import call_move, move_result
 from .planning import TRANSITIONS_WITH_SCHEDULED
 from .walks import WINDOW, walk_list, walk_zset
 
@@ -719,7 +720,7 @@ class StreamGroup(Layout):
                     args: list = [self.group, len(chunk)]
                     for j in chunk:
                         args += [j.job_id, j.entry_id, j.consumer, j.deliveries]
-                    yield batch_result(script(self.client, "sg_requeue")(keys=[keys.stream], args=args))
+                    yield move_result(call_move(self.client, "sg_requeue", [keys.stream], args))
                 elif spec.source is State.DEAD:
                     yield self._apply_dead(keys, spec, chunk)
                 else:
@@ -732,8 +733,9 @@ class StreamGroup(Layout):
                     args = [mode, self.dead_kind, len(chunk)]
                     for j in chunk:
                         args += [j.job_id, str(j.score), j.sha1]
-                    yield batch_result(script(self.client, "sg_zset_move")(
-                        keys=[src, target, keys.suppressed_info] + [keys.job(j.job_id) for j in chunk], args=args))
+                    yield move_result(call_move(
+                        self.client, "sg_zset_move",
+                        [src, target, keys.suppressed_info] + [keys.job(j.job_id) for j in chunk], args))
 
     def _apply_dead(self, keys: StreamGroupKeys, spec: OpSpec, chunk: list[StreamPlannedJob]) -> BatchResult:
         now = now_ms()
@@ -755,9 +757,9 @@ class StreamGroup(Layout):
                 new = redrive_envelope(raw, spec, now, at if mode == "scheduled" else None)
             info = suppression_record(spec, now) if mode == "suppressed" else b""
             args += [j.job_id, locator, j.sha1, new, info]
-        return batch_result(script(self.client, "sg_dead_move")(
-            keys=[self.dead_key(keys), target, keys.suppressed_info] + [keys.job(j.job_id) for j in chunk],
-            args=args))
+        return move_result(call_move(
+            self.client, "sg_dead_move",
+            [self.dead_key(keys), target, keys.suppressed_info] + [keys.job(j.job_id) for j in chunk], args))
 
 
 def _missing(exc: BaseException) -> bool:

@@ -14,6 +14,14 @@
 -- its stored envelope (events hash; jobctl's info JSON for a suppressed
 -- event) equals the plan's.
 --
+-- Never a partial batch: every ARGV (mode, score, count, each suppress
+-- record's JSON) and the TYPE of every key are checked before the first
+-- write; a key of the wrong type stops the call with a WRONGTYPE error
+-- reply and nothing written.  Each event's writes go through redis.pcall,
+-- the destination first, then the removal from the source; the first
+-- failing write undoes the event's earlier ones ("error") and the events
+-- after it are still handled.
+--
 -- KEYS[1]  zset                  delayed_events
 -- KEYS[2]  envelopes hash        events
 -- KEYS[3]  dispatcher lock       delayed_events_lock
@@ -26,17 +34,64 @@
 --          plan time, new envelope ("" keeps it), info JSON (suppress: the
 --          {by, at_ms, reason, operation} record; "" otherwise)
 -- returns  { member1, code1, ... }: "moved", "gone", "changed", "locked",
---          "exists" (unsuppress: the member was enqueued again meanwhile)
+--          "exists" (unsuppress: the member was enqueued again meanwhile),
+--          "error" (a write failed; nothing of the event moved)
+--          or an error reply "BADARG ..." / "WRONGTYPE ..." (nothing written)
 
 local zset, events, lock, supp, info = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local mode, at = ARGV[1], ARGV[2]
 local n = tonumber(ARGV[3])
+if mode ~= 'score' and mode ~= 'suppress' and mode ~= 'unsuppress' and mode ~= 'purge'
+    and mode ~= 'purge_suppressed' then
+  return redis.error_reply('BADARG mode ' .. tostring(mode))
+end
+if (mode == 'score' or mode == 'suppress') and not tonumber(at) then
+  return redis.error_reply('BADARG score ' .. tostring(at))
+end
+if not n or n < 0 or n ~= math.floor(n) or #ARGV ~= 3 + 5 * n then
+  return redis.error_reply('BADARG event count ' .. tostring(ARGV[3]))
+end
+local docs = {}
+for i = 1, n do
+  local base = 4 + 5 * (i - 1)
+  if not tonumber(ARGV[base + 1]) then
+    return redis.error_reply('BADARG score of event ' .. i)
+  end
+  if mode == 'suppress' then
+    local ok, doc = pcall(cjson.decode, ARGV[base + 4])
+    if not ok or type(doc) ~= 'table' then
+      return redis.error_reply('BADARG info of event ' .. i)
+    end
+    docs[i] = doc
+  end
+end
+
+--@prelude
+local bad = jc_check_types({ { zset, 'zset' }, { events, 'hash' }, { supp, 'zset' }, { info, 'hash' } })
+if bad then return redis.error_reply(bad) end
+
+-- Run one event's writes in order ({command, undo command or nil} each);
+-- the first that fails undoes the ones done, newest first.  True when all
+-- succeeded.
+local function apply(writes)
+  for i = 1, #writes do
+    local r = redis.pcall(unpack(writes[i][1]))
+    if type(r) == 'table' and r['err'] then
+      for j = i - 1, 1, -1 do
+        if writes[j][2] then redis.pcall(unpack(writes[j][2])) end
+      end
+      return false
+    end
+  end
+  return true
+end
+
 local out = {}
 local locked = redis.call('EXISTS', lock) == 1
 for i = 1, n do
   local base = 4 + 5 * (i - 1)
-  local member, want_score, want_sha, new_env, new_info =
-    ARGV[base], ARGV[base + 1], ARGV[base + 2], ARGV[base + 3], ARGV[base + 4]
+  local member, want_score, want_sha, new_env =
+    ARGV[base], ARGV[base + 1], ARGV[base + 2], ARGV[base + 3]
   local code
   local from_suppressed = (mode == 'unsuppress' or mode == 'purge_suppressed')
   local src, store = zset, events
@@ -45,6 +100,7 @@ for i = 1, n do
   end
   local sc = redis.call('ZSCORE', src, member)
   local raw = redis.call('HGET', store, member)
+  local writes = nil
   if locked and not from_suppressed then
     code = 'locked'
   elseif not sc or not raw then
@@ -52,23 +108,20 @@ for i = 1, n do
   elseif tonumber(sc) ~= tonumber(want_score) or redis.sha1hex(raw) ~= want_sha then
     code = 'changed'
   elseif mode == 'score' then
-    redis.call('ZADD', zset, 'XX', tonumber(at), member)
+    writes = { { { 'ZADD', zset, 'XX', tonumber(at), member }, { 'ZADD', zset, 'XX', sc, member } } }
     if new_env ~= '' then
-      redis.call('HSET', events, member, new_env)
+      writes[2] = { { 'HSET', events, member, new_env }, nil }
     end
-    code = 'moved'
   elseif mode == 'suppress' then
-    local ok, doc = pcall(cjson.decode, new_info)
-    if not ok or type(doc) ~= 'table' then
-      return redis.error_reply('BADINFO ' .. member)
-    end
+    local doc = docs[i]
     doc['score'] = sc
     doc['envelope'] = raw
-    redis.call('ZREM', zset, member)
-    redis.call('HDEL', events, member)
-    redis.call('ZADD', supp, tonumber(at), member)
-    redis.call('HSET', info, member, cjson.encode(doc))
-    code = 'moved'
+    writes = {
+      { { 'ZADD', supp, tonumber(at), member }, { 'ZREM', supp, member } },
+      { { 'HSET', info, member, cjson.encode(doc) }, { 'HDEL', info, member } },
+      { { 'ZREM', zset, member }, { 'ZADD', zset, sc, member } },
+      { { 'HDEL', events, member }, nil },
+    }
   elseif mode == 'unsuppress' then
     local ok, doc = pcall(cjson.decode, raw)
     if not ok or type(doc) ~= 'table' or type(doc['envelope']) ~= 'string' or not tonumber(doc['score']) then
@@ -78,22 +131,20 @@ for i = 1, n do
     elseif redis.call('ZSCORE', zset, member) or redis.call('HEXISTS', events, member) == 1 then
       code = 'exists'
     else
-      redis.call('ZADD', zset, tonumber(doc['score']), member)
-      redis.call('HSET', events, member, doc['envelope'])
-      redis.call('ZREM', supp, member)
-      redis.call('HDEL', info, member)
-      code = 'moved'
+      writes = {
+        { { 'ZADD', zset, tonumber(doc['score']), member }, { 'ZREM', zset, member } },
+        { { 'HSET', events, member, doc['envelope'] }, { 'HDEL', events, member } },
+        { { 'ZREM', supp, member }, { 'ZADD', supp, sc, member } },
+        { { 'HDEL', info, member }, nil },
+      }
     end
   elseif mode == 'purge' then
-    redis.call('ZREM', zset, member)
-    redis.call('HDEL', events, member)
-    code = 'moved'
-  elseif mode == 'purge_suppressed' then
-    redis.call('ZREM', supp, member)
-    redis.call('HDEL', info, member)
-    code = 'moved'
-  else
-    return redis.error_reply('BADMODE ' .. mode)
+    writes = { { { 'ZREM', zset, member }, { 'ZADD', zset, sc, member } }, { { 'HDEL', events, member }, nil } }
+  else -- purge_suppressed
+    writes = { { { 'ZREM', supp, member }, { 'ZADD', supp, sc, member } }, { { 'HDEL', info, member }, nil } }
+  end
+  if writes then
+    code = apply(writes) and 'moved' or 'error'
   end
   out[#out + 1] = member
   out[#out + 1] = code

@@ -9,6 +9,13 @@
 --               the remaining TTL recorded at suppress time (if any); HDEL info
 --   purge       ZREM; DEL the job hash; HDEL info
 --
+-- Never a partial batch: every ARGV and the TYPE of every key are checked
+-- before the first write (the zset, info hash or failed list of the wrong
+-- type: a WRONGTYPE error reply, nothing written; a job key that is not a
+-- hash skips only its job).  Each job's writes go through redis.pcall, the
+-- failed list first, then the zset; the first failing write undoes the
+-- job's earlier ones ("error") and the jobs after it are still handled.
+--
 -- KEYS[1]  suppressed zset      queue:<n>:jobctl:suppressed
 -- KEYS[2]  suppressed info hash queue:<n>:jobctl:suppressed:info
 -- KEYS[3]  failed list          queue:<n>:failed
@@ -18,25 +25,59 @@
 -- ARGV[3+3(i-1)..5+3(i-1)] per job i: id, score at plan time (integer
 --          string), fence (hex SHA1) at plan time
 -- returns  { id1, code1, ... }: "moved", "gone" (not suppressed, or no
---          hash), "changed" (score or fence differs)
+--          hash), "changed" (score or fence differs), "wrongtype" (the job
+--          key is not a hash), "error" (a write failed; nothing of the job
+--          moved)
+--          or an error reply "BADARG ..." / "WRONGTYPE ..." (nothing written)
 
 local suppressed, info, failed = KEYS[1], KEYS[2], KEYS[3]
 local mode = ARGV[1]
 local n = tonumber(ARGV[2])
 if mode ~= 'unsuppress' and mode ~= 'purge' then
-  return redis.error_reply('BADMODE ' .. mode)
+  return redis.error_reply('BADARG mode ' .. tostring(mode))
 end
+if not n or n < 0 or n ~= math.floor(n) or #ARGV ~= 2 + 3 * n or #KEYS ~= 3 + n then
+  return redis.error_reply('BADARG job count ' .. tostring(ARGV[2]))
+end
+for i = 1, n do
+  if not tonumber(ARGV[3 + 3 * (i - 1) + 1]) then
+    return redis.error_reply('BADARG score of job ' .. i)
+  end
+end
+--@prelude
+local bad = jc_check_types({ { suppressed, 'zset' }, { info, 'hash' } })
+if not bad and mode == 'unsuppress' then bad = jc_type_error(failed, 'list') end
+if bad then return redis.error_reply(bad) end
+
+-- Run one job's writes in order ({command, undo command or nil} each); the
+-- first that fails undoes the ones done, newest first.  True when all
+-- succeeded.
+local function apply(writes)
+  for i = 1, #writes do
+    local r = redis.pcall(unpack(writes[i][1]))
+    if type(r) == 'table' and r['err'] then
+      for j = i - 1, 1, -1 do
+        if writes[j][2] then redis.pcall(unpack(writes[j][2])) end
+      end
+      return false
+    end
+  end
+  return true
+end
+
 local fence_fields = { 'status', 'attempts', 'claim_token', 'claimed_at_ms', 'last_error_at_ms', 'payload' }
 
 local out = {}
 for i = 1, n do
   local base = 3 + 3 * (i - 1)
-  local id, want_score, want = ARGV[base], ARGV[base + 1], ARGV[base + 2]
+  local id, want_score, want_fence = ARGV[base], ARGV[base + 1], ARGV[base + 2]
   local key = KEYS[3 + i]
   local code
   local sc = redis.call('ZSCORE', suppressed, id)
   if not sc or redis.call('EXISTS', key) == 0 then
     code = 'gone'
+  elseif jc_type_error(key, 'hash') then
+    code = 'wrongtype'
   elseif tonumber(sc) ~= tonumber(want_score) then
     code = 'changed'
   else
@@ -44,20 +85,29 @@ for i = 1, n do
     for j = 1, #vals do
       if not vals[j] then vals[j] = '' end
     end
-    if redis.sha1hex(table.concat(vals, '\31')) ~= want then
+    if redis.sha1hex(table.concat(vals, '\31')) ~= want_fence then
       code = 'changed'
     else
       local record = redis.call('HGET', info, id)
-      redis.call('ZREM', suppressed, id)
-      redis.call('HDEL', info, id)
+      local writes
       if mode == 'unsuppress' then
-        redis.call('LPUSH', failed, id)
-        local ttl = record and tonumber(string.match(record, '"ttl_ms":(%-?%d+)'))
-        if ttl and ttl > 0 then redis.call('PEXPIRE', key, ttl) end
+        writes = {
+          { { 'LPUSH', failed, id }, { 'LPOP', failed } },
+          { { 'ZREM', suppressed, id }, nil },
+        }
       else
-        redis.call('DEL', key)
+        writes = { { { 'ZREM', suppressed, id }, { 'ZADD', suppressed, sc, id } }, { { 'DEL', key }, nil } }
       end
-      code = 'moved'
+      if apply(writes) then
+        redis.pcall('HDEL', info, id)
+        if mode == 'unsuppress' then
+          local ttl = record and tonumber(string.match(record, '"ttl_ms":(%-?%d+)'))
+          if ttl and ttl > 0 then redis.pcall('PEXPIRE', key, ttl) end
+        end
+        code = 'moved'
+      else
+        code = 'error'
+      end
     end
   end
   out[#out + 1] = id

@@ -7,6 +7,12 @@
 --   unsuppress  ZREM; HDEL raw, info; RPUSH dead <bytes> (the newest end)
 --   purge       ZREM; HDEL raw, info; HDEL attempts <id>; HDEL errors <id>
 --
+-- Never a partial batch: every ARGV and the TYPE of every key are checked
+-- before the first write (a key of the wrong type: a WRONGTYPE error reply,
+-- nothing written).  Each job's writes go through redis.pcall, the dead
+-- list first, then jobctl's keys; the first failing write undoes the job's
+-- earlier ones ("error") and the jobs after it are still handled.
+--
 -- KEYS[1]  suppressed zset        <p>:jobctl:suppressed
 -- KEYS[2]  raw hash               <p>:jobctl:suppressed:raw
 -- KEYS[3]  info hash              <p>:jobctl:suppressed:info
@@ -18,37 +24,81 @@
 -- ARGV[3+3(i-1)..5+3(i-1)] per job i: id, score at plan time (integer
 --          string), SHA1 (hex) of the string at plan time
 -- returns  { id1, code1, ... }: "moved", "gone" (not suppressed, or no kept
---          string), "changed" (score or string differs)
+--          string), "changed" (score or string differs), "error" (a write
+--          failed; nothing of the job moved)
+--          or an error reply "BADARG ..." / "WRONGTYPE ..." (nothing written)
 
 local suppressed, raw_hash, info_hash, dead, attempts, errors = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local mode = ARGV[1]
 local n = tonumber(ARGV[2])
 if mode ~= 'unsuppress' and mode ~= 'purge' then
-  return redis.error_reply('BADMODE ' .. mode)
+  return redis.error_reply('BADARG mode ' .. tostring(mode))
+end
+if not n or n < 0 or n ~= math.floor(n) or #ARGV ~= 2 + 3 * n then
+  return redis.error_reply('BADARG job count ' .. tostring(ARGV[2]))
+end
+for i = 1, n do
+  if not tonumber(ARGV[3 + 3 * (i - 1) + 1]) then
+    return redis.error_reply('BADARG score of job ' .. i)
+  end
+end
+--@prelude
+local bad = jc_check_types({ { suppressed, 'zset' }, { raw_hash, 'hash' }, { info_hash, 'hash' } })
+if not bad and mode == 'unsuppress' then bad = jc_type_error(dead, 'list') end
+if not bad and mode == 'purge' then bad = jc_check_types({ { attempts, 'hash' }, { errors, 'hash' } }) end
+if bad then return redis.error_reply(bad) end
+
+-- Run one job's writes in order ({command, undo command or nil} each); the
+-- first that fails undoes the ones done, newest first.  True when all
+-- succeeded.
+local function apply(writes)
+  for i = 1, #writes do
+    local r = redis.pcall(unpack(writes[i][1]))
+    if type(r) == 'table' and r['err'] then
+      for j = i - 1, 1, -1 do
+        if writes[j][2] then redis.pcall(unpack(writes[j][2])) end
+      end
+      return false
+    end
+  end
+  return true
 end
 
 local out = {}
 for i = 1, n do
   local base = 3 + 3 * (i - 1)
-  local id, want_score, want = ARGV[base], ARGV[base + 1], ARGV[base + 2]
+  local id, want_score, want_sha = ARGV[base], ARGV[base + 1], ARGV[base + 2]
   local code
   local sc = redis.call('ZSCORE', suppressed, id)
   local raw = redis.call('HGET', raw_hash, id)
   if not sc or not raw then
     code = 'gone'
-  elseif tonumber(sc) ~= tonumber(want_score) or redis.sha1hex(raw) ~= want then
+  elseif tonumber(sc) ~= tonumber(want_score) or redis.sha1hex(raw) ~= want_sha then
     code = 'changed'
   else
-    redis.call('ZREM', suppressed, id)
-    redis.call('HDEL', raw_hash, id)
-    redis.call('HDEL', info_hash, id)
+    local writes
     if mode == 'unsuppress' then
-      redis.call('RPUSH', dead, raw)
+      writes = {
+        { { 'RPUSH', dead, raw }, { 'RPOP', dead } },
+        { { 'ZREM', suppressed, id }, { 'ZADD', suppressed, sc, id } },
+        { { 'HDEL', raw_hash, id }, nil },
+      }
     else
-      redis.call('HDEL', attempts, id)
-      redis.call('HDEL', errors, id)
+      writes = {
+        { { 'ZREM', suppressed, id }, { 'ZADD', suppressed, sc, id } },
+        { { 'HDEL', raw_hash, id }, nil },
+      }
     end
-    code = 'moved'
+    if apply(writes) then
+      redis.pcall('HDEL', info_hash, id)
+      if mode == 'purge' then
+        redis.pcall('HDEL', attempts, id)
+        redis.pcall('HDEL', errors, id)
+      end
+      code = 'moved'
+    else
+      code = 'error'
+    end
   end
   out[#out + 1] = id
   out[#out + 1] = code

@@ -6,6 +6,14 @@
 -- A job moves only if it is still in the source zset with the score the
 -- plan saw and its payload's SHA1 still equals the plan's.
 --
+-- Never a partial batch: every ARGV and the TYPE of every key are checked
+-- before the first write.  A source, target or info key of the wrong type
+-- stops the call with a WRONGTYPE error reply and nothing written; a
+-- payload key of the wrong type only skips its own job ("wrongtype").
+-- Each job's writes go through redis.pcall, target first, then the source:
+-- a failing write ("error") leaves that job where it was (a target write
+-- already done is undone), and the jobs after it are still handled.
+--
 -- KEYS[1]  source zset                  queue:{t}:scheduled | queue:{t}:jobctl:suppressed
 -- KEYS[2]  target: ready list | dead list | (purge) the source again
 -- KEYS[3]  jobctl suppressed-info hash  queue:{t}:jobctl:suppressed:info
@@ -15,14 +23,35 @@
 -- ARGV[3+3(i-1)..5+3(i-1)] per job i: id, score at plan time (integer
 --          string), payload SHA1 (hex) at plan time
 -- returns  { id1, code1, ... }: "moved", "gone" (not in the source or no
---          payload), "changed" (score or payload differs from the plan)
+--          payload), "changed" (score or payload differs from the plan),
+--          "wrongtype" (the payload key holds another type), "error" (a
+--          write failed; nothing of the job moved)
+--          or an error reply "BADARG ..." / "WRONGTYPE ..." (nothing written)
 
 local src, target, info = KEYS[1], KEYS[2], KEYS[3]
 local mode = ARGV[1]
-if mode ~= 'lpush' and mode ~= 'purge' then
-  return redis.error_reply('BADMODE ' .. tostring(mode))  -- before any write
-end
 local n = tonumber(ARGV[2])
+if mode ~= 'lpush' and mode ~= 'purge' then
+  return redis.error_reply('BADARG mode ' .. tostring(mode))
+end
+if not n or n < 0 or n ~= math.floor(n) or #ARGV ~= 2 + 3 * n or #KEYS ~= 3 + n then
+  return redis.error_reply('BADARG job count ' .. tostring(ARGV[2]))
+end
+for i = 1, n do
+  if not tonumber(ARGV[3 + 3 * (i - 1) + 1]) then
+    return redis.error_reply('BADARG score of job ' .. i)
+  end
+end
+
+--@prelude
+local bad = jc_check_types({ { src, 'zset' }, { info, 'hash' } })
+if not bad and mode == 'lpush' then bad = jc_type_error(target, 'list') end
+if bad then return redis.error_reply(bad) end
+
+local function failed(r)
+  return type(r) == 'table' and r['err'] ~= nil
+end
+
 local out = {}
 for i = 1, n do
   local base = 3 + 3 * (i - 1)
@@ -30,27 +59,37 @@ for i = 1, n do
   local key = KEYS[3 + i]
   local code
   local sc = redis.call('ZSCORE', src, id)
+  local wrong = jc_type_error(key, 'string')
   if not sc then
     code = 'gone'
   elseif tonumber(sc) ~= tonumber(want_score) then
     code = 'changed'
+  elseif wrong then
+    code = 'wrongtype'
   else
     local raw = redis.call('GET', key)
     if not raw then
       code = 'gone'
     elseif redis.sha1hex(raw) ~= want_sha then
       code = 'changed'
-    else
-      redis.call('ZREM', src, id)
-      redis.call('HDEL', info, id)
-      if mode == 'lpush' then
-        redis.call('LPUSH', target, id)
-      elseif mode == 'purge' then
-        redis.call('DEL', key)
+    elseif mode == 'lpush' then
+      if failed(redis.pcall('LPUSH', target, id)) then
+        code = 'error'
+      elseif failed(redis.pcall('ZREM', src, id)) then
+        redis.pcall('LPOP', target)  -- undo: the id just pushed at the head
+        code = 'error'
       else
-        return redis.error_reply('BADMODE ' .. mode)
+        redis.pcall('HDEL', info, id)
+        code = 'moved'
       end
-      code = 'moved'
+    else -- purge: out of the state first, so no state ever holds an id without its payload
+      if failed(redis.pcall('ZREM', src, id)) then
+        code = 'error'
+      else
+        redis.pcall('HDEL', info, id)
+        redis.pcall('DEL', key)
+        code = 'moved'
+      end
     end
   end
   out[#out + 1] = id

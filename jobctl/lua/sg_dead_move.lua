@@ -1,6 +1,9 @@
 -- sg_dead_move.lua: move planned dead-lettered jobs of a stream-group shard
 -- (jobctl redrive to the stream or the scheduled zset, suppress, purge).
 -- One atomic step per job; the call touches only the N jobs it is given.
+-- jobctl uses it for the dead stream; a dead list is walked in bounded
+-- windows by sg_dead_window.lua instead (the list kind here searches with
+-- LPOS/LREM: O(distance from the tail) per job).
 --
 -- Dead list (ids, newest at the head): a job is found with LPOS from the
 -- tail, bounded by MAXLEN (its distance from the tail at plan time + 1:
@@ -11,6 +14,13 @@
 -- plan's (SHA1 "": the plan saw no payload key, the dead entry's fields
 -- carry the job, and a payload key must still be absent).  Redrive to the
 -- stream re-adds the dead entry's fields (dead stream) or just jobId.
+--
+-- Never a partial batch: every ARGV and the TYPE of the dead key, target
+-- and info hash are checked before the first write (a WRONGTYPE error
+-- reply, nothing written); a payload key of the wrong type only keeps its
+-- own job dead ("wrongtype").  Each job's writes go through redis.pcall,
+-- the target first, the dead key last; the first failing write undoes the
+-- job's earlier ones ("error") and the jobs after it are still handled.
 --
 -- KEYS[1]  dead list | dead stream   queue:{t}:dead | stream:{t}:dead
 -- KEYS[2]  target: stream:{t}:jobs (ready) | queue:{t}:scheduled |
@@ -25,14 +35,65 @@
 --          dead entry id), payload SHA1 at plan time, new payload ("" keeps
 --          it), suppressed-info JSON ("" for other modes)
 -- returns  { id1, code1, ... }: "moved", "gone" (not dead any more or no
---          payload), "changed" (payload differs from the plan)
+--          payload), "changed" (payload differs from the plan), "wrongtype"
+--          (the payload key holds another type), "error" (a write failed;
+--          nothing of the job moved)
+--          or an error reply "BADARG ..." / "WRONGTYPE ..." (nothing written)
 
 local dead, target, info = KEYS[1], KEYS[2], KEYS[3]
+--@prelude
 local mode, kind, at = ARGV[1], ARGV[2], ARGV[3]
-if mode ~= 'ready' and mode ~= 'scheduled' and mode ~= 'suppressed' and mode ~= 'purge' then
-  return redis.error_reply('BADMODE ' .. tostring(mode))  -- before any write
+local err
+mode, err = jc_one_of(mode, 'mode', { ready = true, scheduled = true, suppressed = true, purge = true })
+if not mode then return redis.error_reply(err) end
+kind, err = jc_one_of(kind, 'dead kind', { list = true, stream = true })
+if not kind then return redis.error_reply(err) end
+if (mode == 'scheduled' or mode == 'suppressed') and not tonumber(at) then
+  return redis.error_reply('BADARG score ' .. tostring(at))
 end
-local n = tonumber(ARGV[4])
+local n
+n, err = jc_int(ARGV[4], 'job count', 0)
+if not n then return redis.error_reply(err) end
+if #ARGV ~= 4 + 5 * n or #KEYS ~= 3 + n then
+  return redis.error_reply('BADARG argument count')
+end
+for i = 1, n do
+  local locator = ARGV[5 + 5 * (i - 1) + 1]
+  if (kind == 'list' and not jc_int(locator, 'maxlen', 1)) or (kind == 'stream' and not string.match(locator, '^%d+%-%d+$')) then
+    return redis.error_reply('BADARG locator of job ' .. i)
+  end
+end
+local specs = { { dead, kind }, { info, 'hash' } }
+if mode == 'ready' then
+  specs[3] = { target, 'stream' }
+elseif mode ~= 'purge' then
+  specs[3] = { target, 'zset' }
+end
+local bad = jc_check_types(specs)
+if bad then return redis.error_reply(bad) end
+
+local function failed(r)
+  return type(r) == 'table' and r['err'] ~= nil
+end
+
+-- Run one job's writes in order ({command, undo} each; an undo may be a
+-- function of the command's reply); the first that fails undoes the ones
+-- done, newest first.  True when all succeeded.
+local function apply(writes)
+  local undo = {}
+  for i = 1, #writes do
+    local r = redis.pcall(unpack(writes[i][1]))
+    if failed(r) then
+      for j = #undo, 1, -1 do redis.pcall(unpack(undo[j])) end
+      return false
+    end
+    local back = writes[i][2]
+    if type(back) == 'function' then back = back(r) end
+    if back then undo[#undo + 1] = back end
+  end
+  return true
+end
+
 local out = {}
 for i = 1, n do
   local base = 5 + 5 * (i - 1)
@@ -57,6 +118,8 @@ for i = 1, n do
   end
   if not found then
     code = 'gone'
+  elseif jc_type_error(key, 'string') then
+    code = 'wrongtype'
   else
     local raw = redis.call('GET', key)
     if want_sha == '' and raw then
@@ -66,24 +129,13 @@ for i = 1, n do
     elseif want_sha ~= '' and redis.sha1hex(raw) ~= want_sha then
       code = 'changed'
     else
-      if kind == 'stream' then
-        redis.call('XDEL', dead, locator)
-      else
-        redis.call('LREM', dead, -1, id)
-      end
-      if new_payload ~= '' and raw then
-        redis.call('SET', key, new_payload, 'KEEPTTL')
-      end
+      local writes = {}
       if mode == 'ready' then
-        if fields then
-          redis.call('XADD', target, '*', unpack(fields))
-        else
-          redis.call('XADD', target, '*', 'jobId', id)
-        end
+        local add = fields and { 'XADD', target, '*', unpack(fields) } or { 'XADD', target, '*', 'jobId', id }
+        writes[#writes + 1] = { add, function(r) return { 'XDEL', target, r } end }
       elseif mode == 'scheduled' then
-        redis.call('ZADD', target, tonumber(at), id)
+        writes[#writes + 1] = { { 'ZADD', target, tonumber(at), id }, { 'ZREM', target, id } }
       elseif mode == 'suppressed' then
-        redis.call('ZADD', target, tonumber(at), id)
         if fields then
           local ok, doc = pcall(cjson.decode, suppress_info)
           if ok and type(doc) == 'table' then
@@ -91,13 +143,21 @@ for i = 1, n do
             suppress_info = cjson.encode(doc)
           end
         end
-        redis.call('HSET', info, id, suppress_info)
-      elseif mode == 'purge' then
-        redis.call('DEL', key)
-      else
-        return redis.error_reply('BADMODE ' .. mode)
+        writes[#writes + 1] = { { 'ZADD', target, tonumber(at), id }, { 'ZREM', target, id } }
+        writes[#writes + 1] = { { 'HSET', info, id, suppress_info }, { 'HDEL', info, id } }
       end
-      code = 'moved'
+      if new_payload ~= '' and raw and mode ~= 'purge' then
+        writes[#writes + 1] = { { 'SET', key, new_payload, 'KEEPTTL' }, { 'SET', key, raw, 'KEEPTTL' } }
+      end
+      if kind == 'stream' then
+        writes[#writes + 1] = { { 'XDEL', dead, locator }, nil }
+      else
+        writes[#writes + 1] = { { 'LREM', dead, -1, id }, nil }
+      end
+      if mode == 'purge' and raw then
+        writes[#writes + 1] = { { 'DEL', key }, nil }
+      end
+      code = apply(writes) and 'moved' or 'error'
     end
   end
   out[#out + 1] = id

@@ -1,0 +1,104 @@
+"""Calling the per-job move scripts: error replies as jobctl errors, and the
+bounded requeue loop.
+
+Every move script (``jobctl/lua/*_move.lua``, ``*_requeue.lua``) checks its
+ARGV and the Redis TYPE of every key before its first write and answers
+
+* ``WRONGTYPE key K holds a T, expected a U`` (``jobctl/lua/prelude``): a
+  source or target key of the wrong type; the call wrote nothing.  :func:`call_move` raises
+  :class:`~jobctl.errors.DataError` (exit 6): the operation stops there,
+  every job still in exactly one state;
+* ``BADARG ...``: jobctl built a bad call (a bug); the call wrote nothing;
+  :class:`~jobctl.errors.JobctlError` (exit 1);
+* otherwise ``{id, code, ...}``, one code per job: ``moved``; a skip reason
+  (``gone``, ``changed``, ``locked``, ``exists``, ``unreached``); or a
+  per-job failure (``wrongtype``: the job's own payload key holds another
+  type; ``error``: a write failed and was undone), counted as failed.
+
+The requeue scripts search the processing list from its tail with a budget
+of :data:`REQUEUE_BUDGET` elements per call and return ``deferred`` for the
+jobs they could not afford; :func:`requeue_calls` passes those again first
+in the next call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeVar
+
+from ..errors import DataError, JobctlError
+from ..ops.result import BatchResult
+from ..scripts import script
+from .common import text
+
+__all__ = ["call_move", "move_result", "requeue_calls", "REQUEUE_BUDGET", "FAILED_CODES"]
+
+#: Elements of a processing list one requeue call may search (LPOS MAXLEN
+#: from the tail, then LREM -1 over the same elements: at most twice this
+#: many comparisons, ~1 ms).  A processing list holds one element per
+#: in-flight job, so worker concurrency keeps it far below this.
+REQUEUE_BUDGET = 50_000
+
+#: Per-job codes that count as failed (not skipped).
+FAILED_CODES = frozenset({"wrongtype", "error"})
+
+J = TypeVar("J")
+
+
+def call_move(client, name: str, keys: list, args: list) -> list[Any]:
+    """Run the move script ``name`` (``jobctl/lua/<name>.lua``); its reply.
+
+    Raises :class:`DataError` for a ``WRONGTYPE`` error reply (a key of the
+    wrong Redis type; nothing was written) and :class:`JobctlError` for a
+    ``BADARG`` one; other redis-py errors propagate.
+    """
+    import redis
+
+    try:
+        return script(client, name)(keys=keys, args=args)
+    except redis.exceptions.ResponseError as exc:
+        msg = str(exc).splitlines()[0] if str(exc) else ""
+        if msg.startswith("WRONGTYPE key "):
+            raise DataError(f"{msg[len('WRONGTYPE '):]}: stopped, this call moved nothing "
+                            "(fix the key's type, then run the same command again)") from None
+        if msg.startswith("BADARG"):
+            raise JobctlError(f"internal error: {name}.lua refused its arguments ({msg}); nothing moved") from None
+        raise
+
+
+def move_result(reply: Sequence[Any]) -> BatchResult:
+    """A ``{id1, code1, ...}`` reply as a :class:`BatchResult`: ``moved``,
+    :data:`FAILED_CODES` as failed, any other code as a skip reason."""
+    out = BatchResult()
+    for i in range(0, len(reply), 2):
+        job_id, code = text(reply[i]), text(reply[i + 1])
+        if code == "moved":
+            out.moved.append(job_id)
+        elif code in FAILED_CODES:
+            out.failed.append(job_id)
+            out.reasons[job_id] = code
+        else:
+            out.skipped.append(job_id)
+            out.reasons[job_id] = code
+    return out
+
+
+def requeue_calls(jobs: Sequence[J], batch: int, key_of: Callable[[J], str],
+                  call: Callable[[list[J]], list[Any]]) -> Iterator[BatchResult]:
+    """One :class:`BatchResult` per requeue script call over ``jobs``, at
+    most ``batch`` per call.  ``call(chunk)`` runs the script on ``chunk``
+    and returns its reply; ``key_of(job)`` is the id the reply names it by.
+    Jobs answered ``deferred`` (the call's search budget ran out) lead the
+    next call, which always handles its first job, so the loop ends."""
+    queue = list(jobs)
+    while queue:
+        chunk, queue = queue[:batch], queue[batch:]
+        reply = call(chunk)
+        deferred_ids = {text(reply[i]) for i in range(0, len(reply), 2) if text(reply[i + 1]) == "deferred"}
+        if key_of(chunk[0]) in deferred_ids:  # the scripts never defer a call's first job
+            raise JobctlError("internal error: a requeue call deferred its first job; nothing more moved")
+        if deferred_ids:
+            queue = [j for j in chunk if key_of(j) in deferred_ids] + queue
+            reply = [x for i in range(0, len(reply), 2) if text(reply[i + 1]) != "deferred"
+                     for x in (reply[i], reply[i + 1])]
+        yield move_result(reply)

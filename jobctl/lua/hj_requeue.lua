@@ -1,0 +1,125 @@
+-- hj_requeue.lua: put claimed hash-job jobs back on the pending list
+-- (jobctl requeue; the reclaimer of seed 001).  One atomic step per job.
+--
+-- A job moves only if its hash still exists and its fence (SHA1 of the
+-- fields workers change) equals the plan's, and it is still in the
+-- processing list.  Per job: HSET status pending, reclaimed_at_ms now,
+-- claim_token "", claimed_at_ms 0 (the old claimant's complete/fail then
+-- fails its claim-token check); LPUSH pending id; LREM processing -1 id.
+--
+-- Bounded: the processing list is searched from its tail, where the oldest
+-- claims are, with LPOS RANK -1 MAXLEN and removed with LREM -1 (which stops
+-- at that same element): a job at distance d from the tail costs 2(d+1)
+-- element comparisons.  The call spends at most 2 * ARGV[1] of them: a
+-- job not found within what is left of the budget is returned "deferred"
+-- (untouched; the caller passes it again first in its next call, and the
+-- first job of a call always has the whole budget).  Only the
+-- ARGV[1] elements nearest the tail are ever searched: on a processing list
+-- longer than that (worker concurrency keeps it far shorter), a job not
+-- found there is "unreached" and left as it is.
+--
+-- Never a partial batch: every ARGV and the TYPE of every key are checked
+-- before the first write (the processing or pending list of the wrong type:
+-- a WRONGTYPE error reply, nothing written; a job key that is not a hash
+-- skips only its job: "wrongtype").  Each job's writes go through
+-- redis.pcall: the hash (its old fields kept to put back), the pending
+-- list, then the processing list; a failing write undoes the job's earlier
+-- ones ("error") and the jobs after it are still handled.
+--
+-- KEYS[1]  processing list      queue:<n>:processing
+-- KEYS[2]  pending list         queue:<n>:pending
+-- KEYS[2+i] job hash of job i   queue:<n>:job:<id>
+-- ARGV[1]  search budget: elements of the processing list one call may
+--          search (>= 1)
+-- ARGV[2]  now (epoch ms): reclaimed_at_ms
+-- ARGV[3]  N
+-- ARGV[4+2(i-1)..5+2(i-1)] per job i: id, fence (hex SHA1) at plan time
+-- returns  { id1, code1, ... }: "moved", "gone" (no hash, or not in the
+--          processing list), "changed" (fence differs), "wrongtype",
+--          "deferred", "unreached" (see above), "error" (a write failed;
+--          nothing of the job moved)
+--          or an error reply "BADARG ..." / "WRONGTYPE ..." (nothing written)
+
+local processing, pending = KEYS[1], KEYS[2]
+local budget, now = tonumber(ARGV[1]), ARGV[2]
+local n = tonumber(ARGV[3])
+if not budget or budget < 1 or budget ~= math.floor(budget) then
+  return redis.error_reply('BADARG budget ' .. tostring(ARGV[1]))
+end
+if not tonumber(now) then
+  return redis.error_reply('BADARG now ' .. tostring(now))
+end
+if not n or n < 0 or n ~= math.floor(n) or #ARGV ~= 3 + 2 * n or #KEYS ~= 2 + n then
+  return redis.error_reply('BADARG job count ' .. tostring(ARGV[3]))
+end
+--@prelude
+local bad = jc_check_types({ { processing, 'list' }, { pending, 'list' } })
+if bad then return redis.error_reply(bad) end
+
+local function failed(r)
+  return type(r) == 'table' and r['err'] ~= nil
+end
+local fence_fields = { 'status', 'attempts', 'claim_token', 'claimed_at_ms', 'last_error_at_ms', 'payload' }
+local reclaim_fields = { 'status', 'reclaimed_at_ms', 'claim_token', 'claimed_at_ms' }
+
+local len = redis.call('LLEN', processing)
+local left = budget
+local out = {}
+for i = 1, n do
+  local id, want = ARGV[4 + 2 * (i - 1)], ARGV[5 + 2 * (i - 1)]
+  local key = KEYS[2 + i]
+  local reach = math.min(len, budget)
+  local code
+  if redis.call('EXISTS', key) == 0 then
+    code = 'gone'
+  elseif jc_type_error(key, 'hash') then
+    code = 'wrongtype'
+  else
+    local vals = redis.call('HMGET', key, unpack(fence_fields))
+    for j = 1, #vals do
+      if not vals[j] then vals[j] = '' end
+    end
+    if redis.sha1hex(table.concat(vals, '\31')) ~= want then
+      code = 'changed'
+    else
+      local search = math.min(reach, left)
+      local pos = search > 0 and redis.call('LPOS', processing, id, 'RANK', -1, 'MAXLEN', search) or false
+      if not pos and search < reach then
+        left = 0
+        code = 'deferred'
+      elseif not pos then
+        left = left - reach
+        code = (len > budget) and 'unreached' or 'gone'
+      else
+        left = left - (len - pos)
+        local old = redis.call('HMGET', key, unpack(reclaim_fields))
+        local function restore_hash()
+          for j = 1, #reclaim_fields do
+            if old[j] then
+              redis.pcall('HSET', key, reclaim_fields[j], old[j])
+            else
+              redis.pcall('HDEL', key, reclaim_fields[j])
+            end
+          end
+        end
+        if failed(redis.pcall('HSET', key, 'status', 'pending', 'reclaimed_at_ms', now, 'claim_token', '',
+                              'claimed_at_ms', 0)) then
+          code = 'error'
+        elseif failed(redis.pcall('LPUSH', pending, id)) then
+          restore_hash()
+          code = 'error'
+        elseif failed(redis.pcall('LREM', processing, -1, id)) then
+          redis.pcall('LPOP', pending)
+          restore_hash()
+          code = 'error'
+        else
+          len = len - 1
+          code = 'moved'
+        end
+      end
+    end
+  end
+  out[#out + 1] = id
+  out[#out + 1] = code
+end
+return out
