@@ -11,6 +11,7 @@ variant (no worker, no ETA).  Update after a deliberate change with
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -73,6 +74,7 @@ def make(url: str, *, environment: str | None = "production", read_only: bool = 
     s = Session(profile="ops", read_only_flag=read_only, timeout_s=1.0)
     s._config = Config(queues=queues, profiles={"ops": Profile("ops", url=url, environment=environment)})
     kw.setdefault("refresh_s", 3600)
+    kw.setdefault("export_root", tempfile.mkdtemp(prefix="jobctl-snap-exports-"))  # a purge exports first
     return make_app(s, clock=lambda: T0 + 1000, server_label="redis://test", **kw)
 
 

@@ -57,11 +57,11 @@ class OpInfo:
     destructive: bool = False
 
 
-#: Operation -> :class:`OpInfo`.  Unsuppress has no TUI key (``""``).
+#: Operation -> :class:`OpInfo`, in the TUI footer's order.  Unsuppress has no TUI key (``""``).
 OPERATIONS: dict[Operation, OpInfo] = {
     Operation.REQUEUE: OpInfo(Operation.REQUEUE, "U", (State.PROCESSING,), State.READY, "requeue"),
-    Operation.REDRIVE: OpInfo(Operation.REDRIVE, "R", (State.DEAD,), State.READY, "redrive"),
     Operation.PROMOTE: OpInfo(Operation.PROMOTE, "P", (State.SCHEDULED,), State.READY, "promote"),
+    Operation.REDRIVE: OpInfo(Operation.REDRIVE, "R", (State.DEAD,), State.READY, "redrive"),
     Operation.SUPPRESS: OpInfo(Operation.SUPPRESS, "S", (State.DEAD,), State.SUPPRESSED, "suppress"),
     Operation.UNSUPPRESS: OpInfo(Operation.UNSUPPRESS, "", (State.SUPPRESSED,), State.DEAD, "unsuppress"),
     Operation.PURGE: OpInfo(Operation.PURGE, "X", (State.DEAD, State.SUPPRESSED), None, "purge",
