@@ -17,7 +17,6 @@ import click
 
 from ..durations import parse_duration
 from ..errors import UsageError
-from ..exitcodes import ExitCode
 from ..model import State
 from ..ops.request import OpRequest
 from ..ops.spec import Operation
