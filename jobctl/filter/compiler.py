@@ -4,13 +4,12 @@ type checks (a value of the wrong kind for its field is rejected)."""
 from __future__ import annotations
 
 import difflib
-import fnmatch
 import operator
-import re
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..durations import DurationError, parse_duration
 from ..model import JobRecord
+from ..vocabulary import ALIASES, canonical, glob_matcher
 from .errors import FilterError, _error, _show
 from .fields import _STATES, FIELDS, FieldKind, FieldSpec, Getter, Predicate, _path_getter
 from .grammar import _Lit, _parse_number, _parse_timestamp, _unescape
@@ -51,8 +50,8 @@ def _compare(get: Getter, op: str, operand: Any) -> Predicate:
 
 
 def _glob(pattern: str) -> Callable[[str], bool]:
-    rx = re.compile(fnmatch.translate(pattern), re.S)
-    return lambda s: rx.match(s) is not None
+    """The glob semantics shared with the analyze rules (:func:`jobctl.vocabulary.glob_matcher`)."""
+    return glob_matcher(pattern)
 
 
 def _json_text(v: Any) -> str | None:
@@ -130,10 +129,10 @@ class _Compiler:
     def field(self, node: Tree) -> tuple[FieldSpec, tuple[str | int, ...], Getter]:
         """Resolve a ``field`` node to (spec, payload path, getter)."""
         name_tok: Token = node.children[0]
-        name = str(name_tok)
+        name = canonical(str(name_tok))  # error_code, tenant_id ...: jobctl.vocabulary
         spec = FIELDS.get(name)
         if spec is None:
-            close = difflib.get_close_matches(name.lower(), list(FIELDS), n=1, cutoff=0.6)
+            close = difflib.get_close_matches(name.lower(), [*FIELDS, *ALIASES], n=1, cutoff=0.6)
             hint = (f"did you mean {_show(close[0])}?" if close
                     else "fields: " + ", ".join(FIELDS) + ", payload.<path>")
             raise _error(self.text, name_tok.start_pos or 0, f"unknown field {_show(name)}", hint)
