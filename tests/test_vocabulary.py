@@ -70,3 +70,14 @@ def test_one_glob_semantics_for_filter_and_rules(pattern):
         want = re.compile(fnmatch.translate(pattern), re.S).match(text) is not None
         assert match(text) is want, text
         assert (rx.search(text) is not None) is want, text
+
+
+def test_runbook_conditions_and_filters_share_one_parser():
+    """One grammar (conditions also spell `=` as `==`); a condition's syntax
+    error is the filter's, with its column."""
+    from jobctl.runbook.condition import ConditionError, compile_condition
+
+    assert compile_condition("dead == 0 and not (stuck > 0)").evaluate({"dead": 0, "stuck": 0})
+    assert compile_filter('error = "HTTP_503"').matches(REC, 0)
+    with pytest.raises(ConditionError, match=r"unexpected end of condition at column 8 \(expected a value\)"):
+        compile_condition("stuck >")

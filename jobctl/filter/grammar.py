@@ -71,13 +71,19 @@ WORD.1: /(?!@KW@END)@WCH+/
 """.replace("@END", _END).replace("@KW", _KW).replace("@WCH", _WCH)
 
 
-@lru_cache(maxsize=1)
-def _parser() -> Lark:
-    """The Lark LALR parser, built on first use and cached."""
+#: The runbook conditions' dialect (:mod:`jobctl.runbook.condition`): the
+#: same grammar, ``==`` also spelled for ``=``.
+_CONDITION_GRAMMAR = _GRAMMAR.replace("OP: /<=|>=|!=|=|", "OP: /<=|>=|!=|==|=|")
+
+
+@lru_cache(maxsize=2)
+def _parser(dialect: str = "filter") -> Lark:
+    """The Lark LALR parser of ``dialect`` (``filter`` or ``condition``),
+    built on first use and cached."""
     from lark import Lark
 
-    return Lark(_GRAMMAR, parser="lalr", lexer="contextual",
-                start=["start", "field_only"], maybe_placeholders=False)
+    return Lark(_CONDITION_GRAMMAR if dialect == "condition" else _GRAMMAR, parser="lalr",
+                lexer="contextual", start=["start", "field_only"], maybe_placeholders=False)
 
 
 # How a terminal the parser wanted is described in "expected ..." hints.
@@ -118,8 +124,9 @@ def _expected(names: set[str] | frozenset[str] | None) -> str | None:
     return "expected " + ", ".join(parts[:-1]) + " or " + parts[-1]
 
 
-def _parse(text: str, start: str) -> Tree:
-    """Parse with Lark; translate every Lark exception into a FilterError.
+def _parse(text: str, start: str, dialect: str = "filter") -> Tree:
+    """Parse with Lark (``dialect``: see :func:`_parser`); translate every
+    Lark exception into a FilterError.
 
     The FilterError is raised outside the ``except`` block so that no Lark
     exception hangs off it as ``__context__``.
@@ -128,7 +135,7 @@ def _parse(text: str, start: str) -> Tree:
 
     err: FilterError | None = None
     try:
-        return _parser().parse(text, start=start)
+        return _parser(dialect).parse(text, start=start)
     except UnexpectedCharacters as e:
         pos = e.pos_in_stream
         char = text[pos] if 0 <= pos < len(text) else ""
