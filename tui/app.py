@@ -297,7 +297,7 @@ class JobctlApp(App):
             return
         request = req.request(export_to=self._export_dir(req) if info.destructive else None)
         try:
-            check_request(request, read_only=self.read_only)
+            check_request(request, self.session)
         except ReadOnlyRefused as exc:
             self.notify(f"{exc}; nothing was changed", title="read-only", severity="error")
             return
