@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import UsageError
 from ..exitcodes import ExitCode
 from ..model import State
-from .catalog import needs_typed_count
+from .catalog import needs_typed_count, require_requeue_scope
 from .request import OpRequest
 from .spec import Operation, OpSpec
 
@@ -60,8 +60,7 @@ def check_request(req: OpRequest, session: "Session | None" = None) -> None:
     and the request is no dry run (:meth:`Session.require_writable`).
     """
     op = req.operation
-    if op is Operation.REQUEUE and not req.stuck_only and not req.ids:
-        raise UsageError("requeue needs --stuck or --ids")
+    require_requeue_scope(req)
     if op is Operation.REDRIVE:
         if req.delay_ms and req.target is not State.SCHEDULED:
             raise UsageError("--delay needs --to scheduled")
