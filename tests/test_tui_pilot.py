@@ -4,7 +4,6 @@ on the app's state, what Redis holds afterwards, and the notices shown."""
 from __future__ import annotations
 
 import asyncio
-import tempfile
 
 import pytest
 
@@ -24,6 +23,15 @@ from jobctl_tui.queue_screen import QueueScreen
 from jobctl_tui.testing import settle, wait_for
 from jobctl_tui.widgets import FilterBar, TopBar
 
+#: Where a purge started from the TUI exports first (a folder of each test's own).
+_EXPORTS: dict[str, str] = {}
+
+
+@pytest.fixture(autouse=True)
+def _export_root(tmp_path):
+    _EXPORTS["root"] = str(tmp_path / "tui-exports")
+
+
 T0 = 1_790_000_000_000
 SIZE = (140, 40)
 
@@ -41,7 +49,7 @@ def app_for(session: Session, **kw):
     kw.setdefault("refresh_s", 3600)
     kw.setdefault("clock", lambda: T0 + 1000)
     kw.setdefault("server_label", "redis://test")
-    kw.setdefault("export_root", tempfile.mkdtemp(prefix="jobctl-tui-exports-"))
+    kw.setdefault("export_root", _EXPORTS["root"])
     return make_app(session, **kw)
 
 
