@@ -4,6 +4,7 @@ on the app's state, what Redis holds afterwards, and the notices shown."""
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import pytest
 
@@ -654,3 +655,15 @@ def test_queue_screen_on_a_layout_without_a_dlq(redis_url, redis_client) -> None
         app.session.close()
 
     run(go())
+
+
+def test_each_purge_exports_into_a_new_folder(tmp_path) -> None:
+    from jobctl_tui.actions import ActionRequest
+    from jobctl.ops.spec import Operation
+
+    app = app_for(session_for("redis://127.0.0.1:1/0"), export_root=str(tmp_path))
+    req = ActionRequest(Operation.PURGE, "email", State.DEAD, "every dead job")
+    first = app._export_dir(req)
+    Path(first).mkdir(parents=True)
+    second = app._export_dir(req)
+    assert first != second and second.endswith("-2") and not Path(second).exists()
