@@ -9,7 +9,7 @@ import click
 
 from ..exitcodes import ExitCode
 from ..session import Session
-from . import render
+from . import options, render
 
 __all__ = ["COMMANDS"]
 
@@ -18,10 +18,10 @@ pass_session = click.make_pass_decorator(Session)
 
 def _interval_options(fn):
     for opt in reversed([
-        click.option("--interval", type=click.FloatRange(0.0, 3600), default=5.0, show_default=True,
+        click.option("--interval", type=options.Finite(0.0, 3600), default=5.0, show_default=True,
                      metavar="SECONDS", help="Read the server at most once per SECONDS; scrapes in between "
                                              "get the cached values."),
-        click.option("--slow-interval", type=click.FloatRange(0.0, 86400), default=60.0, show_default=True,
+        click.option("--slow-interval", type=options.Finite(0.0, 86400), default=60.0, show_default=True,
                      metavar="SECONDS", help="Recompute the attempt histograms and the dead breakdown "
                                              "(bounded envelope reads) at most once per SECONDS."),
     ]):

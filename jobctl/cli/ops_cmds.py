@@ -21,7 +21,7 @@ from ..exitcodes import ExitCode
 from ..model import State
 from ..ops.spec import Operation, OpSpec
 from ..session import Session
-from . import render
+from . import options, render
 
 __all__ = ["COMMANDS", "execute", "invocation"]
 
@@ -35,8 +35,8 @@ def _filter_option(required: bool = False):
 
 def _common(fn: Callable) -> Callable:
     for opt in reversed([
-        click.option("--limit", type=click.IntRange(1), help="Touch at most N jobs."),
-        click.option("--rate", type=click.FloatRange(0.1), metavar="N", help="At most N jobs per second."),
+        click.option("--limit", type=options.JOB_LIMIT, help="Touch at most N jobs."),
+        click.option("--rate", type=options.RATE, metavar="N", help="At most N jobs per second."),
         click.option("--batch", type=click.IntRange(1, 5000), default=None,
                      help="Jobs per script call (default: the layout's; 128 for reliable-list)."),
         click.option("--dry-run", is_flag=True, help="Print the plan; change nothing."),
@@ -230,7 +230,7 @@ def _progress(total: int, enabled: bool):
 @click.argument("queue")
 @click.option("--stuck", is_flag=True, help="Processing jobs past their visibility deadline.")
 @click.option("--ids", multiple=True, metavar="ID", help="These processing job ids (repeatable).")
-@click.option("--priority", type=click.IntRange(0), help="Ready list pN of a priority queue (default: lowest).")
+@click.option("--priority", type=options.PRIORITY, help="Ready list pN of a priority queue (default: lowest).")
 @_filter_option()
 @_common
 @pass_session
@@ -253,9 +253,9 @@ def requeue(session: Session, queue, stuck, ids, priority, filter_text, limit, r
 @_filter_option()
 @click.option("--ids", multiple=True, metavar="ID", help="These dead job ids (repeatable).")
 @click.option("--to", "to", type=click.Choice(["ready", "scheduled"]), default="ready", show_default=True)
-@click.option("--delay", metavar="DURATION", help="With --to scheduled: due this long after the redrive.")
+@click.option("--delay", type=options.DELAY, metavar="DURATION", help="With --to scheduled: due this long after the redrive.")
 @click.option("--reset-attempts", is_flag=True, help="Set the envelope's attempt to 0 (default: kept).")
-@click.option("--priority", type=click.IntRange(0), help="Ready list pN of a priority queue (default: lowest).")
+@click.option("--priority", type=options.PRIORITY, help="Ready list pN of a priority queue (default: lowest).")
 @click.option("--plan", "plan_file", metavar="FILE", type=click.Path(dir_okay=False),
               help="redrive-plan.jsonl of `jobctl analyze`: only those jobs, each only if still dead and unchanged.")
 @_common
@@ -287,7 +287,7 @@ def redrive(session: Session, queue, filter_text, ids, to, delay, reset_attempts
 @click.argument("queue")
 @_filter_option()
 @click.option("--ids", multiple=True, metavar="ID", help="These scheduled job ids (repeatable).")
-@click.option("--priority", type=click.IntRange(0), help="Ready list pN of a priority queue (default: lowest).")
+@click.option("--priority", type=options.PRIORITY, help="Ready list pN of a priority queue (default: lowest).")
 @_common
 @pass_session
 def promote(session: Session, queue, filter_text, ids, priority, limit, rate, batch, dry_run, yes,
@@ -329,10 +329,10 @@ def unsuppress(session: Session, queue, filter_text, limit, rate, batch, dry_run
 @click.argument("queue")
 @click.option("--state", type=click.Choice(["dead", "suppressed", "ready", "scheduled"]), required=True,
               help="ready and scheduled: layouts whose members are the jobs (delay-zset).")
-@click.option("--older-than", metavar="DURATION", help="Only jobs dead for at least this long.")
+@click.option("--older-than", type=options.DELAY, metavar="DURATION", help="Only jobs dead for at least this long.")
 @_filter_option()
 @click.option("--no-export", is_flag=True, help="Purge without exporting first.")
-@click.option("--export-to", metavar="DIR", type=click.Path(file_okay=False),
+@click.option("--export-to", metavar="DIR", type=options.OUT_DIR,
               help="Export the matching jobs to DIR first (or use the export there), then purge exactly those.")
 @click.option("--export-format", type=click.Choice(["parquet", "jsonl", "csv"]), default="parquet",
               show_default=True, help="Format of the --export-to export.")

@@ -14,7 +14,7 @@ import click
 from ..exitcodes import ExitCode
 from ..model import State
 from ..session import Session
-from . import render
+from . import options, render
 
 __all__ = ["COMMANDS"]
 
@@ -66,7 +66,7 @@ def _report_problems(statuses) -> bool:
 @click.command()
 @click.argument("queues", nargs=-1)
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON document instead of a table.")
-@click.option("--watch", type=click.FloatRange(0.2, 3600), metavar="SECONDS",
+@click.option("--watch", type=options.Finite(0.2, 3600), metavar="SECONDS",
               help="Refresh every SECONDS until Ctrl-C.")
 @pass_session
 def status(session: Session, queues: tuple[str, ...], as_json: bool, watch: float | None) -> int:
@@ -152,8 +152,9 @@ def ls(session: Session, queue: str, state: str, limit: int, as_json: bool) -> i
         records = layout.list_jobs(State(state), limit)
     now = now_ms()
     for r in records:
+        _truncate(r, False)
         if r.envelope.problems:
-            render.note(f"warning: job {r.job_id}: malformed envelope: {'; '.join(r.envelope.problems)}")
+            render.note(f"warning: job {render.shown(r.job_id)}: malformed envelope: {'; '.join(r.envelope.problems)}")
     if as_json:
         render.print_json({"queue": queue, "state": state, "jobs": [r.to_json() for r in records]})
     else:
@@ -161,19 +162,61 @@ def ls(session: Session, queue: str, state: str, limit: int, as_json: bool) -> i
     return int(ExitCode.OK)
 
 
+#: Bytes of a value ``inspect`` shows without ``--full``.
+INSPECT_MAX_BYTES = 64 * 1024
+
+
+def unescape_id(job_id: str) -> str | None:
+    """The id an operator typed as shown (``job_\\xff``) as the id Redis
+    holds (surrogateescape text of the byte 0xff); ``None`` when it holds
+    no such escape."""
+    if "\\x" not in job_id:
+        return None
+    import re
+
+    raw = re.sub(r"\\x([0-9a-fA-F]{2})", lambda m: chr(int(m.group(1), 16) + (0xDC00 if int(m.group(1), 16) >= 0x80 else 0)),
+                 job_id)
+    return raw if raw != job_id else None
+
+
+def _truncate(record, full: bool) -> None:
+    """Cut ``record.raw`` to :data:`INSPECT_MAX_BYTES` unless ``full`` (a note says so)."""
+    raw = record.raw
+    if full or raw is None or len(raw) <= INSPECT_MAX_BYTES:
+        return
+    record.raw = raw[:INSPECT_MAX_BYTES]
+    record.meta["truncated"] = f"showing {INSPECT_MAX_BYTES:,} of {len(raw):,} bytes (--full shows all)"
+    record.envelope.document = None  # the cut value is shown as raw text
+    render.note(f"value of {len(raw):,} bytes truncated to {INSPECT_MAX_BYTES:,} (--full shows all)")
+
+
 @click.command()
 @click.argument("queue")
 @click.argument("job_id")
 @click.option("--json", "as_json", is_flag=True)
+@click.option("--full", is_flag=True, help=f"Show values over {INSPECT_MAX_BYTES // 1024} KiB whole.")
 @pass_session
-def inspect(session: Session, queue: str, job_id: str, as_json: bool) -> int:
-    """Show one job: state, position or score, deadline, envelope (or raw bytes)."""
+def inspect(session: Session, queue: str, job_id: str, as_json: bool, full: bool) -> int:
+    """Show one job: state, position or score, deadline, envelope (or raw bytes).
+
+    A JOB_ID with bytes that are not UTF-8 may be typed as ls shows it
+    (``job_\\xff``).  Values over 64 KiB are cut unless --full.
+    """
+    from ..errors import NotFound
     from ..layouts.base import now_ms
 
     with session.errors():
-        record = session.layout(queue).inspect(job_id)
+        layout = session.layout(queue)
+        try:
+            record = layout.inspect(job_id)
+        except NotFound:
+            raw_id = unescape_id(job_id)
+            if raw_id is None:
+                raise
+            record = layout.inspect(raw_id)
     for p in record.envelope.problems:
-        render.note(f"warning: job {job_id}: {p}")
+        render.note(f"warning: job {render.shown(record.job_id)}: {p}")
+    _truncate(record, full)
     if as_json:
         render.print_json(record.to_json())
     else:

@@ -20,11 +20,59 @@ __all__ = ["print_json", "status_table", "jobs_table", "job_panel", "histogram_t
            "console"]
 
 
+def shown(value: str) -> str:
+    """Text as the operator should see it: bytes that were not UTF-8 (kept
+    as surrogates by ``surrogateescape`` decoding, :func:`jobctl.layouts.common.text`)
+    are written ``\\xff``; control characters are escaped the same way, so
+    an id never rewrites the terminal."""
+    if value.isprintable():
+        return value
+    out = []
+    for ch in value:
+        o = ord(ch)
+        if 0xDC80 <= o <= 0xDCFF:
+            out.append(f"\\x{o - 0xDC00:02x}")
+        elif ch.isprintable():
+            out.append(ch)
+        elif o < 0x100:
+            out.append(f"\\x{o:02x}")
+        else:
+            out.append(f"\\u{o:04x}" if o < 0x10000 else f"\\U{o:08x}")
+    return "".join(out)
+
+
+def json_safe(data: Any) -> Any:
+    """``data`` with every string that JSON cannot carry (lone surrogates:
+    undecodable bytes of ids and values) escaped by :func:`shown`, and every
+    integer beyond 64 bits as a string.  Containers are copied only when
+    needed."""
+    if isinstance(data, str):
+        try:
+            data.encode("utf-8")
+            return data
+        except UnicodeEncodeError:
+            return shown(data)
+    if isinstance(data, bool) or data is None or isinstance(data, float):
+        return data
+    if isinstance(data, int):
+        return data if -2 ** 63 <= data < 2 ** 64 else str(data)
+    if isinstance(data, dict):
+        return {json_safe(k) if isinstance(k, str) else k: json_safe(v) for k, v in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [json_safe(v) for v in data]
+    return data
+
+
 def print_json(data: Any, *, compact: bool = False) -> None:
     """Write ``data`` as one JSON document (plus newline) to stdout;
-    ``compact`` puts it on one line (a stream of documents, e.g. ``--watch``)."""
+    ``compact`` puts it on one line (a stream of documents, e.g. ``--watch``).
+    Undecodable bytes in strings are escaped (``\\xff``, :func:`json_safe`)."""
     opts = orjson.OPT_NON_STR_KEYS | (0 if compact else orjson.OPT_INDENT_2)
-    sys.stdout.buffer.write(orjson.dumps(data, option=opts))
+    try:
+        body = orjson.dumps(data, option=opts)
+    except TypeError:  # orjson.JSONEncodeError: surrogates, ints over 64 bits
+        body = orjson.dumps(json_safe(data), option=opts)
+    sys.stdout.buffer.write(body)
     sys.stdout.buffer.write(b"\n")
     sys.stdout.flush()
 
@@ -43,8 +91,18 @@ def fmt_ms(epoch_ms: int | None) -> str:
     """Epoch ms -> ``2026-11-21 10:04:05.123Z``; ``-`` for None."""
     if epoch_ms is None:
         return "-"
-    dt = datetime.fromtimestamp(epoch_ms / 1000, tz=timezone.utc)
+    if abs(epoch_ms) >= _NEVER_MS:
+        return "never (score +inf)" if epoch_ms > 0 else "always (score -inf)"
+    try:
+        dt = datetime.fromtimestamp(epoch_ms / 1000, tz=timezone.utc)
+    except (OverflowError, ValueError, OSError):
+        return f"{epoch_ms} ms (out of calendar range)"
     return dt.strftime("%Y-%m-%d %H:%M:%S.") + f"{epoch_ms % 1000:03d}Z"
+
+
+#: Epoch ms at or beyond which a time is a zset's +inf/-inf
+#: (:data:`jobctl.layouts.common.SCORE_INF_MS`).
+_NEVER_MS = 2 ** 53
 
 
 def _age(ms: int | None) -> str:
@@ -54,6 +112,8 @@ def _age(ms: int | None) -> str:
 def _rel(now: int, when: int | None) -> str:
     if when is None:
         return "-"
+    if abs(when) >= _NEVER_MS:
+        return "never" if when > 0 else "always"
     delta = when - now
     return f"in {format_duration(delta)}" if delta >= 0 else f"{format_duration(-delta)} ago"
 
@@ -105,10 +165,12 @@ def jobs_table(records: list[JobRecord], now: int):
         else:
             when = "ready " + _rel(now, e.ready_since_ms)
         attempt = "-" if e.attempt is None else f"{e.attempt}/{e.max_attempts if e.max_attempts is not None else '?'}"
-        err = e.last_error_code or ""
+        # hash-job and json-list keep only a message: show it when there is no code
+        err = _markup_escape(shown(str(e.last_error_code or e.last_error_message or "")))[:200]
         if e.problems:
-            err = f"[red]malformed: {e.problems[0]}[/]"
-        t.add_row(str(n + 1), r.job_id, e.job_type or "-", e.tenant_id or "-", attempt,
+            err = f"[red]malformed: {_markup_escape(shown(e.problems[0]))}[/]"
+        t.add_row(str(n + 1), _markup_escape(shown(r.job_id)), _markup_escape(shown(str(e.job_type or "-"))),
+                  _markup_escape(shown(str(e.tenant_id or "-"))), attempt,
                   _rel(now, e.created_ms), when, err)
     return t
 
@@ -133,9 +195,9 @@ def job_panel(r: JobRecord, now: int):
     if r.deadline_ms is not None:
         facts.add_row("deadline", f"{fmt_ms(r.deadline_ms)} ({_rel(now, r.deadline_ms)})")
     for k, v in r.meta.items():
-        facts.add_row(k, str(v))
+        facts.add_row(_markup_escape(shown(k)), _markup_escape(shown(str(v))))
     for p in r.envelope.problems:
-        facts.add_row("[red]problem[/]", p)
+        facts.add_row("[red]problem[/]", _markup_escape(shown(p)))
     if r.envelope.document is not None:
         body = JSON.from_data(r.envelope.document)
     elif r.raw is None:
@@ -145,9 +207,15 @@ def job_panel(r: JobRecord, now: int):
             body = Text(r.raw.decode("utf-8"))
         except UnicodeDecodeError:
             body = Text(repr(r.raw))
-    return Group(Panel(facts, title=f"job {r.job_id}", title_align="left"),
+    return Group(Panel(facts, title=f"job {_markup_escape(shown(r.job_id))}", title_align="left"),
                  Panel(body, title="envelope" if r.envelope.document is not None else "raw value",
                        title_align="left"))
+
+
+def _markup_escape(s: str) -> str:
+    from rich.markup import escape
+
+    return escape(s)
 
 
 def histogram_table(hist) -> Any:

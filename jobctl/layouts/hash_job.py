@@ -43,7 +43,7 @@ from ..errors import DataError, NotFound
 from ..keys import HASH_JOB_KEY_RE, HashJobKeys
 from ..model import Envelope, JobRecord, QueueStatus, State
 from .base import ListStatesLayout, now_ms
-from .common import status_replies, suppression_info, text, wrongtype_errors
+from .common import score_ms, status_replies, suppression_info, text, wrongtype_errors
 from .walks import walk_list, walk_zset
 
 __all__ = ["HashJob", "recognize", "FENCE_FIELDS", "fence_of", "unstamped_claim", "DEFAULT_VISIBILITY_MS",
@@ -82,7 +82,7 @@ def _int(value: Any) -> int | None:
     except (TypeError, ValueError):
         try:
             return int(float(value))
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             return None
 
 
@@ -304,7 +304,7 @@ class HashJob(ListStatesLayout):
         self.check_supported(state)
         if state is State.SUPPRESSED:
             pairs = self.client.zrange(self.keys.suppressed, 0, limit - 1, desc=True, withscores=True)
-            return self.records([text(m) for m, _ in pairs], state, [{"score": int(s)} for _, s in pairs])
+            return self.records([text(m) for m, _ in pairs], state, [{"score": score_ms(s)} for _, s in pairs])
         from_right = state in (State.READY, State.PROCESSING)
         key = self._list_key(state)
         if from_right:
@@ -375,7 +375,7 @@ class HashJob(ListStatesLayout):
         self.check_supported(state)
         if state is State.SUPPRESSED:
             for _, pairs in walk_zset(self.client, self.keys.suppressed, batch=batch, sample=sample):
-                yield self.records([text(m) for m, _ in pairs], state, [{"score": int(s)} for _, s in pairs])
+                yield self.records([text(m) for m, _ in pairs], state, [{"score": score_ms(s)} for _, s in pairs])
             return
         for start, chunk in walk_list(self.client, self._list_key(state), from_right=True, batch=batch,
                                       sample=sample):

@@ -186,7 +186,7 @@ class ReliableList(Layout):
         if state is State.SCHEDULED:
             pairs = self.client.zrange(keys.scheduled, 0, limit - 1, withscores=True)
             ids = [text(m) for m, _ in pairs]
-            return self._records(keys, ids, state, [{"score": int(sc)} for _, sc in pairs])
+            return self._records(keys, ids, state, [{"score": score_ms(sc)} for _, sc in pairs])
         if state is State.PROCESSING:
             ids = [text(x) for x in reversed(self.client.lrange(keys.processing, -limit, -1))]
             deadlines = self.client.zmscore(keys.deadline, ids) if ids else []
@@ -201,7 +201,7 @@ class ReliableList(Layout):
             return self._records(keys, ids, state, [{"position": n} for n in range(len(ids))])
         pairs = self.client.zrange(keys.suppressed, 0, limit - 1, desc=True, withscores=True)
         ids = [text(m) for m, _ in pairs]
-        return self._records(keys, ids, state, [{"score": int(sc)} for _, sc in pairs])
+        return self._records(keys, ids, state, [{"score": score_ms(sc)} for _, sc in pairs])
 
     # -- inspect ------------------------------------------------------------
     def inspect(self, job_id: str) -> JobRecord:
@@ -278,7 +278,7 @@ class ReliableList(Layout):
             if state in (State.SCHEDULED, State.SUPPRESSED):
                 for _, pairs in walk_zset(self.client, key, batch=batch, sample=sample):
                     yield self._records(keys, [text(m) for m, _ in pairs], state,
-                                        [{"score": int(sc)} for _, sc in pairs])
+                                        [{"score": score_ms(sc)} for _, sc in pairs])
                 continue
             # walk from the tail with negative indexes: LPUSHes at the head
             # during the walk do not shift them.

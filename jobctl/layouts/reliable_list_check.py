@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from ..keys import OWNER_SUFFIX, ReliableListKeys
 from ..scripts import script
 from .base import now_ms
-from .common import text
+from .common import score_ms, text
 from .walks import WINDOW, keys_exist, walk_list, walk_zset
 
 if TYPE_CHECKING:
@@ -90,7 +90,7 @@ def _read_list(client, key: str) -> list[str]:
 
 
 def _read_zset(client, key: str) -> dict[str, int]:
-    return {text(m): int(s) for _, pairs in walk_zset(client, key) for m, s in pairs}
+    return {text(m): score_ms(s) for _, pairs in walk_zset(client, key) for m, s in pairs}
 
 
 def _check_shard(layout: "ReliableList", keys: ReliableListKeys, report: CheckReport) -> None:
