@@ -32,7 +32,8 @@ from typing import Any
 
 from .errors import ConfigError, NotFound
 
-__all__ = ["Profile", "QueueConfig", "Config", "load_config", "config_path"]
+__all__ = ["Profile", "QueueConfig", "Config", "load_config", "config_path", "defaulted_visibility",
+           "visibility_note", "VISIBILITY_DEFAULTS_MS"]
 
 CONFIG_ENV = "JOBCTL_CONFIG"
 CONFIG_FILENAME = "jobctl.toml"
@@ -152,6 +153,30 @@ INT_BOUNDS: dict[str, tuple[int, int]] = {
 #: Keys whose value is a string, and at most how long.
 STR_KEYS = {"url": 4096, "password_env": 256, "environment": 64, "layout": 64, "tag": 512, "group": 512,
             "dead": 16, "prefix": 512, "type_field": 256, "tenant_field": 256, "key": 512, "name": 512}
+
+
+#: Layouts that store no visibility deadline and use the configured
+#: ``visibility_timeout_ms`` (else their default, in ms) to tell stuck jobs.
+VISIBILITY_DEFAULTS_MS: dict[str, int] = {"stream-group": 60_000, "hash-job": 5_000, "json-list": 300_000}
+
+
+def defaulted_visibility(queue: "QueueConfig") -> int | None:
+    """The default visibility timeout (ms) ``queue`` falls back to, or
+    ``None`` when it needs none or has one configured.  A defaulted timeout
+    is a guess: against workers with a longer one, stuck counts are wrong
+    and ``requeue --stuck`` would requeue live jobs (issue 12, item 2)."""
+    if queue.visibility_timeout_ms is not None:
+        return None
+    return VISIBILITY_DEFAULTS_MS.get(queue.layout)
+
+
+def visibility_note(queue: "QueueConfig") -> str | None:
+    """The stderr line for a defaulted visibility timeout, or ``None``."""
+    default = defaulted_visibility(queue)
+    if default is None:
+        return None
+    return (f"queue {queue.name}: visibility_timeout_ms is not configured: stuck jobs are judged with the "
+            f"{queue.layout} default of {default:,} ms; set it to your workers' timeout in [queues.{queue.name}]")
 
 
 def _unknown_key(where: str, key: str, known: tuple[str, ...] | list[str]) -> ConfigError:

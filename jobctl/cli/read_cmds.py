@@ -39,7 +39,7 @@ def collect_status(session: Session, names: tuple[str, ...]):
     with session.errors():
         queues = session.queues(names)
         now = now_ms()
-        statuses = [session.layout(q).status(now) for q in queues]
+        statuses = [session.layout(q).status_report(now) for q in queues]
     return statuses
 
 
