@@ -226,23 +226,56 @@ def _progress(total: int, enabled: bool):
     return (lambda done, _total: prog.update(task, completed=done)), prog.stop
 
 
+def _visibility_known(session: Session, queue: str, visibility: str | None, stuck: bool) -> None:
+    """Use ``--visibility-timeout`` for ``queue``; refuse ``--stuck`` on a
+    defaulted one (a guess would requeue jobs live workers still hold)."""
+    from dataclasses import replace
+
+    from ..config import defaulted_visibility
+
+    with session.errors():
+        q = session.queue(queue)
+    if visibility is not None:
+        ms = _duration(visibility, "--visibility-timeout")
+        if ms < 1:
+            raise UsageError("--visibility-timeout must be at least 1ms")
+        if q.name in session.config.queues:
+            session.config.queues[q.name] = replace(q, visibility_timeout_ms=ms)
+        return
+    default = defaulted_visibility(q)
+    if default is not None:
+        if stuck:
+            raise UsageError(f"requeue --stuck on queue {q.name}: its visibility timeout is not configured (the "
+                             f"{q.layout} default {default:,} ms is a guess; a longer worker timeout would "
+                             "requeue live jobs): set visibility_timeout_ms or pass --visibility-timeout")
+        render.note(f"warning: queue {q.name}: visibility_timeout_ms is not configured; deadlines shown use the "
+                    f"{q.layout} default of {default:,} ms")
+
+
 @click.command()
 @click.argument("queue")
 @click.option("--stuck", is_flag=True, help="Processing jobs past their visibility deadline.")
 @click.option("--ids", multiple=True, metavar="ID", help="These processing job ids (repeatable).")
 @click.option("--priority", type=options.PRIORITY, help="Ready list pN of a priority queue (default: lowest).")
+@click.option("--visibility-timeout", "visibility", type=options.DELAY, metavar="DURATION",
+              help="The workers' visibility timeout, for layouts that store no deadline and whose "
+                   "catalogue entry sets none (else --stuck refuses).")
 @_filter_option()
 @_common
 @pass_session
-def requeue(session: Session, queue, stuck, ids, priority, filter_text, limit, rate, batch, dry_run, yes,
-            as_json) -> int:
+def requeue(session: Session, queue, stuck, ids, priority, visibility, filter_text, limit, rate, batch, dry_run,
+            yes, as_json) -> int:
     """Put processing jobs back on the ready list (the reaper of seed 000 s.8).
 
     A job moves only if its visibility deadline is still the one the plan saw:
     a worker that acked, failed or renewed it in the meantime is left alone.
+    With --stuck on a layout that stores no deadline (stream-group, hash-job,
+    json-list), the visibility timeout must be known: from the catalogue's
+    visibility_timeout_ms or --visibility-timeout.
     """
     if not stuck and not ids:
         raise UsageError("requeue needs --stuck or --ids")
+    _visibility_known(session, queue, visibility, stuck)
     spec = OpSpec(Operation.REQUEUE, queue, State.PROCESSING, State.READY, filter=_compile(filter_text),
                   ids=tuple(ids), stuck_only=stuck, limit=limit, priority=priority)
     return execute(session, spec, dry_run=dry_run, yes=yes, as_json=as_json, rate=rate, batch=batch)
