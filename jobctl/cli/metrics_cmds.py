@@ -44,12 +44,20 @@ def serve(session: Session, queues: tuple[str, ...], port: int | None, host: str
           slow_interval: float) -> int:
     """Serve /metrics for QUEUES (default: all) until Ctrl-C.
 
+    The ACL user needs +info besides read access to the queue keys (INFO
+    server, replication, memory): without it, serve exits 4 saying so.
+
     Each scrape costs a bounded number of round trips per queue whatever the
     depth; see 'jobctl metrics once' for the exposition text.
     """
     from ..metrics import DEFAULT_PORT, JobctlCollector, start_exporter
 
     collector = JobctlCollector(session, queues, interval_s=interval, slow_interval_s=slow_interval)
+    first = collector.snapshot()
+    if not first.up and first.error and "ACL denied INFO" in first.error:
+        from ..errors import AuthFailed  # a missing grant does not heal: say so instead of serving up=0
+
+        raise AuthFailed(first.error)
     server, _thread = start_exporter(collector, host=host, port=DEFAULT_PORT if port is None else port)
     render.note(f"serving http://{host}:{server.server_port}/metrics for {session.target.display} "
                 f"(read at most every {interval:g}s; Ctrl-C to stop)")

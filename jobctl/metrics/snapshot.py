@@ -81,12 +81,28 @@ def _audit(layout, status: QueueStatus) -> tuple[dict[str, Any], list[str]]:
     return {f: getattr(scratch, f) for f in AUDIT_FIELDS}, list(scratch.warnings)
 
 
+#: The ACL grant the exporter needs besides reading the queue keys.
+INFO_ACL_HINT = ("the exporter needs INFO (server, replication, memory): grant the ACL user +info "
+                 "(ACL SETUSER <user> +info), or use a user with +@read +info")
+
+
 def _server_info(client) -> dict[str, Any]:
+    """INFO server/replication/memory; raises :class:`~jobctl.errors.AuthFailed`
+    naming the missing ``+info`` grant when an ACL denies INFO."""
+    import redis
+
+    from ..errors import AuthFailed
+
     pipe = client.pipeline(transaction=False)
     pipe.info("server")
     pipe.info("replication")
     pipe.info("memory")
-    server, repl, mem = pipe.execute()
+    try:
+        server, repl, mem = pipe.execute()
+    except redis.exceptions.ResponseError as exc:  # NoPermissionError is one
+        if "NOPERM" in str(exc).upper() or isinstance(exc, redis.exceptions.NoPermissionError):
+            raise AuthFailed(f"ACL denied INFO: {INFO_ACL_HINT}") from None
+        raise
     kind = "valkey" if server.get("server_name") == "valkey" or "valkey_version" in server else "redis"
     return {
         "kind": kind,
