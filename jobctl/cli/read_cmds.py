@@ -250,6 +250,17 @@ def attempts(session: Session, queue: str, state: str, as_json: bool) -> int:
     return int(ExitCode.OK)
 
 
+#: Evidence keys listed per queue by ``discover --json`` (``evidence_total`` counts them all).
+EVIDENCE_CAP = 20
+
+
+def _evidence(keys: list[str]) -> list[str]:
+    """The state keys first (lists, zsets, streams), then per-job keys, at most :data:`EVIDENCE_CAP`."""
+    jobs = [k for k in keys if ":job:" in k or k.startswith("job:")]
+    rest = [k for k in keys if k not in set(jobs)]
+    return [render.shown(k) for k in (rest + jobs)[:EVIDENCE_CAP]]
+
+
 @click.command()
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--limit", type=click.IntRange(1000, 100_000_000), default=200_000, show_default=True,
@@ -286,7 +297,8 @@ def discover(session: Session, as_json: bool, limit: int, write_config: str | No
         render.print_json({"scanned": d.scanned, "complete": d.complete,
                            "queues": [{"queue": q.name, "layout": q.layout, "tag": q.tag, "shards": q.shards,
                                        "priorities": q.priorities, "options": q.options,
-                                       "evidence": d.evidence[q.name]}
+                                       "evidence": _evidence(d.evidence[q.name]),
+                                       "evidence_total": len(d.evidence[q.name])}
                                       for q in d.queues],
                            "rejected": d.rejected})
         return int(ExitCode.OK)
