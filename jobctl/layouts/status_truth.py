@@ -37,7 +37,7 @@ from ..keys import ReliableListKeys, shard_tags
 from ..model import QueueStatus
 from .common import text
 
-__all__ = ["annotate", "audit_dlq", "AUDIT_FIELDS", "DEAD_AUDIT_MAX", "DLQ_EXPIRY_WARN_MS", "PRIORITY_PROBE"]
+__all__ = ["annotate", "audit_dlq", "catalogue_warnings", "AUDIT_FIELDS", "DEAD_AUDIT_MAX", "DLQ_EXPIRY_WARN_MS", "PRIORITY_PROBE"]
 
 #: Entries of a dead-letter list (per shard) audited for dangling ids,
 #: duplicates and payload TTLs: the newest ones.
@@ -75,6 +75,15 @@ def annotate(layout, st: QueueStatus, *, audit_dead: bool = True) -> QueueStatus
             st.warnings.append(f"DLQ at its cap: {st.dead:,} dead >= dead_cap {cap:,}: the workers drop the "
                                "oldest dead jobs from now on; export the DLQ now (runbook dlq-spike, step export)")
     return st
+
+
+def catalogue_warnings(layout) -> list[str]:
+    """The warnings about the catalogue entry alone (a defaulted visibility
+    timeout, keys it does not explain), for commands other than status
+    (``check``).  A few ``EXISTS``."""
+    st = QueueStatus(queue=layout.queue.name, layout=layout.queue.layout, now_ms=0)
+    annotate(layout, st, audit_dead=False)
+    return [w for w in st.warnings if not w.startswith("DLQ at its cap")]
 
 
 def audit_dlq(layout, st: QueueStatus) -> QueueStatus:
