@@ -119,8 +119,8 @@ class DashboardScreen(Screen):
             notes.append("queues discovered by a bounded SCAN (no [queues] catalogue in the config)\n")
         for r in snap.rows:
             if r.status is not None:
-                for w in r.status.warnings:
-                    notes.append(f"{r.name}: {w}\n", style="yellow")
+                for w in r.status.warnings:  # DLQ loss (status_truth): dead jobs about to disappear
+                    notes.append(f"{r.name}: {w}\n", style="bold red" if w.startswith("DLQ") else "yellow")
         notes.append("enter: open queue · t: triage · U/P/R/S/X: requeue stuck/promote/redrive/suppress/purge "
                      "(whole queue, plan first) · p: pause · +/-: interval · ?: help · ctrl+p: commands",
                      style="dim")
