@@ -6,6 +6,7 @@ at start-up.
 
 from __future__ import annotations
 
+import codecs
 import sys
 from datetime import datetime, timezone
 from typing import Any
@@ -77,13 +78,44 @@ def print_json(data: Any, *, compact: bool = False) -> None:
     sys.stdout.flush()
 
 
+def _shown_error(exc: UnicodeError):
+    """Codec error handler ``jobctl-shown``: undecodable bytes kept as
+    surrogates are written ``\\xff`` (as :func:`shown` does)."""
+    if not isinstance(exc, UnicodeEncodeError):
+        raise exc
+    bad = exc.object[exc.start:exc.end]
+    return "".join(f"\\x{ord(c) - 0xDC00:02x}" if 0xDC80 <= ord(c) <= 0xDCFF else f"\\u{ord(c):04x}"
+                   for c in bad), exc.end
+
+
+codecs.register_error("jobctl-shown", _shown_error)
+
+
+class _SafeText:
+    """A text stream that never fails on undecodable bytes (ids, values
+    read from Redis): they are written escaped, ``\\xff``."""
+
+    def __init__(self, stream) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except UnicodeEncodeError:
+            return self._stream.write(text.encode("utf-8", "jobctl-shown").decode("utf-8"))
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
 def console(stderr: bool = False):
     from rich.console import Console
 
-    con = Console(stderr=stderr, highlight=False, soft_wrap=False)
+    stream = _SafeText(sys.stderr if stderr else sys.stdout)
+    con = Console(file=stream, highlight=False, soft_wrap=False)
     if not con.is_terminal:
         # piped or captured: draw the table at full width rather than 80 columns
-        con = Console(stderr=stderr, highlight=False, soft_wrap=False, width=max(con.width, 160))
+        con = Console(file=stream, highlight=False, soft_wrap=False, width=max(con.width, 160))
     return con
 
 
@@ -237,5 +269,5 @@ def histogram_table(hist) -> Any:
 
 
 def note(message: str) -> None:
-    """A diagnostic line on stderr."""
-    click.echo(f"jobctl: {message}", err=True)
+    """A diagnostic line on stderr (undecodable bytes escaped, ``\\xff``)."""
+    click.echo(f"jobctl: {message}".encode("utf-8", "jobctl-shown").decode("utf-8"), err=True)

@@ -47,7 +47,7 @@ from ..errors import DataError, NotFound
 from ..keys import JSON_LIST_DEFAULT_PREFIX, JsonListKeys
 from ..model import Envelope, JobRecord, QueueStatus, State
 from .base import ListStatesLayout, now_ms
-from .common import json_object, status_replies, suppression_info, text, wrongtype_errors
+from .common import json_object, score_ms, status_replies, suppression_info, text, wrongtype_errors
 from .walks import WINDOW, walk_list, walk_zset
 
 __all__ = ["JsonList", "recognize", "raw_sha1", "DEFAULT_VISIBILITY_MS", "MALFORMED_ID_PREFIX"]
@@ -68,13 +68,17 @@ def raw_sha1(raw: bytes) -> str:
 def _int(value: Any) -> int | None:
     try:
         return None if value is None else int(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None
 
 
 def claim_ms(seconds: Any) -> int | None:
-    """A ``processing:times`` score (epoch seconds, float) as epoch ms."""
-    return None if seconds is None else int(round(float(seconds) * 1000))
+    """A ``processing:times`` score (epoch seconds, float) as epoch ms;
+    ``+-inf`` as ``+-SCORE_INF_MS`` (:func:`~jobctl.layouts.common.score_ms`)."""
+    if seconds is None:
+        return None
+    f = float(seconds)
+    return score_ms(f) if f in (float("inf"), float("-inf")) else score_ms(round(f * 1000))
 
 
 class JsonList(ListStatesLayout):
