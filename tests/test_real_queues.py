@@ -246,3 +246,27 @@ def test_11_metrics_without_info_acl_says_so(capsys, redis_url, redis_client, mo
         assert code == ExitCode.AUTH and "+info" in err, err
     finally:
         redis_client.execute_command("ACL", "DELUSER", user)
+
+
+def test_10_hash_job_claim_between_reads_is_not_a_problem(capsys, redis_url, redis_client, tmp_path, monkeypatch):
+    hj_fixture.load_scenario(redis_client, "healthy", queue="hj", size=40, seed=11)
+    keys = HashJobKeys("hj")
+    from jobctl.layouts import hash_job_check as hjc
+
+    original = hjc.walk_list
+    moved = []
+
+    def walk_then_claim(client, key, **kwargs):  # a worker claims right after the walk read pending
+        yield from original(client, key, **kwargs)
+        if key == keys.pending and not moved:
+            job = redis_client.lmove(keys.pending, keys.processing, "RIGHT", "LEFT")
+            redis_client.hset(keys.job(job.decode()), mapping={"status": "processing",
+                                                               "claimed_at_ms": 9_999_999_999_999})
+            moved.append(job.decode())
+
+    monkeypatch.setattr(hjc, "walk_list", walk_then_claim)
+    cfg = write(tmp_path, "[queues.hj]\nlayout = \"hash-job\"\nvisibility_timeout_ms = 5000\n")
+    code, doc, err = run_with_config(capsys, redis_url, cfg, "check", "hj", "--json")
+    assert moved, err
+    q = doc["queues"][0]
+    assert q["transient"] >= 1 and not [p for p in q["problems"] if p["id"] == moved[0]], q
