@@ -270,3 +270,35 @@ def test_10_hash_job_claim_between_reads_is_not_a_problem(capsys, redis_url, red
     assert moved, err
     q = doc["queues"][0]
     assert q["transient"] >= 1 and not [p for p in q["problems"] if p["id"] == moved[0]], q
+
+
+def test_10_json_list_claim_between_reads_is_not_a_problem(capsys, redis_url, redis_client, tmp_path, monkeypatch):
+    """Seed 002's claim is two commands (BLMOVE, then ZADD of the claim
+    time): a check reading between them sees a job in two states and
+    without a claim time.  Neither is reported."""
+    jl_fixture.load_scenario(redis_client, "healthy", prefix="jl", size=40, seed=12)
+    keys = JsonListKeys("jl")
+    from jobctl.layouts import json_list_check as jlc
+
+    walk_list, walk_zset = jlc.walk_list, jlc.walk_zset
+    moved = []
+
+    def list_then_claim(client, key, **kwargs):
+        yield from walk_list(client, key, **kwargs)
+        if key == keys.pending and not moved:
+            moved.append(redis_client.lmove(keys.pending, keys.processing, "RIGHT", "LEFT"))
+
+    def times_then_stamp(client, key, **kwargs):
+        yield from walk_zset(client, key, **kwargs)
+        if key == keys.processing_times and moved:
+            job_id = json.loads(moved[0])["id"]
+            redis_client.zadd(keys.processing_times, {job_id: 9_999_999_999.0})
+
+    monkeypatch.setattr(jlc, "walk_list", list_then_claim)
+    monkeypatch.setattr(jlc, "walk_zset", times_then_stamp)
+    cfg = write(tmp_path, "[queues.jl]\nlayout = \"json-list\"\ntag = \"jl\"\nvisibility_timeout_ms = 300000\n")
+    code, doc, err = run_with_config(capsys, redis_url, cfg, "check", "jl", "--json")
+    assert moved, err
+    q = doc["queues"][0]
+    job_id = json.loads(moved[0])["id"]
+    assert q["transient"] >= 2 and not [p for p in q["problems"] if p["id"] == job_id], q
