@@ -107,6 +107,8 @@ def test_4_discovery_of_real_queues(capsys, redis_url, redis_client):
     # drained json-list: only its bookkeeping hashes
     redis_client.hset("drained:attempts", "j1", 1)
     redis_client.hset("drained:errors", "j1", "boom")
+    # a drained reliable-list queue: every state key gone, jobctl's journal of it left
+    redis_client.xadd(ReliableListKeys("gone").journal, {"operation": "redrive"})
     # a big hash-job queue: evidence capped
     hj_fixture.load_scenario(redis_client, "healthy", queue="big", size=200, seed=4)
     code, out, err = cli(capsys, "--url", redis_url, "discover", "--json")
@@ -115,6 +117,7 @@ def test_4_discovery_of_real_queues(capsys, redis_url, redis_client):
     assert rows["expired"]["layout"] == "hash-job"
     assert rows["backlog"]["layout"] == "json-list"
     assert rows["drained"]["layout"] == "json-list"
+    assert rows["gone"]["layout"] == "reliable-list"
     assert len(rows["big"]["evidence"]) <= 20 < rows["big"]["evidence_total"]
     assert rows["big"]["evidence"][0].startswith("queue:big:") and ":job:" not in rows["big"]["evidence"][0]
 

@@ -332,7 +332,9 @@ def recognize(keys: dict[str, bytes], client=None,
     (one pipelined round trip for all tags) must look like a job id, not
     free text or JSON; a tag that fails goes to ``rejected`` too.  Tags ``<name>:NN`` group into one sharded queue (seed 000
     section 20) when no plain ``<name>`` tag exists; ``ready:pN`` lists give
-    the priority count (section 18).
+    the priority count (section 18).  A drained queue whose state keys are
+    all gone (empty lists do not exist) is still found by jobctl's own
+    journal stream ``queue:{tag}:jobctl:journal``.
     """
     import re
 
@@ -341,11 +343,15 @@ def recognize(keys: dict[str, bytes], client=None,
 
     priority_re = re.compile(r"^ready:p(\d+)$")
     tags: dict[str, dict[str, str]] = {}  # tag -> suffix -> key
+    journals: dict[str, str] = {}  # tag -> jobctl's journal stream (a drained queue may keep only it)
     for key, typ in keys.items():
         m = RELIABLE_LIST_KEY_RE.match(key)
         if not m:
             continue
         tag, suffix = m.group(1), m.group(2)
+        if suffix == "jobctl:journal" and typ == b"stream":
+            journals[tag] = key
+            continue
         expected = _EXPECTED_TYPE.get(suffix) or (b"list" if priority_re.match(suffix) else None)
         if expected is None:
             continue
@@ -370,6 +376,11 @@ def recognize(keys: dict[str, bytes], client=None,
                 if rejected is not None:
                     rejected.extend(sorted(tags[tag].values()))
                 del tags[tag]
+    for tag, key in journals.items():  # drained: nothing but jobctl's journal of it is left
+        if tag not in tags:
+            tags[tag] = {"jobctl:journal": key}
+        else:
+            tags[tag]["jobctl:journal"] = key
 
     def entry(name: str, shards: int | None, suffixes: dict[str, str]) -> Any:
         prios = [int(p.group(1)) for s in suffixes if (p := priority_re.match(s))]
