@@ -150,6 +150,11 @@ def ls(session: Session, queue: str, state: str, limit: int, as_json: bool) -> i
     with session.errors():
         layout = session.layout(queue)
         records = layout.list_jobs(State(state), limit)
+    if state == "processing":  # deadlines shown from a guessed timeout: say so
+        from ..config import visibility_note
+
+        if (line := visibility_note(layout.queue)) is not None:
+            render.note(f"warning: {line}")
     now = now_ms()
     for r in records:
         _truncate(r, False)
