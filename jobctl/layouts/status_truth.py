@@ -11,7 +11,8 @@ bounded number of pipelined reads:
   ``<tag>:00`` of an unsharded entry), with a warning: such
   jobs show as zeros otherwise;
 * ``dead_dangling`` / ``dead_duplicates`` / ``dead_audited``: among the
-  newest :data:`DEAD_AUDIT_MAX` entries of each dead-letter list, the ids
+  newest :data:`DEAD_AUDIT_MAX` entries of the dead-letter lists (split
+  over the shards, at least 50 each), the ids
   without a payload and the repeated ids (``dead`` counts list entries, not
   jobs);
 * ``history``: the depth of the history (``completed``) list where the
@@ -39,8 +40,8 @@ from .common import text
 
 __all__ = ["annotate", "audit_dlq", "catalogue_warnings", "AUDIT_FIELDS", "DEAD_AUDIT_MAX", "DLQ_EXPIRY_WARN_MS", "PRIORITY_PROBE"]
 
-#: Entries of a dead-letter list (per shard) audited for dangling ids,
-#: duplicates and payload TTLs: the newest ones.
+#: Entries of the dead-letter lists (all shards together, at least 50 per
+#: shard) audited for dangling ids, duplicates and payload TTLs: the newest.
 DEAD_AUDIT_MAX = 2_000
 #: A dead job whose payload expires within this (ms) is about to be lost.
 DLQ_EXPIRY_WARN_MS = 3_600_000
@@ -145,9 +146,10 @@ def _dead_audits(layout) -> list[tuple[str, Any]]:
 def _audit_dead(client, st: QueueStatus, audits: list[tuple[str, Any]]) -> None:
     dangling = duplicates = audited = expiring = 0
     min_ttl: int | None = None
+    per_list = max(50, DEAD_AUDIT_MAX // len(audits))  # the whole audit stays bounded, whatever the shards
     for dead_key, payload_key in audits:
         pipe = client.pipeline(transaction=False)
-        pipe.lrange(dead_key, 0, DEAD_AUDIT_MAX - 1)
+        pipe.lrange(dead_key, 0, per_list - 1)
         pipe.pttl(dead_key)
         try:
             entries, list_ttl = pipe.execute()
