@@ -92,7 +92,8 @@ def _scan_batches(client, pattern: str):
 @click.command()
 @click.option("--size", type=click.IntRange(100, 1_000_000), default=20_000, show_default=True,
               help="Jobs to load across the demo queues.")
-@click.option("--duration", type=options.Finite(0, 86400 * 366), default=0, help="Stop after SECONDS (0: until Ctrl-C).")
+@click.option("--duration", type=options.Finite(0, 86400 * 366), default=0,
+              help="Stop after SECONDS (0: until Ctrl-C).")
 @click.option("--refresh", type=options.Finite(0.2, 60), default=1.0, show_default=True,
               help="Status refresh interval, seconds.")
 @click.option("--no-workers", is_flag=True, help="Load the queues but run no simulated workers.")

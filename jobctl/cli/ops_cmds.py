@@ -286,7 +286,8 @@ def requeue(session: Session, queue, stuck, ids, priority, visibility, filter_te
 @_filter_option()
 @click.option("--ids", multiple=True, metavar="ID", help="These dead job ids (repeatable).")
 @click.option("--to", "to", type=click.Choice(["ready", "scheduled"]), default="ready", show_default=True)
-@click.option("--delay", type=options.DELAY, metavar="DURATION", help="With --to scheduled: due this long after the redrive.")
+@click.option("--delay", type=options.DELAY, metavar="DURATION",
+              help="With --to scheduled: due this long after the redrive.")
 @click.option("--reset-attempts", is_flag=True, help="Set the envelope's attempt to 0 (default: kept).")
 @click.option("--priority", type=options.PRIORITY, help="Ready list pN of a priority queue (default: lowest).")
 @click.option("--plan", "plan_file", metavar="FILE", type=click.Path(dir_okay=False),

@@ -179,8 +179,11 @@ def unescape_id(job_id: str) -> str | None:
         return None
     import re
 
-    raw = re.sub(r"\\x([0-9a-fA-F]{2})", lambda m: chr(int(m.group(1), 16) + (0xDC00 if int(m.group(1), 16) >= 0x80 else 0)),
-                 job_id)
+    def byte(m: re.Match) -> str:
+        value = int(m.group(1), 16)
+        return chr(value + 0xDC00) if value >= 0x80 else chr(value)
+
+    raw = re.sub(r"\\x([0-9a-fA-F]{2})", byte, job_id)
     return raw if raw != job_id else None
 
 

@@ -38,7 +38,8 @@ from ..keys import ReliableListKeys, shard_tags
 from ..model import QueueStatus
 from .common import text
 
-__all__ = ["annotate", "audit_dlq", "catalogue_warnings", "AUDIT_FIELDS", "DEAD_AUDIT_MAX", "DLQ_EXPIRY_WARN_MS", "PRIORITY_PROBE"]
+__all__ = ["annotate", "audit_dlq", "catalogue_warnings", "AUDIT_FIELDS", "DEAD_AUDIT_MAX", "DLQ_EXPIRY_WARN_MS",
+           "PRIORITY_PROBE"]
 
 #: Entries of the dead-letter lists (all shards together, at least 50 per
 #: shard) audited for dangling ids, duplicates and payload TTLs: the newest.
