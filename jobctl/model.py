@@ -247,7 +247,8 @@ class QueueStatus:
     and ``dead_duplicates`` among the ``dead_audited`` newest dead entries;
     ``dead_expiring`` dead jobs whose payload TTL is under an hour,
     ``dead_min_ttl_ms`` the soonest expiry (ms); ``dead_cap`` the configured
-    DLQ cap; ``visibility_default_ms`` the defaulted visibility timeout;
+    DLQ cap; ``dead_pinned`` the DLQ length stayed put between two samples
+    while its newest entry changed (trimmed by the workers); ``visibility_default_ms`` the defaulted visibility timeout;
     ``unexplained_keys`` keys the catalogue entry does not explain.
     """
 
@@ -277,6 +278,7 @@ class QueueStatus:
     dead_expiring: int | None = None
     dead_min_ttl_ms: int | None = None
     dead_cap: int | None = None
+    dead_pinned: bool = False
     visibility_default_ms: int | None = None
     unexplained_keys: list[str] = field(default_factory=list)
 

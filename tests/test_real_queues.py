@@ -305,3 +305,30 @@ def test_10_json_list_claim_between_reads_is_not_a_problem(capsys, redis_url, re
     q = doc["queues"][0]
     job_id = json.loads(moved[0])["id"]
     assert q["transient"] >= 2 and not [p for p in q["problems"] if p["id"] == job_id], q
+
+
+def test_9_a_dlq_pinned_at_an_unconfigured_cap_is_seen(redis_url, redis_client):
+    """The reference workers LPUSH + LTRIM the failed list to 50: its length
+    stays put while new failures arrive.  Two samples of one process (the
+    exporter, the TUI, status --watch) see it without any dead_cap."""
+    load_scenario(redis_client, "dlq-spike", queue="email", size=60, seed=13)
+    keys = ReliableListKeys("email")
+    session = Session(url=redis_url)
+    try:
+        layout = session.layout("email")
+        first = layout.status_report()
+        assert not first.dead_pinned
+        redis_client.lpush(keys.dead, "new-failure")
+        redis_client.ltrim(keys.dead, 0, first.dead - 1)  # the workers' cap
+        second = layout.status_report()
+        assert second.dead == first.dead and second.dead_pinned
+        assert any(w.startswith("DLQ pinned at") for w in second.warnings)
+        from jobctl.metrics.families import families
+        from jobctl.metrics.snapshot import QueueSnapshot, Snapshot
+
+        snap = Snapshot(taken_at=0.0, queues=[QueueSnapshot(queue=layout.queue, layout="reliable-list",
+                                                            status=second)])
+        at_cap = next(f for f in families(snap) if f.name == "jobctl_dlq_at_cap")
+        assert [s.value for s in at_cap.samples] == [1.0]
+    finally:
+        session.close()

@@ -19,6 +19,8 @@ bounded number of pipelined reads:
   layout has one (hash-job);
 * DLQ loss: ``dead_cap`` (the config's ``dead_cap``: the workers ``LTRIM``
   the DLQ to it, so the oldest dead jobs are dropped once it is reached),
+  ``dead_pinned`` (seen across two samples of one process: the DLQ length
+  stayed put while its newest entry changed: a cap nobody configured),
   ``dead_expiring`` (payloads of audited dead entries whose TTL is below
   :data:`DLQ_EXPIRY_WARN_MS`, or the dead list's own TTL) and
   ``dead_min_ttl_ms``, each with a warning that says to export the DLQ now.
@@ -70,13 +72,52 @@ def annotate(layout, st: QueueStatus, *, audit_dead: bool = True) -> QueueStatus
     history = getattr(getattr(layout, "keys", None), "completed", None)
     if history is not None and q.layout == "hash-job":
         st.history = int(layout.client.llen(history) or 0)
+    _pinned(layout, st)
     cap = q.options.get("dead_cap")
     if isinstance(cap, int) and not isinstance(cap, bool):
         st.dead_cap = cap
         if st.dead >= cap:
             st.warnings.append(f"DLQ at its cap: {st.dead:,} dead >= dead_cap {cap:,}: the workers drop the "
-                               "oldest dead jobs from now on; export the DLQ now (runbook dlq-spike, step export)")
+                               "oldest dead jobs from now on; export the DLQ now (runbook dlq-spike, step export-now)")
     return st
+
+
+#: (client, dead list) -> (length, newest entry) at the previous status of
+#: this process: the exporter, the TUI and ``status --watch`` compare
+#: successive samples.  Bounded: cleared when it grows past 10,000 lists.
+_LAST_DEAD: dict[tuple[int, str], tuple[int, Any]] = {}
+
+
+def _pinned(layout, st: QueueStatus) -> None:
+    """A DLQ whose length stays put while its newest entry changes is being
+    trimmed by its workers (``LPUSH`` + ``LTRIM``): dead jobs are dropped.
+    Needs two samples; ``LLEN`` + ``LINDEX 0`` of at most
+    :data:`SHARD_PROBE` dead lists."""
+    lists = [key for key, _ in _dead_audits(layout)][:SHARD_PROBE]
+    if not lists or not st.dead:
+        return
+    pipe = layout.client.pipeline(transaction=False)
+    for key in lists:
+        pipe.llen(key)
+        pipe.lindex(key, 0)
+    res = pipe.execute(raise_on_error=False)
+    if len(_LAST_DEAD) > 10_000:
+        _LAST_DEAD.clear()
+    pinned = 0
+    for n, key in enumerate(lists):
+        length, head = res[2 * n], res[2 * n + 1]
+        if isinstance(length, Exception) or isinstance(head, Exception):
+            continue
+        ident = (id(layout.client), key)
+        prev = _LAST_DEAD.get(ident)
+        _LAST_DEAD[ident] = (length, head)
+        if prev is not None and length and prev[0] == length and prev[1] != head:
+            pinned = max(pinned, length)
+    if pinned:
+        st.dead_pinned = True
+        st.warnings.append(f"DLQ pinned at {pinned:,} entries while new failures arrive: the workers trim it "
+                           "(LTRIM), the oldest dead jobs are being dropped; export the DLQ now "
+                           "(runbook dlq-spike, step export-now) and set dead_cap")
 
 
 def catalogue_warnings(layout) -> list[str]:
@@ -85,7 +126,7 @@ def catalogue_warnings(layout) -> list[str]:
     (``check``).  A few ``EXISTS``."""
     st = QueueStatus(queue=layout.queue.name, layout=layout.queue.layout, now_ms=0)
     annotate(layout, st, audit_dead=False)
-    return [w for w in st.warnings if not w.startswith("DLQ at its cap")]
+    return [w for w in st.warnings if not w.startswith("DLQ")]
 
 
 def audit_dlq(layout, st: QueueStatus) -> QueueStatus:
@@ -187,4 +228,4 @@ def _audit_dead(client, st: QueueStatus, audits: list[tuple[str, Any]]) -> None:
     if expiring:
         st.warnings.append(f"DLQ payloads about to expire: {expiring:,} dead job(s) expire within "
                            f"{format_duration(DLQ_EXPIRY_WARN_MS)} (soonest in {format_duration(min_ttl or 0)})"
-                           f"{partial}; export the DLQ now (runbook dlq-spike, step export)")
+                           f"{partial}; export the DLQ now (runbook dlq-spike, step export-now)")

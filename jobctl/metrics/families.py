@@ -98,11 +98,12 @@ def _dlq_loss(statuses: list[QueueStatus]) -> Iterator:
         "audited entries: export the DLQ now. Read with the slow metrics.", labels=_Q)
     cap = GaugeMetricFamily(
         "jobctl_dlq_at_cap",
-        "1 when the DLQ holds at least the configured dead_cap entries: the workers' LTRIM drops the oldest "
-        "dead jobs from now on.", labels=_Q)
+        "1 when the DLQ holds at least the configured dead_cap entries, or its length stayed put between "
+        "refreshes while new failures arrived: the workers' LTRIM drops the oldest dead jobs.", labels=_Q)
     for st in statuses:
         exp.add_metric(_labels(st), float(st.dead_expiring or 0))
-        cap.add_metric(_labels(st), 1.0 if st.dead_cap is not None and st.dead >= st.dead_cap else 0.0)
+        at_cap = st.dead_pinned or (st.dead_cap is not None and st.dead >= st.dead_cap)
+        cap.add_metric(_labels(st), 1.0 if at_cap else 0.0)
     yield exp
     yield cap
 
