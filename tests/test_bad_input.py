@@ -349,6 +349,21 @@ def test_inspect_bad_id_as_shown(capsys, loaded, n):
     assert code == 0, err
 
 
+@pytest.mark.parametrize("fmt", ["jsonl", "csv", "parquet"])
+@pytest.mark.parametrize("queue", ["rl", "hj", "jl"])
+def test_export_bad_ids_and_values(capsys, loaded, tmp_path, queue, fmt):
+    """Every dead job is exported, bad bytes and all (ids escaped or raw, never a crash)."""
+    out_dir = tmp_path / "export"
+    code, out, err = run(capsys, loaded, "export", queue, "--out", str(out_dir), "--format", fmt, "--json")
+    assert code == 0, err
+    rows = json.loads(out)["manifest"]["rows"] if "manifest" in json.loads(out) else None
+    url, cfg, client, before = loaded
+    if rows is not None:
+        dead_key = {"rl": ReliableListKeys("rl").dead, "hj": HashJobKeys("hj").failed,
+                    "jl": JsonListKeys("jl").dead}[queue]
+        assert rows == client.llen(dead_key)
+
+
 def test_ls_shows_bad_ids_escaped(capsys, loaded):
     code, out, err = run(capsys, loaded, "ls", "rl", "--state", "dead", "--limit", "10000")
     assert code == 0 and "\\xff" in out and "\udcff" not in out
@@ -551,3 +566,20 @@ def test_zz_corpus_summary(capsys):
               f"{len(DURATIONS)} durations, {len(CONFIGS)} configs, "
               f"{len(_wrong_type_queues())} wrong-typed keys")
     assert OUTCOMES[int(ExitCode.FAILURE)] == 0
+
+
+def test_purge_with_export_takes_bad_ids_exactly(capsys, redis_url, redis_client, surrogate_clients, tmp_path):
+    """Ids with undecodable bytes are exported escaped and purged exactly (the fence unescapes them)."""
+    rl = ReliableListKeys("rl")
+    for bad in BAD_IDS:
+        redis_client.set(rl.job(sid(bad)).encode("utf-8", "surrogateescape"),
+                         b'{"jobId":"x","jobType":"t","createdAtEpochMs":1}')
+        redis_client.lpush(rl.dead, bad)
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[queues.rl]\ntag = "rl"\n')
+    code = main(["--url", redis_url, "--config", str(cfg), "purge", "rl", "--state", "dead", "--export-to",
+                 str(tmp_path / "export"), "--export-format", "jsonl", "--yes"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert redis_client.llen(rl.dead) == 0 and not list(redis_client.scan_iter(match="job:{rl}:*"))
+    assert redis_client.xlen(rl.journal) >= 1

@@ -171,22 +171,6 @@ def ls(session: Session, queue: str, state: str, limit: int, as_json: bool) -> i
 INSPECT_MAX_BYTES = 64 * 1024
 
 
-def unescape_id(job_id: str) -> str | None:
-    """The id an operator typed as shown (``job_\\xff``) as the id Redis
-    holds (surrogateescape text of the byte 0xff); ``None`` when it holds
-    no such escape."""
-    if "\\x" not in job_id:
-        return None
-    import re
-
-    def byte(m: re.Match) -> str:
-        value = int(m.group(1), 16)
-        return chr(value + 0xDC00) if value >= 0x80 else chr(value)
-
-    raw = re.sub(r"\\x([0-9a-fA-F]{2})", byte, job_id)
-    return raw if raw != job_id else None
-
-
 def _truncate(record, full: bool) -> None:
     """Cut ``record.raw`` to :data:`INSPECT_MAX_BYTES` unless ``full`` (a note says so)."""
     raw = record.raw
@@ -218,8 +202,10 @@ def inspect(session: Session, queue: str, job_id: str, as_json: bool, full: bool
         try:
             record = layout.inspect(job_id)
         except NotFound:
-            raw_id = unescape_id(job_id)
-            if raw_id is None:
+            from ..escape import unshown
+
+            raw_id = unshown(job_id)  # typed as ls shows it: job_\\xff
+            if raw_id == job_id:
                 raise
             record = layout.inspect(raw_id)
     for p in record.envelope.problems:

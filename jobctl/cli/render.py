@@ -15,53 +15,11 @@ import click
 import orjson
 
 from ..durations import format_duration
+from ..escape import json_safe, shown
 from ..model import JobRecord, QueueStatus
 
 __all__ = ["print_json", "status_table", "jobs_table", "job_panel", "histogram_table", "fmt_ms",
            "console"]
-
-
-def shown(value: str) -> str:
-    """Text as the operator should see it: bytes that were not UTF-8 (kept
-    as surrogates by ``surrogateescape`` decoding, :func:`jobctl.layouts.common.text`)
-    are written ``\\xff``; control characters are escaped the same way, so
-    an id never rewrites the terminal."""
-    if value.isprintable():
-        return value
-    out = []
-    for ch in value:
-        o = ord(ch)
-        if 0xDC80 <= o <= 0xDCFF:
-            out.append(f"\\x{o - 0xDC00:02x}")
-        elif ch.isprintable():
-            out.append(ch)
-        elif o < 0x100:
-            out.append(f"\\x{o:02x}")
-        else:
-            out.append(f"\\u{o:04x}" if o < 0x10000 else f"\\U{o:08x}")
-    return "".join(out)
-
-
-def json_safe(data: Any) -> Any:
-    """``data`` with every string that JSON cannot carry (lone surrogates:
-    undecodable bytes of ids and values) escaped by :func:`shown`, and every
-    integer beyond 64 bits as a string.  Containers are copied only when
-    needed."""
-    if isinstance(data, str):
-        try:
-            data.encode("utf-8")
-            return data
-        except UnicodeEncodeError:
-            return shown(data)
-    if isinstance(data, bool) or data is None or isinstance(data, float):
-        return data
-    if isinstance(data, int):
-        return data if -2 ** 63 <= data < 2 ** 64 else str(data)
-    if isinstance(data, dict):
-        return {json_safe(k) if isinstance(k, str) else k: json_safe(v) for k, v in data.items()}
-    if isinstance(data, (list, tuple)):
-        return [json_safe(v) for v in data]
-    return data
 
 
 def print_json(data: Any, *, compact: bool = False) -> None:
