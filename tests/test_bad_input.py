@@ -554,6 +554,10 @@ def test_applied_operations_are_journaled(capsys, redis_url, redis_client, surro
     assert code in (0, 8), err
     assert "Traceback" not in err and "internal error" not in err
     assert redis_client.xlen(rl.journal) >= 1, err
+    for more in ((), ("--json",), ("--local",)):  # the journal shows what it holds, bad ids and all
+        code = main(["--url", redis_url, "--config", str(cfg), "journal", "rl", *more])
+        out, err = capsys.readouterr()
+        assert code == 0 and "internal error" not in err, err
 
 
 def test_zz_corpus_summary(capsys):
