@@ -528,7 +528,38 @@ def test_config_refused(capsys, loaded, tmp_path, name, expect, body):
     assert dump_all(client) == before
 
 
-# -- applied operations: journaled ------------------------------------------------------------------
+def test_tui_screens_on_bad_data(loaded):
+    """The TUI opens every tab of every loaded queue (bad ids, bad values, +inf scores) without failing."""
+    import asyncio
+
+    from jobctl.session import Session
+    from jobctl_tui import make_app
+    from jobctl_tui.queue_screen import QueueScreen
+    from jobctl_tui.testing import settle
+
+    url, cfg, client, before = loaded
+
+    async def go():
+        session = Session(url=url, config_file=cfg)
+        app = make_app(session, refresh_s=3600, server_label="redis://test")
+        try:
+            async with app.run_test(size=(140, 40)) as pilot:
+                await settle(pilot)
+                for queue in LAYOUT_STATES:
+                    for tab in ("overview", "processing", "triage", "jobs", "journal"):
+                        app.open_queue(queue, tab=tab)
+                        await settle(pilot)
+                        assert isinstance(app.screen, QueueScreen) and app.screen.active_tab == tab
+                        await pilot.press("escape")
+                        await settle(pilot)
+        finally:
+            session.close()
+
+    asyncio.run(go())
+    assert dump_all(client) == before
+
+
+# -- applied operations: journaled (their own loads: after every test of the shared `loaded` server) --
 
 
 @pytest.mark.parametrize("argv", [("redrive", "rl", "--limit", "5"), ("promote", "rl", "--limit", "3"),
@@ -588,33 +619,3 @@ def test_purge_with_export_takes_bad_ids_exactly(capsys, redis_url, redis_client
     assert redis_client.llen(rl.dead) == 0 and not list(redis_client.scan_iter(match="job:{rl}:*"))
     assert redis_client.xlen(rl.journal) >= 1
 
-
-def test_tui_screens_on_bad_data(loaded):
-    """The TUI opens every tab of every loaded queue (bad ids, bad values, +inf scores) without failing."""
-    import asyncio
-
-    from jobctl.session import Session
-    from jobctl_tui import make_app
-    from jobctl_tui.queue_screen import QueueScreen
-    from jobctl_tui.testing import settle
-
-    url, cfg, client, before = loaded
-
-    async def go():
-        session = Session(url=url, config_file=cfg)
-        app = make_app(session, refresh_s=3600, server_label="redis://test")
-        try:
-            async with app.run_test(size=(140, 40)) as pilot:
-                await settle(pilot)
-                for queue in LAYOUT_STATES:
-                    for tab in ("overview", "processing", "triage", "jobs", "journal"):
-                        app.open_queue(queue, tab=tab)
-                        await settle(pilot)
-                        assert isinstance(app.screen, QueueScreen) and app.screen.active_tab == tab
-                        await pilot.press("escape")
-                        await settle(pilot)
-        finally:
-            session.close()
-
-    asyncio.run(go())
-    assert dump_all(client) == before
