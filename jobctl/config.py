@@ -32,7 +32,8 @@ from typing import Any
 
 from .errors import ConfigError, NotFound
 
-__all__ = ["Profile", "QueueConfig", "Config", "load_config", "config_path"]
+__all__ = ["Profile", "QueueConfig", "Config", "load_config", "config_path", "defaulted_visibility",
+           "visibility_note", "VISIBILITY_DEFAULTS_MS"]
 
 CONFIG_ENV = "JOBCTL_CONFIG"
 CONFIG_FILENAME = "jobctl.toml"
@@ -63,7 +64,12 @@ class QueueConfig:
     ``shards`` the number of shard tags ``<tag>:00..`` (``None``: unsharded);
     ``priorities`` the number of ``ready:pN`` lists (``None``: a plain ready
     list); ``visibility_timeout_ms`` is used by layouts that store no
-    deadline; ``options`` keeps any other layout-specific keys.
+    deadline (``None``: not configured; the layout's default is then used
+    and commands say so on stderr); ``options`` keeps the other keys:
+    ``slo``, ``dead_cap`` (the length the workers trim the dead-letter list
+    to, e.g. ``LTRIM 0 49``: status warns when the DLQ reaches it) and the
+    layout-specific ones of :data:`LAYOUT_OPTIONS`.  Every key is checked
+    on load: an unknown one is refused with the closest valid name.
     """
 
     name: str
@@ -120,12 +126,118 @@ def config_path(explicit: str | os.PathLike[str] | None = None) -> Path | None:
     return user if user.is_file() else None
 
 
-def _positive_int(where: str, key: str, value: Any) -> int | None:
+#: Keys of a ``[profiles.NAME]`` table.
+PROFILE_KEYS = ("url", "password_env", "environment", "read_only")
+#: Keys every ``[queues.NAME]`` table may hold.
+QUEUE_KEYS = ("layout", "tag", "shards", "priorities", "visibility_timeout_ms", "slo", "dead_cap")
+#: Layout-specific option keys (kept in :attr:`QueueConfig.options`), per layout.
+LAYOUT_OPTIONS: dict[str, tuple[str, ...]] = {
+    "reliable-list": (),
+    "stream-group": ("group", "dead"),
+    "delayed-events": ("prefix", "max_attempts", "event_lists"),
+    "hash-job": ("max_attempts", "type_field", "tenant_field"),
+    "json-list": ("max_retries", "type_field", "tenant_field"),
+    "delay-zset": ("key",),
+    "redisson-delayed-queue": ("name",),
+}
+#: Inclusive bounds of every integer key: a typo such as ``shards =
+#: 100000000`` would otherwise make ``status`` read 10^8 shards.
+INT_BOUNDS: dict[str, tuple[int, int]] = {
+    "shards": (1, 1024),
+    "priorities": (1, 100),
+    "visibility_timeout_ms": (1, 30 * 86_400_000),  # 30 days
+    "max_attempts": (1, 1_000_000),
+    "max_retries": (1, 1_000_000),
+    "dead_cap": (1, 1_000_000_000),
+}
+#: Keys whose value is a string, and at most how long.
+STR_KEYS = {"url": 4096, "password_env": 256, "environment": 64, "layout": 64, "tag": 512, "group": 512,
+            "dead": 16, "prefix": 512, "type_field": 256, "tenant_field": 256, "key": 512, "name": 512}
+
+
+#: Layouts that store no visibility deadline and use the configured
+#: ``visibility_timeout_ms`` (else their default, in ms) to tell stuck jobs.
+VISIBILITY_DEFAULTS_MS: dict[str, int] = {"stream-group": 60_000, "hash-job": 5_000, "json-list": 300_000}
+
+
+def defaulted_visibility(queue: "QueueConfig") -> int | None:
+    """The default visibility timeout (ms) ``queue`` falls back to, or
+    ``None`` when it needs none or has one configured.  A defaulted timeout
+    is a guess: against workers with a longer one, stuck counts are wrong
+    and ``requeue --stuck`` would requeue live jobs (issue 12, item 2)."""
+    if queue.visibility_timeout_ms is not None:
+        return None
+    return VISIBILITY_DEFAULTS_MS.get(queue.layout)
+
+
+def visibility_note(queue: "QueueConfig") -> str | None:
+    """The stderr line for a defaulted visibility timeout, or ``None``."""
+    default = defaulted_visibility(queue)
+    if default is None:
+        return None
+    return (f"queue {queue.name}: visibility_timeout_ms is not configured: stuck jobs are judged with the "
+            f"{queue.layout} default of {default:,} ms; set it to your workers' timeout in [queues.{queue.name}]")
+
+
+def _unknown_key(where: str, key: str, known: tuple[str, ...] | list[str]) -> ConfigError:
+    """``unknown key 'visibility_ms' (did you mean 'visibility_timeout_ms'?)``."""
+    import difflib
+
+    close = difflib.get_close_matches(str(key), list(known), n=1, cutoff=0.5)
+    if not close:  # the reference code's own names: visibility_ms -> visibility_timeout_ms
+        close = [k for k in known if str(key).split("_")[0] and k.startswith(str(key).split("_")[0])][:1]
+    hint = f"did you mean {close[0]!r}?" if close else f"known: {', '.join(sorted(known)) or 'none'}"
+    return ConfigError(f"{where}: unknown key {str(key)!r} ({hint})")
+
+
+def _check_keys(where: str, raw: dict[str, Any], known: tuple[str, ...] | list[str]) -> None:
+    for key in raw:
+        if key not in known:
+            raise _unknown_key(where, key, known)
+
+
+def _bounded_int(where: str, key: str, value: Any) -> int | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigError(f"{where}: {key} must be a positive integer, got {value!r}")
+    lo, hi = INT_BOUNDS.get(key, (1, 2 ** 31 - 1))
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+        raise ConfigError(f"{where}: {key} must be an integer from {lo:,} to {hi:,}, got {_short(value)}")
     return value
+
+
+def _positive_int(where: str, key: str, value: Any) -> int | None:
+    return _bounded_int(where, key, value)
+
+
+def _short(value: Any) -> str:
+    s = repr(value)
+    return s if len(s) <= 60 else s[:57] + "..."
+
+
+def _check_values(where: str, raw: dict[str, Any]) -> None:
+    """Type and bound every value of a table whose key has a known shape."""
+    for key, value in raw.items():
+        if key in INT_BOUNDS:
+            _bounded_int(where, key, value)
+        elif key in STR_KEYS and value is not None:
+            if not isinstance(value, str):
+                raise ConfigError(f"{where}: {key} must be a string, got {_short(value)}")
+            if len(value) > STR_KEYS[key]:
+                raise ConfigError(f"{where}: {key} is longer than {STR_KEYS[key]} characters")
+
+
+def _check_tag(where: str, tag: Any) -> None:
+    """A hash tag goes inside ``{...}`` of every key name: it must be a
+    non-empty string without braces (an empty tag hashes every key of
+    every queue to one slot; a brace ends the tag early)."""
+    if tag is None:
+        return
+    if not isinstance(tag, str):
+        raise ConfigError(f"{where}: tag must be a string, got {_short(tag)}")
+    if not tag.strip():
+        raise ConfigError(f"{where}: tag must not be empty (omit it to use the queue name)")
+    if "{" in tag or "}" in tag:
+        raise ConfigError(f"{where}: tag {_short(tag)} must not contain '{{' or '}}' (write it without braces)")
 
 
 def load_config(explicit: str | os.PathLike[str] | None = None) -> Config:
@@ -142,6 +254,7 @@ def load_config(explicit: str | os.PathLike[str] | None = None) -> Config:
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"config {path}: {exc}") from None
 
+    _check_keys(f"config {path}", data, ("default_profile", "profiles", "queues"))
     for table in ("profiles", "queues"):
         if not isinstance(data.get(table, {}), dict):
             raise ConfigError(f"config {path}: {table} must be a table ([{table}.NAME] sections)")
@@ -151,9 +264,9 @@ def load_config(explicit: str | os.PathLike[str] | None = None) -> Config:
     for name, raw in (data.get("profiles") or {}).items():
         if not isinstance(raw, dict):
             raise ConfigError(f"config {path}: [profiles.{name}] must be a table")
-        unknown = set(raw) - {"url", "password_env", "environment", "read_only"}
-        if unknown:
-            raise ConfigError(f"config {path}: [profiles.{name}] unknown key {sorted(unknown)[0]!r}")
+        _check_keys(f"config {path}: [profiles.{name}]", raw, PROFILE_KEYS)
+        if not isinstance(raw.get("read_only", False), bool):
+            raise ConfigError(f"config {path}: [profiles.{name}]: read_only must be true or false")
         cfg.profiles[name] = Profile(name=name, url=raw.get("url"), password_env=raw.get("password_env"),
                                      environment=raw.get("environment"),
                                      read_only=bool(raw.get("read_only", False)))
@@ -165,7 +278,10 @@ def load_config(explicit: str | os.PathLike[str] | None = None) -> Config:
         raw = dict(raw)
         layout = raw.pop("layout", "reliable-list")
         if layout not in layouts:
-            raise ConfigError(f"{where}: unknown layout {layout!r} (known: {', '.join(sorted(layouts))})")
+            raise ConfigError(f"{where}: unknown layout {_short(layout)} (known: {', '.join(sorted(layouts))})")
+        _check_keys(where, raw, [k for k in QUEUE_KEYS if k != "layout"] + list(LAYOUT_OPTIONS.get(layout, ())))
+        _check_values(where, raw)
+        _check_tag(where, raw.get("tag"))
         vt = raw.pop("visibility_timeout_ms", None)
         cfg.queues[name] = QueueConfig(
             name=name,

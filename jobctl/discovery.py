@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, replace
 from importlib import import_module
 from typing import Any, Callable
 
-from .config import QueueConfig
+from .config import QueueConfig, defaulted_visibility
 from .keys import RELIABLE_LIST_SCAN_PATTERN
 
 __all__ = ["Discovery", "discover", "discover_reliable_lists", "scan_types", "recognizers", "catalogue_toml",
@@ -163,6 +163,12 @@ def catalogue_toml(queues: list[QueueConfig], *, header: str = "") -> str:
             value = getattr(q, key)
             if value is not None:
                 lines.append(f"{key} = {_toml_value(value)}")
+        default = defaulted_visibility(q)
+        if default is not None:  # nothing in Redis tells it: the operator must
+            lines += ["# visibility_timeout_ms MUST be set to the workers' visibility timeout (ms): Redis does",
+                      f"# not hold it.  Until it is, jobctl uses {default:,} ms, says so on stderr, and",
+                      "# `requeue --stuck` refuses (unless --visibility-timeout is given).",
+                      f"# visibility_timeout_ms = {default}"]
         for key, value in q.options.items():
             lines.append(f"{json.dumps(key)} = {_toml_value(value)}")
     return "\n".join(lines).lstrip("\n") + "\n"

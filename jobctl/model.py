@@ -240,7 +240,16 @@ class QueueStatus:
     """Status of one logical queue; the ``jobctl status --json`` contract.
 
     Counts are integers summed over shards.  Times are epoch ms; ages are ms.
-    ``oldest_ready_age_ms`` is ``None`` when nothing is ready.
+    ``oldest_ready_age_ms`` is ``None`` when nothing is ready.  The fields
+    from ``history`` on are filled by
+    :func:`jobctl.layouts.status_truth.annotate` (``None``: not known for
+    this layout): ``history`` the completed-list depth; ``dead_dangling``
+    and ``dead_duplicates`` among the ``dead_audited`` newest dead entries;
+    ``dead_expiring`` dead jobs whose payload TTL is under an hour,
+    ``dead_min_ttl_ms`` the soonest expiry (ms); ``dead_cap`` the configured
+    DLQ cap; ``dead_pinned`` the DLQ length stayed put between two samples
+    while its newest entry changed (trimmed by the workers); ``visibility_default_ms`` the defaulted visibility timeout;
+    ``unexplained_keys`` keys the catalogue entry does not explain.
     """
 
     queue: str
@@ -262,6 +271,16 @@ class QueueStatus:
     oldest_ready_age_ms: int | None = None
     warnings: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    history: int | None = None
+    dead_dangling: int | None = None
+    dead_duplicates: int | None = None
+    dead_audited: int | None = None
+    dead_expiring: int | None = None
+    dead_min_ttl_ms: int | None = None
+    dead_cap: int | None = None
+    dead_pinned: bool = False
+    visibility_default_ms: int | None = None
+    unexplained_keys: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

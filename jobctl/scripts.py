@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 __all__ = ["script", "source", "SCRIPT_NAMES"]
 
 SCRIPT_NAMES = ("rl_zset_move", "rl_requeue", "rl_repair")
+SCRIPT_NAMES += ("rl_recheck",)  # reliable-list: `check` re-reads each finding atomically
 
 SCRIPT_NAMES += ("sg_pel_summary", "sg_count_after", "sg_requeue", "sg_zset_move", "sg_dead_move")  # stream-group
 SCRIPT_NAMES += ("de_move",)  # delayed-events

@@ -61,7 +61,7 @@ priorities = 3
 
 [queues.webhooks]
 visibility_timeout_ms = 30000
-dlq = "custom"
+dead_cap = 50
 """
 
 
@@ -78,7 +78,7 @@ def test_load_the_readme_example(tmp_path):
                                               priorities=3)
     hooks = cfg.queues["webhooks"]
     assert hooks.base_tag == "webhooks" and hooks.shards is None and hooks.priorities is None
-    assert hooks.visibility_timeout_ms == 30000 and hooks.options == {"dlq": "custom"}
+    assert hooks.visibility_timeout_ms == 30000 and hooks.options == {"dead_cap": 50}
     assert list(cfg.queues) == ["email", "webhooks"]  # file order
 
 

@@ -166,14 +166,14 @@ def test_write_config_round_trip(capsys, redis_client, redis_url, keyspace, tmp_
 def test_catalogue_toml_quotes_names_and_values(tmp_path):
     from jobctl.config import QueueConfig
 
-    text = catalogue_toml([QueueConfig(name='we"ird:00', layout="delay-zset", tag="a b",
-                                       options={"key": "x\\y", "event_lists": ["p", "q"], "max_attempts": 3})],
+    text = catalogue_toml([QueueConfig(name='we"ird:00', layout="delayed-events", tag="a b",
+                                       options={"prefix": "x\\y", "event_lists": ["p", "q"], "max_attempts": 3})],
                           header="line one\nline two")
     path = tmp_path / "c.toml"
     path.write_text(text)
     q = load_config(path).queues['we"ird:00']
-    assert (q.layout, q.tag) == ("delay-zset", "a b")
-    assert q.options == {"key": "x\\y", "event_lists": ["p", "q"], "max_attempts": 3}
+    assert (q.layout, q.tag) == ("delayed-events", "a b")
+    assert q.options == {"prefix": "x\\y", "event_lists": ["p", "q"], "max_attempts": 3}
     assert text.startswith("# line one\n# line two\n")
 
 

@@ -326,8 +326,8 @@ def test_bad_url_in_environment(capsys, monkeypatch):
 
 @pytest.mark.parametrize("text,fragment", [
     ("[queues.email\nlayout = 1\n", "config"),
-    ("[queues.email]\nshards = 0\n", "shards must be a positive integer"),
-    ("[queues.email]\npriorities = \"3\"\n", "priorities must be a positive integer"),
+    ("[queues.email]\nshards = 0\n", "shards must be an integer from 1"),
+    ("[queues.email]\npriorities = \"3\"\n", "priorities must be an integer from 1"),
     ("[queues.email]\nlayout = \"kafka\"\n", "unknown layout 'kafka'"),
     ("default_profile = \"prod\"\n", "default_profile 'prod' is not a profile"),
     ("[profiles.prod]\nurl = \"redis://h/0\"\ncolour = \"red\"\n", "unknown key 'colour'"),

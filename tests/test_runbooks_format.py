@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from jobctl.cli.main import cli, main
+from jobctl.exitcodes import ExitCode
 from jobctl.ops.journal import read_local
 from jobctl.runbook import Library, RunbookError, compile_condition, parse_runbook
 from jobctl.runbook.condition import ConditionError, condition_values
@@ -210,7 +211,7 @@ def test_alert_rules_link_to_runbooks():
     exported = {name for name, _, _ in STATUS_GAUGES} | {
         "redis_job_attempts_count", "redis_job_attempts_bucket", "jobctl_redis_uptime_seconds",
         "jobctl_redis_info", "jobctl_exporter_up", "jobctl_redis_used_memory_bytes",
-        "jobctl_redis_maxmemory_bytes"}
+        "jobctl_redis_maxmemory_bytes", "jobctl_dlq_expiring_jobs", "jobctl_dlq_at_cap"}
     for name, rule in alerts.items():
         url = rule["annotations"]["runbook_url"]
         assert url == f"runbooks/{answered[name]}.md" and (REPO / url).is_file(), name
@@ -278,8 +279,11 @@ def test_failing_command_stops_the_run(redis_url, redis_client, tmp_path, capsys
 def test_read_only_runs_mutating_steps_dry(redis_url, redis_client, capsys):
     load_scenario(redis_client, "stuck-workers", queue="billing", size=100, seed=2)
     before = redis_client.llen("queue:{billing}:processing")
+    # --yes asks to apply: refused under --read-only like every mutating command (issue 12)
     assert main(["--url", redis_url, "--read-only", "runbook", "run", "stuck-processing", "--queue", "billing",
-                 "--yes"]) == 0
+                 "--yes"]) == ExitCode.READ_ONLY
+    assert "refused: read-only mode" in capsys.readouterr().err
+    assert main(["--url", redis_url, "--read-only", "runbook", "run", "stuck-processing", "--queue", "billing"]) == 0
     err = capsys.readouterr().err
     assert "read-only mode: step requeue-stuck runs as a dry run" in err
     assert "--dry-run" in err and "not enforced" in err

@@ -242,6 +242,8 @@ def _check_type(value, typ: str) -> bool:
         return isinstance(value, int) and not isinstance(value, bool)
     if base == "string":
         return isinstance(value, str)
+    if base == "bool":
+        return isinstance(value, bool)
     if base == "object":
         return isinstance(value, dict)
     if base == "list of strings":

@@ -116,8 +116,8 @@ class DashboardScreen(Screen):
             notes.append("queues discovered by a bounded SCAN (no [queues] catalogue in the config)\n")
         for r in snap.rows:
             if r.status is not None:
-                for w in r.status.warnings:
-                    notes.append(f"{r.name}: {w}\n", style="yellow")
+                for w in r.status.warnings:  # DLQ loss (status_truth): dead jobs about to disappear
+                    notes.append(f"{r.name}: {w}\n", style="bold red" if w.startswith("DLQ") else "yellow")
         ops = [i for i in OPERATIONS.values() if i.key]
         keys = "/".join(i.key for i in ops)
         verbs = "/".join("requeue stuck" if i.operation is Operation.REQUEUE else i.verb for i in ops)

@@ -44,6 +44,10 @@ def check(session: Session, queues: tuple[str, ...], repair: bool, yes: bool, as
     with session.errors():
         for q in session.queues(queues):
             layout = session.layout(q)
+            from ..layouts.status_truth import catalogue_warnings
+
+            for w in catalogue_warnings(layout):  # a wrong entry makes the check read the wrong keys
+                render.note(f"warning: queue {q.name}: {w}")
             started = int(time.time() * 1000)
             report = layout.check(repair=False)
             if repair and report.problems and any(p.repair for p in report.problems):
@@ -64,13 +68,17 @@ def check(session: Session, queues: tuple[str, ...], repair: bool, yes: bool, as
     else:
         for r in reports:
             if r.ok and not r.problems:
-                click.echo(f"{r.queue}: ok ({r.checked_ids:,} ids, {r.payload_keys:,} payload keys)")
+                transient = getattr(r, "transient", 0)
+                click.echo(f"{r.queue}: ok ({r.checked_ids:,} ids, {r.payload_keys:,} payload keys"
+                           + (f"; {transient:,} finding(s) of jobs that moved while read, not problems"
+                              if transient else "") + ")")
                 continue
             counts = ", ".join(f"{k}: {v}" for k, v in r.counts().items())
             fixed = sum(p.repaired for p in r.problems)
             click.echo(f"{r.queue}: {len(r.problems)} problem(s) ({counts}){f'; repaired {fixed}' if fixed else ''}")
             for p in r.problems[:50]:
-                click.echo(f"  {'fixed' if p.repaired else p.kind:<17} {p.shard}  {p.job_id}  {p.detail}")
+                click.echo(f"  {'fixed' if p.repaired else p.kind:<17} {p.shard}  {render.shown(p.job_id)}  "
+                           f"{render.shown(p.detail)}")
             if len(r.problems) > 50:
                 click.echo(f"  ... {len(r.problems) - 50} more (use --json)")
     return int(ExitCode.OK if all(r.ok for r in reports) else ExitCode.INVARIANT)

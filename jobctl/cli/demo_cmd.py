@@ -23,7 +23,7 @@ from ..config import Config, QueueConfig
 from ..errors import UsageError
 from ..exitcodes import ExitCode
 from ..session import Session
-from . import render
+from . import options, render
 
 __all__ = ["COMMANDS", "DEMO_QUEUES"]
 
@@ -92,8 +92,9 @@ def _scan_batches(client, pattern: str):
 @click.command()
 @click.option("--size", type=click.IntRange(100, 1_000_000), default=20_000, show_default=True,
               help="Jobs to load across the demo queues.")
-@click.option("--duration", type=click.FloatRange(0), default=0, help="Stop after SECONDS (0: until Ctrl-C).")
-@click.option("--refresh", type=click.FloatRange(0.2, 60), default=1.0, show_default=True,
+@click.option("--duration", type=options.Finite(0, 86400 * 366), default=0,
+              help="Stop after SECONDS (0: until Ctrl-C).")
+@click.option("--refresh", type=options.Finite(0.2, 60), default=1.0, show_default=True,
               help="Status refresh interval, seconds.")
 @click.option("--no-workers", is_flag=True, help="Load the queues but run no simulated workers.")
 @click.option("--reset", is_flag=True, help="With --url: delete leftover jobctl-demo-* keys first.")

@@ -16,7 +16,7 @@ from ..errors import UsageError
 from ..exitcodes import ExitCode
 from ..model import State
 from ..session import Session
-from . import render
+from . import options, render
 
 __all__ = ["COMMANDS"]
 
@@ -45,11 +45,11 @@ def _progress_bar(total: int):
               help="State to export (repeatable).  [default: dead]")
 @click.option("--filter", "filter_text", metavar="EXPR",
               help="Only jobs matching this filter (docs/filter.md), evaluated at the snapshot time.")
-@click.option("--out", "out_dir", required=True, metavar="DIR", type=click.Path(file_okay=False),
+@click.option("--out", "out_dir", required=True, metavar="DIR", type=options.OUT_DIR,
               help="Export directory (created; an interrupted export there is continued).")
 @click.option("--format", "fmt", type=click.Choice(["parquet", "jsonl", "csv"]), default="parquet",
               show_default=True)
-@click.option("--part-rows", type=click.IntRange(1000), default=500_000, show_default=True,
+@click.option("--part-rows", type=options.Count(1000, options.MAX_JOBS), default=500_000, show_default=True,
               help="Rows per part file.")
 @click.option("--batch", type=click.IntRange(1, 10_000), default=1000, show_default=True,
               help="Jobs read per Redis round trip.")
@@ -90,6 +90,10 @@ def export(session: Session, queue, states, filter_text, out_dir, fmt, part_rows
             render.note(f"interrupted: the parts written so far are kept; run the same command again "
                         f"to continue the export in {out_dir}")
             return int(ExitCode.INTERRUPTED)
+        except OSError as exc:  # disk full, permissions changed under us: one line, exit 2
+            from ..errors import UsageError
+
+            raise UsageError(f"--out: cannot write the export in {out_dir}: {exc.strerror or exc}") from None
         finally:
             finish()
     m = res.manifest
@@ -107,7 +111,7 @@ def export(session: Session, queue, states, filter_text, out_dir, fmt, part_rows
 
 @click.command()
 @click.argument("export_dir", required=False, metavar="EXPORT_DIR")
-@click.option("--out", "out_dir", metavar="REPORT_DIR", type=click.Path(file_okay=False),
+@click.option("--out", "out_dir", metavar="REPORT_DIR", type=options.OUT_DIR,
               help="Where report.json, report.md and redrive-plan.jsonl go (created).")
 @click.option("--master", default="local[*]", show_default=True,
               help="Spark master: local[*], local[N], spark://host:7077, yarn, k8s://...")
@@ -115,7 +119,7 @@ def export(session: Session, queue, states, filter_text, out_dir, fmt, part_rows
               help="Classification rules (TOML); default: the shipped rule set (--default-rules prints it).")
 @click.option("--conf", "confs", multiple=True, metavar="KEY=VALUE",
               help="Extra Spark configuration (repeatable), e.g. spark.driver.memory=4g.")
-@click.option("--top", type=click.IntRange(1), default=50, show_default=True,
+@click.option("--top", type=options.Count(1, 1_000_000), default=50, show_default=True,
               help="Rows per table in report.md.")
 @click.option("--default-rules", "print_rules", is_flag=True, help="Print the default rules file and exit.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report summary as JSON.")

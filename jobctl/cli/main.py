@@ -17,6 +17,7 @@ import click
 from ..errors import JobctlError
 from ..exitcodes import ExitCode
 from ..session import Session
+from .options import Finite
 
 __all__ = ["cli", "main"]
 
@@ -42,7 +43,7 @@ class _Group(click.Group):
 @click.option("--config", "config_file", metavar="PATH", type=click.Path(dir_okay=False),
               help="Config file (else $JOBCTL_CONFIG, ./jobctl.toml, the user config dir).")
 @click.option("--read-only", is_flag=True, help="Refuse every mutating command.")
-@click.option("--timeout", type=click.FloatRange(0.1, 300), default=5.0, show_default=True,
+@click.option("--timeout", type=Finite(0.1, 300), default=5.0, show_default=True,
               help="Socket timeout in seconds.")
 @click.version_option(package_name="jobctl")
 @click.pass_context

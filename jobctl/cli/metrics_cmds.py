@@ -9,7 +9,7 @@ import click
 
 from ..exitcodes import ExitCode
 from ..session import Session
-from . import render
+from . import options, render
 
 __all__ = ["COMMANDS"]
 
@@ -18,10 +18,10 @@ pass_session = click.make_pass_decorator(Session)
 
 def _interval_options(fn):
     for opt in reversed([
-        click.option("--interval", type=click.FloatRange(0.0, 3600), default=5.0, show_default=True,
+        click.option("--interval", type=options.Finite(0.0, 3600), default=5.0, show_default=True,
                      metavar="SECONDS", help="Read the server at most once per SECONDS; scrapes in between "
                                              "get the cached values."),
-        click.option("--slow-interval", type=click.FloatRange(0.0, 86400), default=60.0, show_default=True,
+        click.option("--slow-interval", type=options.Finite(0.0, 86400), default=60.0, show_default=True,
                      metavar="SECONDS", help="Recompute the attempt histograms and the dead breakdown "
                                              "(bounded envelope reads) at most once per SECONDS."),
     ]):
@@ -44,12 +44,20 @@ def serve(session: Session, queues: tuple[str, ...], port: int | None, host: str
           slow_interval: float) -> int:
     """Serve /metrics for QUEUES (default: all) until Ctrl-C.
 
+    The ACL user needs +info besides read access to the queue keys (INFO
+    server, replication, memory): without it, serve exits 4 saying so.
+
     Each scrape costs a bounded number of round trips per queue whatever the
     depth; see 'jobctl metrics once' for the exposition text.
     """
     from ..metrics import DEFAULT_PORT, JobctlCollector, start_exporter
 
     collector = JobctlCollector(session, queues, interval_s=interval, slow_interval_s=slow_interval)
+    first = collector.snapshot()
+    if not first.up and first.error and "ACL denied INFO" in first.error:
+        from ..errors import AuthFailed  # a missing grant does not heal: say so instead of serving up=0
+
+        raise AuthFailed(first.error)
     server, _thread = start_exporter(collector, host=host, port=DEFAULT_PORT if port is None else port)
     render.note(f"serving http://{host}:{server.server_port}/metrics for {session.target.display} "
                 f"(read at most every {interval:g}s; Ctrl-C to stop)")

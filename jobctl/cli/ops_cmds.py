@@ -21,7 +21,7 @@ from ..model import State
 from ..ops.request import OpRequest
 from ..ops.spec import Operation
 from ..session import Session
-from . import render
+from . import options, render
 
 __all__ = ["COMMANDS", "execute", "invocation"]
 
@@ -35,8 +35,8 @@ def _filter_option(required: bool = False):
 
 def _common(fn: Callable) -> Callable:
     for opt in reversed([
-        click.option("--limit", type=click.IntRange(1), help="Touch at most N jobs."),
-        click.option("--rate", type=click.FloatRange(0.1), metavar="N", help="At most N jobs per second."),
+        click.option("--limit", type=options.JOB_LIMIT, help="Touch at most N jobs."),
+        click.option("--rate", type=options.RATE, metavar="N", help="At most N jobs per second."),
         click.option("--batch", type=click.IntRange(1, 5000), default=None,
                      help="Jobs per script call (default: the layout's; 128 for reliable-list)."),
         click.option("--dry-run", is_flag=True, help="Print the plan; change nothing."),
@@ -227,21 +227,54 @@ def _progress(total: int, enabled: bool):
     return (lambda done, _total: prog.update(task, completed=done)), prog.stop
 
 
+def _visibility_known(session: Session, queue: str, visibility: str | None, stuck: bool) -> None:
+    """Use ``--visibility-timeout`` for ``queue``; refuse ``--stuck`` on a
+    defaulted one (a guess would requeue jobs live workers still hold)."""
+    from dataclasses import replace
+
+    from ..config import defaulted_visibility
+
+    with session.errors():
+        q = session.queue(queue)
+    if visibility is not None:
+        ms = _duration(visibility, "--visibility-timeout")
+        if ms < 1:
+            raise UsageError("--visibility-timeout must be at least 1ms")
+        if q.name in session.config.queues:
+            session.config.queues[q.name] = replace(q, visibility_timeout_ms=ms)
+        return
+    default = defaulted_visibility(q)
+    if default is not None:
+        if stuck:
+            raise UsageError(f"requeue --stuck on queue {q.name}: its visibility timeout is not configured (the "
+                             f"{q.layout} default {default:,} ms is a guess; a longer worker timeout would "
+                             "requeue live jobs): set visibility_timeout_ms or pass --visibility-timeout")
+        render.note(f"warning: queue {q.name}: visibility_timeout_ms is not configured; deadlines shown use the "
+                    f"{q.layout} default of {default:,} ms")
+
+
 @click.command()
 @click.argument("queue")
 @click.option("--stuck", is_flag=True, help="Processing jobs past their visibility deadline.")
 @click.option("--ids", multiple=True, metavar="ID", help="These processing job ids (repeatable).")
-@click.option("--priority", type=click.IntRange(0), help="Ready list pN of a priority queue (default: lowest).")
+@click.option("--priority", type=options.PRIORITY, help="Ready list pN of a priority queue (default: lowest).")
+@click.option("--visibility-timeout", "visibility", type=options.DELAY, metavar="DURATION",
+              help="The workers' visibility timeout, for layouts that store no deadline and whose "
+                   "catalogue entry sets none (else --stuck refuses).")
 @_filter_option()
 @_common
 @pass_session
-def requeue(session: Session, queue, stuck, ids, priority, filter_text, limit, rate, batch, dry_run, yes,
-            as_json) -> int:
+def requeue(session: Session, queue, stuck, ids, priority, visibility, filter_text, limit, rate, batch, dry_run,
+            yes, as_json) -> int:
     """Put processing jobs back on the ready list (the reaper of seed 000 s.8).
 
     A job moves only if its visibility deadline is still the one the plan saw:
     a worker that acked, failed or renewed it in the meantime is left alone.
+    With --stuck on a layout that stores no deadline (stream-group, hash-job,
+    json-list), the visibility timeout must be known: from the catalogue's
+    visibility_timeout_ms or --visibility-timeout.
     """
+    _visibility_known(session, queue, visibility, stuck)
     req = OpRequest(Operation.REQUEUE, queue, filter_text=filter_text, ids=tuple(ids), stuck_only=stuck,
                     limit=limit, priority=priority, dry_run=dry_run)
     return execute(session, req, yes=yes, as_json=as_json, rate=rate, batch=batch)
@@ -252,9 +285,10 @@ def requeue(session: Session, queue, stuck, ids, priority, filter_text, limit, r
 @_filter_option()
 @click.option("--ids", multiple=True, metavar="ID", help="These dead job ids (repeatable).")
 @click.option("--to", "to", type=click.Choice(["ready", "scheduled"]), default="ready", show_default=True)
-@click.option("--delay", metavar="DURATION", help="With --to scheduled: due this long after the redrive.")
+@click.option("--delay", type=options.DELAY, metavar="DURATION",
+              help="With --to scheduled: due this long after the redrive.")
 @click.option("--reset-attempts", is_flag=True, help="Set the envelope's attempt to 0 (default: kept).")
-@click.option("--priority", type=click.IntRange(0), help="Ready list pN of a priority queue (default: lowest).")
+@click.option("--priority", type=options.PRIORITY, help="Ready list pN of a priority queue (default: lowest).")
 @click.option("--plan", "plan_file", metavar="FILE", type=click.Path(dir_okay=False),
               help="redrive-plan.jsonl of `jobctl analyze`: only those jobs, each only if still dead and unchanged.")
 @_common
@@ -279,7 +313,7 @@ def redrive(session: Session, queue, filter_text, ids, to, delay, reset_attempts
 @click.argument("queue")
 @_filter_option()
 @click.option("--ids", multiple=True, metavar="ID", help="These scheduled job ids (repeatable).")
-@click.option("--priority", type=click.IntRange(0), help="Ready list pN of a priority queue (default: lowest).")
+@click.option("--priority", type=options.PRIORITY, help="Ready list pN of a priority queue (default: lowest).")
 @_common
 @pass_session
 def promote(session: Session, queue, filter_text, ids, priority, limit, rate, batch, dry_run, yes,
@@ -318,10 +352,10 @@ def unsuppress(session: Session, queue, filter_text, limit, rate, batch, dry_run
 @click.argument("queue")
 @click.option("--state", type=click.Choice(["dead", "suppressed", "ready", "scheduled"]), required=True,
               help="ready and scheduled: layouts whose members are the jobs (delay-zset).")
-@click.option("--older-than", metavar="DURATION", help="Only jobs dead for at least this long.")
+@click.option("--older-than", type=options.DELAY, metavar="DURATION", help="Only jobs dead for at least this long.")
 @_filter_option()
 @click.option("--no-export", is_flag=True, help="Purge without exporting first.")
-@click.option("--export-to", metavar="DIR", type=click.Path(file_okay=False),
+@click.option("--export-to", metavar="DIR", type=options.OUT_DIR,
               help="Export the matching jobs to DIR first (or use the export there), then purge exactly those.")
 @click.option("--export-format", type=click.Choice(["parquet", "jsonl", "csv"]), default="parquet",
               show_default=True, help="Format of the --export-to export.")

@@ -14,7 +14,7 @@ import click
 from ..exitcodes import ExitCode
 from ..model import State
 from ..session import Session
-from . import render
+from . import options, render
 
 __all__ = ["COMMANDS"]
 
@@ -39,7 +39,7 @@ def collect_status(session: Session, names: tuple[str, ...]):
     with session.errors():
         queues = session.queues(names)
         now = now_ms()
-        statuses = [session.layout(q).status(now) for q in queues]
+        statuses = [session.layout(q).status_report(now) for q in queues]
     return statuses
 
 
@@ -66,7 +66,7 @@ def _report_problems(statuses) -> bool:
 @click.command()
 @click.argument("queues", nargs=-1)
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON document instead of a table.")
-@click.option("--watch", type=click.FloatRange(0.2, 3600), metavar="SECONDS",
+@click.option("--watch", type=options.Finite(0.2, 3600), metavar="SECONDS",
               help="Refresh every SECONDS until Ctrl-C.")
 @pass_session
 def status(session: Session, queues: tuple[str, ...], as_json: bool, watch: float | None) -> int:
@@ -150,10 +150,16 @@ def ls(session: Session, queue: str, state: str, limit: int, as_json: bool) -> i
     with session.errors():
         layout = session.layout(queue)
         records = layout.list_jobs(State(state), limit)
+    if state == "processing":  # deadlines shown from a guessed timeout: say so
+        from ..config import visibility_note
+
+        if (line := visibility_note(layout.queue)) is not None:
+            render.note(f"warning: {line}")
     now = now_ms()
     for r in records:
+        _truncate(r, False)
         if r.envelope.problems:
-            render.note(f"warning: job {r.job_id}: malformed envelope: {'; '.join(r.envelope.problems)}")
+            render.note(f"warning: job {render.shown(r.job_id)}: malformed envelope: {'; '.join(r.envelope.problems)}")
     if as_json:
         render.print_json({"queue": queue, "state": state, "jobs": [r.to_json() for r in records]})
     else:
@@ -161,19 +167,50 @@ def ls(session: Session, queue: str, state: str, limit: int, as_json: bool) -> i
     return int(ExitCode.OK)
 
 
+#: Bytes of a value ``inspect`` shows without ``--full``.
+INSPECT_MAX_BYTES = 64 * 1024
+
+
+def _truncate(record, full: bool) -> None:
+    """Cut ``record.raw`` to :data:`INSPECT_MAX_BYTES` unless ``full`` (a note says so)."""
+    raw = record.raw
+    if full or raw is None or len(raw) <= INSPECT_MAX_BYTES:
+        return
+    record.raw = raw[:INSPECT_MAX_BYTES]
+    record.meta["truncated"] = f"showing {INSPECT_MAX_BYTES:,} of {len(raw):,} bytes (--full shows all)"
+    record.envelope.document = None  # the cut value is shown as raw text
+    render.note(f"value of {len(raw):,} bytes truncated to {INSPECT_MAX_BYTES:,} (--full shows all)")
+
+
 @click.command()
 @click.argument("queue")
 @click.argument("job_id")
 @click.option("--json", "as_json", is_flag=True)
+@click.option("--full", is_flag=True, help=f"Show values over {INSPECT_MAX_BYTES // 1024} KiB whole.")
 @pass_session
-def inspect(session: Session, queue: str, job_id: str, as_json: bool) -> int:
-    """Show one job: state, position or score, deadline, envelope (or raw bytes)."""
+def inspect(session: Session, queue: str, job_id: str, as_json: bool, full: bool) -> int:
+    """Show one job: state, position or score, deadline, envelope (or raw bytes).
+
+    A JOB_ID with bytes that are not UTF-8 may be typed as ls shows it
+    (``job_\\xff``).  Values over 64 KiB are cut unless --full.
+    """
+    from ..errors import NotFound
     from ..layouts.base import now_ms
 
     with session.errors():
-        record = session.layout(queue).inspect(job_id)
+        layout = session.layout(queue)
+        try:
+            record = layout.inspect(job_id)
+        except NotFound:
+            from ..escape import unshown
+
+            raw_id = unshown(job_id)  # typed as ls shows it: job_\\xff
+            if raw_id == job_id:
+                raise
+            record = layout.inspect(raw_id)
     for p in record.envelope.problems:
-        render.note(f"warning: job {job_id}: {p}")
+        render.note(f"warning: job {render.shown(record.job_id)}: {p}")
+    _truncate(record, full)
     if as_json:
         render.print_json(record.to_json())
     else:
@@ -205,6 +242,17 @@ def attempts(session: Session, queue: str, state: str, as_json: bool) -> int:
     else:
         render.console().print(render.histogram_table(hist))
     return int(ExitCode.OK)
+
+
+#: Evidence keys listed per queue by ``discover --json`` (``evidence_total`` counts them all).
+EVIDENCE_CAP = 20
+
+
+def _evidence(keys: list[str]) -> list[str]:
+    """The state keys first (lists, zsets, streams), then per-job keys, at most :data:`EVIDENCE_CAP`."""
+    jobs = [k for k in keys if ":job:" in k or k.startswith("job:")]
+    rest = [k for k in keys if k not in set(jobs)]
+    return [render.shown(k) for k in (rest + jobs)[:EVIDENCE_CAP]]
 
 
 @click.command()
@@ -243,7 +291,8 @@ def discover(session: Session, as_json: bool, limit: int, write_config: str | No
         render.print_json({"scanned": d.scanned, "complete": d.complete,
                            "queues": [{"queue": q.name, "layout": q.layout, "tag": q.tag, "shards": q.shards,
                                        "priorities": q.priorities, "options": q.options,
-                                       "evidence": d.evidence[q.name]}
+                                       "evidence": _evidence(d.evidence[q.name]),
+                                       "evidence_total": len(d.evidence[q.name])}
                                       for q in d.queues],
                            "rejected": d.rejected})
         return int(ExitCode.OK)

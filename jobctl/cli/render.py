@@ -6,6 +6,7 @@ at start-up.
 
 from __future__ import annotations
 
+import codecs
 import sys
 from datetime import datetime, timezone
 from typing import Any
@@ -14,6 +15,7 @@ import click
 import orjson
 
 from ..durations import format_duration
+from ..escape import json_safe, shown
 from ..model import JobRecord, QueueStatus
 
 __all__ = ["print_json", "status_table", "jobs_table", "job_panel", "histogram_table", "fmt_ms",
@@ -22,20 +24,56 @@ __all__ = ["print_json", "status_table", "jobs_table", "job_panel", "histogram_t
 
 def print_json(data: Any, *, compact: bool = False) -> None:
     """Write ``data`` as one JSON document (plus newline) to stdout;
-    ``compact`` puts it on one line (a stream of documents, e.g. ``--watch``)."""
+    ``compact`` puts it on one line (a stream of documents, e.g. ``--watch``).
+    Undecodable bytes in strings are escaped (``\\xff``, :func:`json_safe`)."""
     opts = orjson.OPT_NON_STR_KEYS | (0 if compact else orjson.OPT_INDENT_2)
-    sys.stdout.buffer.write(orjson.dumps(data, option=opts))
+    try:
+        body = orjson.dumps(data, option=opts)
+    except TypeError:  # orjson.JSONEncodeError: surrogates, ints over 64 bits
+        body = orjson.dumps(json_safe(data), option=opts)
+    sys.stdout.buffer.write(body)
     sys.stdout.buffer.write(b"\n")
     sys.stdout.flush()
+
+
+def _shown_error(exc: UnicodeError):
+    """Codec error handler ``jobctl-shown``: undecodable bytes kept as
+    surrogates are written ``\\xff`` (as :func:`shown` does)."""
+    if not isinstance(exc, UnicodeEncodeError):
+        raise exc
+    bad = exc.object[exc.start:exc.end]
+    return "".join(f"\\x{ord(c) - 0xDC00:02x}" if 0xDC80 <= ord(c) <= 0xDCFF else f"\\u{ord(c):04x}"
+                   for c in bad), exc.end
+
+
+codecs.register_error("jobctl-shown", _shown_error)
+
+
+class _SafeText:
+    """A text stream that never fails on undecodable bytes (ids, values
+    read from Redis): they are written escaped, ``\\xff``."""
+
+    def __init__(self, stream) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except UnicodeEncodeError:
+            return self._stream.write(text.encode("utf-8", "jobctl-shown").decode("utf-8"))
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
 
 
 def console(stderr: bool = False):
     from rich.console import Console
 
-    con = Console(stderr=stderr, highlight=False, soft_wrap=False)
+    stream = _SafeText(sys.stderr if stderr else sys.stdout)
+    con = Console(file=stream, highlight=False, soft_wrap=False)
     if not con.is_terminal:
         # piped or captured: draw the table at full width rather than 80 columns
-        con = Console(stderr=stderr, highlight=False, soft_wrap=False, width=max(con.width, 160))
+        con = Console(file=stream, highlight=False, soft_wrap=False, width=max(con.width, 160))
     return con
 
 
@@ -43,8 +81,18 @@ def fmt_ms(epoch_ms: int | None) -> str:
     """Epoch ms -> ``2026-11-21 10:04:05.123Z``; ``-`` for None."""
     if epoch_ms is None:
         return "-"
-    dt = datetime.fromtimestamp(epoch_ms / 1000, tz=timezone.utc)
+    if abs(epoch_ms) >= _NEVER_MS:
+        return "never (score +inf)" if epoch_ms > 0 else "always (score -inf)"
+    try:
+        dt = datetime.fromtimestamp(epoch_ms / 1000, tz=timezone.utc)
+    except (OverflowError, ValueError, OSError):
+        return f"{epoch_ms} ms (out of calendar range)"
     return dt.strftime("%Y-%m-%d %H:%M:%S.") + f"{epoch_ms % 1000:03d}Z"
+
+
+#: Epoch ms at or beyond which a time is a zset's +inf/-inf
+#: (:data:`jobctl.layouts.common.SCORE_INF_MS`).
+_NEVER_MS = 2 ** 53
 
 
 def _age(ms: int | None) -> str:
@@ -54,6 +102,8 @@ def _age(ms: int | None) -> str:
 def _rel(now: int, when: int | None) -> str:
     if when is None:
         return "-"
+    if abs(when) >= _NEVER_MS:
+        return "never" if when > 0 else "always"
     delta = when - now
     return f"in {format_duration(delta)}" if delta >= 0 else f"{format_duration(-delta)} ago"
 
@@ -105,10 +155,12 @@ def jobs_table(records: list[JobRecord], now: int):
         else:
             when = "ready " + _rel(now, e.ready_since_ms)
         attempt = "-" if e.attempt is None else f"{e.attempt}/{e.max_attempts if e.max_attempts is not None else '?'}"
-        err = e.last_error_code or ""
+        # hash-job and json-list keep only a message: show it when there is no code
+        err = _markup_escape(shown(str(e.last_error_code or e.last_error_message or "")))[:200]
         if e.problems:
-            err = f"[red]malformed: {e.problems[0]}[/]"
-        t.add_row(str(n + 1), r.job_id, e.job_type or "-", e.tenant_id or "-", attempt,
+            err = f"[red]malformed: {_markup_escape(shown(e.problems[0]))}[/]"
+        t.add_row(str(n + 1), _markup_escape(shown(r.job_id)), _markup_escape(shown(str(e.job_type or "-"))),
+                  _markup_escape(shown(str(e.tenant_id or "-"))), attempt,
                   _rel(now, e.created_ms), when, err)
     return t
 
@@ -133,9 +185,9 @@ def job_panel(r: JobRecord, now: int):
     if r.deadline_ms is not None:
         facts.add_row("deadline", f"{fmt_ms(r.deadline_ms)} ({_rel(now, r.deadline_ms)})")
     for k, v in r.meta.items():
-        facts.add_row(k, str(v))
+        facts.add_row(_markup_escape(shown(k)), _markup_escape(shown(str(v))))
     for p in r.envelope.problems:
-        facts.add_row("[red]problem[/]", p)
+        facts.add_row("[red]problem[/]", _markup_escape(shown(p)))
     if r.envelope.document is not None:
         body = JSON.from_data(r.envelope.document)
     elif r.raw is None:
@@ -145,9 +197,15 @@ def job_panel(r: JobRecord, now: int):
             body = Text(r.raw.decode("utf-8"))
         except UnicodeDecodeError:
             body = Text(repr(r.raw))
-    return Group(Panel(facts, title=f"job {r.job_id}", title_align="left"),
+    return Group(Panel(facts, title=f"job {_markup_escape(shown(r.job_id))}", title_align="left"),
                  Panel(body, title="envelope" if r.envelope.document is not None else "raw value",
                        title_align="left"))
+
+
+def _markup_escape(s: str) -> str:
+    from rich.markup import escape
+
+    return escape(s)
 
 
 def histogram_table(hist) -> Any:
@@ -169,5 +227,5 @@ def histogram_table(hist) -> Any:
 
 
 def note(message: str) -> None:
-    """A diagnostic line on stderr."""
-    click.echo(f"jobctl: {message}", err=True)
+    """A diagnostic line on stderr (undecodable bytes escaped, ``\\xff``)."""
+    click.echo(f"jobctl: {message}".encode("utf-8", "jobctl-shown").decode("utf-8"), err=True)

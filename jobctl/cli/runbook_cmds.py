@@ -124,6 +124,8 @@ def run(ctx: click.Context, name: str, queue: str | None, sets: tuple[str, ...],
 
     session: Session = ctx.find_object(Session)
     book = _library(ctx).load(name)
+    if yes:  # --yes asks to apply: refused under --read-only like every mutating command (exit 9)
+        session.require_writable(f"runbook run {book.name} --yes")
     confirm = None
     if not yes and sys.stdin.isatty():
         def confirm(step) -> bool:

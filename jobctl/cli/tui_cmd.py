@@ -10,6 +10,7 @@ import click
 
 from ..errors import UsageError
 from ..session import Session
+from . import options
 
 __all__ = ["COMMANDS"]
 
@@ -21,9 +22,9 @@ MIN_REFRESH_S = 0.5
 
 
 @click.command()
-@click.option("--refresh", type=click.FloatRange(MIN_REFRESH_S, 3600), default=2.0, show_default=True,
+@click.option("--refresh", type=options.Finite(MIN_REFRESH_S, 3600), default=2.0, show_default=True,
               metavar="SECONDS", help=f"Status refresh interval (floor {MIN_REFRESH_S:g}s; +/- change it live).")
-@click.option("--rate", type=click.FloatRange(0.1), metavar="N",
+@click.option("--rate", type=options.RATE, metavar="N",
               help="Operations move at most N jobs per second (as the CLI's --rate).")
 @pass_session
 def tui(session: Session, refresh: float, rate: float | None) -> int:

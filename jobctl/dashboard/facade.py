@@ -156,7 +156,7 @@ class Dashboard:
             snap = Snapshot(at_ms=now, catalogue="config" if self.session.config.queues else "discovered")
             for q in queues:
                 try:
-                    st = self.session.layout(q).status(now=now)
+                    st = self.session.layout(q).status_report(now=now)
                 except DataError as exc:
                     snap.rows.append(QueueRow(name=q.name, status=None, error=str(exc)))
                     continue
@@ -180,7 +180,7 @@ class Dashboard:
             layout = self.session.layout(name)
             now = self.clock()
             has = set(layout.states)
-            return QueueDetail(queue=name, now_ms=now, status=layout.status(now=now),
+            return QueueDetail(queue=name, now_ms=now, status=layout.status_report(now=now),
                                processing=processing_by_deadline(layout, limit) if State.PROCESSING in has else [],
                                due=due_distribution(layout, now) if State.SCHEDULED in has
                                else DueDistribution(now_ms=now), states=tuple(layout.states))

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING
 
 from .. import __version__
 from ..errors import UsageError
+from ..escape import json_safe
 from ..filter import MATCH_ALL, Filter
 from ..model import State
 from . import FORMATS
@@ -207,7 +208,7 @@ def _run(layout, out: Path, m: Manifest, res: ExportResult, states, flt: Filter,
     last_ordinal = skip
 
     def checkpoint(ordinal: int, last_id: str | None) -> None:
-        m.progress = {"batches": ordinal, "last_id": last_id}
+        m.progress = {"batches": ordinal, "last_id": json_safe(last_id)}  # undecodable bytes escaped
         m.scanned = {s.value: scanned.get(s.value, 0) for s in states}
         m.save(out)
 
@@ -216,7 +217,7 @@ def _run(layout, out: Path, m: Manifest, res: ExportResult, states, flt: Filter,
             if sb.ordinal <= skip:
                 res.skipped_batches += 1
                 if sb.ordinal == skip:
-                    last = sb.records[-1].job_id if sb.records else None
+                    last = json_safe(sb.records[-1].job_id) if sb.records else None  # as the manifest holds it
                     if last != expected_last:
                         raise _Shifted(f"the job at the resume point is {last!r}, the manifest recorded "
                                        f"{expected_last!r}")

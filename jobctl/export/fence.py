@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 import orjson
 
 from ..errors import DataError, NotFound, UsageError
+from ..escape import unshown
 from ..model import State
 from .manifest import find_manifest, load_manifest
 from .reader import iter_rows
@@ -47,7 +48,7 @@ def manifest_fence(directory: str | Path, queue: str, state: State) -> dict[str,
     fence: dict[str, str] = {}
     for job_id, st, sha in iter_rows(directory, m, ("job_id", "state", "payload_sha1")):
         if st == state.value:
-            fence[job_id] = sha
+            fence[unshown(job_id)] = sha  # ids with undecodable bytes are exported escaped
     return fence
 
 
@@ -119,7 +120,7 @@ def read_redrive_plan(path: str | Path, queue: str) -> dict[str, str]:
                 raise DataError(f"redrive plan {path}, line {n}: {exc.__class__.__name__}: "
                                 f"{str(exc).splitlines()[0] if str(exc) else ''}") from None
             if q == queue:
-                fence[job_id] = sha
+                fence[unshown(job_id)] = sha
             else:
                 other.add(q)
     if not fence and other:

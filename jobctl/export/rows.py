@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 
+from ..escape import json_safe, shown
 from ..model import JobRecord
 from ..ops.plan import payload_sha1
 
@@ -87,8 +88,8 @@ def record_row(rec: JobRecord) -> tuple:
         except UnicodeDecodeError:
             b64 = base64.b64encode(raw).decode("ascii")
     extra = env.extra
-    payload_json = None if env.payload is None else orjson.dumps(env.payload).decode("utf-8")
-    extra_json = orjson.dumps(extra).decode("utf-8") if extra else None
+    payload_json = None if env.payload is None else _dumps(env.payload)
+    extra_json = _dumps(extra) if extra else None
     redrive_count = extra.get("redriveCount")
     row = (
         rec.queue,
@@ -127,4 +128,22 @@ def record_row(rec: JobRecord) -> tuple:
         None if raw is None else len(raw),
         payload_sha1(raw),
     )
-    return row
+    # ids and fields with bytes that are not UTF-8 (surrogates): escaped,
+    # ``\\xff``; the value itself is exact in raw_b64
+    return tuple(_utf8(v) if isinstance(v, str) else v for v in row)
+
+
+def _utf8(value: str) -> str:
+    try:
+        value.encode("utf-8")
+        return value
+    except UnicodeEncodeError:
+        return shown(value)
+
+
+def _dumps(value) -> str:
+    """JSON text of ``value``; undecodable bytes and huge integers made safe."""
+    try:
+        return orjson.dumps(value).decode("utf-8")
+    except TypeError:  # orjson.JSONEncodeError
+        return orjson.dumps(json_safe(value)).decode("utf-8")

@@ -91,6 +91,19 @@ class Layout(ABC):
     def status(self, now: int | None = None) -> QueueStatus:
         """Depths, overdue/stuck counts and oldest-ready age at ``now`` (epoch ms)."""
 
+    def status_report(self, now: int | None = None, *, audit_dead: bool = True) -> QueueStatus:
+        """:meth:`status` plus what it hides on real queues (a defaulted
+        visibility timeout, keys the catalogue entry does not explain,
+        dangling and duplicate dead entries, history depth, DLQ loss:
+        :func:`jobctl.layouts.status_truth.annotate`).  What the front ends
+        show.  A few more bounded round trips."""
+        from .status_truth import annotate
+
+        st = self.status(now)
+        if st.errors:  # keys of the wrong type: the plain status says it all
+            return st
+        return annotate(self, st, audit_dead=audit_dead)
+
     @abstractmethod
     def list_jobs(self, state: State, limit: int = 20, now: int | None = None) -> list[JobRecord]:
         """Up to ``limit`` jobs in ``state``, in the order the state is served.

@@ -21,7 +21,7 @@ from ..ops.result import BatchResult
 __all__ = ["text", "score_ms", "wrongtype_errors", "lenient_envelope", "batch_result",
            "suppression_record", "check_transition", "redrive_envelope", "read_scheduled", "fold_scheduled",
            "status_replies", "json_object", "suppression_info", "merge_shard_lists", "first_found", "SCHEDULED_READS",
-           "DEFAULT_BATCH"]
+           "DEFAULT_BATCH", "SCORE_INF_MS"]
 
 #: Jobs per script call of an operation when ``--batch`` sets none.  A
 #: layout whose calls cost more per job keeps its own (reliable-list: 128).
@@ -36,9 +36,24 @@ def text(value: bytes | str) -> str:
     return value.decode("utf-8", "surrogateescape") if isinstance(value, bytes) else value
 
 
+#: What a zset score of ``+inf`` (``-inf``) becomes in epoch ms: a due
+#: time no clock reaches, exactly representable as a double and in JSON.
+#: Renderers show it as "never" (:func:`jobctl.cli.render.fmt_ms`).
+SCORE_INF_MS = 2 ** 53
+
+
 def score_ms(value: Any) -> int | None:
-    """A zset score (float or bytes) as integer epoch ms; ``None`` stays ``None``."""
-    return None if value is None else int(float(value))
+    """A zset score (float or bytes) as integer epoch ms; ``None`` stays
+    ``None``; ``+inf``/``-inf`` (``ZADD`` accepts them) become
+    ``+-SCORE_INF_MS`` rather than raising ``OverflowError``."""
+    if value is None:
+        return None
+    f = float(value)
+    if f != f:  # NaN: Redis never stores one; be safe anyway
+        return None
+    if f in (float("inf"), float("-inf")):
+        return SCORE_INF_MS if f > 0 else -SCORE_INF_MS
+    return int(max(-SCORE_INF_MS, min(SCORE_INF_MS, f)))
 
 
 def wrongtype_errors(results: list[Any], keys: list[str]) -> list[str]:
@@ -202,10 +217,10 @@ def fold_scheduled(st, what: str, reply: Any, now: int) -> None:
         st.scheduled_overdue += reply
     elif what == "first_due":
         if reply and reply[0][1] <= now:
-            age = max(0, now - int(reply[0][1]))
+            age = max(0, now - score_ms(reply[0][1]))
             old = st.scheduled_overdue_max_age_ms
             st.scheduled_overdue_max_age_ms = age if old is None else max(old, age)
     elif what == "next_due":
         if reply:
-            due = int(reply[0][1])
+            due = score_ms(reply[0][1])
             st.next_due_ms = due if st.next_due_ms is None else min(st.next_due_ms, due)

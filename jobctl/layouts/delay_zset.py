@@ -38,7 +38,7 @@ from ..ops.result import BatchResult
 from ..ops.spec import Operation, OpSpec
 from .base import Layout, now_ms
 from .common import (DEFAULT_BATCH, SCHEDULED_READS, fold_scheduled, lenient_envelope,
-                     read_scheduled, text, wrongtype_errors)
+                     read_scheduled, score_ms, text, wrongtype_errors)
 from .moves import call_move, move_result
 from .redisson_member import decode_member
 from .reliable_list_check import CheckReport, Problem
@@ -101,7 +101,7 @@ class DelayZset(Layout):
 
     def _record(self, raw: bytes, score: float, state: State, position: int | None = None) -> JobRecord:
         return JobRecord(queue=self.queue_name, layout=self.name, shard="", job_id=text(raw), state=state,
-                         envelope=member_envelope(raw), raw=raw, position=position, score=int(score),
+                         envelope=member_envelope(raw), raw=raw, position=position, score=score_ms(score),
                          meta={"state_key": self.keys.zset})
 
     def status(self, now: int | None = None) -> QueueStatus:
@@ -247,7 +247,7 @@ class RedissonDelayedQueue(Layout):
         env = member_envelope(m.value)
         env.job_id = m.job_id
         rec = JobRecord(queue=self.queue_name, layout=self.name, shard="", job_id=m.job_id, state=State.SCHEDULED,
-                        envelope=env, raw=m.value, position=position, score=int(score),
+                        envelope=env, raw=m.value, position=position, score=score_ms(score),
                         meta={"state_key": self.keys.timeout, "member_bytes": len(raw)})
         if m.random_id is not None:
             rec.meta["random_id"] = m.random_id

@@ -65,7 +65,7 @@ from ..ops.plan import Plan, PlannedJob, payload_sha1
 from ..ops.result import BatchResult
 from ..ops.spec import Operation, OpSpec
 from .base import Layout, now_ms
-from .common import (DEFAULT_BATCH, json_object, lenient_envelope, suppression_record, text,
+from .common import (DEFAULT_BATCH, json_object, lenient_envelope, score_ms, suppression_record, text,
                      wrongtype_errors)
 from .moves import call_move, move_result
 from .walks import WINDOW, list_window, window_starts
@@ -227,9 +227,9 @@ class DelayedEvents(Layout):
         out = []
         for (member, (_, score)), raw in zip(zip(members, pairs), raws):
             env = event_envelope(raw, member)
-            state = self.classify(env, int(score), now, member in shadow)
+            state = self.classify(env, score_ms(score), now, member in shadow)
             rec = JobRecord(queue=self.queue_name, layout=self.name, shard="", job_id=member, state=state,
-                            envelope=env, raw=raw, score=int(score), meta={"state_key": self.keys.zset})
+                            envelope=env, raw=raw, score=score_ms(score), meta={"state_key": self.keys.zset})
             if member in shadow:
                 rec.meta["dispatched"] = True
             if raw is None:
@@ -269,7 +269,7 @@ class DelayedEvents(Layout):
         pipe = self.client.pipeline(transaction=False)
         for start in starts:
             pipe.zrange(self.keys.zset, start, start + WINDOW - 1, withscores=True)
-        windows = [[(text(m), int(sc)) for m, sc in pairs] for pairs in pipe.execute()]
+        windows = [[(text(m), score_ms(sc)) for m, sc in pairs] for pairs in pipe.execute()]
         pipe = self.client.pipeline(transaction=False)
         for pairs in windows:
             if pairs:
@@ -324,7 +324,7 @@ class DelayedEvents(Layout):
         now = now_ms() if now is None else now
         if state is State.SUPPRESSED:
             pairs = self.client.zrange(self.keys.suppressed, 0, limit - 1, withscores=True, desc=True)
-            return self._suppressed_records([(text(m), int(s)) for m, s in pairs])
+            return self._suppressed_records([(text(m), score_ms(s)) for m, s in pairs])
         out: list[JobRecord] = []
         for batch in self._walk(state, now, desc=state is State.DEAD):
             out.extend(batch)
@@ -411,15 +411,15 @@ class DelayedEvents(Layout):
             rec = copies[0]
             rec.meta["ready_copies"] = len(copies)
             if score is not None:
-                rec.meta["retry_at_ms"] = int(score)  # the member stays for the next attempt
+                rec.meta["retry_at_ms"] = score_ms(score)  # the member stays for the next attempt
                 rec.meta["next_envelope_attempt"] = event_envelope(raw, job_id).attempt
         elif supp is not None:
             rec = self._suppressed_records([(job_id, int(supp))])[0]
         elif score is not None or raw is not None:
             env = event_envelope(raw, job_id)
-            state = self.classify(env, int(score), now, False) if score is not None else None
+            state = self.classify(env, score_ms(score), now, False) if score is not None else None
             rec = JobRecord(queue=self.queue_name, layout=self.name, shard="", job_id=job_id, state=state,
-                            envelope=env, raw=raw, score=None if score is None else int(score),
+                            envelope=env, raw=raw, score=None if score is None else score_ms(score),
                             meta={"state_key": self.keys.zset})
             if score is None:
                 rec.meta["problem"] = "orphan envelope: in the events hash, not in the zset"
@@ -462,7 +462,7 @@ class DelayedEvents(Layout):
             while True:
                 pairs = self.client.zrange(self.keys.suppressed, start, start + batch - 1, withscores=True)
                 if pairs:
-                    yield self._suppressed_records([(text(m), int(s)) for m, s in pairs])
+                    yield self._suppressed_records([(text(m), score_ms(s)) for m, s in pairs])
                 if len(pairs) < batch:
                     return
                 start += batch

@@ -43,7 +43,7 @@ from ..errors import DataError, NotFound
 from ..keys import HASH_JOB_KEY_RE, HASH_JOB_LIST_SUFFIXES, HashJobKeys
 from ..model import Envelope, JobRecord, QueueStatus, State
 from .base import ListStatesLayout, now_ms
-from .common import status_replies, suppression_info, text, wrongtype_errors
+from .common import score_ms, status_replies, suppression_info, text, wrongtype_errors
 from .walks import walk_list, walk_zset
 
 __all__ = ["HashJob", "recognize", "FENCE_FIELDS", "fence_of", "unstamped_claim", "DEFAULT_VISIBILITY_MS",
@@ -82,7 +82,7 @@ def _int(value: Any) -> int | None:
     except (TypeError, ValueError):
         try:
             return int(float(value))
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             return None
 
 
@@ -318,7 +318,7 @@ class HashJob(ListStatesLayout):
         self.check_supported(state)
         if state is State.SUPPRESSED:
             pairs = self.client.zrange(self.keys.suppressed, 0, limit - 1, desc=True, withscores=True)
-            return self.records([text(m) for m, _ in pairs], state, [{"score": int(s)} for _, s in pairs])
+            return self.records([text(m) for m, _ in pairs], state, [{"score": score_ms(s)} for _, s in pairs])
         from_right = state in (State.READY, State.PROCESSING)
         key = self._list_key(state)
         if from_right:
@@ -389,7 +389,7 @@ class HashJob(ListStatesLayout):
         self.check_supported(state)
         if state is State.SUPPRESSED:
             for _, pairs in walk_zset(self.client, self.keys.suppressed, batch=batch, sample=sample):
-                yield self.records([text(m) for m, _ in pairs], state, [{"score": int(s)} for _, s in pairs])
+                yield self.records([text(m) for m, _ in pairs], state, [{"score": score_ms(s)} for _, s in pairs])
             return
         for start, chunk in walk_list(self.client, self._list_key(state), from_right=True, batch=batch,
                                       sample=sample):
@@ -411,7 +411,15 @@ def recognize(keys: dict[str, bytes], *, client=None, rejected: list[str] | None
     list, and at least one ``queue:<name>:job:<id>`` key is a hash.  With a
     ``client``, one of those hashes must also carry a seed-001 ``status``
     (pending, processing, completed or failed).  Keys named like one of those
-    but of another type go to ``rejected``.  Evidence: every such key of the
+    but of another type go to ``rejected``.
+
+    Real queues lose one kind of evidence (issue 12, item 4): the seed's
+    workers put a TTL on job hashes, so a queue whose hashes all expired
+    has only its lists left; a drained queue has no lists, only hashes.
+    With a ``client`` these count too: lists only when a ``completed`` or
+    ``failed`` list is among them (no other layout has one) and a sampled
+    element is a plain id (not a JSON document), hashes only when a sampled
+    hash carries the seed's ``status``.  Evidence: every such key of the
     right type, plus jobctl's own ``queue:<name>:jobctl:*`` keys.
     """
     lists: dict[str, list[str]] = {}
@@ -427,8 +435,14 @@ def recognize(keys: dict[str, bytes], *, client=None, rejected: list[str] | None
         else:
             (hashes if typ == b"hash" else odd).setdefault(name, []).append(key)
     out = []
-    for name in sorted(set(lists) & set(hashes)):
-        if client is not None:
+    names = set(lists) & set(hashes)
+    if client is not None:
+        names |= {n for n in set(lists) - set(hashes)  # hashes expired: completed/failed lists of plain ids
+                  if any(k.endswith((":completed", ":failed")) for k in lists[n])
+                  and _plain_id(client.lindex(min(lists[n]), 0))}
+        names |= set(hashes) - set(lists)
+    for name in sorted(names):
+        if client is not None and name in hashes:
             status = client.hget(min(hashes[name]), "status")
             if status not in (b"pending", b"processing", b"completed", b"failed"):
                 continue
@@ -436,6 +450,12 @@ def recognize(keys: dict[str, bytes], *, client=None, rejected: list[str] | None
             rejected.extend(sorted(odd.get(name, [])))
         own = HashJobKeys(name)
         jobctl = [key for key in (own.suppressed, own.suppressed_info, own.journal) if key in keys]
-        evidence = sorted(lists[name]) + sorted(hashes[name]) + jobctl
+        evidence = sorted(lists.get(name, [])) + sorted(hashes.get(name, [])) + jobctl
         out.append((QueueConfig(name=name, layout="hash-job", tag=name, discovered=True), evidence))
     return out
+
+
+def _plain_id(raw: bytes | None) -> bool:
+    """A list element that looks like a job id: short, one line, not JSON."""
+    return raw is not None and 0 < len(raw) <= 512 and not raw.lstrip().startswith((b"{", b"[", b'"')) \
+        and b"\n" not in raw

@@ -29,6 +29,12 @@ Invariants:
 Cost: every list and the suppressed zset are read in windows of 1,000,
 statuses with pipelined ``HMGET``, and the job hashes are SCANned: linear in
 the queue's size, in bounded commands.
+
+On a live queue the workers claim, ack and fail jobs while the check reads
+(issue 12, item 10): before a finding is reported, its job is read again in
+one ``MULTI``/``EXEC`` transaction (the hash, and the id's copies near both
+ends of every list: ``LPOS ... MAXLEN``), and a finding that no longer holds
+is counted as ``transient`` instead.
 """
 
 from __future__ import annotations
@@ -46,7 +52,10 @@ from .walks import WINDOW, walk_list, walk_zset
 if TYPE_CHECKING:
     from .hash_job import HashJob
 
-__all__ = ["check_queue"]
+__all__ = ["check_queue", "RECHECK_MAX"]
+
+#: Findings re-checked atomically; beyond that they are reported as read.
+RECHECK_MAX = 20_000
 
 
 class HashJobCheckReport(CheckReport):
@@ -145,6 +154,7 @@ def check_queue(layout: "HashJob", *, repair: bool = False) -> CheckReport:
         if cursor == 0:
             break
 
+    _recheck(layout, report, expected_status)
     if repair:
         fix = script(client, "hj_repair")
         for p in report.problems:
@@ -153,3 +163,86 @@ def check_queue(layout: "HashJob", *, repair: bool = False) -> CheckReport:
             kind, key, arg = p._args
             p.repaired = bool(fix(keys=[key, k.job(p.job_id), k.suppressed_info], args=[kind, p.job_id, arg]))
     return report
+
+
+def _recheck(layout: "HashJob", report: CheckReport, expected_status: dict[str, str]) -> None:
+    """Drop the findings that no longer hold (see the module docstring)."""
+    from .reliable_list_check import RECHECK_MAXLEN
+
+    if not report.problems:
+        return
+    client, k = layout.client, layout.keys
+    lists = [(k.pending, "ready"), (k.processing, "processing"), (k.failed, "dead"), (k.completed, "history")]
+    snaps: dict[str, dict] = {}
+    for job_id in list(dict.fromkeys(p.job_id for p in report.problems))[:RECHECK_MAX]:
+        pipe = client.pipeline(transaction=True)  # one atomic read per job
+        pipe.hmget(k.job(job_id), "status", "claimed_at_ms", "enqueued_at_ms")
+        pipe.pttl(k.job(job_id))
+        pipe.zscore(k.suppressed, job_id)
+        for key, _ in lists:
+            pipe.llen(key)
+            pipe.lpos(key, job_id, count=0, maxlen=RECHECK_MAXLEN)
+            pipe.lpos(key, job_id, rank=-1, count=0, maxlen=RECHECK_MAXLEN)
+        try:
+            res = pipe.execute()
+        except Exception:  # noqa: BLE001 - a wrong-typed key: keep the findings as read
+            continue
+        (status, claimed, enqueued), ttl, supp = res[0], res[1], res[2]
+        places: dict[str, int | None] = {}  # state -> copies (None: unknown, deep in a long list)
+        for n, (key, state) in enumerate(lists):
+            length, head, tail = res[3 + 3 * n: 6 + 3 * n]
+            copies = len(set(head or []) | set(tail or []))  # LPOS positions count from the head
+            places[key] = None if copies == 0 and length > 2 * RECHECK_MAXLEN else copies
+        snaps[job_id] = {"status": status, "claimed": claimed, "enqueued": enqueued, "ttl": ttl,
+                         "suppressed": supp, "places": places}
+    kept = []
+    for p in report.problems:
+        snap = snaps.get(p.job_id)
+        if snap is None or _holds(layout, p, snap, lists, expected_status):
+            kept.append(p)
+        else:
+            report.transient += 1
+    report.problems = kept
+
+
+def _holds(layout, p: Problem, snap: dict, lists, expected_status) -> bool:
+    """Whether finding ``p`` still holds on the atomic re-read ``snap``."""
+    from .hash_job import unstamped_claim
+
+    places = snap["places"]
+
+    def present(key: str, was_there: bool) -> bool:
+        copies = places.get(key)
+        return was_there if copies is None else copies > 0
+
+    states = {state for key, state in lists if present(key, state in p.detail)}
+    if snap["suppressed"] is not None:
+        states.add("suppressed")
+    status = text(snap["status"]) if snap["status"] is not None else None
+    if p.kind == "duplicate":
+        copies = places.get(p._args[1])
+        return copies is None or copies > 1
+    if p.kind == "multiple_states":
+        return len(states) > 1
+    if p.kind == "dangling":
+        key = p._args[1]
+        still = snap["suppressed"] is not None if key == layout.keys.suppressed else present(key, True)
+        return status is None and still
+    if p.kind == "status_mismatch":
+        if status is None:
+            return False
+        for key, state in lists:
+            if state in p.detail and present(key, True):
+                if state == "processing" and unstamped_claim(
+                        State.PROCESSING, {b"status": snap["status"], b"claimed_at_ms": snap["claimed"] or b""}):
+                    return False
+                return status != expected_status[state]
+        return False
+    if p.kind == "no_deadline":
+        return present(layout.keys.processing, True) and status is not None and layout.deadline_of(
+            {b"claimed_at_ms": snap["claimed"] or b"", b"enqueued_at_ms": snap["enqueued"] or b""}) is None
+    if p.kind == "orphan_job":
+        if status is None or any(c is None or c > 0 for c in places.values()) or snap["suppressed"] is not None:
+            return False
+        return status in ("pending", "processing") or snap["ttl"] == -1
+    return True

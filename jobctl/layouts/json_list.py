@@ -47,7 +47,7 @@ from ..errors import DataError, NotFound
 from ..keys import JSON_LIST_DEFAULT_PREFIX, JSON_LIST_SUFFIX_TYPES, JsonListKeys
 from ..model import Envelope, JobRecord, QueueStatus, State
 from .base import ListStatesLayout, now_ms
-from .common import json_object, status_replies, suppression_info, text, wrongtype_errors
+from .common import json_object, score_ms, status_replies, suppression_info, text, wrongtype_errors
 from .walks import WINDOW, walk_list, walk_zset
 
 __all__ = ["JsonList", "recognize", "raw_sha1", "DEFAULT_VISIBILITY_MS", "MALFORMED_ID_PREFIX"]
@@ -68,13 +68,17 @@ def raw_sha1(raw: bytes) -> str:
 def _int(value: Any) -> int | None:
     try:
         return None if value is None else int(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None
 
 
 def claim_ms(seconds: Any) -> int | None:
-    """A ``processing:times`` score (epoch seconds, float) as epoch ms."""
-    return None if seconds is None else int(round(float(seconds) * 1000))
+    """A ``processing:times`` score (epoch seconds, float) as epoch ms;
+    ``+-inf`` as ``+-SCORE_INF_MS`` (:func:`~jobctl.layouts.common.score_ms`)."""
+    if seconds is None:
+        return None
+    f = float(seconds)
+    return score_ms(f) if f in (float("inf"), float("-inf")) else score_ms(round(f * 1000))
 
 
 class JsonList(ListStatesLayout):
@@ -378,6 +382,12 @@ def recognize(keys: dict[str, bytes], *, client=None, rejected: list[str] | None
     JSON object with an ``id``.  Keys named like one of those but of another
     type go to ``rejected``.  Evidence: those keys plus jobctl's own
     ``<prefix>:jobctl:*`` keys.
+
+    Real queues (issue 12, item 4): with workers down only ``<prefix>:pending``
+    may exist (the backlog that matters most): with a ``client``, lists
+    without bookkeeping keys count when their sampled element is a job;
+    a drained queue keeps only bookkeeping keys: two of them, or one with
+    jobctl's own keys, count.
     """
     found: dict[str, dict[str, str]] = {}
     for key, typ in keys.items():
@@ -392,9 +402,16 @@ def recognize(keys: dict[str, bytes], *, client=None, rejected: list[str] | None
     for prefix in sorted(found):
         parts = found[prefix]
         lists = [parts[s] for s in (":pending", ":processing", ":dead") if s in parts]
-        has_books = any(s in parts for s in (":processing:times", ":attempts", ":errors"))
-        if not (lists and has_books):
+        books = sum(s in parts for s in (":processing:times", ":attempts", ":errors"))
+        own = JsonListKeys(prefix)
+        ours = any(key in keys for key in (own.suppressed, own.journal))
+        if not lists:  # drained
+            if books >= 2 or (books and ours):
+                out.append((QueueConfig(name=prefix, layout="json-list", tag=prefix, discovered=True),
+                            sorted(parts.values()) + [k for k in (own.suppressed, own.journal) if k in keys]))
             continue
+        if not books and (client is None or not _looks_like_a_job(client.lindex(lists[0], -1))):
+            continue  # a bare list of something else: not evidence, not rejected
         if client is not None and not _looks_like_a_job(client.lindex(lists[0], -1)):
             if rejected is not None:
                 rejected.append(lists[0])

@@ -219,7 +219,7 @@ class ReliableList(Layout):
         if state is State.SCHEDULED:
             pairs = self.client.zrange(keys.scheduled, 0, limit - 1, withscores=True)
             ids = [text(m) for m, _ in pairs]
-            return self._records(keys, ids, state, [{"score": int(sc)} for _, sc in pairs])
+            return self._records(keys, ids, state, [{"score": score_ms(sc)} for _, sc in pairs])
         if state is State.PROCESSING:
             ids = [text(x) for x in reversed(self.client.lrange(keys.processing, -limit, -1))]
             deadlines = self.client.zmscore(keys.deadline, ids) if ids else []
@@ -236,7 +236,7 @@ class ReliableList(Layout):
             return self._records(keys, ids, state, [{"position": n} for n in range(len(ids))])
         pairs = self.client.zrange(keys.suppressed, 0, limit - 1, desc=True, withscores=True)
         ids = [text(m) for m, _ in pairs]
-        return self._records(keys, ids, state, [{"score": int(sc)} for _, sc in pairs])
+        return self._records(keys, ids, state, [{"score": score_ms(sc)} for _, sc in pairs])
 
     # -- inspect ------------------------------------------------------------
     def inspect(self, job_id: str) -> JobRecord:
@@ -319,7 +319,7 @@ class ReliableList(Layout):
             if state in (State.SCHEDULED, State.SUPPRESSED):
                 for _, pairs in walk_zset(self.client, key, batch=batch, sample=sample):
                     yield self._records(keys, [text(m) for m, _ in pairs], state,
-                                        [{"score": int(sc)} for _, sc in pairs])
+                                        [{"score": score_ms(sc)} for _, sc in pairs])
                 continue
             # walk from the tail with negative indexes: LPUSHes at the head
             # during the walk do not shift them.  Dead: the hold, then the
@@ -374,17 +374,23 @@ def recognize(keys: dict[str, bytes], client=None,
     (one pipelined round trip for all tags) must look like a job id, not
     free text or JSON; a tag that fails goes to ``rejected`` too.  Tags ``<name>:NN`` group into one sharded queue (seed 000
     section 20) when no plain ``<name>`` tag exists; ``ready:pN`` lists give
-    the priority count (section 18).
+    the priority count (section 18).  A drained queue whose state keys are
+    all gone (empty lists do not exist) is still found by jobctl's own
+    journal stream ``queue:{tag}:jobctl:journal``.
     """
     from ..config import QueueConfig
     from ..keys import RELIABLE_LIST_KEY_RE, split_shard_tag
     from ..keys import RELIABLE_LIST_PRIORITY_SUFFIX_RE as priority_re
     tags: dict[str, dict[str, str]] = {}  # tag -> suffix -> key
+    journals: dict[str, str] = {}  # tag -> jobctl's journal stream (a drained queue may keep only it)
     for key, typ in keys.items():
         m = RELIABLE_LIST_KEY_RE.match(key)
         if not m:
             continue
         tag, suffix = m.group(1), m.group(2)
+        if suffix == "jobctl:journal" and typ == b"stream":
+            journals[tag] = key
+            continue
         expected = _EXPECTED_TYPE.get(suffix) or (b"list" if priority_re.match(suffix) else None)
         if expected is None:
             continue
@@ -409,6 +415,11 @@ def recognize(keys: dict[str, bytes], client=None,
                 if rejected is not None:
                     rejected.extend(sorted(tags[tag].values()))
                 del tags[tag]
+    for tag, key in journals.items():  # drained: nothing but jobctl's journal of it is left
+        if tag not in tags:
+            tags[tag] = {"jobctl:journal": key}
+        else:
+            tags[tag]["jobctl:journal"] = key
 
     def entry(name: str, shards: int | None, suffixes: dict[str, str]) -> Any:
         prios = [int(p.group(1)) for s in suffixes if (p := priority_re.match(s))]

@@ -13,10 +13,15 @@ Invariants, per shard:
 
 The check reads every state key in windows of 1,000 (LRANGE/ZRANGE), checks
 payload existence with pipelined EXISTS, and SCANs the payload keys: its
-cost is linear in the queue's size, in bounded commands.  Repairs run one
-``rl_repair.lua`` call per problem and re-check their condition atomically:
-on a live queue the windows may see a job twice or in two places while it
-moves, and such a transient problem is then left alone.
+cost is linear in the queue's size, in bounded commands.  On a live queue
+the windows may see a job twice or in two places while it moves (claimed,
+acked, dead-lettered between two reads): before a finding is reported, one
+``rl_recheck.lua`` call reads where its job is, atomically, and a finding
+that no longer holds is counted as ``transient`` instead (lists longer than
+2 x :data:`RECHECK_MAXLEN` are searched only near their ends: a job not
+found there is taken to be where the walk saw it).  Repairs run one
+``rl_repair.lua`` call per problem and re-check their condition atomically
+again.
 """
 
 from __future__ import annotations
@@ -28,13 +33,18 @@ from typing import TYPE_CHECKING, Any
 from ..keys import OWNER_SUFFIX, ReliableListKeys
 from ..scripts import script
 from .base import now_ms
-from .common import text
+from .common import score_ms, text
 from .walks import WINDOW, keys_exist, walk_list, walk_zset
 
 if TYPE_CHECKING:
     from .reliable_list import ReliableList
 
-__all__ = ["Problem", "CheckReport", "check_queue"]
+__all__ = ["Problem", "CheckReport", "check_queue", "RECHECK_MAXLEN", "RECHECK_MAX"]
+
+#: Entries searched from each end of a list when a finding is re-checked.
+RECHECK_MAXLEN = 100_000
+#: Findings per shard re-checked; beyond that they are reported as read.
+RECHECK_MAX = 20_000
 
 
 @dataclass
@@ -65,6 +75,8 @@ class CheckReport:
     checked_ids: int = 0
     payload_keys: int = 0
     problems: list[Problem] = field(default_factory=list)
+    #: Findings of the walk that no longer held when re-checked atomically (jobs that moved).
+    transient: int = 0
 
     @property
     def remaining(self) -> list[Problem]:
@@ -79,7 +91,7 @@ class CheckReport:
 
     def to_json(self) -> dict[str, Any]:
         return {"queue": self.queue, "layout": self.layout, "ok": self.ok, "checked_ids": self.checked_ids,
-                "payload_keys": self.payload_keys, "counts": self.counts(),
+                "payload_keys": self.payload_keys, "counts": self.counts(), "transient": self.transient,
                 "repaired": sum(p.repaired for p in self.problems),
                 "problems": [p.to_json() for p in self.problems[:1000]],
                 "problems_truncated": len(self.problems) > 1000}
@@ -90,7 +102,7 @@ def _read_list(client, key: str) -> list[str]:
 
 
 def _read_zset(client, key: str) -> dict[str, int]:
-    return {text(m): int(s) for _, pairs in walk_zset(client, key) for m, s in pairs}
+    return {text(m): score_ms(s) for _, pairs in walk_zset(client, key) for m, s in pairs}
 
 
 def _check_shard(layout: "ReliableList", keys: ReliableListKeys, report: CheckReport) -> None:
@@ -156,12 +168,78 @@ def _check_shard(layout: "ReliableList", keys: ReliableListKeys, report: CheckRe
             break
 
 
+def _recheck(layout: "ReliableList", keys: ReliableListKeys, report: CheckReport, start: int) -> None:
+    """Drop the findings ``report.problems[start:]`` that no longer hold
+    (one atomic ``rl_recheck`` call per job id, pipelined)."""
+    found = report.problems[start:]
+    if not found:
+        return
+    lists = [r.key for r in layout.ready_lists(keys)] + [keys.processing, keys.dead]
+    ids = list(dict.fromkeys(p.job_id for p in found))[:RECHECK_MAX]
+    recheck = script(layout.client, "rl_recheck")
+    pipe = layout.client.pipeline(transaction=False)
+    for job_id in ids:
+        recheck(keys=[keys.job(job_id), keys.deadline, keys.scheduled, keys.suppressed, *lists],
+                args=[job_id, RECHECK_MAXLEN], client=pipe)
+    snaps = dict(zip(ids, pipe.execute()))
+    ready = {r.key for r in layout.ready_lists(keys)}
+    kept = []
+    for p in found:
+        snap = snaps.get(p.job_id)
+        if snap is None or _still_holds(p, snap, lists, ready, keys):
+            kept.append(p)
+        else:
+            report.transient += 1
+    report.problems[start:] = kept
+
+
+def _still_holds(p: Problem, snap: list, lists: list[str], ready: set[str], keys: ReliableListKeys) -> bool:
+    payload, deadline, scheduled, suppressed = bool(snap[0]), snap[1], snap[2], snap[3]
+    copies = {key: int(snap[4 + 2 * i]) for i, key in enumerate(lists)}
+    long = {key for i, key in enumerate(lists) if int(snap[5 + 2 * i]) > 2 * RECHECK_MAXLEN}
+
+    def in_list(key: str, was_there: bool) -> bool:  # unknown deep in a long list: as the walk saw it
+        return copies[key] > 0 or (key in long and was_there)
+
+    if p.kind == "duplicate":
+        key = p._args[1]
+        return copies[key] > 1 or (key in long and copies[key] == 0)
+    if p.kind == "dangling":
+        if payload:
+            return False
+        key = p._args[1]
+        if key == keys.scheduled:
+            return scheduled is not None
+        if key == keys.suppressed:
+            return suppressed is not None
+        return in_list(key, True)
+    if p.kind == "multiple_states":
+        states = {"scheduled"} if scheduled is not None else set()
+        if suppressed is not None:
+            states.add("suppressed")
+        seen = set(p.detail[3:].split(" and "))
+        for key in lists:
+            state = "ready" if key in ready else ("processing" if key == keys.processing else "dead")
+            if in_list(key, state in seen):
+                states.add(state)
+        return len(states) > 1
+    if p.kind == "missing_deadline":
+        return deadline is None and in_list(keys.processing, True)
+    if p.kind == "stray_deadline":
+        return deadline is not None and not in_list(keys.processing, False) and keys.processing not in long
+    if p.kind == "orphan_payload":
+        return payload and scheduled is None and suppressed is None \
+            and not any(in_list(k, False) for k in lists) and not (set(lists) & long)
+    return True
+
+
 def check_queue(layout: "ReliableList", *, repair: bool = False) -> CheckReport:
     """Check every shard of ``layout``; with ``repair``, apply unambiguous fixes."""
     report = CheckReport(queue=layout.queue_name, layout=layout.name)
     for keys in layout.shards:
         before = len(report.problems)
         _check_shard(layout, keys, report)
+        _recheck(layout, keys, report, before)
         if repair:
             fix = script(layout.client, "rl_repair")
             for p in report.problems[before:]:

@@ -351,7 +351,7 @@ class StreamGroup(Layout):
             return self._records(keys, self._dead_items(keys, 0, limit), state)
         key = keys.scheduled if state is State.SCHEDULED else keys.suppressed
         pairs = self.client.zrange(key, 0, limit - 1, withscores=True, desc=state is State.SUPPRESSED)
-        recs = self._records(keys, [{"job_id": text(m), "score": int(s)} for m, s in pairs], state)
+        recs = self._records(keys, [{"job_id": text(m), "score": score_ms(s)} for m, s in pairs], state)
         if state is State.SUPPRESSED:
             self._attach_suppressed_info(keys, recs)
         return recs
@@ -591,7 +591,7 @@ class StreamGroup(Layout):
             return
         key = keys.scheduled if state is State.SCHEDULED else keys.suppressed
         for _, pairs in walk_zset(self.client, key, batch=batch, sample=sample):
-            recs = self._records(keys, [{"job_id": text(m), "score": int(s)} for m, s in pairs], state)
+            recs = self._records(keys, [{"job_id": text(m), "score": score_ms(s)} for m, s in pairs], state)
             if state is State.SUPPRESSED:
                 self._attach_suppressed_info(keys, recs)
             yield recs

@@ -13,7 +13,10 @@ Invariants, per shard:
 
 Reads are windows of 1,000 (``XPENDING``, pipelined ``XRANGE``, ``ZRANGE``,
 ``LRANGE``, pipelined ``EXISTS``): linear in the queue's size, bounded per
-command.
+command.  Workers ack and dead-letter while the check reads (issue 12, item
+10): before a finding is reported, its entry or job is read again in one
+``MULTI``/``EXEC`` transaction, and a finding that no longer holds is
+counted as ``transient`` instead.
 """
 
 from __future__ import annotations
@@ -102,5 +105,53 @@ def check_queue(layout: "StreamGroup", *, repair: bool = False) -> CheckReport:
     """Check every shard of ``layout``; with ``repair``, XACK deleted pending entries."""
     report = CheckReport(queue=layout.queue_name, layout=layout.name)
     for keys in layout.shards:
+        before = len(report.problems)
         _check_shard(layout, keys, report, repair)
+        _recheck(layout, keys, report, before)
     return report
+
+
+def _recheck(layout: "StreamGroup", keys: StreamGroupKeys, report: CheckReport, start: int) -> None:
+    """Drop the findings ``report.problems[start:]`` that no longer hold."""
+    from .reliable_list_check import RECHECK_MAX, RECHECK_MAXLEN
+
+    client = layout.client
+    kept = report.problems[:start]
+    for n, p in enumerate(report.problems[start:]):
+        if n >= RECHECK_MAX or p.repaired or p.kind not in ("deleted_pending", "multiple_states", "dangling"):
+            kept.append(p)
+            continue
+        pipe = client.pipeline(transaction=True)  # one atomic read per finding
+        if p.kind == "deleted_pending":
+            pipe.xpending_range(keys.stream, layout.group, p.job_id, p.job_id, 1)
+            pipe.xrange(keys.stream, p.job_id, p.job_id)
+        else:
+            pipe.zscore(keys.scheduled, p.job_id)
+            pipe.zscore(keys.suppressed, p.job_id)
+            pipe.exists(keys.job(p.job_id))
+            if layout.dead_kind == "list":
+                pipe.llen(keys.dead)
+                pipe.lpos(keys.dead, p.job_id, count=0, maxlen=RECHECK_MAXLEN)
+                pipe.lpos(keys.dead, p.job_id, rank=-1, count=0, maxlen=RECHECK_MAXLEN)
+        try:
+            res = pipe.execute()
+        except Exception:  # noqa: BLE001 - a wrong-typed key: keep the finding as read
+            kept.append(p)
+            continue
+        if p.kind == "deleted_pending":
+            holds = bool(res[0]) and not res[1]
+        else:
+            states = {s for s, v in (("scheduled", res[0]), ("suppressed", res[1])) if v is not None}
+            if layout.dead_kind == "list":
+                length, head, tail = res[3:6]
+                copies = len(set(head or []) | set(tail or []))
+                if copies or (length > 2 * RECHECK_MAXLEN and "dead" in p.detail):
+                    states.add("dead")
+            elif "dead" in p.detail:
+                states.add("dead")  # a dead stream: as the walk saw it
+            holds = len(states) > 1 if p.kind == "multiple_states" else (not res[2] and bool(states))
+        if holds:
+            kept.append(p)
+        else:
+            report.transient += 1
+    report.problems = kept

@@ -14,7 +14,8 @@
 --                             still in processing (makes the job visible as
 --                             stuck, so `requeue --stuck` takes it)
 --          "dangling_list"    LREM every copy of the id from the list KEYS[1]
---                             if the payload is still missing
+--                             if the payload is still missing; when KEYS[1]
+--                             is the processing list, ZREM its deadline too
 --          "dangling_zset"    ZREM the id from KEYS[1] if the payload is still missing
 --          "duplicate"        keep one copy of the id in the list KEYS[1],
 --                             removing the others from the tail (never the
@@ -37,7 +38,11 @@ elseif kind == 'missing_deadline' then
   return redis.call('ZADD', KEYS[3], 'NX', arg, id)
 elseif kind == 'dangling_list' then
   if redis.call('EXISTS', KEYS[2]) == 0 then
-    return redis.call('LREM', KEYS[1], 0, id) > 0 and 1 or 0
+    local removed = redis.call('LREM', KEYS[1], 0, id)
+    if KEYS[1] == KEYS[4] and not redis.call('LPOS', KEYS[4], id) then
+      redis.call('ZREM', KEYS[3], id)  -- a dangling processing id takes its deadline along
+    end
+    return removed > 0 and 1 or 0
   end
   return 0
 elseif kind == 'dangling_zset' then

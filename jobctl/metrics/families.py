@@ -84,9 +84,28 @@ def families(snap: Snapshot) -> Iterator:
         n = (len(qs.status.errors) if qs.status is not None else 0) + (1 if qs.error else 0)
         errs.add_metric([qs.queue.name, qs.layout], float(n))
     yield errs
+    yield from _dlq_loss(statuses)
     yield from _attempts(snap)
     yield from _breakdown(snap)
     yield from _counters(snap)
+
+
+def _dlq_loss(statuses: list[QueueStatus]) -> Iterator:
+    """Dead jobs about to be lost without anyone deleting them (issue 12, item 9)."""
+    exp = GaugeMetricFamily(
+        "jobctl_dlq_expiring_jobs",
+        "Dead jobs whose payload (or the dead list itself) expires within an hour (PTTL), among the newest "
+        "audited entries: export the DLQ now. Read with the slow metrics.", labels=_Q)
+    cap = GaugeMetricFamily(
+        "jobctl_dlq_at_cap",
+        "1 when the DLQ holds at least the configured dead_cap entries, or its length stayed put between "
+        "refreshes while new failures arrived: the workers' LTRIM drops the oldest dead jobs.", labels=_Q)
+    for st in statuses:
+        exp.add_metric(_labels(st), float(st.dead_expiring or 0))
+        at_cap = st.dead_pinned or (st.dead_cap is not None and st.dead >= st.dead_cap)
+        cap.add_metric(_labels(st), 1.0 if at_cap else 0.0)
+    yield exp
+    yield cap
 
 
 def _server(snap: Snapshot) -> Iterator:

@@ -67,14 +67,42 @@ class SlowCache:
     """Slow metrics per queue name, with the monotonic time they were read."""
 
     entries: dict[str, tuple[float, dict[str, Histogram], Breakdown | None]] = field(default_factory=dict)
+    #: The DLQ audit per queue name (:func:`jobctl.layouts.status_truth.audit_dlq`):
+    #: ``({field: value}, [warnings])``, read with the slow metrics.
+    dlq: dict[str, tuple[dict[str, Any], list[str]]] = field(default_factory=dict)
+
+
+def _audit(layout, status: QueueStatus) -> tuple[dict[str, Any], list[str]]:
+    """The DLQ audit of one queue (bounded: at most DEAD_AUDIT_MAX entries per shard)."""
+    from ..layouts.status_truth import AUDIT_FIELDS, audit_dlq
+
+    scratch = QueueStatus(queue=status.queue, layout=status.layout, now_ms=status.now_ms, dead=status.dead)
+    audit_dlq(layout, scratch)
+    return {f: getattr(scratch, f) for f in AUDIT_FIELDS}, list(scratch.warnings)
+
+
+#: The ACL grant the exporter needs besides reading the queue keys.
+INFO_ACL_HINT = ("the exporter needs INFO (server, replication, memory): grant the ACL user +info "
+                 "(ACL SETUSER <user> +info), or use a user with +@read +info")
 
 
 def _server_info(client) -> dict[str, Any]:
+    """INFO server/replication/memory; raises :class:`~jobctl.errors.AuthFailed`
+    naming the missing ``+info`` grant when an ACL denies INFO."""
+    import redis
+
+    from ..errors import AuthFailed
+
     pipe = client.pipeline(transaction=False)
     pipe.info("server")
     pipe.info("replication")
     pipe.info("memory")
-    server, repl, mem = pipe.execute()
+    try:
+        server, repl, mem = pipe.execute()
+    except redis.exceptions.ResponseError as exc:  # NoPermissionError is one
+        if "NOPERM" in str(exc).upper() or isinstance(exc, redis.exceptions.NoPermissionError):
+            raise AuthFailed(f"ACL denied INFO: {INFO_ACL_HINT}") from None
+        raise
     kind = "valkey" if server.get("server_name") == "valkey" or "valkey_version" in server else "redis"
     return {
         "kind": kind,
@@ -129,7 +157,7 @@ def take_snapshot(session, names: tuple[str, ...], cache: SlowCache, counters, *
             qs = QueueSnapshot(queue=q, layout=q.layout)
             try:
                 layout = session.layout(q)
-                qs.status = layout.status(now)
+                qs.status = layout.status_report(now, audit_dead=False)  # the audit is a slow metric
                 layouts.append((qs, layout))
             except Exception as exc:  # noqa: BLE001 - one bad queue does not hide the others
                 qs.error = str(_translated(exc, session))
@@ -145,12 +173,19 @@ def take_snapshot(session, names: tuple[str, ...], cache: SlowCache, counters, *
                 try:
                     hists, breakdown = _slow(layout)
                     cache.entries[name] = (clock(), hists, breakdown)
+                    if qs.status is not None and not qs.status.errors:
+                        cache.dlq[name] = _audit(layout, qs.status)
                 except Exception as exc:  # noqa: BLE001 - the depth gauges still count
                     err = _translated(exc, session)
                     qs.error = f"attempts/breakdown: {err}"
             if name in cache.entries:
                 at, qs.histograms, qs.breakdown = cache.entries[name]
                 qs.slow_at = at
+            if name in cache.dlq and qs.status is not None:
+                fields, warnings = cache.dlq[name]
+                for f, v in fields.items():
+                    setattr(qs.status, f, v)
+                qs.status.warnings.extend(warnings)
         counters.update(client, {qs.queue.name: layout.journal_key for qs, layout in layouts})
         snap.counters = dict(counters.counts)
     snap.duration_s = clock() - started

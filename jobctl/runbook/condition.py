@@ -44,7 +44,7 @@ __all__ = ["ConditionError", "Condition", "compile_condition", "STATUS_FIELDS", 
 STATUS_FIELDS: tuple[str, ...] = (
     "shards", "ready", "scheduled", "scheduled_overdue", "scheduled_overdue_max_age_ms", "next_due_ms",
     "processing", "stuck", "next_deadline_ms", "dead", "suppressed", "oldest_ready_since_ms",
-    "oldest_ready_age_ms", "now_ms",
+    "oldest_ready_age_ms", "now_ms", "history", "dead_dangling", "dead_duplicates", "dead_expiring", "dead_cap",
 )
 
 #: Short names accepted for status fields.
@@ -56,7 +56,8 @@ ALIASES: dict[str, str] = {
 }
 
 #: Ages that are ``null`` when nothing waits: read as 0.
-_ZERO_WHEN_NULL = frozenset({"oldest_ready_age_ms", "scheduled_overdue_max_age_ms"})
+_ZERO_WHEN_NULL = frozenset({"oldest_ready_age_ms", "scheduled_overdue_max_age_ms", "history", "dead_dangling",
+                             "dead_duplicates", "dead_expiring", "dead_cap"})
 
 _OPS: dict[str, Callable[[Any, Any], bool]] = {
     "==": lambda a, b: a == b, "=": lambda a, b: a == b, "!=": lambda a, b: a != b,

@@ -285,7 +285,7 @@ class Runner:
         if self.queue is None:
             return None
         with self.session.errors():
-            return self.session.layout(self.queue).status().to_json()
+            return self.session.layout(self.queue).status_report().to_json()
 
     def _apply(self, step: Step) -> bool:
         """Whether the mutating ``step`` runs for real."""

@@ -1,0 +1,621 @@
+"""The bad-input corpus (issue 12): every command against bad bytes, extreme
+numbers, broken configs and keys of the wrong type.
+
+Data: ``tests/badinput/`` (ids, values, numbers, durations, configs).  One
+server is loaded once for the module (:func:`loaded`): queues of the
+reliable-list, hash-job and json-list layouts holding every bad id in every
+state with every bad value, and one queue per key of every layout whose key
+has the wrong Redis type.  Every case runs the CLI in-process and asserts:
+
+* never exit 1 (internal error), never a traceback, only documented exit
+  codes, exactly one ``jobctl: error:`` line when it fails;
+* ``--json`` output parses as JSON (stdout carries only data);
+* nothing in Redis changed (a ``DUMP`` of every key before and after): every
+  case is a read, a ``--dry-run`` or a refusal.
+
+The operations that do apply (``--yes``) are in :func:`test_applied_operations_are_journaled`
+on their own load.  ``test_zz_corpus_summary`` prints the corpus size and
+the counts by exit code (run with ``-s`` to see them).
+
+Until connection.py builds every client with surrogateescape encoding
+(engineer "cluster"), :func:`surrogate_clients` makes the session's client
+send ``str`` arguments holding undecodable bytes as those exact bytes.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import redis
+
+from jobctl.cli.main import main
+from jobctl.exitcodes import ExitCode
+from jobctl.keys import HashJobKeys, JsonListKeys, ReliableListKeys, StreamGroupKeys
+
+DATA = Path(__file__).parent / "badinput"
+DOCUMENTED = {int(c) for c in ExitCode} - {int(ExitCode.FAILURE), int(ExitCode.INTERRUPTED)}
+OUTCOMES: Counter = Counter()
+QUEUE_OUTCOMES: Counter = Counter()
+
+
+# -- the data -------------------------------------------------------------------------------------
+
+
+def _lines(name: str) -> list[str]:
+    return [line.rstrip("\n") for line in (DATA / name).read_text("utf-8").splitlines(True)
+            if not line.startswith("#")]
+
+
+def _bytes(line: str) -> bytes:
+    if line.startswith("REPEAT "):
+        _, n, lit = line.split(" ", 2)
+        return ast.literal_eval(lit) * int(n)
+    return ast.literal_eval(line)
+
+
+BAD_IDS = [_bytes(x) for x in _lines("ids.txt") if x.strip()]
+BAD_VALUES = [_bytes(x) for x in _lines("values.txt") if x.strip()]
+NUMBERS = _lines("numbers.txt")
+DURATIONS = _lines("durations.txt")
+
+
+def _configs() -> list[tuple[str, str, bytes]]:
+    cases, name, expect, body = [], None, None, []
+    for line in (DATA / "configs.txt").read_text("utf-8").splitlines():
+        if line.startswith("#") and name is None:
+            continue
+        if line.startswith("=== "):
+            if name is not None:
+                cases.append((name, expect, _config_body(body)))
+            head, _, expect = line[4:].partition(" expect: ")
+            name, body = head.strip(), []
+        else:
+            body.append(line)
+    cases.append((name, expect, _config_body(body)))
+    return cases
+
+
+def _config_body(lines: list[str]) -> bytes:
+    if lines and lines[0].startswith("BYTES "):
+        return ast.literal_eval(lines[0][6:])
+    return ("\n".join(lines) + "\n").encode()
+
+
+CONFIGS = _configs()
+
+
+def sid(raw: bytes) -> str:
+    """An id as the CLI receives it from a shell (surrogateescape)."""
+    return raw.decode("utf-8", "surrogateescape")
+
+
+# -- the loaded server ----------------------------------------------------------------------------
+
+CATALOGUE = """
+[queues.rl]
+layout = "reliable-list"
+tag = "rl"
+dead_cap = 100000
+
+[queues.hj]
+layout = "hash-job"
+tag = "hj"
+visibility_timeout_ms = 30000
+
+[queues.jl]
+layout = "json-list"
+tag = "jl"
+visibility_timeout_ms = 300000
+
+[queues.sg]
+layout = "stream-group"
+tag = "sg"
+visibility_timeout_ms = 60000
+
+[queues.dz]
+layout = "delay-zset"
+key = "dz:jobs"
+
+[queues.de]
+layout = "delayed-events"
+prefix = "de:"
+"""
+
+#: Per layout: the queue's keys that get the wrong type, one queue each.
+RL = ReliableListKeys("wt-rl")
+HJ = HashJobKeys("wt-hj")
+JL = JsonListKeys("wt-jl")
+SG = StreamGroupKeys("wt-sg")
+WRONG_TYPE = {
+    "wt-rl": ("reliable-list", 'tag = "wt-rl"', [RL.ready, RL.processing, RL.deadline, RL.scheduled, RL.dead,
+                                                  RL.suppressed, RL.job("j1")]),
+    "wt-hj": ("hash-job", 'tag = "wt-hj"\nvisibility_timeout_ms = 1000',
+              [HJ.pending, HJ.processing, HJ.completed, HJ.failed, HJ.job("j1"), HJ.suppressed]),
+    "wt-jl": ("json-list", 'tag = "wt-jl"\nvisibility_timeout_ms = 1000',
+              [JL.pending, JL.processing, JL.dead, JL.processing_times, JL.attempts, JL.suppressed]),
+    "wt-sg": ("stream-group", 'tag = "wt-sg"\nvisibility_timeout_ms = 1000',
+              [SG.stream, SG.scheduled, SG.dead, SG.job("j1")]),
+    "wt-dz": ("delay-zset", 'key = "wt-dz:jobs"', ["wt-dz:jobs"]),
+    "wt-de": ("delayed-events", 'prefix = "wt-de:"', ["wt-de:delayed_events"]),
+}
+
+
+def _wrong_type_queues() -> list[tuple[str, str, str]]:
+    """(queue name, layout, config lines): one queue per wrong-typed key."""
+    out = []
+    for base, (layout, cfg, keys) in WRONG_TYPE.items():
+        for n, _ in enumerate(keys):
+            out.append((f"{base}-{n}", layout, cfg.replace(base, f"{base}-{n}")))
+    return out
+
+
+def _wrong_type_key(client, key: str) -> None:
+    """Write ``key`` with a type no layout expects there."""
+    t = client.type(key)
+    client.delete(key)
+    if t == b"string" or t == b"none" and ("job" in key):
+        client.sadd(key, "not", "a", "hash")  # a set where a string/hash belongs
+    else:
+        client.set(key, b"not a list \xff")
+
+
+def _load(client) -> None:
+    from jobctl_fixtures.layouts import hash_job as hj_fixture
+    from jobctl_fixtures.layouts import json_list as jl_fixture
+    from jobctl_fixtures.scenarios import load_scenario
+
+    load_scenario(client, "dlq-spike", queue="rl", tag="rl", size=40, seed=3)
+    hj_fixture.load_scenario(client, "dlq-spike", queue="hj", size=30, seed=3)
+    jl_fixture.load_scenario(client, "dlq-spike", prefix="jl", size=30, seed=3)
+    rl, hj, jl = ReliableListKeys("rl"), HashJobKeys("hj"), JsonListKeys("jl")
+    env = b'{"jobId":"x","jobType":"t","createdAtEpochMs":1}'
+    for n, bad in enumerate(BAD_IDS):
+        value = BAD_VALUES[n % len(BAD_VALUES)]
+        # reliable-list: the id in every state, each with a payload (some bad)
+        client.set(rl.job(sid(bad)).encode("utf-8", "surrogateescape"), value if n % 2 else env)
+        for key in (rl.ready, rl.dead):
+            client.lpush(key, bad)
+        client.lpush(rl.processing, bad)
+        client.zadd(rl.deadline, {bad: 1_700_000_000_000 + n})
+        client.zadd(rl.scheduled, {bad: [float("inf"), float("-inf"), 1e300, 1_800_000_000_000][n % 4]})
+        client.zadd(rl.suppressed, {bad: 1_700_000_000_000})
+        # hash-job: a failed job hash with bad bytes in its fields
+        hkey = hj.job(sid(bad)).encode("utf-8", "surrogateescape")
+        client.hset(hkey, mapping={b"id": bad, b"payload": value, b"status": b"failed", b"attempts": b"\xff",
+                                   b"last_error": b"boom \xff", b"enqueued_at_ms": b"inf"})
+        client.lpush(hj.failed, bad)
+        # json-list: bad strings in pending and dead
+        client.lpush(jl.dead, value)
+        client.lpush(jl.pending, b'{"id":"' + bad.replace(b'"', b"") + b'","task":"t"}')
+    # a 200 KB non-UTF-8 payload and +inf scores on the json-list times zset
+    client.set(rl.job("huge"), b"\xfe" * 200_000)
+    client.lpush(rl.dead, "huge")
+    client.zadd(jl.processing_times, {b"ghost": float("inf")})
+    client.zadd(rl.scheduled, {b"inf-only": float("inf")})
+    client.set(rl.job("inf-only"), env)
+    for name, layout, _ in _wrong_type_queues():
+        base = name.rsplit("-", 1)[0]
+        key = WRONG_TYPE[base][2][int(name.rsplit("-", 1)[1])].replace(base, name)
+        _wrong_type_key(client, key)
+
+
+def _config_text() -> str:
+    parts = [CATALOGUE]
+    for name, layout, cfg in _wrong_type_queues():
+        parts.append(f'[queues."{name}"]\nlayout = "{layout}"\n{cfg}\n')
+    return "\n".join(parts)
+
+
+def dump_all(client) -> dict[bytes, object]:
+    """Every key's ``DUMP`` (the full state a refusal must not change);
+    hashes and sets as their sorted members instead: a read of a hash
+    table being rehashed moves its entries, so their DUMP bytes change
+    although nothing was written."""
+    keys = sorted(set(client.scan_iter(count=1000)))
+    pipe = client.pipeline(transaction=False)
+    for k in keys:
+        pipe.type(k)
+    types = pipe.execute()
+    pipe = client.pipeline(transaction=False)
+    for k, t in zip(keys, types):
+        if t == b"hash":
+            pipe.hgetall(k)
+        elif t == b"set":
+            pipe.smembers(k)
+        else:
+            pipe.dump(k)
+    return {k: (sorted(v.items()) if isinstance(v, dict) else sorted(v) if isinstance(v, set) else v)
+            for k, v in zip(keys, pipe.execute())}
+
+
+@pytest.fixture(scope="module")
+def surrogate_clients():
+    """Clients the session builds send undecodable id bytes exactly (see the module docstring)."""
+    import jobctl.session
+    from redis.connection import Encoder, PythonRespSerializer
+
+    original = jobctl.session.connect
+
+    def connect(*args, **kwargs):
+        client = original(*args, **kwargs)
+        encode = Encoder("utf-8", "surrogateescape", False).encode
+        client.connection_pool.connection_kwargs.update(
+            encoding_errors="surrogateescape", command_packer=PythonRespSerializer(6000, encode))
+        client.connection_pool.reset()
+        return client
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(jobctl.session, "connect", connect)
+        yield
+
+
+@pytest.fixture(scope="module")
+def loaded(redis_server, _redis_admin, surrogate_clients, tmp_path_factory):
+    """(url, config path, client, dump) of the loaded server; shared by the module."""
+    _redis_admin.flushall()
+    _redis_admin.script_flush()
+    client = redis.Redis.from_url(redis_server.url)
+    _load(client)
+    for key in client.scan_iter(count=1000):  # the fixtures' TTLs would make keys vanish mid-module
+        client.persist(key)
+    cfg = tmp_path_factory.mktemp("badinput") / "jobctl.toml"
+    cfg.write_text(_config_text())
+    before = dump_all(client)
+    yield redis_server.url, str(cfg), client, before
+    client.close()
+
+
+def run(capsys, loaded, *argv: str, record: str = "corpus") -> tuple[int, str, str]:
+    """Run one case; assert the contract of the module docstring."""
+    url, cfg, client, before = loaded
+    code = main(["--url", url, "--config", cfg, *argv])
+    out, err = capsys.readouterr()
+    OUTCOMES[code] += 1
+    assert code != int(ExitCode.FAILURE), (argv, err)
+    assert code in DOCUMENTED, (argv, code, err)
+    assert "Traceback" not in err and "Traceback" not in out
+    assert "internal error" not in err, (argv, err)
+    errors = [line for line in err.splitlines() if line.startswith("jobctl: error:")]
+    if code in (0, 7, 8):
+        assert not errors, (argv, code, err)
+    elif code == int(ExitCode.DATA):  # status names each wrong-typed key on its own line
+        assert errors, (argv, code, err)
+    else:
+        assert len(errors) == 1, (argv, code, err)
+    if "--json" in argv and code in (0, 6, 7, 8) and out.strip():
+        for doc in out.strip().splitlines() if "--watch" in argv else [out]:
+            json.loads(doc)
+    after = dump_all(client)
+    changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
+    assert not changed, f"{argv} changed Redis: {changed[:5]}"
+    return code, out, err
+
+
+# -- reads and dry runs on bad ids, bad values, +inf scores ----------------------------------------
+
+LAYOUT_STATES = {"rl": ("ready", "scheduled", "processing", "dead", "suppressed"),
+                 "hj": ("ready", "processing", "dead", "suppressed"),
+                 "jl": ("ready", "processing", "dead", "suppressed")}
+
+
+def _read_cases() -> list[tuple[str, ...]]:
+    cases: list[tuple[str, ...]] = [("status",), ("status", "--json"), ("discover", "--json"), ("discover",),
+                                    ("metrics", "once")]
+    for q, states in LAYOUT_STATES.items():
+        cases += [("status", q), ("status", q, "--json"), ("check", q), ("check", q, "--json"),
+                  ("journal", q), ("metrics", "once", q)]
+        for s in states:
+            cases += [("ls", q, "--state", s, "--limit", "10000"), ("ls", q, "--state", s, "--json"),
+                      ("attempts", q, "--state", s), ("attempts", q, "--state", s, "--json")]
+        cases += [("redrive", q, "--dry-run"), ("redrive", q, "--dry-run", "--json"),
+                  ("redrive", q, "--to", "scheduled", "--delay", "5m", "--dry-run"),
+                  ("suppress", q, "--filter", 'error ~ "*"', "--reason", "x", "--dry-run"),
+                  ("unsuppress", q, "--dry-run"), ("requeue", q, "--stuck", "--dry-run"),
+                  ("purge", q, "--state", "dead", "--dry-run"), ("purge", q, "--state", "dead", "--dry-run",
+                                                                 "--filter", "attempts >= 0")]
+    cases += [("promote", "rl", "--dry-run"), ("promote", "rl", "--dry-run", "--json")]
+    return cases
+
+
+@pytest.mark.parametrize("argv", _read_cases(), ids=" ".join)
+def test_reads_and_dry_runs_on_bad_data(capsys, loaded, argv):
+    run(capsys, loaded, *argv)
+
+
+@pytest.mark.parametrize("n", range(len(BAD_IDS)))
+@pytest.mark.parametrize("queue", ["rl", "hj"])
+def test_inspect_bad_id(capsys, loaded, queue, n):
+    bad = BAD_IDS[n]
+    code, out, err = run(capsys, loaded, "inspect", queue, sid(bad), "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["id"]  # escaped when not UTF-8
+    code, out, err = run(capsys, loaded, "inspect", queue, sid(bad))
+    assert code == 0, err
+    assert "\udcff" not in out
+
+
+@pytest.mark.parametrize("n", range(len(BAD_IDS)))
+def test_inspect_bad_id_as_shown(capsys, loaded, n):
+    """The escaped form ls prints (``job\\xff``) finds the job too."""
+    from jobctl.cli.render import shown
+
+    bad = BAD_IDS[n]
+    code, out, err = run(capsys, loaded, "inspect", "rl", shown(sid(bad)), "--json")
+    assert code == 0, err
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv", "parquet"])
+@pytest.mark.parametrize("queue", ["rl", "hj", "jl"])
+def test_export_bad_ids_and_values(capsys, loaded, tmp_path, queue, fmt):
+    """Every dead job is exported, bad bytes and all (ids escaped or raw, never a crash)."""
+    out_dir = tmp_path / "export"
+    code, out, err = run(capsys, loaded, "export", queue, "--out", str(out_dir), "--format", fmt, "--json")
+    assert code == 0, err
+    rows = json.loads(out)["manifest"]["rows"] if "manifest" in json.loads(out) else None
+    url, cfg, client, before = loaded
+    if rows is not None:
+        dead_key = {"rl": ReliableListKeys("rl").dead, "hj": HashJobKeys("hj").failed,
+                    "jl": JsonListKeys("jl").dead}[queue]
+        assert rows == client.llen(dead_key)
+
+
+def test_ls_shows_bad_ids_escaped(capsys, loaded):
+    code, out, err = run(capsys, loaded, "ls", "rl", "--state", "dead", "--limit", "10000")
+    assert code == 0 and "\\xff" in out and "\udcff" not in out
+    code, out, err = run(capsys, loaded, "ls", "rl", "--state", "dead", "--limit", "10000", "--json")
+    ids = {j["id"] for j in json.loads(out)["jobs"]}
+    assert "\\xffjob" in ids and "job\\xff" in ids
+
+
+def test_inspect_truncates_large_values(capsys, loaded):
+    code, out, err = run(capsys, loaded, "inspect", "rl", "huge")
+    assert code == 0 and "truncated" in err and len(out) < 400_000
+    code, out, err = run(capsys, loaded, "inspect", "rl", "huge", "--json")
+    assert json.loads(out)["meta"]["truncated"].startswith("showing 65,536 of 200,000 bytes")
+    code, out, err = run(capsys, loaded, "inspect", "rl", "huge", "--json", "--full")
+    assert len(json.loads(out)["raw_hex"]) == 400_000
+
+
+def test_infinite_scores(capsys, loaded):
+    code, out, err = run(capsys, loaded, "ls", "rl", "--state", "scheduled", "--limit", "10000")
+    assert code == 0 and "never" in out
+    code, out, err = run(capsys, loaded, "inspect", "rl", "inf-only")
+    assert code == 0 and "never (score +inf)" in out
+    code, out, err = run(capsys, loaded, "inspect", "rl", "inf-only", "--json")
+    assert json.loads(out)["score"] == 2 ** 53
+
+
+# -- wrong key types in every key of every layout ----------------------------------------------------
+
+
+def _wrong_type_cases() -> list[tuple[str, ...]]:
+    cases = []
+    for name, layout, _ in _wrong_type_queues():
+        cases += [("status", name), ("status", name, "--json"), ("check", name), ("inspect", name, "j1"),
+                  ("attempts", name), ("metrics", "once", name)]
+        states = {"reliable-list": ("ready", "scheduled", "processing", "dead", "suppressed"),
+                  "delay-zset": ("ready", "scheduled"), "delayed-events": ("scheduled", "dead")}.get(
+            layout, ("ready", "processing", "dead"))
+        cases += [("ls", name, "--state", s) for s in states]
+        if layout not in ("delay-zset",):
+            cases += [("redrive", name, "--dry-run")]
+    return cases
+
+
+@pytest.mark.parametrize("argv", _wrong_type_cases(), ids=" ".join)
+def test_wrong_key_types(capsys, loaded, argv):
+    code, out, err = run(capsys, loaded, *argv)
+    QUEUE_OUTCOMES[code] += 1
+
+
+# -- extreme numbers in every numeric option -----------------------------------------------------------
+
+#: (argv before the option, option, argv after): commands that would run
+#: forever or change Redis with a valid value end in --dry-run, or are only
+#: given invalid values (:data:`LOOPS`).
+NUMERIC_OPTIONS = [
+    (("ls", "rl"), "--limit", ()),
+    (("redrive", "rl"), "--limit", ("--dry-run",)),
+    (("redrive", "rl"), "--rate", ("--dry-run",)),
+    (("redrive", "rl"), "--batch", ("--dry-run",)),
+    (("redrive", "rl"), "--priority", ("--dry-run",)),
+    (("promote", "rl"), "--limit", ("--dry-run",)),
+    (("requeue", "rl", "--stuck"), "--limit", ("--dry-run",)),
+    (("suppress", "rl", "--filter", "attempts >= 0", "--reason", "x"), "--rate", ("--dry-run",)),
+    (("purge", "rl", "--state", "dead"), "--batch", ("--dry-run",)),
+    (("journal", "rl"), "--limit", ()),
+    (("discover",), "--limit", ()),
+    (("status",), "--watch", ()),
+    (("metrics", "serve"), "--interval", ()),
+    (("metrics", "serve"), "--port", ()),
+    (("tui",), "--refresh", ()),
+    (("tui",), "--rate", ()),
+    (("export", "rl", "--out", "/nonexistent-dir/x"), "--part-rows", ()),
+    (("demo",), "--size", ()),
+]
+#: Options whose valid values start something that runs until Ctrl-C.
+LOOPS = {("status", "--watch"), ("metrics", "--interval"), ("metrics", "--port"), ("tui", "--refresh"),
+         ("tui", "--rate"), ("demo", "--size"), ("export", "--part-rows")}
+
+
+def _number_cases():
+    for before, opt, after in NUMERIC_OPTIONS:
+        for value in NUMBERS:
+            yield pytest.param(before, opt, value, after, id=f"{' '.join(before[:1])} {opt} {value!r}")
+
+
+@pytest.mark.parametrize("before,opt,value,after", list(_number_cases()))
+def test_extreme_numbers(capsys, loaded, before, opt, value, after):
+    loops = (before[0], opt) in LOOPS
+    if loops:
+        from jobctl.cli.main import cli
+
+        cmd = cli
+        for word in before:
+            if word in getattr(cmd, "commands", {}):
+                cmd = cmd.commands[word]
+        param = next(p for p in cmd.params if opt in getattr(p, "opts", ()))
+        try:
+            param.type.convert(value, param, None)
+        except Exception:  # noqa: BLE001 - refused: run it, it must exit 2 before starting
+            pass
+        else:
+            pytest.skip("a valid value starts a loop")
+    code, out, err = run(capsys, loaded, *before, opt, value, *after)
+    assert code in (0, 2, 8), (code, err)
+
+
+def test_global_timeout_numbers(capsys, loaded):
+    for value in NUMBERS:
+        code, out, err = run(capsys, loaded, "--timeout", value, "status", "rl")
+        assert code in (0, 2), (value, code, err)
+
+
+@pytest.mark.parametrize("value", DURATIONS)
+@pytest.mark.parametrize("argv", [("redrive", "rl", "--to", "scheduled", "--delay"),
+                                  ("purge", "rl", "--state", "dead", "--dry-run", "--older-than"),
+                                  ("requeue", "hj", "--stuck", "--dry-run", "--visibility-timeout")],
+                         ids=lambda a: a[0] if isinstance(a, tuple) else a)
+def test_extreme_durations(capsys, loaded, argv, value):
+    code, out, err = run(capsys, loaded, *argv, value, *(("--dry-run",) if argv[0] == "redrive" else ()))
+    assert code in (0, 2), (code, err)
+
+
+def test_limit_over_64_bits_refused_before_anything_runs(capsys, loaded):
+    code, out, err = run(capsys, loaded, "redrive", "rl", "--limit", "99999999999999999999", "--yes")
+    assert code == ExitCode.USAGE and "--limit" in err
+
+
+@pytest.mark.parametrize("out_dir", ["/proc/no/such/dir", "/dev/null/x", "/dev/null"])
+def test_export_into_unwritable_directory(capsys, loaded, out_dir):
+    code, out, err = run(capsys, loaded, "export", "rl", "--out", out_dir)
+    assert code == ExitCode.USAGE
+
+
+def test_read_only_runbook_yes_refused(capsys, loaded):
+    code, out, err = run(capsys, loaded, "--read-only", "runbook", "run", "dlq-spike", "--queue", "rl", "--yes")
+    assert code == ExitCode.READ_ONLY and "read-only" in err
+
+
+@pytest.mark.parametrize("argv", [("redrive", "rl"), ("purge", "rl", "--state", "dead", "--no-export"),
+                                  ("requeue", "rl", "--stuck"), ("promote", "rl"), ("check", "rl", "--repair"),
+                                  ("suppress", "rl", "--filter", "attempts >= 0", "--reason", "r")],
+                         ids=lambda a: a[0])
+def test_read_only_refuses_every_mutation(capsys, loaded, argv):
+    code, out, err = run(capsys, loaded, "--read-only", *argv, "--yes")
+    assert code == ExitCode.READ_ONLY
+
+
+# -- broken configs ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name,expect,body", CONFIGS, ids=[c[0] for c in CONFIGS])
+def test_config_refused(capsys, loaded, tmp_path, name, expect, body):
+    url, _, client, before = loaded
+    cfg = tmp_path / "bad.toml"
+    cfg.write_bytes(body)
+    code = main(["--url", url, "--config", str(cfg), "status"])
+    out, err = capsys.readouterr()
+    OUTCOMES[code] += 1
+    assert code == ExitCode.USAGE, (name, err)
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert expect in err, (name, err)
+    assert dump_all(client) == before
+
+
+def test_tui_screens_on_bad_data(loaded):
+    """The TUI opens every tab of every loaded queue (bad ids, bad values, +inf scores) without failing."""
+    import asyncio
+
+    from jobctl.session import Session
+    from jobctl_tui import make_app
+    from jobctl_tui.queue_screen import QueueScreen
+    from jobctl_tui.testing import settle
+
+    url, cfg, client, before = loaded
+
+    async def go():
+        session = Session(url=url, config_file=cfg)
+        app = make_app(session, refresh_s=3600, server_label="redis://test")
+        try:
+            async with app.run_test(size=(140, 40)) as pilot:
+                await settle(pilot)
+                for queue in LAYOUT_STATES:
+                    for tab in ("overview", "processing", "triage", "jobs", "journal"):
+                        app.open_queue(queue, tab=tab)
+                        await settle(pilot)
+                        assert isinstance(app.screen, QueueScreen) and app.screen.active_tab == tab
+                        await pilot.press("escape")
+                        await settle(pilot)
+        finally:
+            session.close()
+
+    asyncio.run(go())
+    assert dump_all(client) == before
+
+
+# -- applied operations: journaled (their own loads: after every test of the shared `loaded` server) --
+
+
+@pytest.mark.parametrize("argv", [("redrive", "rl", "--limit", "5"), ("promote", "rl", "--limit", "3"),
+                                  ("requeue", "rl", "--stuck"),
+                                  ("suppress", "rl", "--filter", "attempts >= 0", "--reason", "r", "--limit", "3"),
+                                  ("purge", "rl", "--state", "dead", "--no-export", "--limit", "2")],
+                         ids=lambda a: a[0])
+def test_applied_operations_are_journaled(capsys, redis_url, redis_client, surrogate_clients, tmp_path, argv):
+    """Every applied operation leaves a journal entry, with bad ids among the jobs."""
+    from jobctl_fixtures.scenarios import load_scenario
+
+    scenario = "stuck-workers" if argv[0] == "requeue" else "dlq-spike"
+    load_scenario(redis_client, scenario, queue="rl", tag="rl", size=40, seed=5)
+    rl = ReliableListKeys("rl")
+    for bad in BAD_IDS[:4]:
+        redis_client.set(rl.job(sid(bad)).encode("utf-8", "surrogateescape"),
+                         b'{"jobId":"x","jobType":"t","createdAtEpochMs":1,"attempt":1}')
+        redis_client.lpush(rl.dead, bad)
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[queues.rl]\ntag = "rl"\n')
+    code = main(["--url", redis_url, "--config", str(cfg), *argv, "--yes"])
+    out, err = capsys.readouterr()
+    assert code in (0, 8), err
+    assert "Traceback" not in err and "internal error" not in err
+    assert redis_client.xlen(rl.journal) >= 1, err
+    for more in ((), ("--json",), ("--local",)):  # the journal shows what it holds, bad ids and all
+        code = main(["--url", redis_url, "--config", str(cfg), "journal", "rl", *more])
+        out, err = capsys.readouterr()
+        assert code == 0 and "internal error" not in err, err
+
+
+def test_zz_corpus_summary(capsys):
+    """The corpus size and the counts by outcome (exit code)."""
+    with capsys.disabled():
+        total = sum(OUTCOMES.values())
+        by_code = ", ".join(f"exit {c} ({ExitCode(c).name.lower()}): {n}" for c, n in sorted(OUTCOMES.items()))
+        print(f"\nbad-input corpus: {total} CLI runs; {by_code}")
+        print(f"data: {len(BAD_IDS)} ids, {len(BAD_VALUES)} values, {len(NUMBERS)} numbers, "
+              f"{len(DURATIONS)} durations, {len(CONFIGS)} configs, "
+              f"{len(_wrong_type_queues())} wrong-typed keys")
+    assert OUTCOMES[int(ExitCode.FAILURE)] == 0
+
+
+def test_purge_with_export_takes_bad_ids_exactly(capsys, redis_url, redis_client, surrogate_clients, tmp_path):
+    """Ids with undecodable bytes are exported escaped and purged exactly (the fence unescapes them)."""
+    rl = ReliableListKeys("rl")
+    for bad in BAD_IDS:
+        redis_client.set(rl.job(sid(bad)).encode("utf-8", "surrogateescape"),
+                         b'{"jobId":"x","jobType":"t","createdAtEpochMs":1}')
+        redis_client.lpush(rl.dead, bad)
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[queues.rl]\ntag = "rl"\n')
+    code = main(["--url", redis_url, "--config", str(cfg), "purge", "rl", "--state", "dead", "--export-to",
+                 str(tmp_path / "export"), "--export-format", "jsonl", "--yes"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert redis_client.llen(rl.dead) == 0 and not list(redis_client.scan_iter(match="job:{rl}:*"))
+    assert redis_client.xlen(rl.journal) >= 1
+
