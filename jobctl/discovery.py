@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, replace
 from importlib import import_module
 from typing import Any, Callable
 
+from .cluster import primaries
 from .config import QueueConfig
 from .keys import RELIABLE_LIST_SCAN_PATTERN
 
@@ -63,24 +64,27 @@ def scan_types(client, *, limit: int = DEFAULT_SCAN_LIMIT, count: int = 1000,
 
     Cost: ``ceil(keys/count)`` SCAN calls plus one pipelined TYPE batch per
     page; stops after the page that reaches ``limit`` (``complete`` False).
+    On a Redis Cluster every primary is scanned in turn.
     Raises redis-py errors unchanged.
     """
     types: dict[str, bytes] = {}
     scanned = 0
-    cursor = 0
-    while True:
-        cursor, page = client.scan(cursor=cursor, match=match, count=count)
-        if page:
-            pipe = client.pipeline(transaction=False)
-            for raw in page:
-                pipe.type(raw)
-            for raw, typ in zip(page, pipe.execute()):
-                types[raw.decode("utf-8", "replace")] = typ if isinstance(typ, bytes) else str(typ).encode()
-        scanned += len(page)
-        if cursor == 0:
-            return types, scanned, True
-        if scanned >= limit:
-            return types, scanned, False
+    for node in primaries(client):  # one server: the client itself; a cluster: every primary
+        cursor = 0
+        while True:
+            cursor, page = node.scan(cursor=cursor, match=match, count=count)
+            if page:
+                pipe = node.pipeline(transaction=False)
+                for raw in page:
+                    pipe.type(raw)
+                for raw, typ in zip(page, pipe.execute()):
+                    types[raw.decode("utf-8", "replace")] = typ if isinstance(typ, bytes) else str(typ).encode()
+            scanned += len(page)
+            if scanned >= limit and cursor != 0:
+                return types, scanned, False
+            if cursor == 0:
+                break
+    return types, scanned, True
 
 
 def recognizers(layouts: tuple[str, ...] | None = None) -> list[tuple[str, Callable[..., Any]]]:
