@@ -97,3 +97,48 @@ def scan_pages(client: Any, match: str, count: int):
             yield found
             if cursor == 0:
                 break
+
+
+def layout_keys(layout: Any) -> list[str]:
+    """The fixed key names of a single-key-set layout (``layout.keys``: every
+    string property without a wildcard, plus a sample ``job("<id>")`` key);
+    ``[]`` for the sharded layouts, whose keys are hash-tagged by design."""
+    keys = getattr(layout, "keys", None)
+    if keys is None or isinstance(keys, (list, tuple, dict)):
+        return []
+    out: list[str] = []
+    for name in dir(type(keys)):
+        if name.startswith("_") or not isinstance(getattr(type(keys), name, None), property):
+            continue
+        value = getattr(keys, name)
+        if isinstance(value, str) and "*" not in value:
+            out.append(value)
+    job = getattr(keys, "job", None)
+    if callable(job):
+        try:
+            out.append(job("0"))
+        except Exception:  # noqa: BLE001 - a layout without per-job keys
+            pass
+    return out
+
+
+def cross_slot_note(layout: Any) -> str | None:
+    """On a cluster, the one-line warning for a queue whose keys span several
+    slots (multi-key operations refused, reads still work); else ``None``."""
+    if not is_cluster(getattr(layout, "client", None)):
+        return None
+    keys = layout_keys(layout)
+    slots = slots_of(keys)
+    if len(slots) <= 1:
+        return None
+    return (f"Redis Cluster: the keys of queue {layout.queue.name!r} ({layout.name}) span {len(slots)} slots "
+            "(no common hash tag): operations and check --repair are refused on this queue; reads work")
+
+
+def refuse_cross_slot(layout: Any, what: str) -> None:
+    """Raise :class:`UsageError` (exit 2) when :func:`cross_slot_note` has a
+    note: ``what`` is a multi-key operation that would fail with CROSSSLOT."""
+    if cross_slot_note(layout):
+        raise UsageError(f"{what} {layout.queue.name} refused: on a Redis Cluster this {layout.name} queue's keys "
+                         f"span {len(slots_of(layout_keys(layout)))} slots (no common hash tag), so a multi-key "
+                         "script cannot run; give its keys one hash tag (e.g. a prefix like {name}) to operate on it")
