@@ -213,13 +213,26 @@ def start_sentinel(binary: str) -> Topology:
         ]) + "\n")
         topo.sentinels.append(_launch(binary, [str(conf), "--sentinel"], s_port, sdir))
         sentinel = topo.sentinels[0].client()
-        wait_until(lambda: len(sentinel.execute_command("SENTINEL", "REPLICAS", SENTINEL_SERVICE)) >= 1,
-                   what="sentinel to see the replica")
+        def replica_good() -> bool:
+            replicas = sentinel.execute_command("SENTINEL", "REPLICAS", SENTINEL_SERVICE)
+            return any(_flat(r).get("flags") == "slave" and _flat(r).get("master-link-status") == "ok"
+                       for r in replicas)
+
+        wait_until(replica_good, what="sentinel to see a healthy replica")
         sentinel.close()
     except Exception:
         topo.stop()
         raise
     return topo
+
+
+def _flat(reply) -> dict:
+    """A ``SENTINEL REPLICAS`` entry (dict or flat list) as ``{str: str}``."""
+    if isinstance(reply, dict):
+        return {(k.decode() if isinstance(k, bytes) else k): (v.decode() if isinstance(v, bytes) else v)
+                for k, v in reply.items()}
+    items = [x.decode() if isinstance(x, bytes) else x for x in reply]
+    return dict(zip(items[::2], items[1::2]))
 
 
 # -- TLS -----------------------------------------------------------------------

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from collections import Counter
 
 import pytest
@@ -323,7 +324,8 @@ def test_sentinel_failover_during_redrive_then_rerun(sentinel_deployment, tmp_pa
     def failover():
         primary = redis.Redis(host=old[0].decode(), port=int(old[1]))
         primary.execute_command("WAIT", 1, 5000)
-        sentinel.execute_command("SENTINEL", "FAILOVER", service)
+        cs.wait_until(lambda: sentinel.execute_command("SENTINEL", "FAILOVER", service), timeout_s=30,
+                      what="SENTINEL FAILOVER accepted")  # NOGOODSLAVE until the replica's INFO is fresh
         cs.wait_until(lambda: sentinel.execute_command("SENTINEL", "GET-MASTER-ADDR-BY-NAME", service) != old,
                       timeout_s=30, what="Sentinel failover")
         cs.wait_until(lambda: primary.info("replication")["role"] == "slave", timeout_s=30,
