@@ -342,9 +342,11 @@ def translate(exc: BaseException, target: Target | None) -> BaseException:
         return AuthFailed(f"permission denied at {where}: {text}")
     if upper.startswith("CROSSSLOT") or "MUST MAP TO THE SAME KEY SLOT" in upper:
         return UsageError(f"the keys of this command do not share a Redis Cluster slot at {where}: {text}")
+    if "CLUSTER MODE IS NOT ENABLED" in upper:
+        return UsageError(f"{where} is not a Redis Cluster node: use redis:// (or rediss://) for one server")
     if "DB INDEX IS OUT OF RANGE" in upper:
         return UsageError(f"{target.source if target else 'the URL'}: the db index is out of range at {where}")
-    if isinstance(exc, _topology_changes()):  # failover, resharding, a primary gone: stop between calls
+    if isinstance(exc, _topology_changes()) or _is_unreachable(exc):  # failover, resharding, a primary gone: stop between calls
         return ConnectionFailed(f"the primary changed or is unavailable at {where} "
                                 f"({exc.__class__.__name__}: {text})")
     if isinstance(exc, rx.TimeoutError):
@@ -362,4 +364,12 @@ def _topology_changes() -> tuple[type[BaseException], ...]:
     import redis.exceptions as rx
 
     return (rx.ClusterDownError, rx.TryAgainError, rx.MovedError, rx.AskError, rx.ReadOnlyError,
-            rx.MasterDownError, rx.SlotNotCoveredError, rx.ClusterError, rx.RedisClusterException)
+            rx.MasterDownError, rx.SlotNotCoveredError, rx.ClusterError)
+
+
+def _is_unreachable(exc: BaseException) -> bool:
+    import redis.exceptions as rx
+
+    text = str(exc).lower()
+    return isinstance(exc, rx.RedisClusterException) and any(
+        t in text for t in ("cannot be connected", "slots are not covered", "could not agree", "has no redis_connection"))

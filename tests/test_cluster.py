@@ -381,3 +381,91 @@ def test_tls_with_ca_and_client_certificates(tls_server, tmp_path, capsys):
     assert main(["--config", str(cfg), "--profile", "tls", "status"]) == 0
     assert main(["--url", url, "--ca-cert", str(tmp_path / "missing.pem"), "status"]) == 2
     plain.close()
+
+
+# -- URLs, profiles and errors (issue 12's URL items included) ---------------------------
+
+
+def _one_line(code, err, want):
+    assert code == want, err
+    assert err.count("\n") == 1 and err.startswith("jobctl: error: ") and "Traceback" not in err, err
+
+
+@pytest.mark.parametrize("db", ["99999999999999999999", "-1", "x1"])
+def test_db_index_out_of_range_in_the_url_is_a_usage_error(redis_url, capsys, db):
+    base = redis_url.rsplit("/", 1)[0]
+    code = main(["--url", f"{base}/{db}", "status"])
+    _one_line(code, capsys.readouterr().err, 2)
+
+
+def test_db_index_beyond_the_servers_databases(redis_url, capsys):
+    code = main(["--url", redis_url.rsplit("/", 1)[0] + "/4000", "status"])
+    err = capsys.readouterr().err
+    _one_line(code, err, 2)
+    assert "db index" in err
+
+
+@pytest.mark.parametrize("body, needle", [
+    ("url = 5", "url must be a string"),
+    ('url = "redis://h:1/0"\ncluster_nodes = ["h:1"]', "only one of"),
+    ('sentinels = ["h:26379"]', "needs service"),
+    ('cluster_nodes = []', "non-empty list"),
+    ('url = "redis://h:1/0"\ntls_verify = "no"', "true or false"),
+    ('url = "redis://h:1/0"\ndb = 99999999999', "db must be"),
+])
+def test_bad_profiles_are_usage_errors(tmp_path, capsys, body, needle):
+    cfg = tmp_path / "jobctl.toml"
+    cfg.write_text(f"[profiles.p]\n{body}\n")
+    code = main(["--config", str(cfg), "--profile", "p", "status"])
+    err = capsys.readouterr().err
+    _one_line(code, err, 2)
+    assert needle in err
+
+
+def test_profile_forms_build_the_topology_url(tmp_path, monkeypatch):
+    from jobctl.config import load_config
+    from jobctl.connection import resolve_target
+
+    monkeypatch.setenv("PW", "s3cr@t/pw")
+    monkeypatch.setenv("SPW", "sentinel-secret")
+    cfg = tmp_path / "jobctl.toml"
+    cfg.write_text('[profiles.c]\ncluster_nodes = ["10.0.0.1:7000", "10.0.0.2:7000"]\npassword_env = "PW"\n'
+                   'tls = true\nusername = "ops"\n'
+                   '[profiles.s]\nsentinels = ["10.0.0.5:26379"]\nservice = "jobs"\ndb = 2\n'
+                   'sentinel_password_env = "SPW"\n')
+    conf = load_config(str(cfg))
+    c = resolve_target(conf, profile="c")
+    assert c.topology.kind == "cluster" and c.topology.tls and c.topology.password == "s3cr@t/pw"
+    assert c.topology.nodes == (("10.0.0.1", 7000), ("10.0.0.2", 7000)) and c.topology.username == "ops"
+    assert "s3cr" not in c.display and c.display.startswith("rediss+cluster://ops:***@10.0.0.1:7000,")
+    s = resolve_target(conf, profile="s")
+    assert (s.topology.kind, s.topology.service, s.topology.db) == ("sentinel", "jobs", 2)
+    assert s.sentinel_password == "sentinel-secret" and "sentinel-secret" in s.secrets
+
+
+@pytest.mark.parametrize("url, shown", [
+    ("redis://weird:ss/w:rd#?%&=x@127.0.0.1:6379/0", "redis://***@127.0.0.1:6379/0"),
+    ("redis://u:p@ss@h:1/0", "redis://***@h:1/0"),
+    ("redis+cluster://u:pw@h1:1,h2:2", "redis+cluster://u:***@h1:1,h2:2"),
+    ("redis+sentinel://h:26379/svc/0?sentinel_password=topsecret", "redis+sentinel://h:26379/svc/0?sentinel_password=***"),
+])
+def test_masking(url, shown):
+    from jobctl.connection import redact_url
+
+    assert redact_url(url) == shown
+
+
+@pytest.mark.parametrize("url", ["redis+sentinel://127.0.0.1:1", "redis+cluster://127.0.0.1:1/3",
+                                 "redis+cluster://h:notaport", "redis://h1:1,h2:2/0"])
+def test_bad_topology_urls(capsys, url):
+    _one_line(main(["--url", url, "status"]), capsys.readouterr().err, 2)
+
+
+def test_cluster_url_on_a_single_server_and_unreachable_topologies(redis_url, capsys):
+    host_port = redis_url.split("://", 1)[1].split("/", 1)[0]
+    code = main(["--url", f"redis+cluster://{host_port}", "status"])
+    err = capsys.readouterr().err
+    _one_line(code, err, 2)
+    assert "not a Redis Cluster node" in err
+    for url in ("redis+cluster://127.0.0.1:1", "redis+sentinel://127.0.0.1:1/svc/0"):
+        _one_line(main(["--url", url, "status"]), capsys.readouterr().err, 3)

@@ -70,6 +70,9 @@ class SlowCache:
 
 
 def _server_info(client) -> dict[str, Any]:
+    from ..cluster import primaries
+
+    client = primaries(client)[0]  # a Redis Cluster: the first primary's INFO (no pipelined INFO there)
     pipe = client.pipeline(transaction=False)
     pipe.info("server")
     pipe.info("replication")
