@@ -56,6 +56,8 @@ class Discovery:
     scanned: int = 0
     complete: bool = True
     rejected: list[str] = field(default_factory=list)
+    #: Redis Cluster only: queue name -> why its operations are refused (keys span slots).
+    cluster_notes: dict[str, str] = field(default_factory=dict)
 
 
 def scan_types(client, *, limit: int = DEFAULT_SCAN_LIMIT, count: int = 1000,
@@ -134,7 +136,24 @@ def discover(client, *, limit: int = DEFAULT_SCAN_LIMIT, count: int = 1000,
             out.evidence[name] = list(evidence)
             for key in evidence:
                 remaining.pop(key, None)
+    _note_cross_slot(client, out)
     return out
+
+
+def _note_cross_slot(client, out: Discovery) -> None:
+    """On a cluster, note each queue whose keys span several slots."""
+    from .cluster import cross_slot_note, is_cluster
+    from .layouts import layout_for
+
+    if not is_cluster(client):
+        return
+    for q in out.queues:
+        try:
+            note = cross_slot_note(layout_for(client, q))
+        except Exception:  # noqa: BLE001 - a queue whose layout cannot be built says nothing here
+            continue
+        if note:
+            out.cluster_notes[q.name] = note
 
 
 def discover_reliable_lists(client, *, limit: int = DEFAULT_SCAN_LIMIT, count: int = 1000) -> Discovery:
