@@ -248,6 +248,8 @@ def test_untagged_layout_on_a_cluster_reads_and_refuses_operations(cc, cluster_u
     assert {key: cc.dump(key) for key in cc.scan_iter()} == before
     code, out, err = run(capsys, cluster_url, cfg, "ls", "jl", "--state", "dead")
     assert code == 0 and "d0" in out, err
+    code, _, err = run(capsys, cluster_url, cfg, "export", "jl", "--out", str(tmp_path / "x"), "--format", "jsonl")
+    assert code == 0, err
     code, doc, err = run(capsys, cluster_url, None, "discover", "--json")
     assert code == 0, err
     jl = [q for q in doc["queues"] if q["layout"] == "json-list"]
