@@ -184,6 +184,17 @@ def test_cluster_operations_conserve_every_job(cc, cluster_url, tmp_path, capsys
     assert (st["dead"], st["ready"]) == (0, truth.expected["ready"] + dead)
     assert all_ids(cc, tags) == Counter({i: 1 for i in every})
 
+    # the journal stream lives on the queue's node; check, metrics and inspect read every shard
+    code, out, err = run(capsys, cluster_url, cfg, "journal", "email")
+    assert code == 0 and "redrive" in str(out), err
+    code, out, err = run(capsys, cluster_url, cfg, "check", "email")
+    assert code == 0, (out, err)
+    code, out, err = run(capsys, cluster_url, cfg, "metrics", "once")
+    assert code == 0 and "jobctl_exporter_up 1" in out, err
+    one = sorted(truth.ids_by_state["dead"])[0]
+    code, out, err = run(capsys, cluster_url, cfg, "inspect", "email", one)
+    assert code == 0 and one in str(out), err
+
     # promote every scheduled job, requeue the stuck ones (none here) -> still conserved
     code, _, err = run(capsys, cluster_url, cfg, "promote", "email", "--yes")
     assert code == 0, err
