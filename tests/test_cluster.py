@@ -326,6 +326,46 @@ def test_cluster_failover_during_redrive_then_rerun(cluster, cc, cluster_url, tm
     fresh.close()
 
 
+def _migrate_slot(cc, slot: int) -> None:
+    """Move ``slot`` with its keys to another primary (IMPORTING/MIGRATING,
+    MIGRATE, SETSLOT NODE on every primary): a resharding step."""
+    primaries = cc.get_primaries()
+    src_node = cc.nodes_manager.get_node_from_slot(slot)
+    dst_node = next(n for n in primaries if n.name != src_node.name)
+    src, dst = cc.get_redis_connection(src_node), cc.get_redis_connection(dst_node)
+    src_id, dst_id = src.execute_command("CLUSTER MYID").decode(), dst.execute_command("CLUSTER MYID").decode()
+    dst.execute_command("CLUSTER SETSLOT", slot, "IMPORTING", src_id)
+    src.execute_command("CLUSTER SETSLOT", slot, "MIGRATING", dst_id)
+    while True:
+        keys = src.execute_command("CLUSTER GETKEYSINSLOT", slot, 100)
+        if not keys:
+            break
+        src.execute_command("MIGRATE", dst_node.host, dst_node.port, "", 0, 5000, "KEYS", *keys)
+    for node in primaries:
+        cc.get_redis_connection(node).execute_command("CLUSTER SETSLOT", slot, "NODE", dst_id)
+
+
+def test_resharding_during_redrive_is_followed(cc, cluster_url, tmp_path, capsys, monkeypatch):
+    from jobctl.cluster import key_slot
+
+    truth = load_scenario(cc, "dlq-spike", queue="rs", shards=8, size=160, seed=9, now_ms=wall_ms())
+    tags = shard_tags("rs", 8)
+    every = set().union(*truth.ids_by_state.values())
+    cfg = config(tmp_path, {"rs": {"layout": "reliable-list", "tag": "rs", "shards": 8}})
+    moved_slots = [key_slot("{" + t + "}") for t in tags[:3]]
+    owners = [cc.nodes_manager.get_node_from_slot(slot).name for slot in moved_slots]
+    _after_first_batch(monkeypatch, lambda: [_migrate_slot(cc, slot) for slot in moved_slots])
+    code, _, err = run(capsys, cluster_url, cfg, "redrive", "rs", "--yes", "--batch", "3")
+    assert code in (0, 3), err  # MOVED followed (or a clean stop, then the rerun)
+    monkeypatch.undo()
+    code, _, err = run(capsys, cluster_url, cfg, "redrive", "rs", "--yes")
+    assert code == 0, err
+    fresh = make_client(Target(cluster_url, "test"))
+    assert all_ids(fresh, tags) == Counter({i: 1 for i in every})
+    assert [fresh.nodes_manager.get_node_from_slot(slot).name for slot in moved_slots] != owners
+    fresh.close()
+
+
 @pytest.mark.slow
 def test_sentinel_failover_during_redrive_then_rerun(sentinel_deployment, tmp_path, capsys, monkeypatch):
     url = sentinel_deployment.url
