@@ -66,17 +66,19 @@ class Target:
     @property
     def secrets(self) -> tuple[str, ...]:
         """Strings that must never appear in output (the password, raw and quoted)."""
-        parts = urlsplit(self.url)
-        found = [pw for pw in parse_qs(parts.query).get("password", []) if pw]
-        found += [m.group(1) for m in _QUERY_PASSWORD_RE_VALUE.finditer(parts.query) if m.group(1)]
-        if parts.password:
-            found.append(parts.password)
-        if self.sentinel_password:
-            found.append(self.sentinel_password)
-        head, _, rest = self.url.partition("://")
-        userinfo = rest.rpartition("@")[0]
-        if ":" in userinfo:  # a URL that does not parse cleanly: all after the user's first ":"
-            found.append(userinfo.split(":", 1)[1])
+        found: list[str] = [self.sentinel_password] if self.sentinel_password else []
+        try:
+            parts = urlsplit(self.url)
+            found += [pw for pw in parse_qs(parts.query).get("password", []) if pw]
+            found += [m.group(1) for m in _QUERY_PASSWORD_RE_VALUE.finditer(parts.query) if m.group(1)]
+            if parts.password:
+                found.append(parts.password)
+        except ValueError:
+            pass
+        if not _parses_cleanly(self.url):  # all after the user's first ":" up to the last "@"
+            userinfo = self.url.partition("://")[2].rpartition("@")[0]
+            if ":" in userinfo:
+                found.append(userinfo.split(":", 1)[1])
         return tuple({form for pw in found for form in (pw, unquote(pw), quote(unquote(pw), safe=""))})
 
 
