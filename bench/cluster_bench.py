@@ -3,7 +3,9 @@
 Starts, from the same server binary, one server and a 3-primary cluster
 (``tests/cluster_servers.py``), then on each:
 
-1. ``status --json`` over 10 queues -- 2 sharded queues of 8 tags and 8
+1. ``status --json`` over 10 queues (a fresh CLI run, connection included),
+   and the same refresh on a connected session (what the TUI and the
+   exporter repeat), -- 2 sharded queues of 8 tags and 8
    single-tag queues (:func:`bulkload.load_status_queue`, ``--depth`` jobs per
    tag): round trips (:mod:`roundtrips`: one per ``send_packed_command``, a
    pipeline to one node counts once) and wall time, median of ``--runs``
@@ -62,12 +64,13 @@ def _config(path: Path) -> str:
 
 
 def _quiet(argv: list[str]) -> tuple[int, str]:
-    out, err = io.StringIO(), io.StringIO()
+    out, err = io.TextIOWrapper(io.BytesIO(), encoding="utf-8"), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = main(argv)
+    out.flush()
     if code != 0:
         raise RuntimeError(f"jobctl {' '.join(argv[-4:])} exited {code}: {err.getvalue().strip()}")
-    return code, out.getvalue()
+    return code, out.buffer.getvalue().decode()
 
 
 def measure(url: str, cfg: str, args, counter) -> dict:
@@ -87,6 +90,21 @@ def measure(url: str, cfg: str, args, counter) -> dict:
         _quiet([*base, "status", "--json"])
         times.append(time.perf_counter() - t0)
         trips.append(counter.count)
+    # a refresh on a connected session (what the TUI and the exporter repeat)
+    from jobctl.session import Session
+
+    session = Session(config_file=cfg, url=url)
+    names = [*SHARDED, *SINGLE]
+    layouts = [session.layout(n) for n in names]
+    [lay.status() for lay in layouts]
+    refresh_t, refresh_rt = [], []
+    for _ in range(args.runs * 3):
+        counter.reset()
+        t0 = time.perf_counter()
+        [lay.status() for lay in layouts]
+        refresh_t.append(time.perf_counter() - t0)
+        refresh_rt.append(counter.count)
+    session.close()
     redrive = []
     for run in range(args.runs):
         for n, tag in enumerate(shard_tags("bench", 8)):
@@ -103,6 +121,7 @@ def measure(url: str, cfg: str, args, counter) -> dict:
             client.delete(f"queue:{{{tag}}}:ready")
     client.close()
     return {"status_s": statistics.median(times), "status_round_trips": statistics.median(trips),
+            "refresh_s": statistics.median(refresh_t), "refresh_round_trips": statistics.median(refresh_rt),
             "redrive_jobs_per_s": statistics.median(redrive), "status_samples": times, "redrive_samples": redrive}
 
 
@@ -131,9 +150,11 @@ def main_() -> int:
     load = os.getloadavg()[0]
     print(f"\n{args.server}, status: 10 queues (2 x 8 shards + 8 single), {args.depth:,} jobs per tag; "
           f"redrive: {args.jobs:,} dead jobs over 8 shards; median of {args.runs}; load {load:.1f}\n")
-    print("| topology | status round trips | status ms | redrive jobs/s |\n|---|---:|---:|---:|")
+    print("| topology | `status --json` round trips | ms | refresh (connected) round trips | ms | redrive jobs/s |\n"
+          "|---|---:|---:|---:|---:|---:|")
     for name, r in results.items():
-        print(f"| {name} | {r['status_round_trips']:.0f} | {r['status_s'] * 1000:.1f} | {r['redrive_jobs_per_s']:,.0f} |")
+        print(f"| {name} | {r['status_round_trips']:.0f} | {r['status_s'] * 1000:.1f} | "
+              f"{r['refresh_round_trips']:.0f} | {r['refresh_s'] * 1000:.1f} | {r['redrive_jobs_per_s']:,.0f} |")
     out = HERE / "results"
     out.mkdir(exist_ok=True)
     path = out / f"cluster-{args.server}-{time.strftime('%Y%m%dT%H%M%S')}.json"
