@@ -231,6 +231,31 @@ def test_cluster_requeue_export_purge(cc, cluster_url, tmp_path, capsys):
     assert max(remaining.values()) == 1
 
 
+def test_tui_core_on_a_cluster(cc, cluster_url, tmp_path):
+    """The TUI's headless core (refresh, triage, jobs, inspect, journal) on a sharded queue."""
+    from jobctl.dashboard import Dashboard
+    from jobctl.model import State
+    from jobctl.session import Session
+
+    truth = load_scenario(cc, "dlq-spike", queue="tui", shards=8, size=160, seed=11, now_ms=wall_ms())
+    cfg = config(tmp_path, {"tui": {"layout": "reliable-list", "tag": "tui", "shards": 8}})
+    session = Session(config_file=cfg, url=cluster_url)
+    try:
+        dash = Dashboard(session)
+        snap = dash.refresh()
+        row = snap.row("tui")
+        assert row.error is None and row.status.dead == truth.expected["dead"]
+        tri = dash.triage("tui")
+        assert {(g.job_type, g.error): g.count for g in tri.groups} == truth.dead_breakdown
+        page = dash.jobs("tui", State.DEAD, limit=500)
+        assert {j.job_id for j in page.records} == truth.ids_by_state["dead"]
+        one = sorted(truth.ids_by_state["dead"])[0]
+        assert dash.inspect("tui", one).job_id == one
+        assert dash.journal("tui") == []
+    finally:
+        session.close()
+
+
 def test_untagged_layout_on_a_cluster_reads_and_refuses_operations(cc, cluster_url, tmp_path, capsys):
     """json-list keys (``jobs:pending``, ``jobs:dead``...) carry no hash tag:
     its own workers' LMOVE cannot run on a cluster either, so the queue is
