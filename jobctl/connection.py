@@ -348,7 +348,12 @@ def translate(exc: BaseException, target: Target | None) -> BaseException:
         return UsageError(f"{where} is not a Redis Cluster node: use redis:// (or rediss://) for one server")
     if "DB INDEX IS OUT OF RANGE" in upper:
         return UsageError(f"{target.source if target else 'the URL'}: the db index is out of range at {where}")
-    if isinstance(exc, _topology_changes()) or _is_unreachable(exc):  # failover, resharding, a primary gone: stop between calls
+    if _is_unreachable(exc):
+        return ConnectionFailed(f"cannot reach {where}: {text[:200]}")
+    if exc.__class__.__name__ == "MasterNotFoundError":
+        return ConnectionFailed(f"cannot reach {where}: no Sentinel answered with a primary for the service "
+                                f"({text.split(':', 1)[0]})")
+    if isinstance(exc, _topology_changes()):  # failover, resharding, a primary gone: stop between calls
         return ConnectionFailed(f"the primary changed or is unavailable at {where} "
                                 f"({exc.__class__.__name__}: {text})")
     if isinstance(exc, rx.TimeoutError):

@@ -551,3 +551,16 @@ def test_cluster_url_on_a_single_server_and_unreachable_topologies(redis_url, ca
     assert "not a Redis Cluster node" in err
     for url in ("redis+cluster://127.0.0.1:1", "redis+sentinel://127.0.0.1:1/svc/0"):
         _one_line(main(["--url", url, "status"]), capsys.readouterr().err, 3)
+
+
+@pytest.mark.parametrize("url", ["rediss+cluster://127.0.0.1:1", "rediss+sentinel://127.0.0.1:1/svc/0",
+                                 "rediss://127.0.0.1:1/0"])
+def test_tls_options_on_every_topology_build_a_client(tls_server, capsys, url):
+    """Every topology takes the TLS options (no TypeError from a client
+    class): an unreachable server is exit 3, one line."""
+    certs = tls_server.extra["certs"]
+    code = main(["--url", url, "--ca-cert", str(certs["ca"]), "--client-cert", str(certs["client_cert"]),
+                 "--client-key", str(certs["client_key"]), "status"])
+    err = capsys.readouterr().err
+    _one_line(code, err, 3)
+    assert "cannot reach" in err
