@@ -231,6 +231,23 @@ def test_cluster_requeue_export_purge(cc, cluster_url, tmp_path, capsys):
     assert max(remaining.values()) == 1
 
 
+def test_hash_tagged_prefix_makes_an_untagged_layout_operable(cc, cluster_url, tmp_path, capsys):
+    """docs/layouts.md: a json-list prefix that is a hash tag (``{jl}``) puts
+    every key in one slot: no note, and operations run."""
+    from jobctl.keys import JsonListKeys
+
+    k = JsonListKeys("{jl}")
+    assert len({cc.keyslot(x) for x in (k.pending, k.dead, k.processing, k.attempts, k.suppressed)}) == 1
+    for n in range(5):
+        cc.rpush(k.dead, json.dumps({"id": f"d{n}", "task": "charge_card"}))
+    cfg = config(tmp_path, {"jl": {"layout": "json-list", "tag": "{jl}"}})
+    code, doc, err = run(capsys, cluster_url, cfg, "status", "--json")
+    assert code == 0 and not status_of(doc, "jl")["warnings"], (err, doc)
+    code, _, err = run(capsys, cluster_url, cfg, "redrive", "jl", "--yes")
+    assert code == 0, err
+    assert (cc.llen(k.dead), cc.llen(k.pending)) == (0, 5)
+
+
 def test_tui_core_on_a_cluster(cc, cluster_url, tmp_path):
     """The TUI's headless core (refresh, triage, jobs, inspect, journal) on a sharded queue."""
     from jobctl.dashboard import Dashboard
