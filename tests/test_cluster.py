@@ -11,6 +11,7 @@ TLS).  Any other test server (container, url:) uses redis-server on PATH.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 from collections import Counter
@@ -365,6 +366,35 @@ def test_cluster_failover_during_redrive_then_rerun(cluster, cc, cluster_url, tm
     assert all_ids(fresh, tags) == Counter({i: 1 for i in every})
     st = status_of(run(capsys, cluster_url, cfg, "status", "--json")[1], "fo")
     assert st["dead"] == 0 and st["ready"] == truth.expected["ready"] + truth.expected["dead"]
+    fresh.close()
+
+
+@pytest.mark.slow
+def test_cluster_node_hangs_mid_redrive_exit_3_then_rerun(cluster, cc, cluster_url, tmp_path, capsys, monkeypatch):
+    """A primary stops answering between two script calls (SIGSTOP): the
+    redrive stops with exit 3 and "run again"; after it answers again the
+    rerun finishes; every job exactly once."""
+    import signal
+
+    truth = load_scenario(cc, "dlq-spike", queue="hang", shards=8, size=160, seed=12, now_ms=wall_ms())
+    tags = shard_tags("hang", 8)
+    every = set().union(*truth.ids_by_state.values())
+    cfg = config(tmp_path, {"hang": {"layout": "reliable-list", "tag": "hang", "shards": 8}})
+    port = cc.get_node_from_key("{" + tags[0] + "}").port
+    proc = next(n.proc for n in cluster.nodes if n.port == port)
+    _after_first_batch(monkeypatch, lambda: os.kill(proc.pid, signal.SIGSTOP))
+    try:
+        code, _, err = run(capsys, cluster_url, cfg, "--timeout", "1", "redrive", "hang", "--yes", "--batch", "2")
+    finally:
+        os.kill(proc.pid, signal.SIGCONT)
+    assert code == 3, err
+    assert "run the same command again" in err and err.count("\n") == 1, err
+    monkeypatch.undo()
+    cs.wait_until(lambda: redis.Redis(port=port, socket_timeout=1).ping(), what="node answers again")
+    code, _, err = run(capsys, cluster_url, cfg, "redrive", "hang", "--yes")
+    assert code == 0, err
+    fresh = make_client(Target(cluster_url, "test"))
+    assert all_ids(fresh, tags) == Counter({i: 1 for i in every})
     fresh.close()
 
 
