@@ -100,16 +100,17 @@ def scan_pages(client: Any, match: str, count: int):
 
 
 def layout_keys(layout: Any) -> list[str]:
-    """The fixed key names of a single-key-set layout (``layout.keys``: every
-    string property without a wildcard, plus a sample ``job("<id>")`` key);
+    """The key names a multi-key script of a single-key-set layout may touch
+    together (``layout.keys``: every string property without a wildcard but
+    the journal, plus a sample ``job("<id>")`` key);
     ``[]`` for the sharded layouts, whose keys are hash-tagged by design."""
     keys = getattr(layout, "keys", None)
     if keys is None or isinstance(keys, (list, tuple, dict)):
         return []
     out: list[str] = []
     for name in dir(type(keys)):
-        if name.startswith("_") or not isinstance(getattr(type(keys), name, None), property):
-            continue
+        if name.startswith("_") or name == "journal" or not isinstance(getattr(type(keys), name, None), property):
+            continue  # the journal is written by its own XADD, never inside a script
         value = getattr(keys, name)
         if isinstance(value, str) and "*" not in value:
             out.append(value)

