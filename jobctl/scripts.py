@@ -56,19 +56,15 @@ def _cluster_script_class():
 
     class ClusterScript(Script):
         """A script on a Redis Cluster: called directly it routes by its
-        first key (redis-py); queued on a cluster pipeline (whose ``evalsha``
-        method redis-py blocks) it is loaded on every primary once, then
-        sent as a raw ``EVALSHA`` that the pipeline routes by key slot."""
-
-        _loaded = False
+        first key (EVALSHA, reloaded on NOSCRIPT by redis-py); queued on a
+        cluster pipeline (whose ``evalsha`` method redis-py blocks, and where
+        a NOSCRIPT from a freshly promoted primary could not be retried) it is
+        sent as a raw ``EVAL`` with its text, routed by key slot."""
 
         def __call__(self, keys=None, args=None, client=None):
             if isinstance(client, ClusterPipeline):
-                if not self._loaded:
-                    self.sha = self.registered_client.script_load(self.script)  # every primary
-                    self._loaded = True
                 keys = list(keys or [])
-                return client.execute_command("EVALSHA", self.sha, len(keys), *keys, *(args or []))
+                return client.execute_command("EVAL", self.script, len(keys), *keys, *(args or []))
             return super().__call__(keys=keys, args=args, client=client)
 
     return ClusterScript
