@@ -192,6 +192,9 @@ def _profile(where: str, name: str, raw: dict[str, Any]) -> Profile:
     forms = [k for k in ("url", "cluster_nodes", "sentinels") if k in raw]
     if len(forms) > 1:
         raise ConfigError(f"{where}: give only one of url, cluster_nodes, sentinels (got {', '.join(forms)})")
+    if db is not None and "sentinels" not in raw:
+        raise ConfigError(f"{where}: db applies to a sentinels profile only (put it in the url; "
+                          "a Redis Cluster has only db 0)")
     if "sentinels" in raw and not raw.get("service"):
         raise ConfigError(f"{where}: sentinels needs service = \"<the Sentinel service name>\"")
     if ("service" in raw or "sentinel_password_env" in raw) and "sentinels" not in raw and \

@@ -479,6 +479,8 @@ def test_db_index_beyond_the_servers_databases(redis_url, capsys):
     ('cluster_nodes = []', "non-empty list"),
     ('url = "redis://h:1/0"\ntls_verify = "no"', "true or false"),
     ('url = "redis://h:1/0"\ndb = 99999999999', "db must be"),
+    ('sentinels = ["h:1"]\nservice = "s"\ndb = -1', "db must be"),
+    ('url = "redis://h:1/0"\ndb = 3', "db applies to a sentinels profile only"),
 ])
 def test_bad_profiles_are_usage_errors(tmp_path, capsys, body, needle):
     cfg = tmp_path / "jobctl.toml"
