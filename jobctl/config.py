@@ -15,6 +15,17 @@ Example::
     environment = "production"
     read_only = true
 
+    [profiles.cluster]                     # Redis Cluster: seed nodes (or url = "redis+cluster://h1:p1,h2:p2")
+    cluster_nodes = ["10.0.0.1:6379", "10.0.0.2:6379"]
+    password_env = "CLUSTER_PASSWORD"
+    tls = true
+    ca_cert = "/etc/ssl/redis-ca.pem"      # client_cert, client_key; tls_verify = false warns
+
+    [profiles.ha]                          # Sentinel (or url = "redis+sentinel://s1:26379,s2:26379/jobs/0")
+    sentinels = ["10.0.0.5:26379", "10.0.0.6:26379"]
+    service = "jobs"
+    sentinel_password_env = "SENTINEL_PASSWORD"
+
     [queues.email]
     layout = "reliable-list"
     tag = "email"          # keys queue:{email}:ready, job:{email}:<id>, ...
@@ -54,6 +65,34 @@ class Profile:
     password_env: str | None = None
     environment: str | None = None
     read_only: bool = False
+    #: Topology without a URL: Redis Cluster seeds, or Sentinels + service (``"host:port"`` each).
+    cluster_nodes: tuple[str, ...] = ()
+    sentinels: tuple[str, ...] = ()
+    service: str | None = None
+    db: int | None = None
+    username: str | None = None
+    sentinel_password_env: str | None = None
+    #: TLS: ``tls`` turns it on for a ``redis://`` URL or the profile form;
+    #: the paths are PEM files; ``tls_verify = false`` disables verification.
+    tls: bool = False
+    ca_cert: str | None = None
+    client_cert: str | None = None
+    client_key: str | None = None
+    tls_verify: bool = True
+
+    @property
+    def connect_url(self) -> str | None:
+        """``url``, or the ``redis[s]+cluster://`` / ``redis[s]+sentinel://``
+        URL the profile form describes (no password: see ``password_env``)."""
+        if self.url is not None:
+            return self.url
+        base = "rediss" if self.tls else "redis"
+        user = f"{self.username}@" if self.username else ""
+        if self.cluster_nodes:
+            return f"{base}+cluster://{user}{','.join(self.cluster_nodes)}"
+        if self.sentinels:
+            return f"{base}+sentinel://{user}{','.join(self.sentinels)}/{self.service}/{self.db or 0}"
+        return None
 
 
 @dataclass(frozen=True)
@@ -127,7 +166,8 @@ def config_path(explicit: str | os.PathLike[str] | None = None) -> Path | None:
 
 
 #: Keys of a ``[profiles.NAME]`` table.
-PROFILE_KEYS = ("url", "password_env", "environment", "read_only")
+PROFILE_KEYS = ("url", "password_env", "environment", "read_only", "db", "username", "cluster_nodes", "sentinels",
+                "service", "sentinel_password_env", "tls", "ca_cert", "client_cert", "client_key", "tls_verify")
 #: Keys every ``[queues.NAME]`` table may hold.
 QUEUE_KEYS = ("layout", "tag", "shards", "priorities", "visibility_timeout_ms", "slo", "dead_cap")
 #: Layout-specific option keys (kept in :attr:`QueueConfig.options`), per layout.
@@ -240,6 +280,47 @@ def _check_tag(where: str, tag: Any) -> None:
         raise ConfigError(f"{where}: tag {_short(tag)} must not contain '{{' or '}}' (write it without braces)")
 
 
+_PROFILE_STR = ("url", "password_env", "environment", "service", "username", "sentinel_password_env",
+                 "ca_cert", "client_cert", "client_key")
+_PROFILE_BOOL = ("read_only", "tls", "tls_verify")
+_PROFILE_LIST = ("cluster_nodes", "sentinels")
+
+
+def _profile(where: str, name: str, raw: dict[str, Any]) -> Profile:
+    """A :class:`Profile` from its table; raises :class:`ConfigError` on a wrong type or combination."""
+    for key in _PROFILE_STR:
+        if key in raw and not isinstance(raw[key], str):
+            raise ConfigError(f"{where}: {key} must be a string, got {type(raw[key]).__name__}")
+    for key in _PROFILE_BOOL:
+        if key in raw and not isinstance(raw[key], bool):
+            raise ConfigError(f"{where}: {key} must be true or false, got {raw[key]!r}")
+    for key in _PROFILE_LIST:
+        if key in raw and (not isinstance(raw[key], list) or not raw[key]
+                           or not all(isinstance(v, str) and v for v in raw[key])):
+            raise ConfigError(f"{where}: {key} must be a non-empty list of \"host:port\" strings")
+    db = raw.get("db")
+    if db is not None and (isinstance(db, bool) or not isinstance(db, int) or not 0 <= db <= 2**31 - 1):
+        raise ConfigError(f"{where}: db must be an integer from 0 to {2**31 - 1}, got {db!r}")
+    forms = [k for k in ("url", "cluster_nodes", "sentinels") if k in raw]
+    if len(forms) > 1:
+        raise ConfigError(f"{where}: give only one of url, cluster_nodes, sentinels (got {', '.join(forms)})")
+    if db is not None and "sentinels" not in raw:
+        raise ConfigError(f"{where}: db applies to a sentinels profile only (put it in the url; "
+                          "a Redis Cluster has only db 0)")
+    if "sentinels" in raw and not raw.get("service"):
+        raise ConfigError(f"{where}: sentinels needs service = \"<the Sentinel service name>\"")
+    if ("service" in raw or "sentinel_password_env" in raw) and "sentinels" not in raw and \
+            "+sentinel" not in str(raw.get("url", "")):
+        raise ConfigError(f"{where}: service and sentinel_password_env apply to a Sentinel profile only")
+    return Profile(name=name, url=raw.get("url"), password_env=raw.get("password_env"),
+                   environment=raw.get("environment"), read_only=raw.get("read_only", False),
+                   cluster_nodes=tuple(raw.get("cluster_nodes", ())), sentinels=tuple(raw.get("sentinels", ())),
+                   service=raw.get("service"), db=db, username=raw.get("username"),
+                   sentinel_password_env=raw.get("sentinel_password_env"), tls=raw.get("tls", False),
+                   ca_cert=raw.get("ca_cert"), client_cert=raw.get("client_cert"),
+                   client_key=raw.get("client_key"), tls_verify=raw.get("tls_verify", True))
+
+
 def load_config(explicit: str | os.PathLike[str] | None = None) -> Config:
     """Read the config file (see module docstring); raises :class:`ConfigError`."""
     from .layouts import known_layouts  # late: keeps config import light
@@ -265,11 +346,7 @@ def load_config(explicit: str | os.PathLike[str] | None = None) -> Config:
         if not isinstance(raw, dict):
             raise ConfigError(f"config {path}: [profiles.{name}] must be a table")
         _check_keys(f"config {path}: [profiles.{name}]", raw, PROFILE_KEYS)
-        if not isinstance(raw.get("read_only", False), bool):
-            raise ConfigError(f"config {path}: [profiles.{name}]: read_only must be true or false")
-        cfg.profiles[name] = Profile(name=name, url=raw.get("url"), password_env=raw.get("password_env"),
-                                     environment=raw.get("environment"),
-                                     read_only=bool(raw.get("read_only", False)))
+        cfg.profiles[name] = _profile(f"config {path}: [profiles.{name}]", name, raw)
     layouts = known_layouts()
     for name, raw in (data.get("queues") or {}).items():
         where = f"config {path}: [queues.{name}]"

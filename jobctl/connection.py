@@ -2,9 +2,15 @@
 
 URL precedence: ``--url``, else an explicit ``--profile``, else
 ``$JOBCTL_REDIS_URL``, else ``$REDIS_URL``, else the config's
-``default_profile``, else ``redis://localhost:6379/0``.  Schemes:
-``redis://``, ``rediss://`` (TLS) and ``unix://``, with optional
-``user:password@`` and a db number, as redis-py parses them.
+``default_profile``, else ``redis://localhost:6379/0``.  Schemes (see
+:mod:`jobctl.topology`): ``redis://``, ``rediss://`` (TLS), ``unix://``,
+``redis+cluster://`` (Redis Cluster seed nodes) and ``redis+sentinel://``
+(Sentinels and a service name), with optional ``user:password@``.
+
+:func:`make_client` is the one place a client is built: ``redis.Redis``,
+``redis.RedisCluster`` or a Sentinel-managed ``redis.Redis``, always with
+bytes replies (``decode_responses=False``), ``surrogateescape`` decoding and
+no silent retries.
 """
 
 from __future__ import annotations
@@ -17,11 +23,11 @@ from urllib.parse import parse_qs, quote, unquote, urlsplit, urlunsplit
 
 from .config import Config, Profile
 from .errors import AuthFailed, ConnectionFailed, UsageError
+from .topology import SCHEMES, TlsOptions, Topology, parse_url
 
-__all__ = ["Target", "resolve_target", "redact_url", "connect", "DEFAULT_URL"]
+__all__ = ["Target", "resolve_target", "redact_url", "connect", "make_client", "DEFAULT_URL"]
 
 DEFAULT_URL = "redis://localhost:6379/0"
-_SCHEMES = {"redis", "rediss", "unix"}
 
 
 @dataclass(frozen=True)
@@ -36,6 +42,13 @@ class Target:
     url: str
     source: str
     profile: Profile | None = None
+    tls: TlsOptions = TlsOptions()
+    sentinel_password: str | None = None
+
+    @property
+    def topology(self) -> Topology:
+        """The parsed URL; raises :class:`UsageError`."""
+        return parse_url(self.url, self.source)
 
     @property
     def display(self) -> str:
@@ -53,50 +66,91 @@ class Target:
     @property
     def secrets(self) -> tuple[str, ...]:
         """Strings that must never appear in output (the password, raw and quoted)."""
-        parts = urlsplit(self.url)
-        found = [pw for pw in parse_qs(parts.query).get("password", []) if pw]
-        found += [m.group(1) for m in _QUERY_PASSWORD_RE_VALUE.finditer(parts.query) if m.group(1)]
-        if parts.password:
-            found.append(parts.password)
+        found: list[str] = [self.sentinel_password] if self.sentinel_password else []
+        try:
+            parts = urlsplit(self.url)
+            found += [pw for pw in parse_qs(parts.query).get("password", []) if pw]
+            found += [m.group(1) for m in _QUERY_PASSWORD_RE_VALUE.finditer(parts.query) if m.group(1)]
+            if parts.password:
+                found.append(parts.password)
+        except ValueError:
+            pass
+        if not _parses_cleanly(self.url):  # all after the user's first ":" up to the last "@"
+            userinfo = self.url.partition("://")[2].rpartition("@")[0]
+            if ":" in userinfo:
+                found.append(userinfo.split(":", 1)[1])
         return tuple({form for pw in found for form in (pw, unquote(pw), quote(unquote(pw), safe=""))})
 
 
 def redact_url(url: str) -> str:
-    """``redis://u:secret@h:1/0`` -> ``redis://u:***@h:1/0``; never raises."""
+    """``redis://u:secret@h:1/0`` -> ``redis://u:***@h:1/0``; never raises.
+
+    A URL that does not parse cleanly (an ``@``, ``/``, ``?`` or ``#``
+    written unescaped in the password, a bad port...) has everything
+    between the scheme and its last ``@`` masked: ``redis://***@host/0``.
+    ``password=`` and ``sentinel_password=`` query values are masked too.
+    """
+    if not isinstance(url, str):
+        return "<not a URL>"
+    head, sep, rest = url.partition("://")
+    if not sep:
+        before, at, after = url.rpartition("@")
+        return f"***@{after}" if at else url
+    if not _parses_cleanly(url):
+        _, at, after = rest.rpartition("@")
+        return f"{head}://***@{_mask_query(after)}" if at else f"{head}://{_mask_query(rest)}"
+    cut = min([i for i in (rest.find("/"), rest.find("?"), rest.find("#")) if i >= 0], default=len(rest))
+    authority, tail = rest[:cut], rest[cut:]
+    userinfo, at, hosts = authority.rpartition("@")
+    if at and ":" in userinfo:
+        authority = f"{userinfo.split(':', 1)[0]}:***@{hosts}"
+    return f"{head}://{authority}{_mask_query(tail)}"
+
+
+def _mask_query(text: str) -> str:
+    path, q, query = text.partition("?")
+    return path + q + _QUERY_PASSWORD_RE.sub(r"\1***", query) if q else text
+
+
+def _parses_cleanly(url: str) -> bool:
+    """True when ``url`` has at most one ``@``, inside its authority, and its
+    hosts and ports parse (several hosts only for the cluster and Sentinel
+    schemes)."""
+    scheme, _, rest = url.partition("://")
+    cut = min([i for i in (rest.find("/"), rest.find("?"), rest.find("#")) if i >= 0], default=len(rest))
+    if rest.count("@") > 1 or "@" in rest[cut:]:
+        return False
+    if "+" in scheme:
+        try:
+            parse_url(url, "url")
+        except UsageError:
+            return False
+        return True
     try:
-        parts = urlsplit(url)
-        password = parts.password
+        urlsplit(url).port  # noqa: B018
     except ValueError:
-        return "<unparsable url>"
-    query = _QUERY_PASSWORD_RE.sub(r"\1***", parts.query)  # redis-py takes ?password= too
-    if password is None:
-        head, sep, rest = url.partition("://")
-        userinfo, at, host = rest.rpartition("@")
-        if sep and at and ":" in userinfo:  # a raw "/", "?" or "#" in the password cut the netloc short
-            host = _QUERY_PASSWORD_RE.sub(r"\1***", host)
-            return f"{head}://{userinfo.split(':', 1)[0]}:***@{host}"
-        return url if query == parts.query else urlunsplit(parts._replace(query=query))
-    user = parts.username or ""
-    # everything after the last "@", as written (``.port`` raises on a bad port)
-    host = parts.netloc.rsplit("@", 1)[-1]
-    netloc = f"{user}:***@{host}"
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+        return False
+    return True
 
 
 #: A ``password=`` argument of a URL's query string (redis-py passes it on).
-_QUERY_PASSWORD_RE = re.compile(r"((?:^|[&;?])password=)[^&;#]*", re.IGNORECASE)
-_QUERY_PASSWORD_RE_VALUE = re.compile(r"(?:^|[&;])password=([^&;#]*)", re.IGNORECASE)
+_QUERY_PASSWORD_RE = re.compile(r"((?:^|[&;?])(?:sentinel_)?password=)[^&;#]*", re.IGNORECASE)
+_QUERY_PASSWORD_RE_VALUE = re.compile(r"(?:^|[&;])(?:sentinel_)?password=([^&;#]*)", re.IGNORECASE)
 
 
 def _check_url(url: str, source: str) -> str:
+    """``url`` when it parses (:func:`jobctl.topology.parse_url`); else
+    :class:`UsageError` naming the redacted URL."""
+    if not isinstance(url, str):
+        raise UsageError(f"{source}: the URL must be a string, got {type(url).__name__}")
     try:
-        parts = urlsplit(url)
-        parts.port  # noqa: B018  (raises ValueError on a bad port)
+        topo = parse_url(url, source)
+        if topo.kind == "single" and not url.lower().startswith("unix"):
+            urlsplit(url).port  # noqa: B018  (raises ValueError on a bad port)
+    except UsageError as exc:
+        raise UsageError(f"{exc} ({redact_url(url)})") from None
     except ValueError:
         raise UsageError(f"{source}: malformed URL {redact_url(url)}") from None
-    if parts.scheme not in _SCHEMES:
-        raise UsageError(f"{source}: URL scheme must be redis://, rediss:// or unix://, "
-                         f"got {redact_url(url)}")
     return url
 
 
@@ -110,34 +164,47 @@ def _with_password(url: str, password: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
 
 
-def _from_profile(profile: Profile) -> Target:
-    if not profile.url:
-        raise UsageError(f"profile {profile.name!r} has no url")
-    url = _check_url(profile.url, f"profile {profile.name}")
+def _env_secret(profile: Profile, var: str) -> str:
+    value = os.environ.get(var)
+    if value is None:
+        raise UsageError(f"profile {profile.name!r}: ${var} is not set")
+    return value
+
+
+def _from_profile(profile: Profile, tls: TlsOptions) -> Target:
+    url = profile.connect_url
+    if not url:
+        raise UsageError(f"profile {profile.name!r} has no url (nor cluster_nodes, nor sentinels)")
+    url = _check_url(url, f"profile {profile.name}")
     if profile.password_env:
-        pw = os.environ.get(profile.password_env)
-        if pw is None:
-            raise UsageError(f"profile {profile.name!r}: ${profile.password_env} is not set")
-        url = _with_password(url, pw)
-    return Target(url=url, source=f"profile {profile.name}", profile=profile)
+        url = _with_password(url, _env_secret(profile, profile.password_env))
+    spw = _env_secret(profile, profile.sentinel_password_env) if profile.sentinel_password_env else None
+    own = TlsOptions(ca_cert=profile.ca_cert, client_cert=profile.client_cert, client_key=profile.client_key,
+                     verify=profile.tls_verify)
+    if profile.tls and url.startswith("redis") and not url.startswith("rediss"):
+        url = "rediss" + url[len("redis"):]
+    return Target(url=url, source=f"profile {profile.name}", profile=profile, tls=own.merged(tls),
+                  sentinel_password=spw)
 
 
-def resolve_target(config: Config, *, url: str | None = None, profile: str | None = None) -> Target:
-    """Pick the server by the precedence in the module docstring.
+def resolve_target(config: Config, *, url: str | None = None, profile: str | None = None,
+                   tls: TlsOptions = TlsOptions()) -> Target:
+    """Pick the server by the precedence in the module docstring; ``tls``
+    (the global flags) overrides the profile's TLS settings.
 
     Raises :class:`UsageError` for a malformed URL and
     :class:`~jobctl.errors.NotFound` for an unknown profile.
     """
     if url:
-        return Target(url=_check_url(url, "--url"), source="--url")
+        return Target(url=_check_url(url, "--url"), source="--url", tls=tls)
     if profile:
-        return _from_profile(config.profile(profile))
+        return _from_profile(config.profile(profile), tls)
     for var in ("JOBCTL_REDIS_URL", "REDIS_URL"):
         if os.environ.get(var):
-            return Target(url=_check_url(os.environ[var], f"${var}"), source=f"${var}")
+            return Target(url=_check_url(os.environ[var], f"${var}"), source=f"${var}", tls=tls)
     if config.default_profile:
-        return _from_profile(config.profile(config.default_profile))
-    return Target(url=DEFAULT_URL, source="default")
+        return _from_profile(config.profile(config.default_profile), tls)
+    return Target(url=DEFAULT_URL, source="default", tls=tls)
 
 
 def scrub(text: str, target: Target | None) -> str:
@@ -150,31 +217,77 @@ def scrub(text: str, target: Target | None) -> str:
     return text
 
 
-def connect(target: Target, *, timeout_s: float = 5.0, ping: bool = True):
-    """A ``redis.Redis`` client (bytes responses) for ``target``.
+def _tls_kwargs(target: Target, topo: Topology) -> dict:
+    opts = target.tls
+    if not (topo.tls or opts.requested):
+        return {}
+    if topo.kind == "single" and not topo.nodes:
+        raise UsageError(f"{target.source}: TLS options need a TCP URL, not unix://")
+    for what, path in (("ca_cert", opts.ca_cert), ("client_cert", opts.client_cert),
+                       ("client_key", opts.client_key)):
+        if path and not os.path.isfile(path):
+            raise UsageError(f"{target.source}: {what} file not found: {path}")
+    if bool(opts.client_cert) != bool(opts.client_key):
+        raise UsageError(f"{target.source}: client_cert and client_key go together")
+    return {"ssl_ca_certs": opts.ca_cert, "ssl_certfile": opts.client_cert, "ssl_keyfile": opts.client_key,
+            "ssl_cert_reqs": "required" if opts.verify else "none", "ssl_check_hostname": opts.verify}
 
-    Pings once unless ``ping=False``.  Raises :class:`ConnectionFailed` when
-    the server cannot be reached and :class:`AuthFailed` when authentication
-    is refused; messages name the redacted URL only.
+
+def make_client(target: Target, *, timeout_s: float = 5.0):
+    """The client for ``target``: ``redis.Redis`` (one server),
+    ``redis.RedisCluster`` (``redis+cluster://``: MOVED/ASK followed by
+    redis-py) or the Sentinel service's primary (``redis+sentinel://``: a
+    ``redis.Redis`` whose pool asks the Sentinels for the primary on every
+    new connection).
+
+    Every client: bytes replies, ``encoding_errors="surrogateescape"``,
+    client name ``jobctl``, socket timeouts of ``timeout_s`` seconds and no
+    silent retry (an operation must know whether its script ran).  Raises
+    :class:`UsageError` for a bad URL or TLS option; connects lazily.
     """
     import redis
     from redis.backoff import NoBackoff
     from redis.retry import Retry
 
+    topo = target.topology
+    tls = _tls_kwargs(target, topo)
+    common = {"socket_timeout": timeout_s, "socket_connect_timeout": timeout_s, "decode_responses": False,
+              "encoding_errors": "surrogateescape", "client_name": "jobctl"}
     try:
-        # No silent retries: an operation must know whether its script ran.
-        client = redis.Redis.from_url(
-            target.url,
-            socket_timeout=timeout_s,
-            socket_connect_timeout=timeout_s,
-            decode_responses=False,
-            client_name="jobctl",
-            retry=Retry(NoBackoff(), 0),
-        )
-    except ValueError as exc:
+        if topo.kind == "cluster":
+            from redis.cluster import ClusterNode
+
+            return redis.RedisCluster(
+                startup_nodes=[ClusterNode(h, p) for h, p in topo.nodes], username=topo.username,
+                password=topo.password, ssl=bool(tls), **tls, retry=Retry(NoBackoff(), 0), **common)
+        if topo.kind == "sentinel":
+            from redis.sentinel import Sentinel
+
+            spw = target.sentinel_password or topo.sentinel_password
+            sentinel_kwargs = {"socket_timeout": timeout_s, "socket_connect_timeout": timeout_s,
+                               "password": spw, **({"ssl": True, **tls} if tls else {})}
+            sentinel = Sentinel(list(topo.nodes), sentinel_kwargs=sentinel_kwargs,
+                                **({"ssl": True, **tls} if tls else {}), **common)
+            return sentinel.master_for(topo.service, redis_class=redis.Redis, username=topo.username,
+                                       password=topo.password, db=topo.db, retry=Retry(NoBackoff(), 0))
+        url = target.url
+        if tls and url.lower().startswith("redis://"):
+            url = "rediss://" + url[len("redis://"):]
+        return redis.Redis.from_url(url, **tls, retry=Retry(NoBackoff(), 0), **common)
+    except (ValueError, TypeError) as exc:
         raise UsageError(scrub(f"{target.source}: {exc}", target).splitlines()[0]) from None
-    if ping:
-        with translate_redis_errors(target):
+
+
+def connect(target: Target, *, timeout_s: float = 5.0, ping: bool = True):
+    """:func:`make_client` for ``target``, pinged once unless ``ping=False``.
+
+    Raises :class:`ConnectionFailed` when the server cannot be reached and
+    :class:`AuthFailed` when authentication is refused; messages name the
+    redacted URL only.
+    """
+    with translate_redis_errors(target):
+        client = make_client(target, timeout_s=timeout_s)
+        if ping:
             client.ping()
     return client
 
@@ -229,6 +342,20 @@ def translate(exc: BaseException, target: Target | None) -> BaseException:
         return AuthFailed(f"authentication failed at {where}: {text}")
     if isinstance(exc, rx.NoPermissionError) or upper.startswith("NOPERM"):
         return AuthFailed(f"permission denied at {where}: {text}")
+    if upper.startswith("CROSSSLOT") or "MUST MAP TO THE SAME KEY SLOT" in upper:
+        return UsageError(f"the keys of this command do not share a Redis Cluster slot at {where}: {text}")
+    if "CLUSTER MODE IS NOT ENABLED" in upper:
+        return UsageError(f"{where} is not a Redis Cluster node: use redis:// (or rediss://) for one server")
+    if "DB INDEX IS OUT OF RANGE" in upper:
+        return UsageError(f"{target.source if target else 'the URL'}: the db index is out of range at {where}")
+    if _is_unreachable(exc):
+        return ConnectionFailed(f"cannot reach {where}: {text[:200]}")
+    if exc.__class__.__name__ == "MasterNotFoundError":
+        return ConnectionFailed(f"cannot reach {where}: no Sentinel answered with a primary for the service "
+                                f"({text.split(':', 1)[0]})")
+    if isinstance(exc, _topology_changes()):  # failover, resharding, a primary gone: stop between calls
+        return ConnectionFailed(f"the primary changed or is unavailable at {where} "
+                                f"({exc.__class__.__name__}: {text})")
     if isinstance(exc, rx.TimeoutError):
         return ConnectionFailed(f"timed out talking to {where}")
     if isinstance(exc, rx.ConnectionError):
@@ -236,3 +363,20 @@ def translate(exc: BaseException, target: Target | None) -> BaseException:
     if isinstance(exc, rx.ResponseError) and upper.startswith("WRONGTYPE"):
         return DataError(f"a queue key holds the wrong Redis type at {where}: {text}")
     return exc
+
+
+def _topology_changes() -> tuple[type[BaseException], ...]:
+    """redis-py errors that mean the node we talk to is no longer the one to
+    talk to (after redis-py has followed what it can): exit 3, run again."""
+    import redis.exceptions as rx
+
+    return (rx.ClusterDownError, rx.TryAgainError, rx.MovedError, rx.AskError, rx.ReadOnlyError,
+            rx.MasterDownError, rx.SlotNotCoveredError, rx.ClusterError)
+
+
+def _is_unreachable(exc: BaseException) -> bool:
+    import redis.exceptions as rx
+
+    text = str(exc).lower()
+    return isinstance(exc, rx.RedisClusterException) and any(
+        t in text for t in ("cannot be connected", "slots are not covered", "could not agree", "has no redis_connection"))

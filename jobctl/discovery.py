@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, replace
 from importlib import import_module
 from typing import Any, Callable
 
+from .cluster import primaries
 from .config import QueueConfig, defaulted_visibility
 from .keys import RELIABLE_LIST_SCAN_PATTERN
 
@@ -55,6 +56,8 @@ class Discovery:
     scanned: int = 0
     complete: bool = True
     rejected: list[str] = field(default_factory=list)
+    #: Redis Cluster only: queue name -> why its operations are refused (keys span slots).
+    cluster_notes: dict[str, str] = field(default_factory=dict)
 
 
 def scan_types(client, *, limit: int = DEFAULT_SCAN_LIMIT, count: int = 1000,
@@ -63,24 +66,27 @@ def scan_types(client, *, limit: int = DEFAULT_SCAN_LIMIT, count: int = 1000,
 
     Cost: ``ceil(keys/count)`` SCAN calls plus one pipelined TYPE batch per
     page; stops after the page that reaches ``limit`` (``complete`` False).
+    On a Redis Cluster every primary is scanned in turn.
     Raises redis-py errors unchanged.
     """
     types: dict[str, bytes] = {}
     scanned = 0
-    cursor = 0
-    while True:
-        cursor, page = client.scan(cursor=cursor, match=match, count=count)
-        if page:
-            pipe = client.pipeline(transaction=False)
-            for raw in page:
-                pipe.type(raw)
-            for raw, typ in zip(page, pipe.execute()):
-                types[raw.decode("utf-8", "replace")] = typ if isinstance(typ, bytes) else str(typ).encode()
-        scanned += len(page)
-        if cursor == 0:
-            return types, scanned, True
-        if scanned >= limit:
-            return types, scanned, False
+    for node in primaries(client):  # one server: the client itself; a cluster: every primary
+        cursor = 0
+        while True:
+            cursor, page = node.scan(cursor=cursor, match=match, count=count)
+            if page:
+                pipe = node.pipeline(transaction=False)
+                for raw in page:
+                    pipe.type(raw)
+                for raw, typ in zip(page, pipe.execute()):
+                    types[raw.decode("utf-8", "replace")] = typ if isinstance(typ, bytes) else str(typ).encode()
+            scanned += len(page)
+            if scanned >= limit and cursor != 0:
+                return types, scanned, False
+            if cursor == 0:
+                break
+    return types, scanned, True
 
 
 def recognizers(layouts: tuple[str, ...] | None = None) -> list[tuple[str, Callable[..., Any]]]:
@@ -130,7 +136,24 @@ def discover(client, *, limit: int = DEFAULT_SCAN_LIMIT, count: int = 1000,
             out.evidence[name] = list(evidence)
             for key in evidence:
                 remaining.pop(key, None)
+    _note_cross_slot(client, out)
     return out
+
+
+def _note_cross_slot(client, out: Discovery) -> None:
+    """On a cluster, note each queue whose keys span several slots."""
+    from .cluster import cross_slot_note, is_cluster
+    from .layouts import layout_for
+
+    if not is_cluster(client):
+        return
+    for q in out.queues:
+        try:
+            note = cross_slot_note(layout_for(client, q))
+        except Exception:  # noqa: BLE001 - a queue whose layout cannot be built says nothing here
+            continue
+        if note:
+            out.cluster_notes[q.name] = note
 
 
 def discover_reliable_lists(client, *, limit: int = DEFAULT_SCAN_LIMIT, count: int = 1000) -> Discovery:

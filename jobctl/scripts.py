@@ -58,5 +58,38 @@ def script(client: "redis.Redis", name: str) -> "Script":
     per_client = _REGISTERED.setdefault(client, {})
     s = per_client.get(name)
     if s is None:
-        s = per_client[name] = client.register_script(source(name))
+        from .cluster import is_cluster
+
+        s = per_client[name] = _ClusterScript(client, source(name)) if is_cluster(client) \
+            else client.register_script(source(name))
     return s
+
+
+def _cluster_script_class():
+    from redis.cluster import ClusterPipeline
+    from redis.commands.core import Script
+
+    class ClusterScript(Script):
+        """A script on a Redis Cluster: called directly it routes by its
+        first key (EVALSHA, reloaded on NOSCRIPT by redis-py); queued on a
+        cluster pipeline (whose ``evalsha`` method redis-py blocks, and where
+        a NOSCRIPT from a freshly promoted primary could not be retried) it is
+        sent as a raw ``EVAL`` with its text, routed by key slot."""
+
+        def __call__(self, keys=None, args=None, client=None):
+            if isinstance(client, ClusterPipeline):
+                keys = list(keys or [])
+                return client.execute_command("EVAL", self.script, len(keys), *keys, *(args or []))
+            return super().__call__(keys=keys, args=args, client=client)
+
+    return ClusterScript
+
+
+def _ClusterScript(client, text: str):  # noqa: N802 - a class built on first use (redis-py imported late)
+    global _CLUSTER_SCRIPT
+    if _CLUSTER_SCRIPT is None:
+        _CLUSTER_SCRIPT = _cluster_script_class()
+    return _CLUSTER_SCRIPT(client, text)
+
+
+_CLUSTER_SCRIPT = None

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from .config import Config, QueueConfig, load_config
 from .connection import Target, connect, resolve_target, translate_redis_errors
+from .topology import TlsOptions
 from .errors import NotFound, ReadOnlyRefused
 
 if TYPE_CHECKING:
@@ -37,6 +38,7 @@ class Session:
     profile: str | None = None
     read_only_flag: bool = False
     timeout_s: float = 5.0
+    tls: TlsOptions = field(default_factory=TlsOptions)
     _config: Config | None = field(default=None, repr=False)
     _target: Target | None = field(default=None, repr=False)
     _client: "redis.Redis | None" = field(default=None, repr=False)
@@ -51,7 +53,7 @@ class Session:
     @property
     def target(self) -> Target:
         if self._target is None:
-            self._target = resolve_target(self.config, url=self.url, profile=self.profile)
+            self._target = resolve_target(self.config, url=self.url, profile=self.profile, tls=self.tls)
         return self._target
 
     @property
@@ -67,7 +69,13 @@ class Session:
     def client(self) -> "redis.Redis":
         """The connected client; raises ConnectionFailed/AuthFailed on first use."""
         if self._client is None:
-            self._client = connect(self.target, timeout_s=self.timeout_s)
+            target = self.target
+            if not target.tls.verify:
+                import sys
+
+                print(f"jobctl: warning: TLS certificate verification is off for {target.display}: "
+                      "the server is not authenticated", file=sys.stderr)
+            self._client = connect(target, timeout_s=self.timeout_s)
         return self._client
 
     def errors(self) -> translate_redis_errors:

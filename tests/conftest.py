@@ -293,3 +293,7 @@ def _isolated_jobctl_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: 
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config"))
     monkeypatch.setenv("XDG_STATE_HOME", str(home / "state"))
+
+
+# Redis Cluster, Sentinel and TLS topologies (issue 13), shared by every module.
+from cluster_servers import cc, cluster, cluster_url, sentinel_deployment, tls_server  # noqa: E402,F401

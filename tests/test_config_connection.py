@@ -260,7 +260,8 @@ def test_redaction():
     assert redact_url("redis://h:1/0") == "redis://h:1/0"
     assert redact_url("unix://u:secret@/tmp/r.sock?db=1") == "unix://u:***@/tmp/r.sock?db=1"
     assert redact_url("redis://u:secret@[::1]:6380/0") == "redis://u:***@[::1]:6380/0"
-    assert redact_url("redis://u:secret@h:notaport/0") == "redis://u:***@h:notaport/0"
+    # issue 12: a URL that does not parse cleanly is masked from the scheme to its last "@"
+    assert redact_url("redis://u:secret@h:notaport/0") == "redis://***@h:notaport/0"
     t = Target(url="redis://u:p%40ss@h:1/0", source="--url")
     assert t.display == "redis://u:***@h:1/0"
     assert set(t.secrets) >= {"p%40ss", "p@ss"}

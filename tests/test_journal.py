@@ -83,7 +83,9 @@ def test_applied_operation_is_journaled_without_secrets(redis_client, secret_url
 def test_command_line_redacts_url_forms():
     line = command_line(["/usr/bin/jobctl", "--url", f"redis://u:{PASSWORD}@h:1/0", "redrive", "q",
                          f"--url=rediss://:{PASSWORD}@h:2/0", f"redis://x:{PASSWORD}@h"])
-    assert PASSWORD not in line and line.startswith("jobctl --url redis://u:***@h:1/0 redrive q")
+    # the password holds an unescaped "/": the URL does not parse cleanly, so everything
+    # between the scheme and the last "@" is masked (issue 12)
+    assert PASSWORD not in line and line.startswith("jobctl --url redis://***@h:1/0 redrive q")
 
 
 def test_journal_command_lists_entries_newest_first(redis_client, run):  # noqa: F811

@@ -38,19 +38,28 @@ class _Group(click.Group):
 
 
 @click.group(cls=_Group, epilog=_EPILOG, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--url", metavar="URL", help="Redis URL (redis://, rediss://, unix://).")
+@click.option("--url", metavar="URL", help="Redis URL (redis://, rediss://, unix://, redis+cluster://h1:p1,h2:p2, "
+              "redis+sentinel://s1:p1/SERVICE/DB).")
 @click.option("--profile", metavar="NAME", help="Named connection profile from the config file.")
 @click.option("--config", "config_file", metavar="PATH", type=click.Path(dir_okay=False),
               help="Config file (else $JOBCTL_CONFIG, ./jobctl.toml, the user config dir).")
 @click.option("--read-only", is_flag=True, help="Refuse every mutating command.")
 @click.option("--timeout", type=Finite(0.1, 300), default=5.0, show_default=True,
               help="Socket timeout in seconds.")
+@click.option("--ca-cert", metavar="PEM", help="TLS: CA certificate(s) to verify the server with.")
+@click.option("--client-cert", metavar="PEM", help="TLS: client certificate (with --client-key).")
+@click.option("--client-key", metavar="PEM", help="TLS: client private key.")
+@click.option("--tls-insecure", is_flag=True, help="TLS: do not verify the server's certificate (warns).")
 @click.version_option(package_name="jobctl")
 @click.pass_context
-def cli(ctx: click.Context, url, profile, config_file, read_only, timeout) -> None:
+def cli(ctx: click.Context, url, profile, config_file, read_only, timeout, ca_cert, client_cert, client_key,
+        tls_insecure) -> None:
     """Inspect and repair Redis-backed job queues."""
+    from ..topology import TlsOptions
+
     session = Session(config_file=config_file, url=url, profile=profile,
-                      read_only_flag=read_only, timeout_s=timeout)
+                      read_only_flag=read_only, timeout_s=timeout,
+                      tls=TlsOptions(ca_cert, client_cert, client_key, verify=not tls_insecure))
     ctx.obj = session
     _SESSIONS.append(session)
     ctx.call_on_close(session.close)

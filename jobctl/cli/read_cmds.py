@@ -292,7 +292,9 @@ def discover(session: Session, as_json: bool, limit: int, write_config: str | No
                            "queues": [{"queue": q.name, "layout": q.layout, "tag": q.tag, "shards": q.shards,
                                        "priorities": q.priorities, "options": q.options,
                                        "evidence": _evidence(d.evidence[q.name]),
-                                       "evidence_total": len(d.evidence[q.name])}
+                                       "evidence_total": len(d.evidence[q.name]),
+                                       **({"cluster_note": d.cluster_notes[q.name]}
+                                          if q.name in d.cluster_notes else {})}
                                       for q in d.queues],
                            "rejected": d.rejected})
         return int(ExitCode.OK)
@@ -302,6 +304,8 @@ def discover(session: Session, as_json: bool, limit: int, write_config: str | No
         ev = d.evidence[q.name]
         shown = ", ".join(ev[:3]) + (", ..." if len(ev) > 3 else "")
         click.echo(f"{q.name}\t{q.layout}\t{'tag=' + q.tag if q.tag else '-'}{extra}\t({len(ev)} keys: {shown})")
+        if q.name in d.cluster_notes:
+            render.note(d.cluster_notes[q.name])
     render.note(f"scanned {d.scanned:,} keys{'' if d.complete else ' (bound reached)'}; "
                 f"{len(d.queues)} queue(s)")
     return int(ExitCode.OK)

@@ -61,6 +61,43 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+def _noted_status(fn):
+    def status(self, *args, **kwargs):
+        from ..cluster import cross_slot_note
+
+        st = fn(self, *args, **kwargs)
+        note = cross_slot_note(self)
+        if note and note not in st.warnings:
+            st.warnings.append(note)
+        return st
+
+    status.__doc__, status.__name__, status._slot_guard = fn.__doc__, fn.__name__, True
+    return status
+
+
+def _slot_guarded_plan(fn):
+    def plan(self, spec, *args, **kwargs):
+        from ..cluster import refuse_cross_slot
+
+        refuse_cross_slot(self, getattr(getattr(spec, "operation", None), "value", "operation"))
+        return fn(self, spec, *args, **kwargs)
+
+    plan.__doc__, plan.__name__, plan._slot_guard = fn.__doc__, fn.__name__, True
+    return plan
+
+
+def _slot_guarded_check(fn):
+    def check(self, *args, repair: bool = False, **kwargs):
+        if repair:
+            from ..cluster import refuse_cross_slot
+
+            refuse_cross_slot(self, "check --repair of")
+        return fn(self, *args, repair=repair, **kwargs)
+
+    check.__doc__, check.__name__, check._slot_guard = fn.__doc__, fn.__name__, True
+    return check
+
+
 class Layout(ABC):
     """One logical queue of one layout.
 
@@ -77,6 +114,15 @@ class Layout(ABC):
     def __init__(self, client: "redis.Redis", queue: "QueueConfig") -> None:
         self.client = client
         self.queue = queue
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        # Redis Cluster: a queue whose keys span slots is noted in status and
+        # refused by plan and check --repair (:mod:`jobctl.cluster`).
+        super().__init_subclass__(**kwargs)
+        for name, guard in (("status", _noted_status), ("plan", _slot_guarded_plan), ("check", _slot_guarded_check)):
+            fn = cls.__dict__.get(name)
+            if fn is not None and not getattr(fn, "_slot_guard", False):
+                setattr(cls, name, guard(fn))
 
     @property
     def queue_name(self) -> str:
@@ -181,6 +227,10 @@ class Layout(ABC):
 
             names = ", ".join(s.value for s in self.states)
             raise UsageError(f"layout {self.name} has no state {state.value!r} (it has: {names})")
+
+
+Layout.plan = _slot_guarded_plan(Layout.plan)
+Layout.check = _slot_guarded_check(Layout.check)
 
 
 class ListStatesLayout(Layout):

@@ -42,6 +42,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import TYPE_CHECKING
 
+from ..cluster import scan_pages
 from ..model import State
 from ..scripts import script
 from .base import now_ms
@@ -132,10 +133,8 @@ def check_queue(layout: "HashJob", *, repair: bool = False) -> CheckReport:
                                                "set claimed_at_ms so that it is stuck now",
                                                _args=("no_deadline", k.processing, str(stuck_at))))
 
-    cursor = 0
     prefix = k.job_prefix
-    while True:
-        cursor, found = client.scan(cursor=cursor, match=k.job_pattern, count=WINDOW)
+    for found in scan_pages(client, k.job_pattern, WINDOW):  # every primary on a cluster
         orphans = [text(raw)[len(prefix):] for raw in found]
         report.payload_keys += len(orphans)
         orphans = [job_id for job_id in orphans if job_id not in where]
@@ -151,8 +150,6 @@ def check_queue(layout: "HashJob", *, repair: bool = False) -> CheckReport:
                 if status in ("pending", "processing") or ttl == -1:
                     report.problems.append(Problem("orphan_job", shard, job_id,
                                                    f"job hash (status {status!r}) is in no list"))
-        if cursor == 0:
-            break
 
     _recheck(layout, report, expected_status)
     if repair:

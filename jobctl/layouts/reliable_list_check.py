@@ -30,6 +30,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..cluster import scan_pages
 from ..keys import OWNER_SUFFIX, ReliableListKeys
 from ..scripts import script
 from .base import now_ms
@@ -153,9 +154,7 @@ def _check_shard(layout: "ReliableList", keys: ReliableListKeys, report: CheckRe
                                            "remove the deadline", _args=("stray_deadline", keys.deadline,
                                                                          str(score))))
     prefix = keys.job_prefix
-    cursor = 0
-    while True:
-        cursor, found = client.scan(cursor=cursor, match=keys.job_pattern, count=WINDOW)
+    for found in scan_pages(client, keys.job_pattern, WINDOW):  # the shard's node on a cluster
         for raw in found:
             job_id = text(raw)[len(prefix):]
             if job_id.endswith(OWNER_SUFFIX):
@@ -164,8 +163,6 @@ def _check_shard(layout: "ReliableList", keys: ReliableListKeys, report: CheckRe
             if job_id not in where:
                 report.problems.append(Problem("orphan_payload", keys.tag, job_id,
                                                f"payload key {text(raw)} is in no state"))
-        if cursor == 0:
-            break
 
 
 def _recheck(layout: "ReliableList", keys: ReliableListKeys, report: CheckReport, start: int) -> None:

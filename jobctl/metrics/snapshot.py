@@ -91,8 +91,10 @@ def _server_info(client) -> dict[str, Any]:
     naming the missing ``+info`` grant when an ACL denies INFO."""
     import redis
 
+    from ..cluster import primaries
     from ..errors import AuthFailed
 
+    client = primaries(client)[0]  # a Redis Cluster: the first primary's INFO (no pipelined INFO there)
     pipe = client.pipeline(transaction=False)
     pipe.info("server")
     pipe.info("replication")
