@@ -233,6 +233,18 @@ def _tls_kwargs(target: Target, topo: Topology) -> dict:
             "ssl_cert_reqs": "required" if opts.verify else "none", "ssl_check_hostname": opts.verify}
 
 
+def _packer():
+    """A command packer that encodes ``str`` arguments with
+    ``surrogateescape``: hiredis's packer ignores ``encoding_errors``, so a
+    job id read as bytes that are not UTF-8 (decoded with surrogateescape by
+    :func:`jobctl.layouts.common.text`) would not go back as the same bytes.
+    (redis-py's cluster client takes no packer: its node clients keep the
+    default, and such ids fail there with a one-line error.)"""
+    from redis.connection import Encoder, PythonRespSerializer
+
+    return PythonRespSerializer(6000, Encoder("utf-8", "surrogateescape", False).encode)
+
+
 def make_client(target: Target, *, timeout_s: float = 5.0):
     """The client for ``target``: ``redis.Redis`` (one server),
     ``redis.RedisCluster`` (``redis+cluster://``: MOVED/ASK followed by
@@ -267,13 +279,13 @@ def make_client(target: Target, *, timeout_s: float = 5.0):
             sentinel_kwargs = {"socket_timeout": timeout_s, "socket_connect_timeout": timeout_s,
                                "password": spw, **({"ssl": True, **tls} if tls else {})}
             sentinel = Sentinel(list(topo.nodes), sentinel_kwargs=sentinel_kwargs,
-                                **({"ssl": True, **tls} if tls else {}), **common)
+                                **({"ssl": True, **tls} if tls else {}), command_packer=_packer(), **common)
             return sentinel.master_for(topo.service, redis_class=redis.Redis, username=topo.username,
                                        password=topo.password, db=topo.db, retry=Retry(NoBackoff(), 0))
         url = target.url
         if tls and url.lower().startswith("redis://"):
             url = "rediss://" + url[len("redis://"):]
-        return redis.Redis.from_url(url, **tls, retry=Retry(NoBackoff(), 0), **common)
+        return redis.Redis.from_url(url, **tls, retry=Retry(NoBackoff(), 0), command_packer=_packer(), **common)
     except (ValueError, TypeError) as exc:
         raise UsageError(scrub(f"{target.source}: {exc}", target).splitlines()[0]) from None
 
