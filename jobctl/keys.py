@@ -138,6 +138,22 @@ class ReliableListKeys:
         return f"queue:{{{self.tag}}}:jobctl:suppressed:info"
 
     @property
+    def paused(self) -> str:
+        """jobctl's list of paused job ids (``jobctl pause``), in ready order:
+        head newest, tail the next one a worker would have taken."""
+        return f"queue:{{{self.tag}}}:jobctl:paused"
+
+    @property
+    def paused_info(self) -> str:
+        """jobctl's hash: paused job id -> JSON {by, at_ms, reason, operation, from, score}."""
+        return f"queue:{{{self.tag}}}:jobctl:paused:info"
+
+    @property
+    def holds(self) -> str:
+        """jobctl's hash: hold id -> JSON {filter, reason, by, since_ms} (``pause --hold``)."""
+        return f"queue:{{{self.tag}}}:jobctl:holds"
+
+    @property
     def journal(self) -> str:
         """jobctl's capped audit stream for this shard."""
         return f"queue:{{{self.tag}}}:jobctl:journal"

@@ -37,7 +37,7 @@ class ReliableList(Layout):
     """A reliable-list queue; see the module docstring."""
 
     name = "reliable-list"
-    states = (State.READY, State.SCHEDULED, State.PROCESSING, State.DEAD, State.SUPPRESSED)
+    states = (State.READY, State.SCHEDULED, State.PROCESSING, State.DEAD, State.SUPPRESSED, State.PAUSED)
     ops_module = "reliable_list_ops"
     check_module = "reliable_list_check"
 
@@ -48,6 +48,21 @@ class ReliableList(Layout):
     @property
     def journal_key(self) -> str:
         return ReliableListKeys(self.queue.base_tag).journal
+
+    # -- pause / resume live in reliable_list_pause ------------------------
+    def plan(self, spec, now: int | None = None):
+        if spec.operation.value in ("pause", "resume"):
+            from .reliable_list_pause import plan_operation
+
+            return plan_operation(self, spec, now_ms() if now is None else now)
+        return super().plan(spec, now)
+
+    def apply(self, plan, *, batch: int | None = None):
+        if plan.spec.operation.value in ("pause", "resume"):
+            from .reliable_list_pause import DEFAULT_BATCH, apply_plan
+
+            return apply_plan(self, plan, batch=batch or DEFAULT_BATCH)
+        return super().apply(plan, batch=batch)
 
     # -- helpers -----------------------------------------------------------
     def ready_lists(self, keys: ReliableListKeys) -> list[_ListRef]:
@@ -105,6 +120,8 @@ class ReliableList(Layout):
                 byscore=True, offset=0, num=1, withscores=True)
             add("dead", keys.dead, None, pipe.llen, keys.dead)
             add("suppressed", keys.suppressed, None, pipe.zcard, keys.suppressed)
+            add("paused", keys.paused, None, pipe.llen, keys.paused)
+        add("holds", self.shards[0].holds, None, pipe.hgetall, self.shards[0].holds)
         results = status_replies(st, pipe.execute(raise_on_error=False), [p[1] for p in plan])
 
         tails: list[tuple[ReliableListKeys, str]] = []
@@ -131,6 +148,12 @@ class ReliableList(Layout):
                 st.dead += res
             elif what == "suppressed":
                 st.suppressed += res
+            elif what == "paused":
+                st.paused += res
+            elif what == "holds":
+                from .reliable_list_pause import holds_of
+
+                st.held_filters = holds_of(res, now)
 
         if tails:
             pipe = self._pipeline()
@@ -157,14 +180,14 @@ class ReliableList(Layout):
         pipe = self._pipeline()
         for keys in self.shards:
             for key in self._state_keys(keys, state):
-                (pipe.zcard if state in (State.SCHEDULED, State.SUPPRESSED) else pipe.llen)(key)
+                (pipe.zcard if state in (State.SCHEDULED, State.SUPPRESSED) else pipe.llen)(key)  # paused: a list
         return sum(pipe.execute())
 
     def _state_keys(self, keys: ReliableListKeys, state: State) -> list[str]:
         if state is State.READY:
             return [r.key for r in self.ready_lists(keys)]
         return [{State.SCHEDULED: keys.scheduled, State.PROCESSING: keys.processing,
-                 State.DEAD: keys.dead, State.SUPPRESSED: keys.suppressed}[state]]
+                 State.DEAD: keys.dead, State.SUPPRESSED: keys.suppressed, State.PAUSED: keys.paused}[state]]
 
     # -- listing ------------------------------------------------------------
     def list_jobs(self, state: State, limit: int = 20, now: int | None = None) -> list[JobRecord]:
@@ -196,6 +219,9 @@ class ReliableList(Layout):
                 if r.deadline_ms is None:
                     r.meta["problem"] = "no visibility deadline"
             return recs
+        if state is State.PAUSED:  # served end first, as they will be on resume
+            ids = [text(x) for x in reversed(self.client.lrange(keys.paused, -limit, -1))]
+            return self._records(keys, ids, state, [{"position": n} for n in range(len(ids))])
         if state is State.DEAD:
             ids = [text(x) for x in self.client.lrange(keys.dead, 0, limit - 1)]
             return self._records(keys, ids, state, [{"position": n} for n in range(len(ids))])
@@ -208,7 +234,8 @@ class ReliableList(Layout):
         found: list[JobRecord] = []
         for keys in self.shards:
             lists = [(r.key, State.READY, r.priority) for r in self.ready_lists(keys)]
-            lists += [(keys.processing, State.PROCESSING, None), (keys.dead, State.DEAD, None)]
+            lists += [(keys.processing, State.PROCESSING, None), (keys.dead, State.DEAD, None),
+                      (keys.paused, State.PAUSED, None)]
             pipe = self._pipeline()
             pipe.get(keys.job(job_id))
             for key, _, _ in lists:
@@ -260,6 +287,10 @@ class ReliableList(Layout):
                 rec.meta["stray_deadline"] = True
             if state is State.DEAD and env.last_attempt_ms is not None:
                 rec.meta["dead_since_ms"] = env.last_attempt_ms
+            if state is State.PAUSED:
+                from .reliable_list_pause import pause_info
+
+                rec.meta["paused"] = pause_info(self.client, keys, job_id)
             found.append(rec)
         return first_found(found, job_id, self.queue_name)
 
@@ -297,6 +328,7 @@ _SORT_KEYS = {
     State.PROCESSING: lambda r: (r.deadline_ms is not None, r.deadline_ms or 0),
     State.DEAD: lambda r: -(r.envelope.last_attempt_ms or 0),
     State.SUPPRESSED: lambda r: -(r.score or 0),
+    State.PAUSED: lambda r: r.position or 0,
 }
 
 

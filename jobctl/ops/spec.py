@@ -28,6 +28,8 @@ class Operation(str, Enum):
     SUPPRESS = "suppress"
     UNSUPPRESS = "unsuppress"
     PURGE = "purge"
+    PAUSE = "pause"
+    RESUME = "resume"
 
     def __str__(self) -> str:
         return self.value
@@ -82,6 +84,8 @@ class OpSpec:
     fence: dict[str, str] | None = None
     operator: str = field(default_factory=operator_name)
     op_id: str = ""
+    #: pause ``--hold`` cycles: the hold record's id; a call moves nothing once it is gone
+    hold_id: str | None = None
 
     def __post_init__(self) -> None:
         if not self.op_id:

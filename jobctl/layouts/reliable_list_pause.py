@@ -1,0 +1,313 @@
+"""``jobctl pause`` / ``jobctl resume`` on the reliable-list layout (seed 000
+sections 1, 17 and 19: "pause low-priority queues during incidents",
+"per-tenant pause flags"), without the workers' cooperation.
+
+The paused state is jobctl's own: per shard a list ``queue:{t}:jobctl:paused``
+(in ready order: head newest, tail the job a worker would have taken first)
+and a hash ``queue:{t}:jobctl:paused:info`` (id -> JSON ``{by, at_ms,
+reason, operation, from, score, hold}``: who, when, why, and where the job
+was paused from: a ready list, or the scheduled zset with its due time).
+Workers never look at these keys, so a paused job is out of their reach.
+
+Pause (ready -> paused) plans by walking each ready list from its served end
+(positions counted from the tail) and applies with ``rl_pause_move.lua``:
+one call reads one bounded window of the list (at most :data:`MAX_SPAN` +
+2 x :data:`SLACK` positions), overwrites the planned jobs whose payload SHA1
+is unchanged with a tombstone, removes the tombstones with one ``LREM`` that
+stops at the window's depth, and pushes the jobs on the paused list, oldest
+first.  Workers pop the tail meanwhile, so positions shift towards the tail
+by the same amount for every job of a list: the shift seen in one call
+places the next window; when a call finds none of its jobs, the windows
+below it are searched down to the served end.  A planned job not found is a
+job a worker claimed (skipped, ``moved``).  Scheduled jobs (``--state
+scheduled``) move while their due time is the planned one.
+
+Resume (paused -> ready) walks the paused list from its head (newest first)
+and ``RPUSH``es each job on the ready list it came from, newest first, so the
+oldest paused job is at the served end: the original order is restored, and
+resumed jobs are served before the jobs that arrived while they were paused
+(they were ready first).  Jobs paused from the scheduled zset go back to it
+with their due time.
+
+Holds (``pause --hold``): a record ``{filter, reason, by, since_ms}`` in the
+hash ``queue:{t}:jobctl:holds`` of every shard; while it exists, hold cycles
+(:func:`hold_cycle`, run by ``jobctl pause --hold`` in the foreground or by
+``jobctl hold run``) pause newly ready matching jobs, at most a budget per
+cycle; each cycle's script calls move nothing once the record is gone.
+``jobctl resume`` lifts the holds of its filter before it moves anything.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from ..errors import UsageError
+from ..keys import ReliableListKeys
+from ..model import JobRecord, State
+from ..ops.plan import Plan, PlannedJob, payload_sha1
+from ..ops.result import BatchResult
+from ..ops.spec import Operation, OpSpec
+from ..scripts import script
+from .common import check_transition, text
+from .planning import plan_from_walk, shard_index
+from .walks import WINDOW, walk_list
+
+if TYPE_CHECKING:
+    from .reliable_list import ReliableList
+
+__all__ = ["PAUSE_TRANSITIONS", "plan_operation", "apply_plan", "holds", "add_hold", "lift_holds",
+           "hold_spec", "holds_of", "pause_info", "pause_record", "DEFAULT_BATCH", "SLACK", "MAX_SPAN"]
+
+#: (operation, source) -> allowed targets of pause and resume.
+PAUSE_TRANSITIONS: dict[tuple[Operation, State], tuple[State, ...]] = {
+    (Operation.PAUSE, State.READY): (State.PAUSED,),
+    (Operation.PAUSE, State.SCHEDULED): (State.PAUSED,),
+    (Operation.RESUME, State.PAUSED): (State.READY,),
+}
+
+#: Jobs per script call.
+DEFAULT_BATCH = 128
+#: Positions a window reaches past the planned ones (jobs pushed at the other end, estimate errors).
+SLACK = 64
+#: The widest span of planned positions one call covers.
+MAX_SPAN = 2048
+
+_TOMBSTONE = "\x00jobctl:paused:tombstone:"
+
+
+# -- planning ------------------------------------------------------------------
+
+def _walk(layout: "ReliableList", spec: OpSpec) -> Iterator[list[JobRecord]]:
+    client = layout.client
+    for keys in layout.shards:
+        if spec.source is State.READY:
+            for idx, ref in enumerate(layout.ready_lists(keys)):
+                for start, chunk in walk_list(client, ref.key, from_right=True, batch=WINDOW):
+                    yield layout._records(keys, [text(x) for x in chunk], State.READY,
+                                          [{"position": start + n, "list_index": idx} for n in range(len(chunk))])
+        elif spec.source is State.SCHEDULED:
+            yield from layout.iter_batches_of(keys, State.SCHEDULED, WINDOW)
+        else:
+            for start, chunk in walk_list(client, keys.paused, from_right=False, batch=WINDOW):
+                yield layout._records(keys, [text(x) for x in chunk], State.PAUSED,
+                                      [{"position": start + n} for n in range(len(chunk))])
+
+
+def plan_operation(layout: "ReliableList", spec: OpSpec, now: int) -> Plan:
+    """Plan a pause (ready or scheduled -> paused) or a resume (paused ->
+    where each job was paused from).  Reads only.  Each match is fenced by
+    its payload SHA1 and its position (ready: from the list's tail; paused:
+    from the head) or due time (scheduled).  Raises :class:`UsageError` for
+    another transition, ``--ids`` or ``--priority``."""
+    check_transition(layout.name, PAUSE_TRANSITIONS, spec)
+    if spec.priority is not None:
+        raise UsageError(f"--priority does not apply to {spec.operation.value}: jobs go back to the list "
+                         "they were paused from")
+    if spec.ids:
+        raise UsageError(f"{spec.operation.value} takes --filter, not --ids")
+    def on_match(rec: JobRecord, pj: PlannedJob) -> None:
+        if spec.source is State.READY:  # which ready list of the shard (serving order)
+            pj.score = rec.meta.get("list_index", 0)
+
+    return plan_from_walk(Plan(spec=spec, now_ms=now), _walk(layout, spec), lambda rec: payload_sha1(rec.raw),
+                          shard_of=shard_index(layout.shards), on_match=on_match)
+
+
+# -- applying ------------------------------------------------------------------
+
+def pause_record(spec: OpSpec, now: int, source_key: str, score: int | None) -> bytes:
+    """JSON kept with a paused job: who, when, why, and where it came from."""
+    return orjson.dumps({"by": spec.operator, "at_ms": now, "reason": spec.reason, "operation": spec.op_id,
+                         "from": source_key, "score": score, "hold": spec.hold_id})
+
+
+def apply_plan(layout: "ReliableList", plan: Plan, *, batch: int = DEFAULT_BATCH,
+               now_fn=None) -> Iterator[BatchResult]:
+    """Apply ``plan`` one script call at a time; yields each call's result.
+    Stopping between calls leaves every job in exactly one state."""
+    from .base import now_ms
+
+    now_fn = now_fn or now_ms
+    spec = plan.spec
+    groups: dict[tuple[int, int], list[PlannedJob]] = {}
+    for job in plan.jobs:
+        sub = job.score if spec.source is State.READY else 0
+        groups.setdefault((job.shard, sub or 0), []).append(job)
+    for (shard, sub), jobs in groups.items():
+        keys = layout.shards[shard]
+        if spec.source is State.SCHEDULED:
+            yield from _apply_scheduled(layout, keys, spec, jobs, batch, now_fn)
+        elif spec.source is State.READY:
+            src = layout.ready_lists(keys)[sub].key
+            yield from _apply_window(layout, keys, spec, "pause", src, jobs, batch, now_fn)
+        else:
+            yield from _apply_window(layout, keys, spec, "resume", keys.paused, jobs, batch, now_fn)
+
+
+def _call(layout: "ReliableList", keys: ReliableListKeys, spec: OpSpec, mode: str, src: str, lo: int, hi: int,
+          jobs: list[tuple[PlannedJob, str, bytes]]) -> list:
+    readies = [r.key for r in layout.ready_lists(keys)] if mode == "resume" else []
+    args: list[Any] = [mode, lo, hi, _TOMBSTONE + spec.op_id, spec.hold_id or "", len(readies), len(jobs)]
+    for job, score, rec in jobs:
+        args += [job.job_id, job.sha1 if mode != "resume" else "", score, rec]
+    payloads = [keys.job(j.job_id) for j, _, _ in jobs] if mode != "resume" else []
+    return script(layout.client, "rl_pause_move")(
+        keys=[src, keys.paused, keys.paused_info, keys.holds, keys.scheduled, *readies, *payloads], args=args)
+
+
+def _codes(reply: list, result: BatchResult, unseen: list[str]) -> None:
+    for i in range(0, len(reply), 2):
+        job_id, code = text(reply[i]), text(reply[i + 1])
+        if code == "moved":
+            result.moved.append(job_id)
+        elif code == "unseen":
+            unseen.append(job_id)
+        else:
+            result.skipped.append(job_id)
+            result.reasons[job_id] = code
+
+
+def _apply_scheduled(layout, keys, spec, jobs, batch, now_fn) -> Iterator[BatchResult]:
+    for i in range(0, len(jobs), batch):
+        chunk = jobs[i:i + batch]
+        now = now_fn()
+        items = [(j, str(j.score), pause_record(spec, now, keys.scheduled, j.score)) for j in chunk]
+        reply = _call(layout, keys, spec, "pause_zset", keys.scheduled, 0, 0, items)
+        result, unseen = BatchResult(), []
+        _codes(reply[2:], result, unseen)
+        for job_id in unseen:  # promoted by the scheduler (or moved) since the plan
+            result.skipped.append(job_id)
+            result.reasons[job_id] = "moved"
+        yield result
+
+
+def _apply_window(layout, keys, spec, mode: str, src: str, jobs: list[PlannedJob], batch: int,
+                  now_fn) -> Iterator[BatchResult]:
+    """Chunks of jobs in position order, each applied by one call on its
+    window; a chunk none of whose jobs the window held is searched for in
+    the windows towards the served end (pause; resume: both ways)."""
+    jobs = sorted(jobs, key=lambda j: j.position or 0)
+    shift = 0
+    i = 0
+    while i < len(jobs):
+        first = jobs[i].position or 0
+        k = i
+        while k < len(jobs) and k - i < batch and (jobs[k].position or 0) - first <= MAX_SPAN:
+            k += 1
+        chunk, i = jobs[i:k], k
+        now = now_fn()
+        rec = (lambda j: pause_record(spec, now, src, None)) if mode == "pause" else (lambda j: b"")
+        pending = {j.job_id: (j, str(j.position or 0), rec(j)) for j in chunk}
+        result = BatchResult()
+        lo = max(0, first - shift - SLACK)
+        hi = (chunk[-1].position or 0) - shift + SLACK
+        span = hi - lo
+        tried_down = tried_up = False
+        length = None
+        while pending:
+            reply = _call(layout, keys, spec, mode, src, max(0, lo), max(0, hi), list(pending.values()))
+            found, seen_shift = int(reply[0]), int(reply[1])
+            unseen: list[str] = []
+            _codes(reply[2:], result, unseen)
+            pending = {u: pending[u] for u in unseen}
+            if found:
+                shift = seen_shift
+                break  # the list shifts as a whole: the others left it
+            if not tried_down and lo > 0:  # towards the served end (pause) / the head (resume)
+                hi, lo = lo + SLACK, lo - span
+                tried_down = lo <= 0
+                continue
+            tried_down = True
+            if mode == "resume" and not tried_up:  # pushed down by jobs paused meanwhile
+                length = layout.client.llen(src) if length is None else length
+                top = max(hi, (chunk[-1].position or 0) - shift + SLACK)
+                if top + 1 >= length:
+                    tried_up = True
+                    continue
+                lo, hi = top - SLACK, top + span
+                continue
+            break
+        for job_id in pending:
+            result.skipped.append(job_id)
+            result.reasons[job_id] = "moved"  # claimed by a worker, or moved by someone else
+        yield result
+
+
+# -- holds ---------------------------------------------------------------------
+
+def holds_of(reply: dict, now: int) -> list[dict[str, Any]]:
+    """The holds of an ``HGETALL queue:{t}:jobctl:holds`` reply, oldest
+    first: ``[{id, filter, reason, by, since_ms, age_ms}]`` (``status``'s
+    ``held_filters``)."""
+    out = []
+    for hid, raw in (reply or {}).items():
+        try:
+            doc = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            doc = {}
+        doc = doc if isinstance(doc, dict) else {}
+        since = doc.get("since_ms")
+        out.append({"id": text(hid), "filter": doc.get("filter"), "reason": doc.get("reason"),
+                    "by": doc.get("by"), "since_ms": since,
+                    "age_ms": max(0, now - since) if isinstance(since, int) else None})
+    return sorted(out, key=lambda h: (h["since_ms"] or 0, h["id"]))
+
+
+def holds(layout: "ReliableList", now: int | None = None) -> list[dict[str, Any]]:
+    """The active holds of the queue (read from its first shard): :func:`holds_of`."""
+    from .base import now_ms
+
+    return holds_of(layout.client.hgetall(layout.shards[0].holds), now_ms() if now is None else now)
+
+
+def pause_info(client, keys: ReliableListKeys, job_id: str) -> Any:
+    """The record kept with a paused job (:func:`pause_record`), ``None`` when missing."""
+    raw = client.hget(keys.paused_info, job_id)
+    if raw is None:
+        return None
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return text(raw)
+
+
+def add_hold(layout: "ReliableList", filter_text: str | None, reason: str, operator: str,
+             now: int | None = None) -> dict[str, Any]:
+    """Record a hold on every shard (``HSET queue:{t}:jobctl:holds``); returns it."""
+    from .base import now_ms
+
+    now = now_ms() if now is None else now
+    hold = {"id": f"hold-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime(now / 1000))}-{uuid.uuid4().hex[:8]}",
+            "filter": filter_text or None, "reason": reason, "by": operator, "since_ms": now}
+    pipe = layout.client.pipeline(transaction=False)
+    for keys in layout.shards:
+        pipe.hset(keys.holds, hold["id"], orjson.dumps({k: v for k, v in hold.items() if k != "id"}))
+    pipe.execute()
+    return hold
+
+
+def lift_holds(layout: "ReliableList", filter_text: str | None, *, dry_run: bool = False) -> list[dict[str, Any]]:
+    """Remove the holds whose filter is ``filter_text`` (``None``: every
+    hold) from every shard; returns them (``dry_run``: only lists them)."""
+    lifted = [h for h in holds(layout) if filter_text is None or (h["filter"] or None) == (filter_text or None)]
+    if lifted and not dry_run:
+        pipe = layout.client.pipeline(transaction=False)
+        for keys in layout.shards:
+            pipe.hdel(keys.holds, *[h["id"] for h in lifted])
+        pipe.execute()
+    return lifted
+
+
+def hold_spec(layout: "ReliableList", hold: dict[str, Any], budget: int) -> OpSpec:
+    """The pause one hold cycle plans: ready jobs of the hold's filter, at
+    most ``budget``, fenced to the hold record."""
+    from ..filter import MATCH_ALL, compile_filter
+
+    flt = MATCH_ALL if not hold.get("filter") else compile_filter(hold["filter"])
+    return OpSpec(Operation.PAUSE, layout.queue_name, State.READY, State.PAUSED, filter=flt, limit=budget,
+                  reason=hold.get("reason"), hold_id=hold["id"])
