@@ -82,20 +82,49 @@ _TOMBSTONE = "\x00jobctl:paused:tombstone:"
 
 # -- planning ------------------------------------------------------------------
 
+def _walk_ready(layout: "ReliableList", keys: ReliableListKeys, idx: int, key: str) -> Iterator[list[JobRecord]]:
+    """A ready list's records, walked from the head (producers' end) so that
+    workers popping the tail meanwhile never make the walk skip a job; each
+    window is read with its list length in one MULTI, which gives each job's
+    position from the tail at that instant.  A job read twice (producers
+    pushed meanwhile) is yielded once."""
+    seen: set[str] = set()
+    start = 0
+    while True:
+        pipe = layout.client.pipeline(transaction=True)
+        pipe.llen(key)
+        pipe.lrange(key, start, start + WINDOW - 1)
+        length, chunk = pipe.execute()
+        if not chunk:
+            return
+        ids, extra = [], []
+        for n, raw in enumerate(chunk):
+            job_id = text(raw)
+            if job_id in seen:
+                continue
+            seen.add(job_id)
+            ids.append(job_id)
+            extra.append({"position": length - 1 - (start + n), "list_index": idx})
+        yield layout._records(keys, ids, State.READY, extra)
+        start += len(chunk)
+
+
 def _walk(layout: "ReliableList", spec: OpSpec) -> Iterator[list[JobRecord]]:
     client = layout.client
     for keys in layout.shards:
         if spec.source is State.READY:
             for idx, ref in enumerate(layout.ready_lists(keys)):
-                for start, chunk in walk_list(client, ref.key, from_right=True, batch=WINDOW):
-                    yield layout._records(keys, [text(x) for x in chunk], State.READY,
-                                          [{"position": start + n, "list_index": idx} for n in range(len(chunk))])
+                yield from _walk_ready(layout, keys, idx, ref.key)
         elif spec.source is State.SCHEDULED:
             yield from layout.iter_batches_of(keys, State.SCHEDULED, WINDOW)
         else:
+            seen: set[str] = set()
             for start, chunk in walk_list(client, keys.paused, from_right=False, batch=WINDOW):
-                yield layout._records(keys, [text(x) for x in chunk], State.PAUSED,
-                                      [{"position": start + n} for n in range(len(chunk))])
+                ids = [text(x) for x in chunk]
+                fresh = [(n, i) for n, i in enumerate(ids) if i not in seen]
+                seen.update(ids)
+                yield layout._records(keys, [i for _, i in fresh], State.PAUSED,
+                                      [{"position": start + n} for n, _ in fresh])
 
 
 def plan_operation(layout: "ReliableList", spec: OpSpec, now: int) -> Plan:
@@ -188,48 +217,67 @@ def _apply_scheduled(layout, keys, spec, jobs, batch, now_fn) -> Iterator[BatchR
 
 def _apply_window(layout, keys, spec, mode: str, src: str, jobs: list[PlannedJob], batch: int,
                   now_fn) -> Iterator[BatchResult]:
-    """Chunks of jobs in position order, each applied by one call on its
-    window; a chunk none of whose jobs the window held is searched for in
-    the windows towards the served end (pause; resume: both ways)."""
-    jobs = sorted(jobs, key=lambda j: j.position or 0)
+    """Chunks of jobs in position order, each applied by calls on a window
+    around where the jobs are now.
+
+    Workers pop the served end, so a ready job's position from the tail only
+    decreases; the shift (planned - found position) one call sees places
+    the next window.  Jobs a window did not hold are looked for in the
+    windows below it, down to the served end (resume: then above it, up to
+    the list's end, for jobs paused meanwhile at the head); a job found
+    nowhere was claimed by a worker or moved by someone else (``moved``).
+    """
+    # a pause takes the newest first and appends each job at the paused list's
+    # served end: a job a later call finds (it moved below its window) is
+    # older than every job moved before it, so the order holds; a hold cycle
+    # (new arrivals) takes the oldest first and pushes them at the head
+    newest_first = mode == "pause" and not spec.hold_id
+    if newest_first:
+        mode = "pause_tail"
+    jobs = sorted(jobs, key=lambda j: j.position or 0, reverse=newest_first)
     shift = 0
     i = 0
     while i < len(jobs):
         first = jobs[i].position or 0
         k = i
-        while k < len(jobs) and k - i < batch and (jobs[k].position or 0) - first <= MAX_SPAN:
+        while k < len(jobs) and k - i < batch and abs((jobs[k].position or 0) - first) <= MAX_SPAN:
             k += 1
         chunk, i = jobs[i:k], k
         now = now_fn()
-        rec = (lambda j: pause_record(spec, now, src, None)) if mode == "pause" else (lambda j: b"")
-        pending = {j.job_id: (j, str(j.position or 0), rec(j)) for j in chunk}
+        rec = pause_record(spec, now, src, None) if mode != "resume" else b""
+        pending = {j.job_id: j for j in chunk}
         result = BatchResult()
-        lo = max(0, first - shift - SLACK)
-        hi = (chunk[-1].position or 0) - shift + SLACK
-        span = hi - lo
-        tried_down = tried_up = False
+        probe: tuple[int, int] | None = None  # a search window; None: around the estimate
+        going_up = False
         length = None
         while pending:
-            reply = _call(layout, keys, spec, mode, src, max(0, lo), max(0, hi), list(pending.values()))
+            pos = [pending[u].position or 0 for u in pending]
+            if probe is None:
+                lo, hi = min(pos) - shift - SLACK, max(pos) - shift + SLACK
+            else:
+                lo, hi = probe
+            lo = max(0, lo)
+            if hi < lo:
+                break
+            reply = _call(layout, keys, spec, mode, src, lo, hi,
+                          [(pending[u], str(pending[u].position or 0), rec) for u in pending])
             found, seen_shift = int(reply[0]), int(reply[1])
             unseen: list[str] = []
             _codes(reply[2:], result, unseen)
             pending = {u: pending[u] for u in unseen}
             if found:
                 shift = seen_shift
-                break  # the list shifts as a whole: the others left it
-            if not tried_down and lo > 0:  # towards the served end (pause) / the head (resume)
-                hi, lo = lo + SLACK, lo - span
-                tried_down = lo <= 0
+            span = max(hi - lo, 2 * SLACK)
+            if not going_up and lo > 0:  # towards the served end (pause) / the head (resume)
+                probe = (lo - span, lo + SLACK)
                 continue
-            tried_down = True
-            if mode == "resume" and not tried_up:  # pushed down by jobs paused meanwhile
+            if mode == "resume":  # pushed away from the head by jobs paused meanwhile
                 length = layout.client.llen(src) if length is None else length
-                top = max(hi, (chunk[-1].position or 0) - shift + SLACK)
+                top = hi if going_up else max(hi, max(pos) - shift + SLACK)
+                going_up = True
                 if top + 1 >= length:
-                    tried_up = True
-                    continue
-                lo, hi = top - SLACK, top + span
+                    break
+                probe = (top - SLACK, top + span)
                 continue
             break
         for job_id in pending:

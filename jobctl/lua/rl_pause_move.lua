@@ -7,6 +7,8 @@
 --        LREM count -n (it stops at the window's depth), then the jobs are
 --        LPUSHed on the paused list in the order given (oldest first), so
 --        the paused list keeps the ready order (tail: served first).
+-- pause_tail: the same, but the jobs are given newest first and RPUSHed
+--        (appended at the paused list's served end).
 -- pause_zset (scheduled zset -> paused): a job moves only while its score
 --        is the planned one (ZREM, then LPUSH on the paused list).
 -- resume (paused -> where it was paused from): the window counts from the
@@ -25,8 +27,9 @@
 -- KEYS[6..5+R]         resume: the shard's ready lists (a job goes back to
 --                      the one named in its info; the last one by default)
 -- KEYS[6+R..]          pause: one payload key per job, in ARGV order
--- ARGV[1]  mode        pause | pause_zset | resume
--- ARGV[2]  lo, ARGV[3] hi: window positions (inclusive; list modes)
+-- ARGV[1]  mode        pause | pause_tail | pause_zset | resume
+-- ARGV[2]  lo, ARGV[3] hi: window positions (inclusive; list modes; at
+--          most 4096 positions: the script's one window read)
 -- ARGV[4]  tombstone   a value no job id has
 -- ARGV[5]  hold id     "" when not a hold cycle
 -- ARGV[6]  R           how many ready lists follow in KEYS (resume)
@@ -84,10 +87,15 @@ if mode == 'pause_zset' then
   return out
 end
 
--- list modes: read the window once; positions counted from the tail (pause)
--- or the head (resume)
+-- list modes: read the window once (bounded: at most MAX_WINDOW elements);
+-- positions counted from the tail (pause) or the head (resume)
+local MAX_WINDOW = 4096
+if hi < lo or hi - lo + 1 > MAX_WINDOW then
+  return redis.error_reply('ERR rl_pause_move: window ' .. lo .. '..' .. hi .. ' wider than ' .. MAX_WINDOW)
+end
 local window
-if mode == 'pause' then
+local from_tail = (mode == 'pause' or mode == 'pause_tail')
+if from_tail then
   window = redis.call('LRANGE', src, -(hi + 1), -(lo + 1))
 else
   window = redis.call('LRANGE', src, lo, hi)
@@ -95,7 +103,7 @@ end
 local at = {}
 for k = 1, #window do
   local pos
-  if mode == 'pause' then pos = lo + #window - k else pos = lo + k - 1 end
+  if from_tail then pos = lo + #window - k else pos = lo + k - 1 end
   if at[window[k]] == nil then at[window[k]] = pos end
 end
 
@@ -114,7 +122,7 @@ for i = 1, n do
   end
   if pos == nil then
     code = 'unseen'
-  elseif mode == 'pause' then
+  elseif from_tail then
     local raw = redis.call('GET', KEYS[5 + nready + i])
     if not raw then
       code = 'gone'
@@ -128,7 +136,7 @@ for i = 1, n do
   end
   if code == 'moved' then
     at[id] = nil
-    if mode == 'pause' then
+    if from_tail then
       redis.call('LSET', src, -(pos + 1), tomb)
     else
       redis.call('LSET', src, pos, tomb)
@@ -142,10 +150,12 @@ out[1] = found
 out[2] = shift or 0
 if #moving == 0 then return out end
 
-if mode == 'pause' then
+if from_tail then
   redis.call('LREM', src, -#moving, tomb)
+  local push = 'LPUSH'
+  if mode == 'pause_tail' then push = 'RPUSH' end
   for _, m in ipairs(moving) do
-    redis.call('LPUSH', paused, m[1])
+    redis.call(push, paused, m[1])
     redis.call('HSET', info, m[1], m[2])
   end
   return out
