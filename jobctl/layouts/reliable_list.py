@@ -342,6 +342,7 @@ _EXPECTED_TYPE = {
     "scheduled": b"zset",
     "dead": b"list",
     "jobctl:suppressed": b"zset",
+    "jobctl:paused": b"list",  # a queue whose every job is paused is still a queue
 }
 
 

@@ -180,11 +180,11 @@ def apply_plan(layout: "ReliableList", plan: Plan, *, batch: int = DEFAULT_BATCH
 
 def _call(layout: "ReliableList", keys: ReliableListKeys, spec: OpSpec, mode: str, src: str, lo: int, hi: int,
           jobs: list[tuple[PlannedJob, str, bytes]]) -> list:
-    readies = [r.key for r in layout.ready_lists(keys)] if mode == "resume" else []
+    readies = [r.key for r in layout.ready_lists(keys)] if mode.startswith("resume") else []
     args: list[Any] = [mode, lo, hi, _TOMBSTONE + spec.op_id, spec.hold_id or "", len(readies), len(jobs)]
     for job, score, rec in jobs:
-        args += [job.job_id, job.sha1 if mode != "resume" else "", score, rec]
-    payloads = [keys.job(j.job_id) for j, _, _ in jobs] if mode != "resume" else []
+        args += [job.job_id, "" if mode.startswith("resume") else job.sha1, score, rec]
+    payloads = [] if mode.startswith("resume") else [keys.job(j.job_id) for j, _, _ in jobs]
     return script(layout.client, "rl_pause_move")(
         keys=[src, keys.paused, keys.paused_info, keys.holds, keys.scheduled, *readies, *payloads], args=args)
 
@@ -250,6 +250,7 @@ def _apply_window(layout, keys, spec, mode: str, src: str, jobs: list[PlannedJob
         probe: tuple[int, int] | None = None  # a search window; None: around the estimate
         going_up = False
         length = None
+        strict, strict_tries = True, 1
         while pending:
             pos = [pending[u].position or 0 for u in pending]
             if probe is None:
@@ -259,7 +260,9 @@ def _apply_window(layout, keys, spec, mode: str, src: str, jobs: list[PlannedJob
             lo = max(0, lo)
             if hi < lo:
                 break
-            reply = _call(layout, keys, spec, mode, src, lo, hi,
+            # resume: all or nothing while the window may be off (order), then what is left
+            call_mode = "resume_all" if mode == "resume" and strict else mode
+            reply = _call(layout, keys, spec, call_mode, src, lo, hi,
                           [(pending[u], str(pending[u].position or 0), rec) for u in pending])
             found, seen_shift = int(reply[0]), int(reply[1])
             unseen: list[str] = []
@@ -267,6 +270,12 @@ def _apply_window(layout, keys, spec, mode: str, src: str, jobs: list[PlannedJob
             pending = {u: pending[u] for u in unseen}
             if found:
                 shift = seen_shift
+                if call_mode == "resume_all" and unseen:
+                    # re-centre on what was found; the second miss means some left the list
+                    strict = strict_tries > 0
+                    strict_tries -= 1
+                    probe = None
+                    continue
             span = max(hi - lo, 2 * SLACK)
             if not going_up and lo > 0:  # towards the served end (pause) / the head (resume)
                 probe = (lo - span, lo + SLACK)
@@ -283,6 +292,8 @@ def _apply_window(layout, keys, spec, mode: str, src: str, jobs: list[PlannedJob
         for job_id in pending:
             result.skipped.append(job_id)
             result.reasons[job_id] = "moved"  # claimed by a worker, or moved by someone else
+        if mode == "resume":  # the next chunks sat below the jobs that just left the head
+            shift += len(result.moved)
         yield result
 
 

@@ -11,6 +11,7 @@
 --        (appended at the paused list's served end).
 -- pause_zset (scheduled zset -> paused): a job moves only while its score
 --        is the planned one (ZREM, then LPUSH on the paused list).
+-- resume_all: resume, but only when the window holds every given job.
 -- resume (paused -> where it was paused from): the window counts from the
 --        paused list's HEAD (newest first); jobs are given newest first and
 --        each is RPUSHed on the ready list it came from (or ZADDed back on
@@ -27,7 +28,7 @@
 -- KEYS[6..5+R]         resume: the shard's ready lists (a job goes back to
 --                      the one named in its info; the last one by default)
 -- KEYS[6+R..]          pause: one payload key per job, in ARGV order
--- ARGV[1]  mode        pause | pause_tail | pause_zset | resume
+-- ARGV[1]  mode        pause | pause_tail | pause_zset | resume | resume_all
 -- ARGV[2]  lo, ARGV[3] hi: window positions (inclusive; list modes; at
 --          most 4096 positions: the script's one window read)
 -- ARGV[4]  tombstone   a value no job id has
@@ -109,12 +110,14 @@ end
 
 local moving = {}
 local shift, found = nil, 0
+local codes, places = {}, {}
 for i = 1, n do
-  local id, sha, score, rec = job(i)
+  local id, sha, score = job(i)
   local pos = at[id]
   local code
   if pos ~= nil then
     found = found + 1
+    at[id] = nil
     if score ~= '' then
       local d = tonumber(score) - pos
       if shift == nil or d > shift then shift = d end
@@ -134,12 +137,20 @@ for i = 1, n do
   else
     code = 'moved'
   end
+  codes[i], places[i] = code, pos
+end
+-- resume_all: all or nothing, so that a window holding only part of the
+-- jobs never moves them out of order (the caller re-centres and retries)
+local hold_back = (mode == 'resume_all' and found < n)
+for i = 1, n do
+  local id, _, _, rec = job(i)
+  local code = codes[i]
+  if hold_back then code = 'unseen' end
   if code == 'moved' then
-    at[id] = nil
     if from_tail then
-      redis.call('LSET', src, -(pos + 1), tomb)
+      redis.call('LSET', src, -(places[i] + 1), tomb)
     else
-      redis.call('LSET', src, pos, tomb)
+      redis.call('LSET', src, places[i], tomb)
     end
     moving[#moving + 1] = {id, rec}
   end
