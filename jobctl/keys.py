@@ -30,6 +30,19 @@ RELIABLE_LIST_SCAN_PATTERN = "queue:{*}:*"
 
 #: Parses ``queue:{tag}:<suffix>``; group 1 is the tag, group 2 the suffix.
 RELIABLE_LIST_KEY_RE = re.compile(r"^queue:\{([^{}]+)\}:(.+)$")
+#: Suffix of a reliable-list key (after ``queue:{tag}:``) -> the Redis type it
+#: must have (discovery recognises a shard by them; layouts.md section 1).
+RELIABLE_LIST_SUFFIX_TYPES: dict[str, bytes] = {
+    "ready": b"list",
+    "processing": b"list",
+    "processing:deadline": b"zset",
+    "scheduled": b"zset",
+    "dead": b"list",
+    "jobctl:suppressed": b"zset",
+    "jobctl:paused": b"list",  # a queue whose every job is paused is still a queue
+}
+#: Suffix of a priority ready list (``ready:p<N>``, a list; seed 000 s.18).
+RELIABLE_LIST_PRIORITY_SUFFIX_RE = re.compile(r"^ready:p(\d+)$")
 
 #: Suffix of the owner-lease key ``job:{tag}:<id>:owner`` (seed 000 section 7);
 #: such keys are not payloads.
@@ -229,6 +242,8 @@ class StreamGroupKeys:
 
 #: Separator of a delayed-events member ``<event class>###<event id>``.
 DELAYED_EVENTS_SEPARATOR = "###"
+#: Name (after the data-set prefix) of the delayed-events zset.
+DELAYED_EVENTS_ZSET = "delayed_events"
 
 
 @dataclass(frozen=True)
@@ -244,7 +259,7 @@ class DelayedEventsKeys:
     @property
     def zset(self) -> str:
         """Zset member ``<class>###<id>`` -> next attempt time (epoch ms)."""
-        return f"{self.prefix}delayed_events"
+        return f"{self.prefix}{DELAYED_EVENTS_ZSET}"
 
     @property
     def events(self) -> str:

@@ -30,11 +30,11 @@ from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, ProgressBar, Static
 
-from jobctl.filter import MATCH_ALL, compile_filter
 from jobctl.model import State
 from jobctl.ops.catalog import OPERATIONS, TYPED_CONFIRM_OVER, OpInfo, needs_typed_count
+from jobctl.ops.core import breakdown_rows
 from jobctl.ops.request import OpRequest
-from jobctl.ops.spec import Operation, OpSpec
+from jobctl.ops.spec import Operation
 
 __all__ = ["ActionRequest", "OPERATIONS", "OpInfo", "operation_bindings", "TYPED_CONFIRM_OVER", "needs_typed_count", "PlanModal",
            "RunModal", "ReasonModal"]
@@ -45,7 +45,8 @@ class ActionRequest:
 
     ``scope`` says in words what it applies to ("triage group ...", "3
     selected jobs", "every stuck job"); ``filter_text`` ("" for none),
-    ``ids`` and ``stuck_only`` become the :class:`OpSpec`.
+    ``ids`` and ``stuck_only`` become the core's :class:`OpRequest`
+    (:meth:`request`).
     """
 
     operation: Operation
@@ -56,12 +57,6 @@ class ActionRequest:
     ids: tuple[str, ...] = ()
     stuck_only: bool = False
     reason: str | None = None
-
-    def spec(self) -> OpSpec:
-        """The :class:`OpSpec`; raises FilterError for a bad filter text."""
-        flt = compile_filter(self.filter_text) if self.filter_text else MATCH_ALL
-        return OpSpec(self.operation, self.queue, self.source, OPERATIONS[self.operation].target,
-                      filter=flt, ids=self.ids, stuck_only=self.stuck_only, reason=self.reason)
 
     def request(self, export_to: str | None = None) -> OpRequest:
         """The core's :class:`OpRequest`; ``export_to``: where a purge
@@ -84,11 +79,8 @@ def _plan_table(plan) -> Table:
     t.add_column("job type")
     t.add_column("error")
     t.add_column("jobs", justify="right")
-    for (jt, err), n in plan.breakdown.most_common(8):
-        t.add_row(jt, err, f"{n:,}")
-    if len(plan.breakdown) > 8:
-        rest = sum(n for _, n in plan.breakdown.most_common()[8:])
-        t.add_row("…", f"{len(plan.breakdown) - 8} more groups", f"{rest:,}")
+    for row in breakdown_rows(plan, 8):
+        t.add_row(*row)
     return t
 
 

@@ -17,7 +17,6 @@ import click
 
 from ..durations import parse_duration
 from ..errors import UsageError
-from ..exitcodes import ExitCode
 from ..model import State
 from ..ops.request import OpRequest
 from ..ops.spec import Operation
@@ -129,10 +128,10 @@ def _print_plan(plan, as_json: bool) -> None:
         t.add_column("job type")
         t.add_column("error")
         t.add_column("jobs", justify="right")
-        for (jt, err), n in plan.breakdown.most_common(20):
-            t.add_row(jt, err, f"{n:,}")
-        if len(plan.breakdown) > 20:
-            t.add_row("…", f"{len(plan.breakdown) - 20} more groups", "")
+        from ..ops.core import breakdown_rows
+
+        for row in breakdown_rows(plan, 20):
+            t.add_row(*row)
         con.print(t)
     if plan.planned:
         con.print("sample ids: " + ", ".join(plan.sample_ids()))

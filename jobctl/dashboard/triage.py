@@ -43,7 +43,7 @@ def group_filter_text(job_type: str | None, error: str | None, *, by_message: bo
     message of jobs without an error code (:func:`jobctl.ops.catalog.group_key`)."""
     from ..ops.catalog import GROUP_MESSAGE_CHARS
 
-    parts = [f'not type ~ "*"' if job_type is None else f"type = {quote_filter_value(job_type)}"]
+    parts = ['not type ~ "*"' if job_type is None else f"type = {quote_filter_value(job_type)}"]
     if error is None:
         parts.append('not error ~ "*"')
     elif by_message:

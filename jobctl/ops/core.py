@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from .engine import RunResult
     from .plan import Plan
 
-__all__ = ["OperationCore", "Prepared", "Outcome", "check_request"]
+__all__ = ["OperationCore", "Prepared", "Outcome", "check_request", "breakdown_rows"]
 
 Note = Callable[[str], None]
 
@@ -81,6 +81,18 @@ def check_request(req: OpRequest, *, read_only: bool = False) -> None:
         from ..errors import ReadOnlyRefused
 
         raise ReadOnlyRefused(f"{op.value} refused: read-only mode (--read-only or profile setting)")
+
+
+def breakdown_rows(plan: "Plan", top: int) -> list[tuple[str, str, str]]:
+    """The plan's breakdown as display rows ``(job type, error, jobs)``, the
+    ``top`` largest groups first, then one ``("…", "N more groups", jobs)``
+    row for the rest (what the CLI and the TUI show before confirming)."""
+    groups = plan.breakdown.most_common()
+    rows = [(jt, err, f"{n:,}") for (jt, err), n in groups[:top]]
+    if len(groups) > top:
+        rest = sum(n for _, n in groups[top:])
+        rows.append(("…", f"{len(groups) - top} more groups", f"{rest:,}"))
+    return rows
 
 
 @dataclass

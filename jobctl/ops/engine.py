@@ -1,7 +1,7 @@
 """Run a planned operation: batches, rate limit, progress, stop, journal.
 
 The engine is the same for every layout: the layout yields one
-:class:`~jobctl.layouts.reliable_list_ops.BatchResult` per script call and
+:class:`~jobctl.ops.result.BatchResult` per script call and
 the engine paces, counts and journals them.  Stopping (Ctrl-C, a TUI cancel)
 happens between calls, so every job is either moved or untouched.
 """
