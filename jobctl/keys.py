@@ -40,6 +40,7 @@ RELIABLE_LIST_SUFFIX_TYPES: dict[str, bytes] = {
     "dead": b"list",
     "jobctl:suppressed": b"zset",
     "jobctl:paused": b"list",  # a queue whose every job is paused is still a queue
+    "jobctl:migrating": b"list",
 }
 #: Suffix of a priority ready list (``ready:p<N>``, a list; seed 000 s.18).
 RELIABLE_LIST_PRIORITY_SUFFIX_RE = re.compile(r"^ready:p(\d+)$")
@@ -160,6 +161,24 @@ class ReliableListKeys:
     def paused_info(self) -> str:
         """jobctl's hash: paused job id -> JSON {by, at_ms, reason, operation, from, score}."""
         return f"queue:{{{self.tag}}}:jobctl:paused:info"
+
+    @property
+    def migrating(self) -> str:
+        """jobctl's list of jobs taken out of this shard by ``jobctl migrate``
+        and not yet deleted here (the crash journal of a copy-then-delete
+        move; served end: the tail)."""
+        return f"queue:{{{self.tag}}}:jobctl:migrating"
+
+    @property
+    def migrating_info(self) -> str:
+        """jobctl's hash: migrating job id -> JSON {dst, from, score, sha1, operation, by, at_ms}."""
+        return f"queue:{{{self.tag}}}:jobctl:migrating:info"
+
+    @property
+    def migrated_in(self) -> str:
+        """jobctl's hash on a destination shard: job id copied in by ``jobctl migrate`` -> payload SHA1,
+        until the source copy is deleted (a rerun then never copies it twice)."""
+        return f"queue:{{{self.tag}}}:jobctl:migrated-in"
 
     @property
     def holds(self) -> str:

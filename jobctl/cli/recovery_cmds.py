@@ -1,4 +1,5 @@
-"""Recovery commands: ``jobctl pause``, ``jobctl resume``, ``jobctl hold run``.
+"""Recovery commands: ``jobctl pause``, ``jobctl resume``, ``jobctl hold run``,
+``jobctl migrate``, ``jobctl drain``.
 
 Pause and resume run through the operations core like every operation
 (plan, ``--dry-run``, confirmation, fenced bounded script calls, ``--rate``,
@@ -239,4 +240,49 @@ def hold_ls(session: Session, queue, as_json) -> int:
     return int(ExitCode.OK)
 
 
-COMMANDS = [pause, resume, hold]
+def _migrate_request(session: Session, src: str, dst: str, state: str, filter_text, limit, dry_run) -> OpRequest:
+    _pausable(session, src, "migrate")
+    _pausable(session, dst, "migrate")
+    return OpRequest(Operation.MIGRATE, src, source=State(state), target=State(state), filter_text=filter_text,
+                     limit=limit, dry_run=dry_run, destination=dst)
+
+
+@click.command()
+@click.argument("src")
+@click.argument("dst")
+@_filter_option()
+@click.option("--state", type=click.Choice(["ready", "scheduled"]), default="ready", show_default=True,
+              help="Which jobs to move (they keep their state; scheduled ones their due time).")
+@_common
+@pass_session
+def migrate(session: Session, src, dst, filter_text, state, limit, rate, batch, dry_run, yes, as_json) -> int:
+    """Move matching jobs of SRC to DST (two reliable-list queues), with their payloads.
+
+    The queues live in different hash slots, so each job moves by
+    copy-then-delete with a crash journal in jobctl's own keys
+    (queue:{src}:jobctl:migrating): a rerun after a crash or kill -9 finishes
+    the jobs it left, and no job stays in both queues.  Jobs keep their ids,
+    payloads and order; ready jobs are pushed at DST's producers' end.
+    """
+    if not dry_run:
+        render.note(f"destination: {dst}")
+    req = _migrate_request(session, src, dst, state, filter_text, limit, dry_run)
+    return execute(session, req, yes=yes, as_json=as_json, rate=rate, batch=batch)
+
+
+@click.command()
+@click.argument("queue")
+@click.option("--to", "to", metavar="QUEUE", required=True, help="The reliable-list queue to move the jobs to.")
+@click.option("--state", type=click.Choice(["ready", "scheduled"]), default="ready", show_default=True,
+              help="Which state to empty.")
+@_common
+@pass_session
+def drain(session: Session, queue, to, state, limit, rate, batch, dry_run, yes, as_json) -> int:
+    """Empty QUEUE's ready (or scheduled) state into another queue: `jobctl
+    migrate QUEUE TO` without a filter (retire a queue, move work away from a
+    broken consumer).  Jobs that arrive meanwhile stay: run it again."""
+    req = _migrate_request(session, queue, to, state, None, limit, dry_run)
+    return execute(session, req, yes=yes, as_json=as_json, rate=rate, batch=batch)
+
+
+COMMANDS = [pause, resume, hold, migrate, drain]

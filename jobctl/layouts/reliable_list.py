@@ -55,13 +55,21 @@ class ReliableList(Layout):
             from .reliable_list_pause import plan_operation
 
             return plan_operation(self, spec, now_ms() if now is None else now)
+        if spec.operation.value == "migrate":
+            from .reliable_list_migrate import plan_operation as plan_migrate
+
+            return plan_migrate(self, spec, now_ms() if now is None else now)
         return super().plan(spec, now)
 
     def apply(self, plan, *, batch: int | None = None):
         if plan.spec.operation.value in ("pause", "resume"):
-            from .reliable_list_pause import DEFAULT_BATCH, apply_plan
+            from . import reliable_list_pause as pause
 
-            return apply_plan(self, plan, batch=batch or DEFAULT_BATCH)
+            return pause.apply_plan(self, plan, batch=batch or pause.DEFAULT_BATCH)
+        if plan.spec.operation.value == "migrate":
+            from . import reliable_list_migrate as migrate
+
+            return migrate.apply_plan(self, plan, batch=batch or migrate.DEFAULT_BATCH)
         return super().apply(plan, batch=batch)
 
     # -- helpers -----------------------------------------------------------

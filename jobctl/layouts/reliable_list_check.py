@@ -97,7 +97,8 @@ def _check_shard(layout: "ReliableList", keys: ReliableListKeys, report: CheckRe
     client = layout.client
     where: dict[str, list[tuple[str, str]]] = defaultdict(list)  # id -> [(state, key)]
     list_keys = [(r.key, "ready") for r in layout.ready_lists(keys)] + \
-        [(keys.processing, "processing"), (keys.dead, "dead"), (keys.paused, "paused")]
+        [(keys.processing, "processing"), (keys.dead, "dead"), (keys.paused, "paused"),
+                                                                  (keys.migrating, "migrating")]
     processing: set[str] = set()
     for key, state in list_keys:
         counts = Counter(_read_list(client, key))

@@ -61,7 +61,7 @@ if TYPE_CHECKING:
     from .reliable_list import ReliableList
 
 __all__ = ["PAUSE_TRANSITIONS", "plan_operation", "apply_plan", "holds", "add_hold", "lift_holds",
-           "hold_spec", "holds_of", "pause_info", "pause_record", "DEFAULT_BATCH", "SLACK", "MAX_SPAN"]
+           "hold_spec", "holds_of", "pause_info", "pause_record", "take_out_ready", "take_out_scheduled", "plan_moves", "DEFAULT_BATCH", "SLACK", "MAX_SPAN"]
 
 #: (operation, source) -> allowed targets of pause and resume.
 PAUSE_TRANSITIONS: dict[tuple[Operation, State], tuple[State, ...]] = {
@@ -78,6 +78,8 @@ SLACK = 64
 MAX_SPAN = 2048
 
 _TOMBSTONE = "\x00jobctl:paused:tombstone:"
+#: The widest window rl_pause_move.lua reads (its MAX_WINDOW).
+_MAX_WINDOW = 4096
 
 
 # -- planning ------------------------------------------------------------------
@@ -139,6 +141,14 @@ def plan_operation(layout: "ReliableList", spec: OpSpec, now: int) -> Plan:
                          "they were paused from")
     if spec.ids:
         raise UsageError(f"{spec.operation.value} takes --filter, not --ids")
+    return plan_moves(layout, spec, now)
+
+
+def plan_moves(layout: "ReliableList", spec: OpSpec, now: int) -> Plan:
+    """The plan of the matching jobs of ``spec.source`` (ready: walked from
+    the head, each with its position from the tail and its ready list;
+    scheduled: with its due time; paused: its position from the head),
+    each fenced by its payload SHA1.  Reads only."""
     def on_match(rec: JobRecord, pj: PlannedJob) -> None:
         if spec.source is State.READY:  # which ready list of the shard (serving order)
             pj.score = rec.meta.get("list_index", 0)
@@ -179,14 +189,15 @@ def apply_plan(layout: "ReliableList", plan: Plan, *, batch: int = DEFAULT_BATCH
 
 
 def _call(layout: "ReliableList", keys: ReliableListKeys, spec: OpSpec, mode: str, src: str, lo: int, hi: int,
-          jobs: list[tuple[PlannedJob, str, bytes]]) -> list:
+          jobs: list[tuple[PlannedJob, str, bytes]], into: tuple[str, str] | None = None) -> list:
     readies = [r.key for r in layout.ready_lists(keys)] if mode.startswith("resume") else []
     args: list[Any] = [mode, lo, hi, _TOMBSTONE + spec.op_id, spec.hold_id or "", len(readies), len(jobs)]
     for job, score, rec in jobs:
         args += [job.job_id, "" if mode.startswith("resume") else job.sha1, score, rec]
     payloads = [] if mode.startswith("resume") else [keys.job(j.job_id) for j, _, _ in jobs]
     return script(layout.client, "rl_pause_move")(
-        keys=[src, keys.paused, keys.paused_info, keys.holds, keys.scheduled, *readies, *payloads], args=args)
+        keys=[src, *(into or (keys.paused, keys.paused_info)), keys.holds, keys.scheduled, *readies, *payloads],
+        args=args)
 
 
 def _codes(reply: list, result: BatchResult, unseen: list[str]) -> None:
@@ -201,12 +212,13 @@ def _codes(reply: list, result: BatchResult, unseen: list[str]) -> None:
             result.reasons[job_id] = code
 
 
-def _apply_scheduled(layout, keys, spec, jobs, batch, now_fn) -> Iterator[BatchResult]:
+def _apply_scheduled(layout, keys, spec, jobs, batch, now_fn, *, into: tuple[str, str] | None = None,
+                     record=pause_record) -> Iterator[BatchResult]:
     for i in range(0, len(jobs), batch):
         chunk = jobs[i:i + batch]
         now = now_fn()
-        items = [(j, str(j.score), pause_record(spec, now, keys.scheduled, j.score)) for j in chunk]
-        reply = _call(layout, keys, spec, "pause_zset", keys.scheduled, 0, 0, items)
+        items = [(j, str(j.score), record(spec, now, keys.scheduled, j.score)) for j in chunk]
+        reply = _call(layout, keys, spec, "pause_zset", keys.scheduled, 0, 0, items, into)
         result, unseen = BatchResult(), []
         _codes(reply[2:], result, unseen)
         for job_id in unseen:  # promoted by the scheduler (or moved) since the plan
@@ -216,7 +228,8 @@ def _apply_scheduled(layout, keys, spec, jobs, batch, now_fn) -> Iterator[BatchR
 
 
 def _apply_window(layout, keys, spec, mode: str, src: str, jobs: list[PlannedJob], batch: int,
-                  now_fn) -> Iterator[BatchResult]:
+                  now_fn, *, into: tuple[str, str] | None = None, record=pause_record,
+                  newest: bool | None = None) -> Iterator[BatchResult]:
     """Chunks of jobs in position order, each applied by calls on a window
     around where the jobs are now.
 
@@ -231,7 +244,7 @@ def _apply_window(layout, keys, spec, mode: str, src: str, jobs: list[PlannedJob
     # served end: a job a later call finds (it moved below its window) is
     # older than every job moved before it, so the order holds; a hold cycle
     # (new arrivals) takes the oldest first and pushes them at the head
-    newest_first = mode == "pause" and not spec.hold_id
+    newest_first = mode == "pause" and not spec.hold_id if newest is None else newest
     if newest_first:
         mode = "pause_tail"
     jobs = sorted(jobs, key=lambda j: j.position or 0, reverse=newest_first)
@@ -244,7 +257,7 @@ def _apply_window(layout, keys, spec, mode: str, src: str, jobs: list[PlannedJob
             k += 1
         chunk, i = jobs[i:k], k
         now = now_fn()
-        rec = pause_record(spec, now, src, None) if mode != "resume" else b""
+        rec = record(spec, now, src, None) if mode != "resume" else b""
         pending = {j.job_id: j for j in chunk}
         result = BatchResult()
         probe: tuple[int, int] | None = None  # a search window; None: around the estimate
@@ -255,6 +268,8 @@ def _apply_window(layout, keys, spec, mode: str, src: str, jobs: list[PlannedJob
             pos = [pending[u].position or 0 for u in pending]
             if probe is None:
                 lo, hi = min(pos) - shift - SLACK, max(pos) - shift + SLACK
+                if mode == "pause" and hi < _MAX_WINDOW:  # near the served end: read down to it
+                    lo = 0
             else:
                 lo, hi = probe
             lo = max(0, lo)
@@ -263,7 +278,7 @@ def _apply_window(layout, keys, spec, mode: str, src: str, jobs: list[PlannedJob
             # resume: all or nothing while the window may be off (order), then what is left
             call_mode = "resume_all" if mode == "resume" and strict else mode
             reply = _call(layout, keys, spec, call_mode, src, lo, hi,
-                          [(pending[u], str(pending[u].position or 0), rec) for u in pending])
+                          [(pending[u], str(pending[u].position or 0), rec) for u in pending], into)
             found, seen_shift = int(reply[0]), int(reply[1])
             unseen: list[str] = []
             _codes(reply[2:], result, unseen)
@@ -295,6 +310,22 @@ def _apply_window(layout, keys, spec, mode: str, src: str, jobs: list[PlannedJob
         if mode == "resume":  # the next chunks sat below the jobs that just left the head
             shift += len(result.moved)
         yield result
+
+
+def take_out_ready(layout, keys, spec, src: str, jobs: list[PlannedJob], batch: int, now_fn, *,
+                   into: tuple[str, str], record) -> Iterator[BatchResult]:
+    """Move planned ready jobs of the list ``src`` into the jobctl-owned list
+    and info hash ``into`` (oldest first, pushed at its head),
+    windowed and fenced as a pause is; ``record(spec, now, src, score)``
+    gives each job's info JSON.  Used by ``jobctl migrate``."""
+    return _apply_window(layout, keys, spec, "pause", src, jobs, batch, now_fn, into=into, record=record,
+                         newest=False)
+
+
+def take_out_scheduled(layout, keys, spec, jobs: list[PlannedJob], batch: int, now_fn, *,
+                       into: tuple[str, str], record) -> Iterator[BatchResult]:
+    """:func:`take_out_ready` for scheduled jobs, fenced by their due time."""
+    return _apply_scheduled(layout, keys, spec, jobs, batch, now_fn, into=into, record=record)
 
 
 # -- holds ---------------------------------------------------------------------

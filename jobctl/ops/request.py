@@ -52,6 +52,8 @@ class OpRequest:
     export_format: str = "parquet"
     no_export: bool = False
     dry_run: bool = False
+    #: migrate/drain: the destination queue's name
+    destination: str | None = None
 
     def __post_init__(self) -> None:
         info = OPERATIONS[self.operation]

@@ -14,6 +14,7 @@ import socket
 import uuid
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import Any
 
 from ..filter import MATCH_ALL, Filter
 from ..model import State
@@ -30,6 +31,7 @@ class Operation(str, Enum):
     PURGE = "purge"
     PAUSE = "pause"
     RESUME = "resume"
+    MIGRATE = "migrate"
 
     def __str__(self) -> str:
         return self.value
@@ -86,6 +88,8 @@ class OpSpec:
     op_id: str = ""
     #: pause ``--hold`` cycles: the hold record's id; a call moves nothing once it is gone
     hold_id: str | None = None
+    #: migrate/drain: the destination queue's layout (set by the operations core)
+    destination: Any = None
 
     def __post_init__(self) -> None:
         if not self.op_id:
