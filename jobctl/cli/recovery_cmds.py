@@ -264,8 +264,6 @@ def migrate(session: Session, src, dst, filter_text, state, limit, rate, batch, 
     the jobs it left, and no job stays in both queues.  Jobs keep their ids,
     payloads and order; ready jobs are pushed at DST's producers' end.
     """
-    if not dry_run:
-        render.note(f"destination: {dst}")
     req = _migrate_request(session, src, dst, state, filter_text, limit, dry_run)
     return execute(session, req, yes=yes, as_json=as_json, rate=rate, batch=batch)
 
