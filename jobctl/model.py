@@ -263,6 +263,8 @@ class QueueStatus:
     #: jobs in jobctl's paused state (``jobctl pause``), and the active holds
     #: (``pause --hold``): ``[{id, filter, reason, by, since_ms, age_ms}]``
     paused: int = 0
+    #: jobs between two queues: taken out by a ``jobctl migrate`` that has not finished them
+    migrating: int = 0
     held_filters: list[dict[str, Any]] = field(default_factory=list)
     oldest_ready_since_ms: int | None = None
     oldest_ready_age_ms: int | None = None

@@ -56,3 +56,30 @@ def test_noisy_tenant(redis_url, redis_client, capsys):
         worker.ack(job.job_id)
     assert served == t1
     assert {s["step"] for s in steps_journaled("noisy-tenant")} >= {"pause", "verify-paused", "resume"}
+
+
+def test_retire_or_split_queue(redis_url, redis_client, capsys):
+    rng = random.Random(6)
+    producer = Producer(redis_client, "email")
+    created = now_ms() - 600_000
+    ids = []
+    for i in range(120):
+        tenant = ("t1", "t2", "t3")[i % 3]
+        producer.enqueue(new_envelope(f"m{i:04d}", "webhook.deliver", tenant, created + i, rng))
+        ids.append((f"m{i:04d}", tenant))
+    Producer(redis_client, "email-v2").enqueue(new_envelope("keep", "webhook.deliver", "t9", created, rng))
+    t1 = [j for j, t in ids if t == "t1"]
+
+    assert run_book(redis_url, "retire-or-split-queue", "email", yes=False) == 0  # dry runs
+    assert status_of(redis_url, "email", capsys)["ready"] == 120
+
+    assert run_book(redis_url, "retire-or-split-queue", "email") == 0
+    src, dst = ReliableListKeys("email"), ReliableListKeys("email-v2")
+    assert [x.decode() for x in reversed(redis_client.lrange(dst.ready, 0, -1))] == ["keep"] + t1
+    assert status_of(redis_url, "email", capsys)["ready"] == 80
+
+    assert run_book(redis_url, "retire-or-split-queue", "email", "--step", "retire") == 0
+    assert redis_client.llen(src.ready) == 0
+    assert redis_client.llen(dst.ready) == 121
+    assert check_ok(redis_url, "email-v2", capsys)
+    assert {s["step"] for s in steps_journaled("retire-or-split-queue")} >= {"split", "verify", "retire"}

@@ -129,6 +129,7 @@ class ReliableList(Layout):
             add("dead", keys.dead, None, pipe.llen, keys.dead)
             add("suppressed", keys.suppressed, None, pipe.zcard, keys.suppressed)
             add("paused", keys.paused, None, pipe.llen, keys.paused)
+            add("migrating", keys.migrating, None, pipe.llen, keys.migrating)
         add("holds", self.shards[0].holds, None, pipe.hgetall, self.shards[0].holds)
         results = status_replies(st, pipe.execute(raise_on_error=False), [p[1] for p in plan])
 
@@ -158,6 +159,8 @@ class ReliableList(Layout):
                 st.suppressed += res
             elif what == "paused":
                 st.paused += res
+            elif what == "migrating":
+                st.migrating += res
             elif what == "holds":
                 from .reliable_list_pause import holds_of
 

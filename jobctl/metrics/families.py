@@ -42,6 +42,8 @@ STATUS_GAUGES: tuple[tuple[str, str, str], ...] = (
      "Dead jobs an operator suppressed (kept for audit, out of the DLQ)."),
     ("redis_job_paused_depth", "paused",
      "Jobs an operator paused (jobctl pause): out of the workers' reach until resumed."),
+    ("redis_job_migrating_depth", "migrating",
+     "Jobs between two queues: taken out by a jobctl migrate that did not finish (rerun it)."),
     ("redis_job_oldest_ready_age_ms", "oldest_ready_age_ms",
      "Milliseconds the job at the claim end has been ready: latency pressure (0 when nothing is ready)."),
 )

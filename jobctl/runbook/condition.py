@@ -44,7 +44,7 @@ __all__ = ["ConditionError", "Condition", "compile_condition", "STATUS_FIELDS", 
 STATUS_FIELDS: tuple[str, ...] = (
     "shards", "ready", "scheduled", "scheduled_overdue", "scheduled_overdue_max_age_ms", "next_due_ms",
     "processing", "stuck", "next_deadline_ms", "dead", "suppressed", "oldest_ready_since_ms",
-    "oldest_ready_age_ms", "now_ms", "paused",
+    "oldest_ready_age_ms", "now_ms", "paused", "migrating",
 )
 
 #: Short names accepted for status fields.
