@@ -181,6 +181,12 @@ class ReliableListKeys:
         return f"queue:{{{self.tag}}}:jobctl:migrated-in"
 
     @property
+    def envelopes_before(self) -> str:
+        """jobctl's hash: job id -> JSON {operation, at_ms, before}: the envelope a
+        ``jobctl migrate --transform`` replaced (``--rollback OPERATION`` puts it back)."""
+        return f"queue:{{{self.tag}}}:jobctl:envelopes-before"
+
+    @property
     def holds(self) -> str:
         """jobctl's hash: hold id -> JSON {filter, reason, by, since_ms} (``pause --hold``)."""
         return f"queue:{{{self.tag}}}:jobctl:holds"

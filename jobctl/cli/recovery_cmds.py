@@ -249,23 +249,71 @@ def _migrate_request(session: Session, src: str, dst: str, state: str, filter_te
 
 @click.command()
 @click.argument("src")
-@click.argument("dst")
+@click.argument("dst", required=False)
 @_filter_option()
-@click.option("--state", type=click.Choice(["ready", "scheduled"]), default="ready", show_default=True,
-              help="Which jobs to move (they keep their state; scheduled ones their due time).")
+@click.option("--state", type=click.Choice(["ready", "scheduled", "dead", "paused"]), default=None,
+              help="Which jobs (default ready; a move between queues takes ready or scheduled).")
+@click.option("--transform", "transform_file", metavar="FILE", type=click.Path(dir_okay=False),
+              help="Rewrite the matching envelopes of SRC in place with this TOML transformation (no DST).")
+@click.option("--rollback", metavar="OPERATION",
+              help="Put back the envelopes the --transform operation OPERATION replaced (no DST).")
 @_common
 @pass_session
-def migrate(session: Session, src, dst, filter_text, state, limit, rate, batch, dry_run, yes, as_json) -> int:
-    """Move matching jobs of SRC to DST (two reliable-list queues), with their payloads.
+def migrate(session: Session, src, dst, filter_text, state, transform_file, rollback, limit, rate, batch, dry_run,
+            yes, as_json) -> int:
+    """Move matching jobs of SRC to DST, or rewrite SRC's envelopes (--transform).
 
-    The queues live in different hash slots, so each job moves by
-    copy-then-delete with a crash journal in jobctl's own keys
-    (queue:{src}:jobctl:migrating): a rerun after a crash or kill -9 finishes
-    the jobs it left, and no job stays in both queues.  Jobs keep their ids,
-    payloads and order; ready jobs are pushed at DST's producers' end.
+    SRC DST (two reliable-list queues): the queues live in different hash
+    slots, so each job moves by copy-then-delete with a crash journal in
+    jobctl's own keys (queue:{src}:jobctl:migrating): a rerun after a crash
+    or kill -9 finishes the jobs it left, and no job stays in both queues.
+    Jobs keep their ids, payloads and order; ready jobs are pushed at DST's
+    producers' end.
+
+    SRC --transform FILE: set, rename and delete envelope fields, bump
+    jobVersion (see jobctl/ops/transform.py for the file's format), in
+    place, each job only while its payload is the one the plan saw; the old
+    envelope is kept (queue:{t}:jobctl:envelopes-before) for --rollback.
+    --dry-run prints a before/after diff of sample envelopes.
     """
-    req = _migrate_request(session, src, dst, state, filter_text, limit, dry_run)
+    if transform_file or rollback:
+        if dst:
+            raise UsageError("--transform and --rollback rewrite SRC in place: no DST")
+        if transform_file and rollback:
+            raise UsageError("--transform and --rollback exclude each other")
+        from ..ops.transform import Rollback, load_transform
+
+        transform = load_transform(transform_file) if transform_file else Rollback(rollback)
+        _pausable(session, src, "migrate --transform")
+        st = State(state or ("dead" if rollback else "ready"))
+        req = OpRequest(Operation.TRANSFORM, src, source=st, target=st, filter_text=filter_text, limit=limit,
+                        dry_run=dry_run, transform=transform)
+        if dry_run and not as_json and transform_file:
+            _print_samples(session, req)
+        return execute(session, req, yes=yes, as_json=as_json, rate=rate, batch=batch)
+    if not dst:
+        raise UsageError("migrate needs DST (or --transform FILE)")
+    if state not in (None, "ready", "scheduled"):
+        raise UsageError("a move between queues takes --state ready or scheduled")
+    req = _migrate_request(session, src, dst, state or "ready", filter_text, limit, dry_run)
     return execute(session, req, yes=yes, as_json=as_json, rate=rate, batch=batch)
+
+
+def _print_samples(session: Session, req: OpRequest, n: int = 3) -> None:
+    """The before/after diff of the first ``n`` planned envelopes."""
+    from ..ops.core import OperationCore
+    from ..ops.transform import diff_lines
+
+    prepared = OperationCore(session).prepare(req)
+    layout = prepared.layout
+    for job in prepared.plan.jobs[:n]:
+        keys = layout.shards[job.shard]
+        raw = layout.client.get(keys.job(job.job_id))
+        new = req.transform.apply_raw(raw) if raw is not None else None
+        if new is None:
+            continue
+        for line in diff_lines(job.job_id, raw, new):
+            click.echo(line)
 
 
 @click.command()

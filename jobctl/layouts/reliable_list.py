@@ -59,6 +59,10 @@ class ReliableList(Layout):
             from .reliable_list_migrate import plan_operation as plan_migrate
 
             return plan_migrate(self, spec, now_ms() if now is None else now)
+        if spec.operation.value == "transform":
+            from .reliable_list_transform import plan_operation as plan_transform
+
+            return plan_transform(self, spec, now_ms() if now is None else now)
         return super().plan(spec, now)
 
     def apply(self, plan, *, batch: int | None = None):
@@ -70,6 +74,10 @@ class ReliableList(Layout):
             from . import reliable_list_migrate as migrate
 
             return migrate.apply_plan(self, plan, batch=batch or migrate.DEFAULT_BATCH)
+        if plan.spec.operation.value == "transform":
+            from . import reliable_list_transform as transform
+
+            return transform.apply_plan(self, plan, batch=batch or transform.DEFAULT_BATCH)
         return super().apply(plan, batch=batch)
 
     # -- helpers -----------------------------------------------------------

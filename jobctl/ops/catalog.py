@@ -68,6 +68,8 @@ OPERATIONS: dict[Operation, OpInfo] = {
                             destructive=True),
     Operation.PAUSE: OpInfo(Operation.PAUSE, "", (State.READY, State.SCHEDULED), State.PAUSED, "pause"),
     Operation.RESUME: OpInfo(Operation.RESUME, "", (State.PAUSED,), State.READY, "resume"),
+    Operation.TRANSFORM: OpInfo(Operation.TRANSFORM, "", (State.DEAD, State.READY, State.SCHEDULED, State.PAUSED),
+                                State.DEAD, "transform"),
     Operation.MIGRATE: OpInfo(Operation.MIGRATE, "", (State.READY, State.SCHEDULED), State.READY, "migrate"),
 }
 

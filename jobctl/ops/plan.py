@@ -80,6 +80,10 @@ class Plan:
 
                 dst += f" (due in {format_duration(s.delay_ms)})"
             what = f"move {self.planned:,} job(s) from {src} to {dst}"
+        if s.operation.value == "transform" and s.transform is not None:
+            what = f"rewrite {self.planned:,} {src} envelope(s) in place: {s.transform.describe()}"
+        elif s.operation.value == "migrate" and s.destination is not None:
+            what = f"move {self.planned:,} {src} job(s) to queue {s.destination.queue_name}, payloads with them"
         if s.operation.value == "redrive":
             what += "; envelopes get redrivenAtEpochMs, redriveOperation and redriveCount"
             what += ", attempt reset to 0" if s.reset_attempts else ", attempt kept"

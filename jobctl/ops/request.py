@@ -54,6 +54,8 @@ class OpRequest:
     dry_run: bool = False
     #: migrate/drain: the destination queue's name
     destination: str | None = None
+    #: migrate --transform: the parsed transformation (:class:`jobctl.ops.transform.Transform`)
+    transform: object | None = None
 
     def __post_init__(self) -> None:
         info = OPERATIONS[self.operation]

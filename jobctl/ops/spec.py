@@ -32,6 +32,7 @@ class Operation(str, Enum):
     PAUSE = "pause"
     RESUME = "resume"
     MIGRATE = "migrate"
+    TRANSFORM = "transform"
 
     def __str__(self) -> str:
         return self.value
@@ -90,6 +91,8 @@ class OpSpec:
     hold_id: str | None = None
     #: migrate/drain: the destination queue's layout (set by the operations core)
     destination: Any = None
+    #: migrate --transform: the :class:`~jobctl.ops.transform.Transform` applied to each envelope
+    transform: Any = None
 
     def __post_init__(self) -> None:
         if not self.op_id:
