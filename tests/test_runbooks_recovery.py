@@ -83,3 +83,26 @@ def test_retire_or_split_queue(redis_url, redis_client, capsys):
     assert redis_client.llen(dst.ready) == 121
     assert check_ok(redis_url, "email-v2", capsys)
     assert {s["step"] for s in steps_journaled("retire-or-split-queue")} >= {"split", "verify", "retire"}
+
+
+def test_unsupported_payload_version(redis_url, redis_client, capsys, tmp_path):
+    from test_operations import dead_letter_jobs
+
+    specs = [(f"u{i:03d}", "webhook.deliver", "t1", "SERIALIZATION_ERROR") for i in range(12)]
+    ids = dead_letter_jobs(redis_client, "email", specs)
+    k = ReliableListKeys("email")
+    transform = tmp_path / "v3.toml"
+    transform.write_text('bump_version = true\n[rename]\n"payload.endpointId" = "payload.endpoint"\n')
+    assert run_book(redis_url, "unsupported-payload-version", "email", "--set", f"transform={transform}",
+                    yes=False) == 0  # dry runs: the verification is only reported
+    assert status_of(redis_url, "email", capsys)["dead"] == 12
+    assert run_book(redis_url, "unsupported-payload-version", "email", "--set", f"transform={transform}") == 0
+    st = status_of(redis_url, "email", capsys)
+    assert (st["dead"], st["ready"]) == (0, 12)
+    for job_id in ids:
+        import orjson
+
+        doc = orjson.loads(redis_client.get(k.job(job_id)))
+        assert doc["jobVersion"] == 3 and "endpoint" in doc["payload"] and doc["attempt"] == 0
+    assert check_ok(redis_url, "email", capsys)
+    assert {s["step"] for s in steps_journaled("unsupported-payload-version")} >= {"transform", "redrive", "verify"}
