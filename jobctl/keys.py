@@ -258,6 +258,11 @@ class StreamGroupKeys:
         return self._rl.suppressed_info
 
     @property
+    def replayed(self) -> str:
+        """jobctl's set of the entry ids ``jobctl replay`` re-added (a rerun replays each once)."""
+        return f"queue:{{{self.tag}}}:jobctl:replayed"
+
+    @property
     def journal(self) -> str:
         """jobctl's capped audit stream for this shard."""
         return self._rl.journal

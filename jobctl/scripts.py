@@ -23,6 +23,7 @@ __all__ = ["script", "source", "SCRIPT_NAMES"]
 
 SCRIPT_NAMES = ("rl_dead_window", "rl_dead_restore", "rl_zset_move", "rl_requeue", "rl_repair")
 
+SCRIPT_NAMES += ("sg_replay",)  # stream-group replay
 SCRIPT_NAMES += ("sg_pel_summary", "sg_count_after", "sg_requeue", "sg_zset_move", "sg_dead_move")  # stream-group
 SCRIPT_NAMES += ("rl_pause_move", "rl_migrate_in", "rl_migrate_out", "rl_transform")  # reliable-list pause/resume, migrate
 SCRIPT_NAMES += ("de_move",)  # delayed-events

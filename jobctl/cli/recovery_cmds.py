@@ -331,4 +331,55 @@ def drain(session: Session, queue, to, state, limit, rate, batch, dry_run, yes, 
     return execute(session, req, yes=yes, as_json=as_json, rate=rate, batch=batch)
 
 
-COMMANDS = [pause, resume, hold, migrate, drain]
+def _stream_bound(value: str, what: str, *, end: bool) -> str:
+    """A stream entry id (``1700000000000-0``), epoch ms, an ISO-8601 time or
+    a duration ago (``2h``) as an XRANGE bound (a time: every entry of that ms)."""
+    import re
+    import time as _time
+    from datetime import datetime
+
+    if re.fullmatch(r"\d+-\d+", value):
+        return value
+    if re.fullmatch(r"\d+", value):
+        ms = int(value)
+    else:
+        try:
+            ms = int(_time.time() * 1000) - parse_duration(value)
+        except UsageError:
+            try:
+                ms = int(datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1000)
+            except ValueError:
+                raise UsageError(f"{what}: {value!r} is no entry id, epoch ms, ISO-8601 time or duration ago") \
+                    from None
+    return f"{ms}-{18446744073709551615 if end else 0}"
+
+
+@click.command()
+@click.argument("queue")
+@click.option("--from", "from_", metavar="TIME|ID", required=True,
+              help="First entry: an entry id, epoch ms, ISO-8601 time or a duration ago (2h).")
+@click.option("--to", "to", metavar="TIME|ID", default=None, help="Last entry (default: the newest acknowledged).")
+@_filter_option()
+@_common
+@pass_session
+def replay(session: Session, queue, from_, to, filter_text, limit, rate, batch, dry_run, yes, as_json) -> int:
+    """Re-add acknowledged stream entries as new entries (stream-group layout).
+
+    Each replayed entry keeps its fields and gets replayOf = the original
+    entry id; the ids replayed are kept (queue:{t}:jobctl:replayed), so the
+    same replay run twice replays each entry once.  Entries still pending or
+    not yet delivered are not history and are left alone.
+    """
+    start = _stream_bound(from_, "--from", end=False)
+    end = _stream_bound(to, "--to", end=True) if to else "+"
+    with session.errors():
+        layout = session.layout(queue)
+    if layout.name != "stream-group":
+        raise UsageError(f"replay is for the stream-group layout; {queue} is {layout.name} (no acknowledged "
+                         "history to replay)")
+    req = OpRequest(Operation.REPLAY, queue, source=State.HISTORY, target=State.READY, filter_text=filter_text,
+                    limit=limit, dry_run=dry_run, replay_range=(start, end))
+    return execute(session, req, yes=yes, as_json=as_json, rate=rate, batch=batch)
+
+
+COMMANDS = [pause, resume, hold, migrate, drain, replay]

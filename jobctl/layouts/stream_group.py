@@ -606,6 +606,10 @@ class StreamGroup(Layout):
         from .planning import plan_from_walk, refuse_priority, require_requeue_scope, shard_index
 
         now = now_ms() if now is None else now
+        if spec.operation.value == "replay":  # jobctl replay: stream_group_replay
+            from .stream_group_replay import plan_replay
+
+            return plan_replay(self, spec, now)
         check_transition(self.name, TRANSITIONS, spec)
         refuse_priority(self.name, spec)
         require_requeue_scope(spec)
@@ -649,6 +653,11 @@ class StreamGroup(Layout):
         Each job moves atomically and only if its fence still holds."""
         batch = batch or DEFAULT_BATCH
         spec = plan.spec
+        if spec.operation.value == "replay":
+            from .stream_group_replay import apply_replay
+
+            yield from apply_replay(self, plan, batch=batch)
+            return
         by_shard: dict[int, list[StreamPlannedJob]] = defaultdict(list)
         for job in plan.jobs:
             by_shard[job.shard].append(job)  # type: ignore[arg-type]

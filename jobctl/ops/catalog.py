@@ -70,6 +70,7 @@ OPERATIONS: dict[Operation, OpInfo] = {
     Operation.RESUME: OpInfo(Operation.RESUME, "", (State.PAUSED,), State.READY, "resume"),
     Operation.TRANSFORM: OpInfo(Operation.TRANSFORM, "", (State.DEAD, State.READY, State.SCHEDULED, State.PAUSED),
                                 State.DEAD, "transform"),
+    Operation.REPLAY: OpInfo(Operation.REPLAY, "", (State.HISTORY,), State.READY, "replay"),
     Operation.MIGRATE: OpInfo(Operation.MIGRATE, "", (State.READY, State.SCHEDULED), State.READY, "migrate"),
 }
 

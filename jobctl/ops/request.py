@@ -56,6 +56,8 @@ class OpRequest:
     destination: str | None = None
     #: migrate --transform: the parsed transformation (:class:`jobctl.ops.transform.Transform`)
     transform: object | None = None
+    #: replay: ``(from, to)`` stream entry ids
+    replay_range: tuple[str, str] | None = None
 
     def __post_init__(self) -> None:
         info = OPERATIONS[self.operation]

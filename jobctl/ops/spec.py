@@ -33,6 +33,7 @@ class Operation(str, Enum):
     RESUME = "resume"
     MIGRATE = "migrate"
     TRANSFORM = "transform"
+    REPLAY = "replay"
 
     def __str__(self) -> str:
         return self.value
@@ -93,6 +94,8 @@ class OpSpec:
     destination: Any = None
     #: migrate --transform: the :class:`~jobctl.ops.transform.Transform` applied to each envelope
     transform: Any = None
+    #: replay: ``(from, to)`` stream entry ids (XRANGE bounds) of the history to replay
+    replay_range: tuple[str, str] | None = None
 
     def __post_init__(self) -> None:
         if not self.op_id:
