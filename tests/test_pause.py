@@ -421,3 +421,21 @@ def test_pause_a_tenant_under_a_live_worker_pool(redis_client, run):
     every = [i for i, _ in pool.claims] + rest
     assert Counter(every) == Counter(ids)  # exactly once
     partition(redis_client, ["email"])
+
+
+def test_exporter_gauges_paused_and_held(redis_client, redis_url, run):
+    from jobctl.metrics import JobctlCollector, exposition
+    from jobctl.session import Session
+    from test_metrics import q, samples
+
+    enqueue(redis_client, "email", 9)
+    assert run("pause", "email", "--filter", "tenant = t1", "--reason", "x", "--hold", "--cycles", "0",
+               "--yes")[0] == 0
+    session = Session(url=redis_url)
+    try:
+        got = samples(exposition(JobctlCollector(session, interval_s=0.0)).decode())
+    finally:
+        session.close()
+    assert got["redis_job_paused_depth"][q("email")] == 3
+    assert got["redis_job_held_filters"][q("email")] == 1
+    assert got["redis_job_migrating_depth"][q("email")] == 0
