@@ -84,7 +84,8 @@ def pause(session: Session, queue, filter_text, reason, state, hold, budget, int
     if hold:
         if limit is not None:
             raise UsageError("--hold pauses every matching job: use --budget, not --limit")
-        session.require_writable("pause") if not dry_run else None
+        if not dry_run:
+            session.require_writable("pause")
         from ..filter import compile_filter
 
         if filter_text:
@@ -98,7 +99,14 @@ def pause(session: Session, queue, filter_text, reason, state, hold, budget, int
             record = add_hold(layout, filter_text, reason, operator_name())
         render.note(f"hold {record['id']} recorded on {queue}"
                     + (f" for {filter_text!r}" if filter_text else " for every job"))
-    code = execute(session, req, yes=yes, as_json=as_json, rate=rate, batch=batch)
+    try:
+        code = execute(session, req, yes=yes, as_json=as_json, rate=rate, batch=batch)
+    except BaseException:
+        if hold and not dry_run:  # the pause failed or was declined: no hold either
+            from ..layouts.reliable_list_pause import lift_holds
+
+            lift_holds(layout, filter_text)
+        raise
     if not hold or dry_run or code not in (ExitCode.OK, ExitCode.PARTIAL):
         if hold and not dry_run and code == ExitCode.ABORTED:
             from ..layouts.reliable_list_pause import lift_holds
@@ -167,8 +175,9 @@ def _hold_loop(session: Session, layout, records: list[dict], *, budget: int, in
 def resume(session: Session, queue, filter_text, limit, rate, batch, dry_run, yes, as_json) -> int:
     """Put paused jobs back where a worker takes them next, in their order.
 
-    Lifts the holds of the same filter (every hold without --filter) first,
-    so that no hold cycle pauses them again.  Jobs paused from scheduled go
+    Lifts the holds of the same filter (every hold without --filter): with
+    --yes before it moves anything, so that no hold cycle pauses them again;
+    when confirmed at the prompt, after the jobs moved.  Jobs paused from scheduled go
     back to scheduled with their due time.
     """
     from ..layouts.reliable_list_pause import lift_holds
@@ -180,15 +189,27 @@ def resume(session: Session, queue, filter_text, limit, rate, batch, dry_run, ye
         session.require_writable("resume")
     with session.errors():
         lifted = lift_holds(layout, filter_text, dry_run=True)
-    if lifted and not dry_run and limit is None:
-        # lifted before the plan: a hold cycle running now moves nothing more
-        with session.errors():
-            lift_holds(layout, filter_text)
-        for h in lifted:
-            render.note(f"hold {h['id']} lifted ({h['filter'] or 'every job'})")
-    elif lifted and dry_run:
+    if lifted and dry_run:
         render.note(f"would lift {len(lifted)} hold(s): " + ", ".join(h["id"] for h in lifted))
-    return execute(session, req, yes=yes, as_json=as_json, rate=rate, batch=batch)
+        lifted = []
+    if lifted and yes:
+        # confirmed on the command line: lifted before the plan, so that a hold
+        # cycle running now moves nothing more
+        _lift(session, layout, filter_text, lifted)
+        lifted = []
+    code = execute(session, req, yes=yes, as_json=as_json, rate=rate, batch=batch)
+    if lifted and code in (ExitCode.OK, ExitCode.PARTIAL):  # confirmed at the prompt
+        _lift(session, layout, filter_text, lifted)
+    return code
+
+
+def _lift(session: Session, layout, filter_text, lifted: list[dict]) -> None:
+    from ..layouts.reliable_list_pause import lift_holds
+
+    with session.errors():
+        lift_holds(layout, filter_text)
+    for h in lifted:
+        render.note(f"hold {h['id']} lifted ({h['filter'] or 'every job'})")
 
 
 @click.group()
