@@ -202,3 +202,85 @@ def test_kill_9_mid_migrate_then_rerun(redis_client, redis_url, cfg, tmp_path):
     where = both(redis_client)
     assert {i for i, (key,) in where.items() if key == DST.ready} == set(ids)
     assert tail_first(redis_client, DST.ready) == ids
+
+
+RESHARD_TOML = """
+[queues.rs]
+layout = "reliable-list"
+shards = 2
+shard_rule = "java-hashcode-floormod"
+"""
+
+
+def test_shard_rule_is_the_producers_rule():
+    from jobctl.layouts.sharding import java_hashcode_floormod
+    from jobctl_fixtures.ids import shard_index
+
+    for i in range(500):
+        job_id = f"job-{i}-x{i * 7919}"
+        for n in (2, 3, 4, 64):
+            assert java_hashcode_floormod(job_id, n) == shard_index(job_id, n)
+
+
+@pytest.mark.parametrize("crash", [False, True])
+def test_reshard_puts_every_job_in_its_new_shard(redis_client, redis_url, tmp_path, capsys, monkeypatch, crash):
+    from jobctl.cli.main import main
+    from jobctl_fixtures.ids import shard_index
+
+    cfg = tmp_path / "rs.toml"
+    cfg.write_text(RESHARD_TOML)
+    ids = enqueue(redis_client, "rs", 80, shards=2)
+    rng = random.Random(3)
+    due = wall_ms() + 3_600_000
+    for i in range(10):  # scheduled ones too, on the shard their id hashes to
+        job_id = f"s{i:03d}"
+        Producer(redis_client, f"rs:{shard_index(job_id, 2):02d}").enqueue(
+            new_envelope(job_id, "webhook.deliver", "t1", wall_ms(), rng, not_before_ms=due + i))
+    new_tags = [f"rs:{i:02d}" for i in range(4)]
+    if crash:
+        real = reliable_list_migrate.script
+        calls = {"n": 0}
+
+        def crashing(client, name):
+            s = real(client, name)
+            if name != "rl_migrate_out":
+                return s
+
+            def call(**kw):
+                calls["n"] += 1
+                if calls["n"] == 2:
+                    raise Killed
+                return s(**kw)
+            return call
+
+        monkeypatch.setattr(reliable_list_migrate, "script", crashing)
+        with pytest.raises(Killed):
+            main(["--url", redis_url, "--config", str(cfg), "reshard", "rs", "--shards", "4", "--yes",
+                  "--batch", "5"])
+        monkeypatch.setattr(reliable_list_migrate, "script", real)
+        assert any(redis_client.llen(ReliableListKeys(t).migrating) for t in new_tags[:2])
+    for state in ("ready", "scheduled"):
+        code = main(["--url", redis_url, "--config", str(cfg), "reshard", "rs", "--shards", "4", "--state", state,
+                     "--yes", "--json"])
+        assert code == 0, capsys.readouterr().err
+    capsys.readouterr()
+    where = partition(redis_client, new_tags)
+    assert set(where) == set(ids) | {f"s{i:03d}" for i in range(10)}
+    for job_id, (key,) in where.items():
+        assert key.startswith(f"queue:{{rs:{shard_index(job_id, 4):02d}}}:"), (job_id, key)
+        assert redis_client.exists(ReliableListKeys(f"rs:{shard_index(job_id, 4):02d}").job(job_id))
+    for t in new_tags:
+        k = ReliableListKeys(t)
+        assert redis_client.llen(k.migrating) == 0
+        for m, s in redis_client.zrange(k.scheduled, 0, -1, withscores=True):
+            assert int(s) == due + int(m.decode()[1:])
+    # the same logical queue, read with 4 shards, passes check
+    cfg.write_text(RESHARD_TOML.replace("shards = 2", "shards = 4"))
+    assert main(["--url", redis_url, "--config", str(cfg), "check", "rs"]) == 0
+    capsys.readouterr()
+
+
+def test_reshard_needs_the_shard_rule(redis_client, run):
+    enqueue(redis_client, "shq", 6, shards=2)
+    code, out, err = run("reshard", "shq", "--shards", "4", "--yes")
+    assert code == 2 and "shard_rule" in err and out == ""

@@ -403,4 +403,34 @@ def replay(session: Session, queue, from_, to, filter_text, limit, rate, batch, 
     return execute(session, req, yes=yes, as_json=as_json, rate=rate, batch=batch)
 
 
-COMMANDS = [pause, resume, hold, migrate, drain, replay]
+@click.command()
+@click.argument("queue")
+@click.option("--shards", type=click.IntRange(1, 1024), required=True, help="The new number of shards.")
+@click.option("--state", type=click.Choice(["ready", "scheduled"]), default="ready", show_default=True,
+              help="Which jobs to move to their new shard (run once per state).")
+@_common
+@pass_session
+def reshard(session: Session, queue, shards, state, limit, rate, batch, dry_run, yes, as_json) -> int:
+    """Move each job of a sharded reliable-list queue to the shard its id
+    hashes to with --shards N shards (seed 000 section 20), by the rule its
+    producers use (shard_rule in the catalogue), copy-then-delete with the
+    crash journal of `jobctl migrate`.  Jobs already in their shard stay.
+    Switch the producers and workers to N shards, then run it for ready and
+    scheduled, then set shards = N in the catalogue."""
+    import dataclasses
+
+    from ..layouts.sharding import shard_rule
+
+    with session.errors():
+        layout = session.layout(queue)
+    if layout.name != "reliable-list":
+        raise UsageError(f"reshard is for the reliable-list layout; {queue} is {layout.name}")
+    shard_rule(layout.queue)
+    if len(layout.shards) == shards:
+        raise UsageError(f"{queue} already has {shards} shard(s)")
+    req = OpRequest(Operation.MIGRATE, queue, source=State(state), target=State(state), limit=limit,
+                    dry_run=dry_run, destination=dataclasses.replace(layout.queue, shards=shards))
+    return execute(session, req, yes=yes, as_json=as_json, rate=rate, batch=batch)
+
+
+COMMANDS = [pause, resume, hold, migrate, drain, replay, reshard]

@@ -47,6 +47,7 @@ from ..ops.spec import Operation, OpSpec
 from ..scripts import script
 from .common import check_transition, text
 from .reliable_list_pause import plan_moves, take_out_ready, take_out_scheduled
+from .sharding import shard_rule
 from .walks import WINDOW, walk_list
 
 if TYPE_CHECKING:
@@ -72,12 +73,21 @@ def _destination(layout: "ReliableList", spec: OpSpec) -> "ReliableList":
     if dst.name != layout.name:
         raise UsageError(f"migrate from {layout.name} to layout {dst.name} is not supported: both queues must be "
                          f"{layout.name}")
-    if dst.queue_name == layout.queue_name:
+    if dst.queue_name == layout.queue_name and len(dst.shards) == len(layout.shards):
         raise UsageError("the source and the destination are the same queue")
     if len(dst.shards) > 1:
-        raise UsageError(f"{dst.queue_name} is sharded: migrating into a sharded queue needs the producers' "
-                         "shard rule, which the catalogue does not hold")
+        shard_rule(dst.queue)  # a sharded destination needs the producers' rule (UsageError)
+    if dst.queue.priorities:
+        raise UsageError(f"{dst.queue_name} has priority lists: migrating into a priority queue is not supported")
     return dst
+
+
+def _shard_of(dst: "ReliableList"):
+    """``job id -> the destination shard's keys`` by the producers' rule."""
+    if len(dst.shards) == 1:
+        return lambda job_id: dst.shards[0]
+    rule, n = shard_rule(dst.queue), len(dst.shards)
+    return lambda job_id: dst.shards[rule(job_id, n)]
 
 
 def migrating(layout: "ReliableList", keys: ReliableListKeys, limit: int) -> list[tuple[str, dict[str, Any]]]:
@@ -111,6 +121,9 @@ def plan_operation(layout: "ReliableList", spec: OpSpec, now: int) -> Plan:
             raise UsageError(f"an earlier migrate of {layout.queue_name} to {left[0][1].get('dst')} did not finish: "
                              "run it again first")
     plan = plan_moves(layout, spec, now)
+    if dst.queue_name == layout.queue_name:  # reshard: only the jobs whose shard changes
+        target = _shard_of(dst)
+        plan.jobs = [j for j in plan.jobs if target(j.job_id).tag != layout.shards[j.shard].tag]
     # jobs an interrupted run left between the queues are finished first: planned too
     for n, keys in enumerate(layout.shards):
         for _, chunk in walk_list(layout.client, keys.migrating, from_right=True, batch=WINDOW):
@@ -173,7 +186,7 @@ def _finish(layout: "ReliableList", keys: ReliableListKeys, dst: "ReliableList",
     as moved only when ``planned`` is None or holds them (they were planned
     again: the rerun's plan does not see them, so they are reported apart)."""
     client = layout.client
-    dkeys = dst.shards[0]
+    target_of = _shard_of(dst)
     move_in = script(dst.client, "rl_migrate_in")
     move_out = script(client, "rl_migrate_out")
     while True:
@@ -181,20 +194,21 @@ def _finish(layout: "ReliableList", keys: ReliableListKeys, dst: "ReliableList",
         if not entries:
             return
         raws = client.mget([keys.job(i) for i, _ in entries])
-        copy_args: list[Any] = []
-        copy_ids: list[str] = []
+        per_shard: dict[str, tuple[ReliableListKeys, list[str], list[Any]]] = {}
         for (job_id, doc), raw in zip(entries, raws):
             if raw is None:
                 continue  # a dangling id: deleted out below, nothing to copy
             scheduled = doc.get("from") == keys.scheduled and doc.get("score") is not None
-            copy_ids.append(job_id)
-            copy_args += [job_id, raw, str(doc.get("operation") or ""), "scheduled" if scheduled else "ready",
-                          str(doc["score"]) if scheduled else ""]
+            dkeys = target_of(job_id)
+            _, ids, args = per_shard.setdefault(dkeys.tag, (dkeys, [], []))
+            ids.append(job_id)
+            args += [job_id, raw, str(doc.get("operation") or ""), "scheduled" if scheduled else "ready",
+                     str(doc["score"]) if scheduled else ""]
         codes: dict[str, str] = {}
-        if copy_ids:
-            reply = move_in(keys=[dkeys.ready, dkeys.scheduled, dkeys.migrated_in,
-                                  *[dkeys.job(i) for i in copy_ids]], args=[len(copy_ids), *copy_args])
-            codes = {text(reply[i]): text(reply[i + 1]) for i in range(0, len(reply), 2)}
+        for dkeys, ids, args in per_shard.values():  # one call per destination slot
+            reply = move_in(keys=[dkeys.ready, dkeys.scheduled, dkeys.migrated_in, *[dkeys.job(i) for i in ids]],
+                            args=[len(ids), *args])
+            codes.update({text(reply[i]): text(reply[i + 1]) for i in range(0, len(reply), 2)})
         out_args: list[Any] = []
         for job_id, doc in entries:
             back = codes.get(job_id) == "conflict"
@@ -215,8 +229,11 @@ def _finish(layout: "ReliableList", keys: ReliableListKeys, dst: "ReliableList",
             elif code == "back":
                 result.skipped.append(job_id)
                 result.reasons[job_id] = "conflict"
-        if done_in:
-            dst.client.hdel(dkeys.migrated_in, *done_in)
+        by_tag: dict[str, list[str]] = {}
+        for job_id in done_in:
+            by_tag.setdefault(target_of(job_id).migrated_in, []).append(job_id)
+        for marker, ids in by_tag.items():
+            dst.client.hdel(marker, *ids)
         yield result
         if not any(text(reply[i + 1]) in ("moved", "back") for i in range(0, len(reply), 2)):
             return  # the list's served end is not what was read: leave it to a rerun
