@@ -38,10 +38,11 @@ def test_request_policies_are_usage_errors(req, message):
 
 
 def test_read_only_refuses_everything_but_a_dry_run():
+    ro = Session(url="redis://127.0.0.1:1/0", read_only_flag=True)  # never connects
     with pytest.raises(ReadOnlyRefused, match="redrive refused: read-only"):
-        check_request(OpRequest(Operation.REDRIVE, "q"), read_only=True)
-    check_request(OpRequest(Operation.REDRIVE, "q", dry_run=True), read_only=True)
-    check_request(OpRequest(Operation.PURGE, "q", dry_run=True), read_only=True)  # a dry purge needs no export
+        check_request(OpRequest(Operation.REDRIVE, "q"), ro)
+    check_request(OpRequest(Operation.REDRIVE, "q", dry_run=True), ro)
+    check_request(OpRequest(Operation.PURGE, "q", dry_run=True), ro)  # a dry purge needs no export
 
 
 def test_catalog_defaults_and_equivalent_command():

@@ -4,7 +4,7 @@ on the app's state, what Redis holds afterwards, and the notices shown."""
 from __future__ import annotations
 
 import asyncio
-import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -24,6 +24,15 @@ from jobctl_tui.queue_screen import QueueScreen
 from jobctl_tui.testing import settle, wait_for
 from jobctl_tui.widgets import FilterBar, TopBar
 
+#: Where a purge started from the TUI exports first (a folder of each test's own).
+_EXPORTS: dict[str, str] = {}
+
+
+@pytest.fixture(autouse=True)
+def _export_root(tmp_path):
+    _EXPORTS["root"] = str(tmp_path / "tui-exports")
+
+
 T0 = 1_790_000_000_000
 SIZE = (140, 40)
 
@@ -41,7 +50,7 @@ def app_for(session: Session, **kw):
     kw.setdefault("refresh_s", 3600)
     kw.setdefault("clock", lambda: T0 + 1000)
     kw.setdefault("server_label", "redis://test")
-    kw.setdefault("export_root", tempfile.mkdtemp(prefix="jobctl-tui-exports-"))
+    kw.setdefault("export_root", _EXPORTS["root"])
     return make_app(session, **kw)
 
 
@@ -646,3 +655,15 @@ def test_queue_screen_on_a_layout_without_a_dlq(redis_url, redis_client) -> None
         app.session.close()
 
     run(go())
+
+
+def test_each_purge_exports_into_a_new_folder(tmp_path) -> None:
+    from jobctl_tui.actions import ActionRequest
+    from jobctl.ops.spec import Operation
+
+    app = app_for(session_for("redis://127.0.0.1:1/0"), export_root=str(tmp_path))
+    req = ActionRequest(Operation.PURGE, "email", State.DEAD, "every dead job")
+    first = app._export_dir(req)
+    Path(first).mkdir(parents=True)
+    second = app._export_dir(req)
+    assert first != second and second.endswith("-2") and not Path(second).exists()

@@ -297,7 +297,7 @@ class JobctlApp(App):
             return
         request = req.request(export_to=self._export_dir(req) if info.destructive else None)
         try:
-            check_request(request, read_only=self.read_only)
+            check_request(request, self.session)
         except ReadOnlyRefused as exc:
             self.notify(f"{exc}; nothing was changed", title="read-only", severity="error")
             return
@@ -323,7 +323,8 @@ class JobctlApp(App):
         self.read(lambda: self.dash.prepare(request), planned, key="plan", failed=failed)
 
     def _export_dir(self, req: ActionRequest) -> str:
-        """A new folder under :attr:`export_root` for a purge's export."""
+        """A new folder under :attr:`export_root` for a purge's export
+        (``<queue>-<state>-<UTC stamp>``, ``-2``... when that one exists)."""
         import time
         from pathlib import Path
 
@@ -333,7 +334,12 @@ class JobctlApp(App):
 
             root = str(Path(user_data_dir("jobctl")) / "exports")
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(self.clock() / 1000))
-        return str(Path(root) / f"{req.queue}-{req.source.value}-{stamp}")
+        base = Path(root) / f"{req.queue}-{req.source.value}-{stamp}"
+        path, n = base, 1
+        while path.exists():  # never reuse another purge's export
+            n += 1
+            path = base.with_name(f"{base.name}-{n}")
+        return str(path)
 
     def _confirmed(self, ok: bool | None, prepared, after) -> None:
         if not ok:

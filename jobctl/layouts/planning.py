@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from ..errors import NotFound, UsageError
 from ..model import JobRecord, State
 from ..ops.plan import Plan, PlannedJob, payload_sha1
-from ..ops.spec import Operation, OpSpec
+from ..ops.spec import OpSpec
 from .common import check_transition
 
 __all__ = ["plan_from_walk", "plan_by_payload", "records_by_ids", "require_requeue_scope", "refuse_priority",
@@ -26,6 +26,7 @@ __all__ = ["plan_from_walk", "plan_by_payload", "records_by_ids", "require_reque
 
 #: Transitions are facts of the operations core (one place): re-exported here.
 from ..ops.catalog import TRANSITIONS_WITH_SCHEDULED, TRANSITIONS_WITHOUT_SCHEDULED, group_key  # noqa: E402
+from ..ops.catalog import require_requeue_scope as _requeue_scope  # noqa: E402
 
 
 def breakdown_key(rec: JobRecord) -> tuple[str, str]:
@@ -39,8 +40,7 @@ def breakdown_key(rec: JobRecord) -> tuple[str, str]:
 def require_requeue_scope(spec: OpSpec) -> None:
     """Requeue touches claimed jobs: it needs ``--stuck`` or ``--ids``
     (raises :class:`UsageError`)."""
-    if spec.operation is Operation.REQUEUE and not spec.stuck_only and not spec.ids:
-        raise UsageError("requeue needs --stuck or --ids")
+    _requeue_scope(spec)  # the rule lives in jobctl.ops.catalog
 
 
 def refuse_priority(layout_name: str, spec: OpSpec) -> None:

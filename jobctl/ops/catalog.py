@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from ..model import Envelope
 
 __all__ = ["OpInfo", "OPERATIONS", "TRANSITIONS_WITH_SCHEDULED", "TRANSITIONS_WITHOUT_SCHEDULED",
-           "TYPED_CONFIRM_OVER", "needs_typed_count", "group_key", "GROUP_MESSAGE_CHARS", "operation_for_key"]
+           "TYPED_CONFIRM_OVER", "needs_typed_count", "require_requeue_scope", "group_key", "GROUP_MESSAGE_CHARS", "operation_for_key"]
 
 #: ``(operation, source) -> allowed targets`` (``None``: purge) of a layout
 #: with ready, scheduled, processing, dead and suppressed states
@@ -78,6 +78,17 @@ OPERATIONS: dict[Operation, OpInfo] = {
 def operation_for_key(key: str) -> Operation | None:
     """The operation bound to TUI key ``key`` (``"R"`` -> redrive), if any."""
     return next((i.operation for i in OPERATIONS.values() if i.key and i.key == key), None)
+
+
+def require_requeue_scope(request) -> None:
+    """Requeue touches claimed jobs: it needs ``--stuck`` or ``--ids``.
+
+    ``request``: an :class:`~jobctl.ops.spec.OpSpec` or
+    :class:`~jobctl.ops.request.OpRequest`.  Raises :class:`UsageError`."""
+    if request.operation is Operation.REQUEUE and not request.stuck_only and not request.ids:
+        from ..errors import UsageError
+
+        raise UsageError("requeue needs --stuck or --ids")
 
 
 #: Plans larger than this need the count typed to confirm (and every purge).

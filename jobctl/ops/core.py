@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import UsageError
 from ..exitcodes import ExitCode
 from ..model import State
-from .catalog import needs_typed_count
+from .catalog import needs_typed_count, require_requeue_scope
 from .request import OpRequest
 from .spec import Operation, OpSpec
 
@@ -52,15 +52,15 @@ __all__ = ["OperationCore", "Prepared", "Outcome", "check_request", "breakdown_r
 Note = Callable[[str], None]
 
 
-def check_request(req: OpRequest, *, read_only: bool = False) -> None:
+def check_request(req: OpRequest, session: "Session | None" = None) -> None:
     """The request-level policies, before anything is read.
 
     Raises :class:`UsageError` naming the CLI option at fault, then
-    :class:`~jobctl.errors.ReadOnlyRefused` (``read_only`` and not ``dry_run``).
+    :class:`~jobctl.errors.ReadOnlyRefused` when ``session`` is read-only
+    and the request is no dry run (:meth:`Session.require_writable`).
     """
     op = req.operation
-    if op is Operation.REQUEUE and not req.stuck_only and not req.ids:
-        raise UsageError("requeue needs --stuck or --ids")
+    require_requeue_scope(req)
     if op is Operation.REDRIVE:
         if req.delay_ms and req.target is not State.SCHEDULED:
             raise UsageError("--delay needs --to scheduled")
@@ -77,10 +77,8 @@ def check_request(req: OpRequest, *, read_only: bool = False) -> None:
         if not req.no_export and not req.export_to and not req.dry_run:
             raise UsageError("purge deletes jobs for good: pass --export-to DIR to export them first, "
                              "or --no-export to confirm you do not need an export")
-    if read_only and not req.dry_run:
-        from ..errors import ReadOnlyRefused
-
-        raise ReadOnlyRefused(f"{op.value} refused: read-only mode (--read-only or profile setting)")
+    if session is not None and not req.dry_run:
+        session.require_writable(op.value)
 
 
 def breakdown_rows(plan: "Plan", top: int) -> list[tuple[str, str, str]]:
@@ -166,7 +164,7 @@ class OperationCore:
         is written here unless ``dry_run``), plan it (reads only) and keep
         only fenced ids.  ``note(text)`` receives progress sentences;
         ``progress(done, total)`` the export's progress."""
-        check_request(req, read_only=self.session.read_only)
+        check_request(req, self.session)
         from ..filter import MATCH_ALL, compile_filter
 
         text = req.effective_filter_text
