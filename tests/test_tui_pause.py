@@ -16,11 +16,11 @@ from test_tui_pilot import SIZE, app_for, run, session_for
 K = ReliableListKeys("email")
 
 
-def test_pause_and_resume_from_the_dashboard(redis_url, redis_client) -> None:
+def test_pause_and_resume_from_the_dashboard(redis_url, redis_client, tmp_path) -> None:
     ids = enqueue(redis_client, "email", 12)
 
     async def go():
-        app = app_for(session_for(redis_url, email=QueueConfig("email")))
+        app = app_for(session_for(redis_url, email=QueueConfig("email")), export_root=str(tmp_path))
         async with app.run_test(size=SIZE) as pilot:
             await settle(pilot)
             await pilot.press("Z")                      # pause every ready job of the selected queue
