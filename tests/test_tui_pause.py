@@ -11,7 +11,8 @@ from jobctl_tui.actions import PlanModal, ReasonModal
 from jobctl_tui.dashboard_screen import DashboardScreen
 from jobctl_tui.testing import settle
 from test_pause import enqueue, tail_first
-from test_tui_pilot import SIZE, app_for, run, session_for
+from jobctl_tui import make_app
+from test_tui_pilot import SIZE, T0, run, session_for
 
 K = ReliableListKeys("email")
 
@@ -20,7 +21,8 @@ def test_pause_and_resume_from_the_dashboard(redis_url, redis_client, tmp_path) 
     ids = enqueue(redis_client, "email", 12)
 
     async def go():
-        app = app_for(session_for(redis_url, email=QueueConfig("email")), export_root=str(tmp_path))
+        app = make_app(session_for(redis_url, email=QueueConfig("email")), refresh_s=3600,
+                       clock=lambda: T0 + 1000, server_label="redis://test", export_root=str(tmp_path))
         async with app.run_test(size=SIZE) as pilot:
             await settle(pilot)
             await pilot.press("Z")                      # pause every ready job of the selected queue
