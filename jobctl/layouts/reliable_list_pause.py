@@ -263,8 +263,13 @@ def _apply_window(layout, keys, spec, mode: str, src: str, jobs: list[PlannedJob
             pos = [pending[u].position or 0 for u in pending]
             if probe is None:
                 lo, hi = min(pos) - shift - SLACK, max(pos) - shift + SLACK
-                if mode == "pause" and hi < _MAX_WINDOW:  # near the served end: read down to it
-                    lo = 0
+                if mode != "resume":
+                    # from the tail a job only moves down (workers pop the tail), by at
+                    # most the shift seen: the plan read its windows at different times,
+                    # so the shift of one job says little about another's, and the top
+                    # of the window assumes none; jobs below it are looked for below
+                    hi = max(pos) + SLACK
+                    lo = 0 if hi < _MAX_WINDOW else max(lo, hi - _MAX_WINDOW + 1)
             else:
                 lo, hi = probe
             lo = max(0, lo)
