@@ -284,3 +284,30 @@ def test_reshard_needs_the_shard_rule(redis_client, run):
     enqueue(redis_client, "shq", 6, shards=2)
     code, out, err = run("reshard", "shq", "--shards", "4", "--yes")
     assert code == 2 and "shard_rule" in err and out == ""
+
+
+def test_deep_lists_stay_within_the_scripts_window(redis_client, run):
+    """Windows over positions beyond the script's 4,096 (regression: a
+    search window one SLACK wider than the script reads)."""
+    from jobctl_fixtures.protocol import ProtocolScripts
+
+    rng = random.Random(9)
+    producer = Producer(redis_client, "email", scripts=ProtocolScripts.for_client(redis_client).load())
+    created = wall_ms() - 3_600_000
+    ids = []
+    pipe = redis_client.pipeline(transaction=False)
+    for i in range(9000):
+        job_id = f"d{i:05d}"
+        producer.enqueue(new_envelope(job_id, "webhook.deliver", ("t1", "t2", "t3")[i % 3], created + i, rng),
+                         pipe=pipe)
+        ids.append(job_id)
+    pipe.execute()
+    code, out, err = run("migrate", "email", "email-v2", "--filter", "tenant = t2", "--yes", "--json")
+    assert code == 0, err
+    t2 = [i for n, i in enumerate(ids) if n % 3 == 1]
+    assert json.loads(out)["moved"] == len(t2) == 3000
+    assert tail_first(redis_client, DST.ready) == t2
+    code, out, err = run("pause", "email", "--filter", "tenant = t3", "--reason", "x", "--yes", "--json")
+    assert code == 0 and json.loads(out)["moved"] == 3000, err
+    assert tail_first(redis_client, SRC.paused) == [i for n, i in enumerate(ids) if n % 3 == 2]
+    both(redis_client)

@@ -264,19 +264,23 @@ def _apply_window(layout, keys, spec, mode: str, src: str, jobs: list[PlannedJob
             if probe is None:
                 lo, hi = min(pos) - shift - SLACK, max(pos) - shift + SLACK
                 if mode != "resume":
-                    # from the tail a job only moves down (workers pop the tail), by at
-                    # most the shift seen: the plan read its windows at different times,
-                    # so the shift of one job says little about another's, and the top
-                    # of the window assumes none; jobs below it are looked for below
-                    hi = max(pos) + SLACK
-                    lo = 0 if hi < _MAX_WINDOW else max(lo, hi - _MAX_WINDOW + 1)
+                    # from the tail a job only moves down (workers pop the tail; an
+                    # oldest-first run also removes jobs below the next ones).  The plan
+                    # read its windows at different times, so the shift of one job
+                    # bounds another's only in an oldest-first run (the shift grows):
+                    # newest first, the top of the window assumes none.  Below the top,
+                    # the widest window the script reads.
+                    if mode == "pause_tail":
+                        hi = max(pos) + SLACK
+                    lo = max(0, hi - _MAX_WINDOW + 1)
             else:
                 lo, hi = probe
-            lo = max(0, lo)
+            lo = max(0, lo, hi - _MAX_WINDOW + 1)  # the script reads at most _MAX_WINDOW positions
             if hi < lo:
                 break
-            # resume: all or nothing while the window may be off (order), then what is left
-            call_mode = "resume_all" if mode == "resume" and strict else mode
+            # oldest first (resume, pause into the head): all or nothing while the
+            # window may be off, so that no job moves before an older one; then what is left
+            call_mode = {"resume": "resume_all", "pause": "pause_all"}.get(mode, mode) if strict else mode
             reply = _call(layout, keys, spec, call_mode, src, lo, hi,
                           [(pending[u], str(pending[u].position or 0), rec) for u in pending], into)
             found, seen_shift = int(reply[0]), int(reply[1])
@@ -285,9 +289,9 @@ def _apply_window(layout, keys, spec, mode: str, src: str, jobs: list[PlannedJob
             pending = {u: pending[u] for u in unseen}
             if found:
                 shift = seen_shift
-                if call_mode == "resume_all" and unseen:
-                    # re-centre on what was found; the second miss means some left the list
-                    strict = strict_tries > 0
+                if call_mode in ("resume_all", "pause_all") and unseen:
+                    # re-centre on what was found (resume); a second miss means some left the list
+                    strict = mode == "resume" and strict_tries > 0
                     strict_tries -= 1
                     probe = None
                     continue
@@ -307,7 +311,7 @@ def _apply_window(layout, keys, spec, mode: str, src: str, jobs: list[PlannedJob
         for job_id in pending:
             result.skipped.append(job_id)
             result.reasons[job_id] = "moved"  # claimed by a worker, or moved by someone else
-        if mode == "resume":  # the next chunks sat below the jobs that just left the head
+        if mode in ("resume", "pause"):  # oldest first: the jobs that just left sat before the next ones
             shift += len(result.moved)
         yield result
 

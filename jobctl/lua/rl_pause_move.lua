@@ -11,7 +11,8 @@
 --        (appended at the paused list's served end).
 -- pause_zset (scheduled zset -> paused): a job moves only while its score
 --        is the planned one (ZREM, then LPUSH on the paused list).
--- resume_all: resume, but only when the window holds every given job.
+-- resume_all, pause_all: resume or pause, but only when the window holds
+--        every given job (nothing moves otherwise).
 -- resume (paused -> where it was paused from): the window counts from the
 --        paused list's HEAD (newest first); jobs are given newest first and
 --        each is RPUSHed on the ready list it came from (or ZADDed back on
@@ -28,7 +29,7 @@
 -- KEYS[6..5+R]         resume: the shard's ready lists (a job goes back to
 --                      the one named in its info; the last one by default)
 -- KEYS[6+R..]          pause: one payload key per job, in ARGV order
--- ARGV[1]  mode        pause | pause_tail | pause_zset | resume | resume_all
+-- ARGV[1]  mode        pause | pause_all | pause_tail | pause_zset | resume | resume_all
 -- ARGV[2]  lo, ARGV[3] hi: window positions (inclusive; list modes; at
 --          most 4096 positions: the script's one window read)
 -- ARGV[4]  tombstone   a value no job id has
@@ -95,7 +96,7 @@ if hi < lo or hi - lo + 1 > MAX_WINDOW then
   return redis.error_reply('ERR rl_pause_move: window ' .. lo .. '..' .. hi .. ' wider than ' .. MAX_WINDOW)
 end
 local window
-local from_tail = (mode == 'pause' or mode == 'pause_tail')
+local from_tail = (mode == 'pause' or mode == 'pause_tail' or mode == 'pause_all')
 if from_tail then
   window = redis.call('LRANGE', src, -(hi + 1), -(lo + 1))
 else
@@ -139,9 +140,9 @@ for i = 1, n do
   end
   codes[i], places[i] = code, pos
 end
--- resume_all: all or nothing, so that a window holding only part of the
+-- resume_all, pause_all: all or nothing, so that a window holding only part of the
 -- jobs never moves them out of order (the caller re-centres and retries)
-local hold_back = (mode == 'resume_all' and found < n)
+local hold_back = ((mode == 'resume_all' or mode == 'pause_all') and found < n)
 for i = 1, n do
   local id, _, _, rec = job(i)
   local code = codes[i]
