@@ -41,6 +41,8 @@ RELIABLE_LIST_SUFFIX_TYPES: dict[str, bytes] = {
     "scheduled": b"zset",
     "dead": b"list",
     "jobctl:suppressed": b"zset",
+    "jobctl:paused": b"list",  # a queue whose every job is paused is still a queue
+    "jobctl:migrating": b"list",
 }
 #: Suffix of a priority ready list (``ready:p<N>``, a list; seed 000 s.18).
 RELIABLE_LIST_PRIORITY_SUFFIX_RE = re.compile(r"^ready:p(\d+)$")
@@ -152,6 +154,46 @@ class ReliableListKeys:
         return f"queue:{{{self.tag}}}:jobctl:suppressed:info"
 
     @property
+    def paused(self) -> str:
+        """jobctl's list of paused job ids (``jobctl pause``), in ready order:
+        head newest, tail the next one a worker would have taken."""
+        return f"queue:{{{self.tag}}}:jobctl:paused"
+
+    @property
+    def paused_info(self) -> str:
+        """jobctl's hash: paused job id -> JSON {by, at_ms, reason, operation, from, score}."""
+        return f"queue:{{{self.tag}}}:jobctl:paused:info"
+
+    @property
+    def migrating(self) -> str:
+        """jobctl's list of jobs taken out of this shard by ``jobctl migrate``
+        and not yet deleted here (the crash journal of a copy-then-delete
+        move; served end: the tail)."""
+        return f"queue:{{{self.tag}}}:jobctl:migrating"
+
+    @property
+    def migrating_info(self) -> str:
+        """jobctl's hash: migrating job id -> JSON {dst, from, score, sha1, operation, by, at_ms}."""
+        return f"queue:{{{self.tag}}}:jobctl:migrating:info"
+
+    @property
+    def migrated_in(self) -> str:
+        """jobctl's hash on a destination shard: job id copied in by ``jobctl migrate`` -> payload SHA1,
+        until the source copy is deleted (a rerun then never copies it twice)."""
+        return f"queue:{{{self.tag}}}:jobctl:migrated-in"
+
+    @property
+    def envelopes_before(self) -> str:
+        """jobctl's hash: job id -> JSON {operation, at_ms, before}: the envelope a
+        ``jobctl migrate --transform`` replaced (``--rollback OPERATION`` puts it back)."""
+        return f"queue:{{{self.tag}}}:jobctl:envelopes-before"
+
+    @property
+    def holds(self) -> str:
+        """jobctl's hash: hold id -> JSON {filter, reason, by, since_ms} (``pause --hold``)."""
+        return f"queue:{{{self.tag}}}:jobctl:holds"
+
+    @property
     def journal(self) -> str:
         """jobctl's capped audit stream for this shard."""
         return f"queue:{{{self.tag}}}:jobctl:journal"
@@ -258,6 +300,11 @@ class StreamGroupKeys:
     def suppressed_info(self) -> str:
         """jobctl's hash: suppressed job id -> JSON {by, at_ms, reason, operation, ...}."""
         return self._rl.suppressed_info
+
+    @property
+    def replayed(self) -> str:
+        """jobctl's set of the entry ids ``jobctl replay`` re-added (a rerun replays each once)."""
+        return f"queue:{{{self.tag}}}:jobctl:replayed"
 
     @property
     def journal(self) -> str:

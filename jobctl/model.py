@@ -35,6 +35,8 @@ class State(str, Enum):
     DEAD = "dead"
     SUPPRESSED = "suppressed"
     HISTORY = "history"
+    #: jobctl's own state: taken out of the workers' reach by ``jobctl pause``
+    PAUSED = "paused"
 
     def __str__(self) -> str:  # click prints choices with str()
         return self.value
@@ -267,6 +269,12 @@ class QueueStatus:
     next_deadline_ms: int | None = None
     dead: int = 0
     suppressed: int = 0
+    #: jobs in jobctl's paused state (``jobctl pause``), and the active holds
+    #: (``pause --hold``): ``[{id, filter, reason, by, since_ms, age_ms}]``
+    paused: int = 0
+    #: jobs between two queues: taken out by a ``jobctl migrate`` that has not finished them
+    migrating: int = 0
+    held_filters: list[dict[str, Any]] = field(default_factory=list)
     oldest_ready_since_ms: int | None = None
     oldest_ready_age_ms: int | None = None
     warnings: list[str] = field(default_factory=list)

@@ -26,7 +26,9 @@ __all__ = ["script", "source", "SCRIPT_NAMES"]
 SCRIPT_NAMES = ("rl_zset_move", "rl_requeue", "rl_repair")
 SCRIPT_NAMES += ("rl_recheck",)  # reliable-list: `check` re-reads each finding atomically
 
+SCRIPT_NAMES += ("sg_replay",)  # stream-group replay
 SCRIPT_NAMES += ("sg_pel_summary", "sg_count_after", "sg_requeue", "sg_zset_move", "sg_dead_move")  # stream-group
+SCRIPT_NAMES += ("rl_pause_move", "rl_migrate_in", "rl_migrate_out", "rl_transform")  # reliable-list pause/resume, migrate
 SCRIPT_NAMES += ("de_move",)  # delayed-events
 SCRIPT_NAMES += ("dz_move",)  # delay-zset
 SCRIPT_NAMES += ("hj_requeue",)  # hash-job: processing -> pending, bounded

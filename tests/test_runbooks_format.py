@@ -22,8 +22,9 @@ from jobctl.runbook.runner import Runner, resolve_params
 from jobctl.session import Session
 from jobctl_fixtures.scenarios import load_scenario
 
-SHIPPED = ["dlq-spike", "poison-message", "purge-with-export", "redis-failover", "retry-storm",
-           "scheduler-lag", "stuck-processing"]
+SHIPPED = ["dlq-spike", "noisy-tenant", "poison-message", "purge-with-export", "redis-failover",
+           "retire-or-split-queue", "retry-storm", "scheduler-lag", "stuck-processing",
+           "unsupported-payload-version"]
 SECTIONS = ["Symptoms", "Diagnosis", "Decision points", "Remediation", "Verification", "Rollback"]
 REPO = Path(__file__).resolve().parent.parent
 

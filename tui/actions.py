@@ -183,7 +183,7 @@ class PlanModal(ModalScreen[bool]):
 
 
 class ReasonModal(ModalScreen[str | None]):
-    """Asks why (suppress keeps the reason with who and when)."""
+    """Asks why (suppress and pause keep the reason with who and when)."""
 
     DEFAULT_CSS = """
     ReasonModal { align: center middle; }
@@ -199,7 +199,7 @@ class ReasonModal(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label(f"Suppress — {self.request.scope}")
+            yield Label(f"{OPERATIONS[self.request.operation].verb.capitalize()} — {self.request.scope}")
             yield Input(placeholder="reason (required; enter to continue, esc to cancel)", id="reason")
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
@@ -207,7 +207,7 @@ class ReasonModal(ModalScreen[str | None]):
         if event.value.strip():
             self.dismiss(event.value.strip())
         else:
-            self.app.notify("a reason is required to suppress", severity="warning")
+            self.app.notify(f"a reason is required to {OPERATIONS[self.request.operation].verb}", severity="warning")
 
     def action_cancel(self) -> None:
         self.dismiss(None)

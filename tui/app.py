@@ -287,7 +287,7 @@ class JobctlApp(App):
             srcs = " or ".join(s.value for s in info.sources)
             self.notify(f"{info.verb} works on {srcs} jobs, not {req.source.value}", severity="warning")
             return
-        if req.operation is Operation.SUPPRESS and not req.reason:
+        if req.operation in (Operation.SUPPRESS, Operation.PAUSE) and not req.reason:
             def got_reason(reason: str | None) -> None:
                 if reason:
                     req.reason = reason
@@ -403,4 +403,6 @@ def queue_wide_requests(name: str, filter_text: str = "") -> list[ActionRequest]
         ActionRequest(Operation.REDRIVE, name, State.DEAD, f"every dead job{suffix}", filter_text),
         ActionRequest(Operation.SUPPRESS, name, State.DEAD, f"every dead job{suffix}", filter_text),
         ActionRequest(Operation.PURGE, name, State.DEAD, f"every dead job{suffix}", filter_text),
+        ActionRequest(Operation.PAUSE, name, State.READY, f"every ready job{suffix}", filter_text),
+        ActionRequest(Operation.RESUME, name, State.PAUSED, f"every paused job{suffix}", filter_text),
     ]

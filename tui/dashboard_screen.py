@@ -48,6 +48,9 @@ def row_cells(row: QueueRow) -> tuple:
     ready = fmt.count(st.ready)
     if st.ready_by_priority:
         ready += " (" + " ".join(f"{k}:{v:,}" for k, v in sorted(st.ready_by_priority.items())) + ")"
+    paused, holds = getattr(st, "paused", 0), getattr(st, "held_filters", None) or []
+    if paused or holds:  # jobctl pause: only when something is paused or held
+        ready += f" +{paused:,} paused" + (f", {len(holds)} held" if holds else "")
     overdue = fmt.count(st.scheduled_overdue)
     if st.scheduled_overdue and st.scheduled_overdue_max_age_ms is not None:
         overdue += f" ({fmt.age(st.scheduled_overdue_max_age_ms)})"
@@ -80,6 +83,8 @@ class DashboardScreen(Screen):
         Binding("enter", "open", "open queue", show=False),
         Binding("t", "triage", "triage"),
         Binding("slash", "filter", "filter", show=False),
+        Binding("Z", "op('pause')", "pause", show=False),
+        Binding("W", "op('resume')", "resume (wake)", show=False),
         *operation_bindings(requeue="requeue stuck"),
     ]
 

@@ -32,7 +32,7 @@ __all__ = ["QueueScreen", "TABS", "JOB_STATES"]
 #: Tab ids in order (keys 1..5).
 TABS = ("overview", "processing", "triage", "jobs", "journal")
 #: States the job list cycles through with ``s``.
-JOB_STATES = (State.DEAD, State.READY, State.SCHEDULED, State.PROCESSING, State.SUPPRESSED)
+JOB_STATES = (State.DEAD, State.READY, State.SCHEDULED, State.PROCESSING, State.SUPPRESSED, State.PAUSED)
 #: Jobs listed at most.
 LIST_LIMIT = 200
 
@@ -96,6 +96,8 @@ class QueueScreen(Screen):
         Binding("space", "toggle_select", "select", show=False),
         Binding("s", "cycle_state", "state", show=False),
         Binding("c", "clear", "clear", show=False),
+        Binding("Z", "op('pause')", "pause", show=False),
+        Binding("W", "op('resume')", "resume (wake)", show=False),
         *operation_bindings(),
     ]
 

@@ -67,8 +67,10 @@ def cli(ctx: click.Context, url, profile, config_file, read_only, timeout, ca_ce
 
 def _register() -> None:
     from . import admin_cmds, demo_cmd, ops_cmds, read_cmds, tui_cmd, metrics_cmds, runbook_cmds, export_cmds
+    from . import recovery_cmds
 
-    for mod in (read_cmds, ops_cmds, admin_cmds, demo_cmd, tui_cmd, runbook_cmds, metrics_cmds, export_cmds):
+    for mod in (read_cmds, ops_cmds, admin_cmds, demo_cmd, tui_cmd, runbook_cmds, metrics_cmds, export_cmds,
+                recovery_cmds):
         for command in mod.COMMANDS:
             cli.add_command(command)
 

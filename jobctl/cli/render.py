@@ -122,6 +122,9 @@ def status_table(statuses: list[QueueStatus], *, title: str | None = None):
         ready = f"{s.ready:,}"
         if s.ready_by_priority:
             ready += " (" + " ".join(f"{k}:{v:,}" for k, v in sorted(s.ready_by_priority.items())) + ")"
+        paused, holds = getattr(s, "paused", 0), getattr(s, "held_filters", [])
+        if paused or holds:  # jobctl pause: shown only when something is paused or held
+            ready += f" [yellow]+{paused:,} paused" + (f", {len(holds)} held" if holds else "") + "[/]"
         overdue = f"{s.scheduled_overdue:,}"
         if s.scheduled_overdue:
             overdue = f"[yellow]{overdue} (max {_age(s.scheduled_overdue_max_age_ms)})[/]"

@@ -38,27 +38,16 @@ class ReliableList(Layout):
     """A reliable-list queue; see the module docstring."""
 
     name = "reliable-list"
-    states = (State.READY, State.SCHEDULED, State.PROCESSING, State.DEAD, State.SUPPRESSED)
+    states = (State.READY, State.SCHEDULED, State.PROCESSING, State.DEAD, State.SUPPRESSED, State.PAUSED)
 
     def __init__(self, client, queue) -> None:
         super().__init__(client, queue)
         self.shards = [ReliableListKeys(t) for t in shard_tags(queue.base_tag, queue.shards)]
 
-    def plan(self, spec, now: int | None = None):
-        from . import reliable_list_ops as ops
-        from .base import now_ms
-
-        return ops.plan_operation(self, spec, now_ms() if now is None else now)
-
     def sources(self, spec):
         from .reliable_list_ops import dead_sources
 
         return dead_sources(self, spec)
-
-    def apply(self, plan, *, batch: int | None = None):
-        from . import reliable_list_ops as ops
-
-        return ops.apply_plan(self, plan, batch=batch or ops.DEFAULT_BATCH)
 
     def shard_tags(self) -> list[str]:
         return [k.tag for k in self.shards]
@@ -71,6 +60,41 @@ class ReliableList(Layout):
     @property
     def journal_key(self) -> str:
         return ReliableListKeys(self.queue.base_tag).journal
+
+    # -- operations: pause/resume, migrate and transform in their own modules --
+    def plan(self, spec, now: int | None = None):
+        if spec.operation.value in ("pause", "resume"):
+            from .reliable_list_pause import plan_operation
+
+            return plan_operation(self, spec, now_ms() if now is None else now)
+        if spec.operation.value == "migrate":
+            from .reliable_list_migrate import plan_operation as plan_migrate
+
+            return plan_migrate(self, spec, now_ms() if now is None else now)
+        if spec.operation.value == "transform":
+            from .reliable_list_transform import plan_operation as plan_transform
+
+            return plan_transform(self, spec, now_ms() if now is None else now)
+        from . import reliable_list_ops as ops
+
+        return ops.plan_operation(self, spec, now_ms() if now is None else now)
+
+    def apply(self, plan, *, batch: int | None = None):
+        if plan.spec.operation.value in ("pause", "resume"):
+            from . import reliable_list_pause as pause
+
+            return pause.apply_plan(self, plan, batch=batch or pause.DEFAULT_BATCH)
+        if plan.spec.operation.value == "migrate":
+            from . import reliable_list_migrate as migrate
+
+            return migrate.apply_plan(self, plan, batch=batch or migrate.DEFAULT_BATCH)
+        if plan.spec.operation.value == "transform":
+            from . import reliable_list_transform as transform
+
+            return transform.apply_plan(self, plan, batch=batch or transform.DEFAULT_BATCH)
+        from . import reliable_list_ops as ops
+
+        return ops.apply_plan(self, plan, batch=batch or ops.DEFAULT_BATCH)
 
     # -- helpers -----------------------------------------------------------
     def ready_lists(self, keys: ReliableListKeys) -> list[_ListRef]:
@@ -129,6 +153,9 @@ class ReliableList(Layout):
             add("dead", keys.dead, None, pipe.llen, keys.dead)
             add("dead", keys.hold, None, pipe.llen, keys.hold)  # held by a window-engine walk: still dead
             add("suppressed", keys.suppressed, None, pipe.zcard, keys.suppressed)
+            add("paused", keys.paused, None, pipe.llen, keys.paused)
+            add("migrating", keys.migrating, None, pipe.llen, keys.migrating)
+        add("holds", self.shards[0].holds, None, pipe.hgetall, self.shards[0].holds)
         results = status_replies(st, pipe.execute(raise_on_error=False), [p[1] for p in plan])
 
         tails: list[tuple[ReliableListKeys, str]] = []
@@ -155,6 +182,14 @@ class ReliableList(Layout):
                 st.dead += res
             elif what == "suppressed":
                 st.suppressed += res
+            elif what == "paused":
+                st.paused += res
+            elif what == "migrating":
+                st.migrating += res
+            elif what == "holds":
+                from .reliable_list_pause import holds_of
+
+                st.held_filters = holds_of(res, now)
 
         if tails:
             pipe = self._pipeline()
@@ -186,7 +221,7 @@ class ReliableList(Layout):
         pipe = self._pipeline()
         for keys in self.shards:
             for key in self._state_keys(keys, state):
-                (pipe.zcard if state in (State.SCHEDULED, State.SUPPRESSED) else pipe.llen)(key)
+                (pipe.zcard if state in (State.SCHEDULED, State.SUPPRESSED) else pipe.llen)(key)  # paused: a list
         return sum(pipe.execute())
 
     def _state_keys(self, keys: ReliableListKeys, state: State) -> list[str]:
@@ -197,7 +232,7 @@ class ReliableList(Layout):
             # dead list's oldest part: its tail end comes first from the tail
             return [keys.hold, keys.dead]
         return [{State.SCHEDULED: keys.scheduled, State.PROCESSING: keys.processing,
-                 State.SUPPRESSED: keys.suppressed}[state]]
+                 State.SUPPRESSED: keys.suppressed, State.PAUSED: keys.paused}[state]]
 
     # -- listing ------------------------------------------------------------
     def list_jobs(self, state: State, limit: int = 20, now: int | None = None) -> list[JobRecord]:
@@ -229,6 +264,9 @@ class ReliableList(Layout):
                 if r.deadline_ms is None:
                     r.meta["problem"] = "no visibility deadline"
             return recs
+        if state is State.PAUSED:  # served end first, as they will be on resume
+            ids = [text(x) for x in reversed(self.client.lrange(keys.paused, -limit, -1))]
+            return self._records(keys, ids, state, [{"position": n} for n in range(len(ids))])
         if state is State.DEAD:
             ids = [text(x) for x in self.client.lrange(keys.dead, 0, limit - 1)]
             if len(ids) < limit:  # the hold (a walk in progress) holds the oldest dead jobs
@@ -244,7 +282,8 @@ class ReliableList(Layout):
         for keys in self.shards:
             lists = [(r.key, State.READY, r.priority) for r in self.ready_lists(keys)]
             lists += [(keys.processing, State.PROCESSING, None), (keys.dead, State.DEAD, None),
-                      (keys.hold, State.DEAD, None)]  # the hold: dead jobs a walk set aside
+                      (keys.hold, State.DEAD, None),  # the hold: dead jobs a walk set aside
+                      (keys.paused, State.PAUSED, None)]
             pipe = self._pipeline()
             pipe.get(keys.job(job_id))
             for key, _, _ in lists:
@@ -301,6 +340,10 @@ class ReliableList(Layout):
             redriven = redrive_record(self.client.hget(keys.redriven, job_id))
             if redriven is not None:  # jobctl's record of its redrives (the envelope is not rewritten)
                 rec.meta["redriven"] = redriven
+            if state is State.PAUSED:
+                from .reliable_list_pause import pause_info
+
+                rec.meta["paused"] = pause_info(self.client, keys, job_id)
             found.append(rec)
         return first_found(found, job_id, self.queue_name)
 
@@ -346,6 +389,7 @@ _SORT_KEYS = {
     State.PROCESSING: lambda r: (r.deadline_ms is not None, r.deadline_ms or 0),
     State.DEAD: lambda r: -(r.envelope.last_attempt_ms or 0),
     State.SUPPRESSED: lambda r: -(r.score or 0),
+    State.PAUSED: lambda r: r.position or 0,
 }
 
 

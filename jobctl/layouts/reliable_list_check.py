@@ -4,7 +4,7 @@ sections 7-10, and the repairs that are unambiguous.
 Invariants, per shard:
 
 * every job id is in exactly one state (ready lists, scheduled, processing,
-  dead, suppressed);
+  dead, suppressed, jobctl's paused list);
 * no id appears twice in one list;
 * no dangling id: every indexed id has a payload key;
 * no orphan payload: every payload key's id is indexed somewhere;
@@ -110,7 +110,8 @@ def _check_shard(layout: "ReliableList", keys: ReliableListKeys, report: CheckRe
     client = layout.client
     where: dict[str, list[tuple[str, str]]] = defaultdict(list)  # id -> [(state, key)]
     list_keys = [(r.key, "ready") for r in layout.ready_lists(keys)] + \
-        [(keys.processing, "processing"), (keys.dead, "dead"), (keys.hold, "dead")]  # hold: set aside by a walk
+        [(keys.processing, "processing"), (keys.dead, "dead"), (keys.hold, "dead"),  # hold: set aside by a walk
+         (keys.paused, "paused"), (keys.migrating, "migrating")]
     processing: set[str] = set()
     for key, state in list_keys:
         counts = Counter(_read_list(client, key))

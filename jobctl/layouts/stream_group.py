@@ -629,6 +629,10 @@ class StreamGroup(Layout):
         from .planning import plan_from_walk, refuse_priority, require_requeue_scope, shard_index
 
         now = now_ms() if now is None else now
+        if spec.operation.value == "replay":  # jobctl replay: stream_group_replay
+            from .stream_group_replay import plan_replay
+
+            return plan_replay(self, spec, now)
         check_transition(self.name, TRANSITIONS, spec)
         refuse_priority(self.name, spec)
         require_requeue_scope(spec)
@@ -703,6 +707,11 @@ class StreamGroup(Layout):
         Each job moves atomically and only if its fence still holds.  A
         dead list is the window engine's (:meth:`sources`)."""
         spec = plan.spec
+        if spec.operation.value == "replay":
+            from .stream_group_replay import apply_replay
+
+            yield from apply_replay(self, plan, batch=batch)
+            return
         if spec.source is State.DEAD and self.dead_kind == "list":
             from ..ops.window import drive
 

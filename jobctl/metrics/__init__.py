@@ -14,6 +14,9 @@ interval:
 ``redis_job_dead_depth``                    DLQ depth
 ``redis_job_suppressed_depth``              suppressed dead jobs
 ``redis_job_oldest_ready_age_ms``           latency pressure (0: nothing ready)
+``redis_job_paused_depth``                  paused by an operator (``jobctl pause``)
+``redis_job_held_filters``                  active holds (``jobctl pause --hold``)
+``redis_job_migrating_depth``               left between two queues by an interrupted ``jobctl migrate``
 ``redis_job_attempts`` (histogram)          attempts, ``state="dead"|"scheduled"``
 ``redis_job_dead_by_type_tenant``           DLQ by jobType x tenantId (bounded sample)
 ``jobctl_operations_total`` and             jobctl's own operations, from the journal

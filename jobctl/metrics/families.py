@@ -40,6 +40,10 @@ STATUS_GAUGES: tuple[tuple[str, str, str], ...] = (
     ("redis_job_dead_depth", "dead", "Dead-lettered jobs (DLQ depth)."),
     ("redis_job_suppressed_depth", "suppressed",
      "Dead jobs an operator suppressed (kept for audit, out of the DLQ)."),
+    ("redis_job_paused_depth", "paused",
+     "Jobs an operator paused (jobctl pause): out of the workers' reach until resumed."),
+    ("redis_job_migrating_depth", "migrating",
+     "Jobs between two queues: taken out by a jobctl migrate that did not finish (rerun it)."),
     ("redis_job_oldest_ready_age_ms", "oldest_ready_age_ms",
      "Milliseconds the job at the claim end has been ready: latency pressure (0 when nothing is ready)."),
 )
@@ -77,6 +81,12 @@ def families(snap: Snapshot) -> Iterator:
         for p, n in sorted(st.ready_by_priority.items()):
             prio.add_metric(_labels(st) + [p], float(n))
     yield prio
+    held = GaugeMetricFamily("redis_job_held_filters",
+                             "Active holds (jobctl pause --hold): filters whose newly ready jobs are paused.",
+                             labels=_Q)
+    for st in statuses:
+        held.add_metric(_labels(st), float(len(getattr(st, "held_filters", None) or [])))
+    yield held
     errs = GaugeMetricFamily("redis_job_status_errors",
                              "Problems reading the queue: keys of the wrong type, unreadable status.",
                              labels=_Q)

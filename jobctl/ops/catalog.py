@@ -66,6 +66,12 @@ OPERATIONS: dict[Operation, OpInfo] = {
     Operation.UNSUPPRESS: OpInfo(Operation.UNSUPPRESS, "", (State.SUPPRESSED,), State.DEAD, "unsuppress"),
     Operation.PURGE: OpInfo(Operation.PURGE, "X", (State.DEAD, State.SUPPRESSED), None, "purge",
                             destructive=True),
+    Operation.PAUSE: OpInfo(Operation.PAUSE, "", (State.READY, State.SCHEDULED), State.PAUSED, "pause"),
+    Operation.RESUME: OpInfo(Operation.RESUME, "", (State.PAUSED,), State.READY, "resume"),
+    Operation.TRANSFORM: OpInfo(Operation.TRANSFORM, "", (State.DEAD, State.READY, State.SCHEDULED, State.PAUSED),
+                                State.DEAD, "transform"),
+    Operation.REPLAY: OpInfo(Operation.REPLAY, "", (State.HISTORY,), State.READY, "replay"),
+    Operation.MIGRATE: OpInfo(Operation.MIGRATE, "", (State.READY, State.SCHEDULED), State.READY, "migrate"),
 }
 
 

@@ -186,6 +186,9 @@ class OperationCore:
                       reset_attempts=req.reset_attempts, reason=req.reason, priority=req.priority, fence=fence)
         with self.session.errors():
             layout = self.session.layout(req.queue)
+            if req.destination:  # migrate/drain: the destination queue, resolved like the source
+                spec.destination = self.session.layout(req.destination)
+            spec.transform, spec.replay_range = req.transform, req.replay_range
             plan = layout.plan(spec, now=self.clock() if self.clock else None)
         if spec.fence is not None:  # whatever the layout: never an id outside the fence
             plan.jobs = [j for j in plan.jobs if j.job_id in spec.fence]

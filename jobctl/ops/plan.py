@@ -177,6 +177,10 @@ class Plan:
 
                 dst += f" (due in {format_duration(s.delay_ms)})"
             what = f"move {self.planned:,} job(s) from {src} to {dst}"
+        if s.operation.value == "transform" and s.transform is not None:
+            what = f"rewrite {self.planned:,} {src} envelope(s) in place: {s.transform.describe()}"
+        elif s.operation.value == "migrate" and s.destination is not None:
+            what = f"move {self.planned:,} {src} job(s) to queue {s.destination.queue_name}, payloads with them"
         if s.operation.value == "redrive" and self.redrive_record == "hash":
             what += "; each redrive recorded in jobctl's redriven hash (operation, time, count)"
             what += ("; envelopes rewritten with attempt 0 and the redrive record" if s.reset_attempts

@@ -52,6 +52,12 @@ class OpRequest:
     export_format: str = "parquet"
     no_export: bool = False
     dry_run: bool = False
+    #: migrate/drain: the destination queue's name (reshard: its QueueConfig with the new shard count)
+    destination: object | None = None
+    #: migrate --transform: the parsed transformation (:class:`jobctl.ops.transform.Transform`)
+    transform: object | None = None
+    #: replay: ``(from, to)`` stream entry ids
+    replay_range: tuple[str, str] | None = None
 
     def __post_init__(self) -> None:
         info = OPERATIONS[self.operation]

@@ -14,6 +14,7 @@ import socket
 import uuid
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import Any
 
 from ..filter import MATCH_ALL, Filter
 from ..model import State
@@ -28,6 +29,11 @@ class Operation(str, Enum):
     SUPPRESS = "suppress"
     UNSUPPRESS = "unsuppress"
     PURGE = "purge"
+    PAUSE = "pause"
+    RESUME = "resume"
+    MIGRATE = "migrate"
+    TRANSFORM = "transform"
+    REPLAY = "replay"
 
     def __str__(self) -> str:
         return self.value
@@ -82,6 +88,14 @@ class OpSpec:
     fence: dict[str, str] | None = None
     operator: str = field(default_factory=operator_name)
     op_id: str = ""
+    #: pause ``--hold`` cycles: the hold record's id; a call moves nothing once it is gone
+    hold_id: str | None = None
+    #: migrate/drain: the destination queue's layout (set by the operations core)
+    destination: Any = None
+    #: migrate --transform: the :class:`~jobctl.ops.transform.Transform` applied to each envelope
+    transform: Any = None
+    #: replay: ``(from, to)`` stream entry ids (XRANGE bounds) of the history to replay
+    replay_range: tuple[str, str] | None = None
 
     def __post_init__(self) -> None:
         if not self.op_id:

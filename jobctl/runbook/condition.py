@@ -45,6 +45,7 @@ STATUS_FIELDS: tuple[str, ...] = (
     "shards", "ready", "scheduled", "scheduled_overdue", "scheduled_overdue_max_age_ms", "next_due_ms",
     "processing", "stuck", "next_deadline_ms", "dead", "suppressed", "oldest_ready_since_ms",
     "oldest_ready_age_ms", "now_ms", "history", "dead_dangling", "dead_duplicates", "dead_expiring", "dead_cap",
+    "paused", "migrating",
 )
 
 #: Short names accepted for status fields.

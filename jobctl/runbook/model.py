@@ -18,7 +18,8 @@ __all__ = ["Command", "Step", "Runbook", "MUTATING_COMMANDS", "DENIED_COMMANDS",
 
 #: Commands that change queues unless given ``--dry-run`` (the operations
 #: of :mod:`jobctl.cli.ops_cmds`); ``check`` changes them only with ``--repair``.
-MUTATING_COMMANDS = frozenset({"requeue", "redrive", "promote", "suppress", "unsuppress", "purge"})
+MUTATING_COMMANDS = frozenset({"requeue", "redrive", "promote", "suppress", "unsuppress", "purge",
+                               "pause", "resume", "migrate", "drain"})
 
 #: Commands a runbook step may not run: interactive, long-running or recursive.
 DENIED_COMMANDS = frozenset({"runbook", "demo", "metrics", "tui"})

@@ -1,0 +1,436 @@
+"""Recovery commands: ``jobctl pause``, ``jobctl resume``, ``jobctl hold run``,
+``jobctl migrate``, ``jobctl drain``.
+
+Pause and resume run through the operations core like every operation
+(plan, ``--dry-run``, confirmation, fenced bounded script calls, ``--rate``,
+Ctrl-C between calls, journal, ``--json``; :func:`jobctl.cli.ops_cmds.execute`).
+The paused state and holds are jobctl's own keys
+(:mod:`jobctl.layouts.reliable_list_pause`); layouts where a job cannot be
+taken out of the workers' reach refuse with a one-line error.
+
+Holds: ``jobctl pause QUEUE --filter EXPR --reason TEXT --hold`` records a
+hold (filter, reason, who, since), pauses what matches now, then keeps
+pausing newly ready matching jobs in the foreground, at most ``--budget``
+jobs per cycle every ``--interval``, until the hold is lifted (``jobctl
+resume`` with the same filter, or without one) or Ctrl-C (the hold stays
+recorded: ``jobctl hold run QUEUE`` takes over its cycles).
+"""
+
+from __future__ import annotations
+
+import time
+
+import click
+
+from ..durations import parse_duration
+from ..errors import UsageError
+from ..exitcodes import ExitCode
+from ..model import State
+from ..ops.request import OpRequest
+from ..ops.spec import Operation, operator_name
+from ..session import Session
+from . import render
+from .ops_cmds import _StopFlag, _common, _filter_option, execute, invocation
+
+__all__ = ["COMMANDS"]
+
+pass_session = click.make_pass_decorator(Session)
+
+#: Layouts whose jobs jobctl can take out of the workers' reach.
+_PAUSABLE = ("reliable-list",)
+
+
+def _pausable(session: Session, queue: str, verb: str):
+    with session.errors():
+        layout = session.layout(queue)
+    if layout.name not in _PAUSABLE:
+        raise UsageError(f"{verb} is not supported for layout {layout.name}: its workers take jobs from keys "
+                         "jobctl cannot hold jobs back from without their cooperation (supported: "
+                         f"{', '.join(_PAUSABLE)})")
+    return layout
+
+
+@click.command()
+@click.argument("queue")
+@_filter_option()
+@click.option("--reason", required=True, metavar="TEXT", help="Why (kept with who and when).")
+@click.option("--state", type=click.Choice(["ready", "scheduled"]), default="ready", show_default=True,
+              help="Which jobs to pause.")
+@click.option("--hold", is_flag=True,
+              help="Also keep pausing newly ready matching jobs until resumed (foreground loop).")
+@click.option("--budget", type=click.IntRange(1, 100_000), default=1000, show_default=True,
+              help="--hold: at most N jobs paused per cycle.")
+@click.option("--interval", default="1s", show_default=True, metavar="DURATION",
+              help="--hold: pause between cycles.")
+@click.option("--cycles", type=click.IntRange(0), default=None, hidden=True,
+              help="--hold: stop after N cycles (tests).")
+@_common
+@pass_session
+def pause(session: Session, queue, filter_text, reason, state, hold, budget, interval, cycles, limit, rate, batch,
+          dry_run, yes, as_json) -> int:
+    """Take matching ready (or scheduled) jobs out of the workers' reach.
+
+    They move, in order, to jobctl's paused state of the queue, with who,
+    when and why; `jobctl resume` puts them back where a worker takes them
+    next, in their original order.  Seen in status (paused, held_filters),
+    `ls --state paused`, inspect, the exporter and `jobctl check`.
+    """
+    if not reason.strip():
+        raise UsageError("--reason must not be empty")
+    if hold and state != "ready":
+        raise UsageError("--hold holds newly ready jobs: it takes --state ready")
+    interval_ms = _interval(interval)
+    layout = _pausable(session, queue, "pause")
+    if hold:
+        if limit is not None:
+            raise UsageError("--hold pauses every matching job: use --budget, not --limit")
+        if not dry_run:
+            session.require_writable("pause")
+        from ..filter import compile_filter
+
+        if filter_text:
+            compile_filter(filter_text)  # a bad filter fails before the hold is recorded
+    req = OpRequest(Operation.PAUSE, queue, source=State(state), target=State.PAUSED, filter_text=filter_text,
+                    limit=limit, reason=reason, dry_run=dry_run)
+    if hold and not dry_run:
+        from ..layouts.reliable_list_pause import add_hold
+
+        with session.errors():
+            record = add_hold(layout, filter_text, reason, operator_name())
+        render.note(f"hold {record['id']} recorded on {queue}"
+                    + (f" for {filter_text!r}" if filter_text else " for every job"))
+    try:
+        code = execute(session, req, yes=yes, as_json=as_json, rate=rate, batch=batch)
+    except BaseException:
+        if hold and not dry_run:  # the pause failed or was declined: no hold either
+            from ..layouts.reliable_list_pause import lift_holds
+
+            lift_holds(layout, filter_text)
+        raise
+    if not hold or dry_run or code not in (ExitCode.OK, ExitCode.PARTIAL):
+        if hold and not dry_run and code == ExitCode.ABORTED:
+            from ..layouts.reliable_list_pause import lift_holds
+
+            lift_holds(layout, filter_text)
+        return code
+    return _hold_loop(session, layout, [record], budget=budget, interval_ms=interval_ms, cycles=cycles,
+                      rate=rate, batch=batch, as_json=as_json)
+
+
+def _interval(text: str) -> int:
+    try:
+        return parse_duration(text)
+    except UsageError as exc:
+        raise UsageError(f"--interval: {exc}") from None
+
+
+def _hold_loop(session: Session, layout, records: list[dict], *, budget: int, interval_ms: int,
+               cycles: int | None, rate, batch, as_json: bool) -> int:
+    """Run hold cycles for ``records`` until every one is lifted, Ctrl-C, or
+    ``cycles`` cycles.  One journal entry per cycle that moved jobs."""
+    from ..layouts.reliable_list_pause import hold_spec, holds
+    from ..ops.engine import run_plan
+
+    argv = invocation()
+    done = 0
+    total = 0
+    with _StopFlag() as stopper:
+        while cycles is None or done < cycles:
+            with session.errors():
+                active = {h["id"]: h for h in holds(layout)}
+            records = [active[r["id"]] for r in records if r["id"] in active]
+            if not records:
+                render.note(f"every hold on {layout.queue_name} is lifted: stopping")
+                break
+            for rec in records:
+                spec = hold_spec(layout, rec, budget)
+                with session.errors():
+                    plan = layout.plan(spec)
+                    if plan.planned:
+                        res = run_plan(layout, plan, rate=rate, batch=batch, stop=stopper.flag.is_set,
+                                       target=session.target, argv=argv)
+                        total += res.moved
+                        if res.moved and not as_json:
+                            render.note(f"hold {rec['id']}: paused {res.moved:,} newly ready job(s)")
+            done += 1
+            if stopper.flag.is_set():
+                render.note("stopped: the hold stays recorded (`jobctl hold run` resumes its cycles, "
+                            "`jobctl resume` lifts it)")
+                break
+            if cycles is not None and done >= cycles:
+                break
+            end = time.monotonic() + interval_ms / 1000
+            while time.monotonic() < end and not stopper.flag.is_set():
+                time.sleep(min(0.1, max(0.0, end - time.monotonic())))
+    if as_json:
+        render.print_json({"holds": [r["id"] for r in records], "cycles": done, "paused": total})
+    return int(ExitCode.OK)
+
+
+@click.command()
+@click.argument("queue")
+@_filter_option()
+@_common
+@pass_session
+def resume(session: Session, queue, filter_text, limit, rate, batch, dry_run, yes, as_json) -> int:
+    """Put paused jobs back where a worker takes them next, in their order.
+
+    Lifts the holds of the same filter (every hold without --filter): with
+    --yes before it moves anything, so that no hold cycle pauses them again;
+    when confirmed at the prompt, after the jobs moved.  Jobs paused from scheduled go
+    back to scheduled with their due time.
+    """
+    from ..layouts.reliable_list_pause import lift_holds
+
+    layout = _pausable(session, queue, "resume")
+    req = OpRequest(Operation.RESUME, queue, source=State.PAUSED, target=State.READY, filter_text=filter_text,
+                    limit=limit, dry_run=dry_run)
+    if not dry_run:
+        session.require_writable("resume")
+    with session.errors():
+        lifted = lift_holds(layout, filter_text, dry_run=True)
+    if lifted and dry_run:
+        render.note(f"would lift {len(lifted)} hold(s): " + ", ".join(h["id"] for h in lifted))
+        lifted = []
+    if lifted and yes:
+        # confirmed on the command line: lifted before the plan, so that a hold
+        # cycle running now moves nothing more
+        _lift(session, layout, filter_text, lifted)
+        lifted = []
+    code = execute(session, req, yes=yes, as_json=as_json, rate=rate, batch=batch)
+    if lifted and code in (ExitCode.OK, ExitCode.PARTIAL):  # confirmed at the prompt
+        _lift(session, layout, filter_text, lifted)
+    return code
+
+
+def _lift(session: Session, layout, filter_text, lifted: list[dict]) -> None:
+    from ..layouts.reliable_list_pause import lift_holds
+
+    with session.errors():
+        lift_holds(layout, filter_text)
+    for h in lifted:
+        render.note(f"hold {h['id']} lifted ({h['filter'] or 'every job'})")
+
+
+@click.group()
+def hold() -> None:
+    """Holds recorded by `jobctl pause --hold`."""
+
+
+@hold.command("run")
+@click.argument("queue")
+@click.option("--budget", type=click.IntRange(1, 100_000), default=1000, show_default=True,
+              help="At most N jobs paused per hold per cycle.")
+@click.option("--interval", default="1s", show_default=True, metavar="DURATION", help="Pause between cycles.")
+@click.option("--cycles", type=click.IntRange(0), default=None, hidden=True, help="Stop after N cycles (tests).")
+@click.option("--rate", type=click.FloatRange(0.1), metavar="N", help="At most N jobs per second.")
+@click.option("--batch", type=click.IntRange(1, 5000), default=None, help="Jobs per script call.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
+@pass_session
+def hold_run(session: Session, queue, budget, interval, cycles, rate, batch, as_json) -> int:
+    """Run the cycles of every hold of QUEUE in the foreground until they are lifted."""
+    from ..layouts.reliable_list_pause import holds
+
+    layout = _pausable(session, queue, "hold")
+    session.require_writable("hold run")
+    with session.errors():
+        records = holds(layout)
+    if not records:
+        render.note(f"no hold on {queue}")
+        return int(ExitCode.OK)
+    return _hold_loop(session, layout, records, budget=budget, interval_ms=_interval(interval), cycles=cycles,
+                      rate=rate, batch=batch, as_json=as_json)
+
+
+@hold.command("ls")
+@click.argument("queue")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@pass_session
+def hold_ls(session: Session, queue, as_json) -> int:
+    """List the holds of QUEUE (filter, reason, who, since)."""
+    from ..layouts.reliable_list_pause import holds
+
+    layout = _pausable(session, queue, "hold")
+    with session.errors():
+        records = holds(layout)
+    if as_json:
+        render.print_json(records)
+    else:
+        for h in records:
+            click.echo(f"{h['id']}\t{h['filter'] or '(every job)'}\t{h['by']}\t{h['reason']}")
+    return int(ExitCode.OK)
+
+
+def _migrate_request(session: Session, src: str, dst: str, state: str, filter_text, limit, dry_run) -> OpRequest:
+    _pausable(session, src, "migrate")
+    _pausable(session, dst, "migrate")
+    return OpRequest(Operation.MIGRATE, src, source=State(state), target=State(state), filter_text=filter_text,
+                     limit=limit, dry_run=dry_run, destination=dst)
+
+
+@click.command()
+@click.argument("src")
+@click.argument("dst", required=False)
+@_filter_option()
+@click.option("--state", type=click.Choice(["ready", "scheduled", "dead", "paused"]), default=None,
+              help="Which jobs (default ready; a move between queues takes ready or scheduled).")
+@click.option("--transform", "transform_file", metavar="FILE", type=click.Path(dir_okay=False),
+              help="Rewrite the matching envelopes of SRC in place with this TOML transformation (no DST).")
+@click.option("--rollback", metavar="OPERATION",
+              help="Put back the envelopes the --transform operation OPERATION replaced (no DST).")
+@_common
+@pass_session
+def migrate(session: Session, src, dst, filter_text, state, transform_file, rollback, limit, rate, batch, dry_run,
+            yes, as_json) -> int:
+    """Move matching jobs of SRC to DST, or rewrite SRC's envelopes (--transform).
+
+    SRC DST (two reliable-list queues): the queues live in different hash
+    slots, so each job moves by copy-then-delete with a crash journal in
+    jobctl's own keys (queue:{src}:jobctl:migrating): a rerun after a crash
+    or kill -9 finishes the jobs it left, and no job stays in both queues.
+    Jobs keep their ids, payloads and order; ready jobs are pushed at DST's
+    producers' end.
+
+    SRC --transform FILE: set, rename and delete envelope fields, bump
+    jobVersion (see jobctl/ops/transform.py for the file's format), in
+    place, each job only while its payload is the one the plan saw; the old
+    envelope is kept (queue:{t}:jobctl:envelopes-before) for --rollback.
+    --dry-run prints a before/after diff of sample envelopes.
+    """
+    if transform_file or rollback:
+        if dst:
+            raise UsageError("--transform and --rollback rewrite SRC in place: no DST")
+        if transform_file and rollback:
+            raise UsageError("--transform and --rollback exclude each other")
+        from ..ops.transform import Rollback, load_transform
+
+        transform = load_transform(transform_file) if transform_file else Rollback(rollback)
+        _pausable(session, src, "migrate --transform")
+        st = State(state or ("dead" if rollback else "ready"))
+        req = OpRequest(Operation.TRANSFORM, src, source=st, target=st, filter_text=filter_text, limit=limit,
+                        dry_run=dry_run, transform=transform)
+        if dry_run and not as_json and transform_file:
+            _print_samples(session, req)
+        return execute(session, req, yes=yes, as_json=as_json, rate=rate, batch=batch)
+    if not dst:
+        raise UsageError("migrate needs DST (or --transform FILE)")
+    if state not in (None, "ready", "scheduled"):
+        raise UsageError("a move between queues takes --state ready or scheduled")
+    req = _migrate_request(session, src, dst, state or "ready", filter_text, limit, dry_run)
+    return execute(session, req, yes=yes, as_json=as_json, rate=rate, batch=batch)
+
+
+def _print_samples(session: Session, req: OpRequest, n: int = 3) -> None:
+    """The before/after diff of the first ``n`` planned envelopes."""
+    from ..ops.core import OperationCore
+    from ..ops.transform import diff_lines
+
+    prepared = OperationCore(session).prepare(req)
+    layout = prepared.layout
+    for job in prepared.plan.jobs[:n]:
+        keys = layout.shards[job.shard]
+        raw = layout.client.get(keys.job(job.job_id))
+        new = req.transform.apply_raw(raw) if raw is not None else None
+        if new is None:
+            continue
+        for line in diff_lines(job.job_id, raw, new):
+            click.echo(line)
+
+
+@click.command()
+@click.argument("queue")
+@click.option("--to", "to", metavar="QUEUE", required=True, help="The reliable-list queue to move the jobs to.")
+@click.option("--state", type=click.Choice(["ready", "scheduled"]), default="ready", show_default=True,
+              help="Which state to empty.")
+@_common
+@pass_session
+def drain(session: Session, queue, to, state, limit, rate, batch, dry_run, yes, as_json) -> int:
+    """Empty QUEUE's ready (or scheduled) state into another queue: `jobctl
+    migrate QUEUE TO` without a filter (retire a queue, move work away from a
+    broken consumer).  Jobs that arrive meanwhile stay: run it again."""
+    req = _migrate_request(session, queue, to, state, None, limit, dry_run)
+    return execute(session, req, yes=yes, as_json=as_json, rate=rate, batch=batch)
+
+
+def _stream_bound(value: str, what: str, *, end: bool) -> str:
+    """A stream entry id (``1700000000000-0``), epoch ms, an ISO-8601 time or
+    a duration ago (``2h``) as an XRANGE bound (a time: every entry of that ms)."""
+    import re
+    import time as _time
+    from datetime import datetime
+
+    if re.fullmatch(r"\d+-\d+", value):
+        return value
+    if re.fullmatch(r"\d+", value):
+        ms = int(value)
+    else:
+        try:
+            ms = int(_time.time() * 1000) - parse_duration(value)
+        except UsageError:
+            try:
+                ms = int(datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1000)
+            except ValueError:
+                raise UsageError(f"{what}: {value!r} is no entry id, epoch ms, ISO-8601 time or duration ago") \
+                    from None
+    return f"{ms}-{18446744073709551615 if end else 0}"
+
+
+@click.command()
+@click.argument("queue")
+@click.option("--from", "from_", metavar="TIME|ID", required=True,
+              help="First entry: an entry id, epoch ms, ISO-8601 time or a duration ago (2h).")
+@click.option("--to", "to", metavar="TIME|ID", default=None, help="Last entry (default: the newest acknowledged).")
+@_filter_option()
+@_common
+@pass_session
+def replay(session: Session, queue, from_, to, filter_text, limit, rate, batch, dry_run, yes, as_json) -> int:
+    """Re-add acknowledged stream entries as new entries (stream-group layout).
+
+    Each replayed entry keeps its fields and gets replayOf = the original
+    entry id; the ids replayed are kept (queue:{t}:jobctl:replayed), so the
+    same replay run twice replays each entry once.  Entries still pending or
+    not yet delivered are not history and are left alone.
+    """
+    start = _stream_bound(from_, "--from", end=False)
+    end = _stream_bound(to, "--to", end=True) if to else "+"
+    with session.errors():
+        layout = session.layout(queue)
+    if layout.name != "stream-group":
+        raise UsageError(f"replay is for the stream-group layout; {queue} is {layout.name} (no acknowledged "
+                         "history to replay)")
+    req = OpRequest(Operation.REPLAY, queue, source=State.HISTORY, target=State.READY, filter_text=filter_text,
+                    limit=limit, dry_run=dry_run, replay_range=(start, end))
+    return execute(session, req, yes=yes, as_json=as_json, rate=rate, batch=batch)
+
+
+@click.command()
+@click.argument("queue")
+@click.option("--shards", type=click.IntRange(1, 1024), required=True, help="The new number of shards.")
+@click.option("--state", type=click.Choice(["ready", "scheduled"]), default="ready", show_default=True,
+              help="Which jobs to move to their new shard (run once per state).")
+@_common
+@pass_session
+def reshard(session: Session, queue, shards, state, limit, rate, batch, dry_run, yes, as_json) -> int:
+    """Move each job of a sharded reliable-list queue to the shard its id
+    hashes to with --shards N shards (seed 000 section 20), by the rule its
+    producers use (shard_rule in the catalogue), copy-then-delete with the
+    crash journal of `jobctl migrate`.  Jobs already in their shard stay.
+    Switch the producers and workers to N shards, then run it for ready and
+    scheduled, then set shards = N in the catalogue."""
+    import dataclasses
+
+    from ..layouts.sharding import shard_rule
+
+    with session.errors():
+        layout = session.layout(queue)
+    if layout.name != "reliable-list":
+        raise UsageError(f"reshard is for the reliable-list layout; {queue} is {layout.name}")
+    shard_rule(layout.queue)
+    if len(layout.shards) == shards:
+        raise UsageError(f"{queue} already has {shards} shard(s)")
+    req = OpRequest(Operation.MIGRATE, queue, source=State(state), target=State(state), limit=limit,
+                    dry_run=dry_run, destination=dataclasses.replace(layout.queue, shards=shards))
+    return execute(session, req, yes=yes, as_json=as_json, rate=rate, batch=batch)
+
+
+COMMANDS = [pause, resume, hold, migrate, drain, replay, reshard]

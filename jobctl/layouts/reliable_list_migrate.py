@@ -1,0 +1,239 @@
+"""``jobctl migrate SRC DST`` and ``jobctl drain SRC --to DST`` between two
+reliable-list queues (issue 14; seed 000 section 1: "migrate, and re-drive
+safely"), without the workers' cooperation.
+
+Two queues have two hash tags, so a job crosses Redis Cluster slots: it
+moves by copy-then-delete, in three fenced, bounded steps per batch, with a
+crash journal in jobctl-owned keys so that a rerun finishes and no job ends
+in two queues:
+
+1. **take out** (source slot, ``rl_pause_move.lua``): each planned job whose
+   payload SHA1 is unchanged leaves the source's ready list (windowed, as
+   ``jobctl pause`` does) or scheduled zset (fenced by its due time) for the
+   source's ``jobctl:migrating`` list, oldest at its served end, with a
+   record ``{dst, from, score, operation, by, at_ms}``.  Workers no longer
+   see it; ``jobctl check`` counts it as a state of the source.
+2. **copy in** (destination slot, ``rl_migrate_in.lua``): the payload is
+   written and the id made ready (``LPUSH``, the producers' end) or
+   scheduled (its due time), once: a marker ``id -> take-out operation id``
+   in the destination's ``jobctl:migrated-in`` hash makes a rerun skip a
+   job already copied.  An existing payload key without that marker is
+   another job with the same id (``conflict``): nothing is overwritten and
+   the job goes back to the source.
+3. **delete out** (source slot, ``rl_migrate_out.lua``): the job leaves the
+   migrating list's served end and its source payload key is deleted; then
+   the destination marker is removed (``HDEL``).
+
+Between steps 2 and 3 a job exists in both queues; a crash there (kill -9)
+leaves it in the source's migrating list, and the next ``jobctl migrate``
+(or ``drain``) of the same source finishes those jobs first (step 2 finds
+the marker, step 3 deletes).  Migrated jobs keep their order: the oldest
+is copied first and each is pushed at the destination's producers' end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from ..errors import UsageError
+from ..keys import ReliableListKeys
+from ..model import State
+from ..ops.plan import Plan, PlannedJob
+from ..ops.result import BatchResult
+from ..ops.spec import Operation, OpSpec
+from ..scripts import script
+from .common import check_transition, text
+from .reliable_list_pause import plan_moves, take_out_ready, take_out_scheduled
+from .sharding import shard_rule
+from .walks import WINDOW, walk_list
+
+if TYPE_CHECKING:
+    from .reliable_list import ReliableList
+
+__all__ = ["MIGRATE_TRANSITIONS", "plan_operation", "apply_plan", "migrating", "DEFAULT_BATCH"]
+
+#: (operation, source) -> allowed targets: a job keeps its state.
+MIGRATE_TRANSITIONS: dict[tuple[Operation, State], tuple[State, ...]] = {
+    (Operation.MIGRATE, State.READY): (State.READY,),
+    (Operation.MIGRATE, State.SCHEDULED): (State.SCHEDULED,),
+}
+
+DEFAULT_BATCH = 128
+#: ``PlannedJob.score`` of a job an interrupted run left in the migrating list.
+LEFTOVER = -1
+
+
+def _destination(layout: "ReliableList", spec: OpSpec) -> "ReliableList":
+    dst = spec.destination
+    if dst is None:
+        raise UsageError("migrate needs a destination queue")
+    if dst.name != layout.name:
+        raise UsageError(f"migrate from {layout.name} to layout {dst.name} is not supported: both queues must be "
+                         f"{layout.name}")
+    if dst.queue_name == layout.queue_name and len(dst.shards) == len(layout.shards):
+        raise UsageError("the source and the destination are the same queue")
+    if len(dst.shards) > 1:
+        shard_rule(dst.queue)  # a sharded destination needs the producers' rule (UsageError)
+    if dst.queue.priorities:
+        raise UsageError(f"{dst.queue_name} has priority lists: migrating into a priority queue is not supported")
+    return dst
+
+
+def _shard_of(dst: "ReliableList"):
+    """``job id -> the destination shard's keys`` by the producers' rule."""
+    if len(dst.shards) == 1:
+        return lambda job_id: dst.shards[0]
+    rule, n = shard_rule(dst.queue), len(dst.shards)
+    return lambda job_id: dst.shards[rule(job_id, n)]
+
+
+def migrating(layout: "ReliableList", keys: ReliableListKeys, limit: int) -> list[tuple[str, dict[str, Any]]]:
+    """The ``limit`` jobs at the served end of the shard's migrating list,
+    served end first, with their records."""
+    ids = [text(x) for x in reversed(layout.client.lrange(keys.migrating, -limit, -1))]
+    if not ids:
+        return []
+    out = []
+    for job_id, raw in zip(ids, layout.client.hmget(keys.migrating_info, ids)):
+        try:
+            doc = orjson.loads(raw) if raw is not None else {}
+        except orjson.JSONDecodeError:
+            doc = {}
+        out.append((job_id, doc if isinstance(doc, dict) else {}))
+    return out
+
+
+def plan_operation(layout: "ReliableList", spec: OpSpec, now: int) -> Plan:
+    """Plan the move of the matching ready (or scheduled) jobs of ``layout``
+    to ``spec.destination``.  Reads only.  Raises :class:`UsageError` for
+    another layout or state, a sharded destination, ``--ids``, or an
+    unfinished migrate of this source to another queue."""
+    check_transition(layout.name, MIGRATE_TRANSITIONS, spec)
+    dst = _destination(layout, spec)
+    if spec.ids or spec.priority is not None:
+        raise UsageError("migrate takes --filter, not --ids or --priority")
+    for keys in layout.shards:
+        left = migrating(layout, keys, 1)
+        if left and left[0][1].get("dst") not in (None, dst.queue_name):
+            raise UsageError(f"an earlier migrate of {layout.queue_name} to {left[0][1].get('dst')} did not finish: "
+                             "run it again first")
+    plan = plan_moves(layout, spec, now)
+    if dst.queue_name == layout.queue_name:  # reshard: only the jobs whose shard changes
+        target = _shard_of(dst)
+        plan.jobs = [j for j in plan.jobs if target(j.job_id).tag != layout.shards[j.shard].tag]
+    # jobs an interrupted run left between the queues are finished first: planned too
+    for n, keys in enumerate(layout.shards):
+        for _, chunk in walk_list(layout.client, keys.migrating, from_right=True, batch=WINDOW):
+            plan.jobs.extend(PlannedJob(job_id=text(x), shard=n, position=None, score=LEFTOVER, sha1="")
+                             for x in chunk)
+    return plan
+
+
+def _record(dst_name: str):
+    def record(spec: OpSpec, now: int, source_key: str, score: int | None) -> bytes:
+        return orjson.dumps({"dst": dst_name, "from": source_key, "score": score, "operation": spec.op_id,
+                             "by": spec.operator, "at_ms": now})
+    return record
+
+
+def apply_plan(layout: "ReliableList", plan: Plan, *, batch: int = DEFAULT_BATCH,
+               now_fn=None) -> Iterator[BatchResult]:
+    """Apply ``plan``: per shard, first finish the jobs an interrupted run
+    left in the migrating list, then take out, copy in and delete out one
+    batch at a time.  Stopping between calls leaves every job in one state
+    of one queue, or in the migrating list (a rerun finishes it)."""
+    from .base import now_ms
+
+    now_fn = now_fn or now_ms
+    spec = plan.spec
+    dst = _destination(layout, spec)
+    record = _record(dst.queue_name)
+    by_group: dict[tuple[int, int], list[PlannedJob]] = {}
+    for job in plan.jobs:
+        if job.score == LEFTOVER:
+            by_group.setdefault((job.shard, LEFTOVER), [])
+            continue
+        sub = job.score if spec.source is State.READY else 0
+        by_group.setdefault((job.shard, sub or 0), []).append(job)
+    planned = {j.job_id for j in plan.jobs}
+    finished: set[int] = set()
+    for (shard, sub), jobs in sorted(by_group.items()):
+        keys = layout.shards[shard]
+        into = (keys.migrating, keys.migrating_info)
+        if shard not in finished:
+            finished.add(shard)
+            yield from _finish(layout, keys, dst, batch, planned=planned)
+        if sub == LEFTOVER:
+            continue
+        if spec.source is State.SCHEDULED:
+            outs = take_out_scheduled(layout, keys, spec, jobs, batch, now_fn, into=into, record=record)
+        else:
+            src = layout.ready_lists(keys)[sub].key
+            outs = take_out_ready(layout, keys, spec, src, jobs, batch, now_fn, into=into, record=record)
+        for taken in outs:
+            # taken out is not moved yet: only the skips count here
+            yield BatchResult(skipped=taken.skipped, reasons=taken.reasons)
+            yield from _finish(layout, keys, dst, batch, planned=planned)
+
+
+def _finish(layout: "ReliableList", keys: ReliableListKeys, dst: "ReliableList", batch: int,
+            planned: set[str] | None = None) -> Iterator[BatchResult]:
+    """Copy in and delete out every job of the shard's migrating list, served
+    end first, ``batch`` per call pair.  Jobs left by an earlier run count
+    as moved only when ``planned`` is None or holds them (they were planned
+    again: the rerun's plan does not see them, so they are reported apart)."""
+    client = layout.client
+    target_of = _shard_of(dst)
+    move_in = script(dst.client, "rl_migrate_in")
+    move_out = script(client, "rl_migrate_out")
+    while True:
+        entries = migrating(layout, keys, batch)
+        if not entries:
+            return
+        raws = client.mget([keys.job(i) for i, _ in entries])
+        per_shard: dict[str, tuple[ReliableListKeys, list[str], list[Any]]] = {}
+        for (job_id, doc), raw in zip(entries, raws):
+            if raw is None:
+                continue  # a dangling id: deleted out below, nothing to copy
+            scheduled = doc.get("from") == keys.scheduled and doc.get("score") is not None
+            dkeys = target_of(job_id)
+            _, ids, args = per_shard.setdefault(dkeys.tag, (dkeys, [], []))
+            ids.append(job_id)
+            args += [job_id, raw, str(doc.get("operation") or ""), "scheduled" if scheduled else "ready",
+                     str(doc["score"]) if scheduled else ""]
+        codes: dict[str, str] = {}
+        for dkeys, ids, args in per_shard.values():  # one call per destination slot
+            reply = move_in(keys=[dkeys.ready, dkeys.scheduled, dkeys.migrated_in, *[dkeys.job(i) for i in ids]],
+                            args=[len(ids), *args])
+            codes.update({text(reply[i]): text(reply[i + 1]) for i in range(0, len(reply), 2)})
+        out_args: list[Any] = []
+        for job_id, doc in entries:
+            back = codes.get(job_id) == "conflict"
+            due = doc.get("score") if doc.get("from") == keys.scheduled else None
+            out_args += [job_id, "back" if back else "delete", "" if due is None else str(due)]
+        target = layout.ready_lists(keys)[-1].key
+        reply = move_out(keys=[keys.migrating, keys.migrating_info, target, keys.scheduled,
+                               *[keys.job(i) for i, _ in entries]], args=[len(entries), *out_args])
+        result = BatchResult()
+        done_in: list[str] = []
+        for i in range(0, len(reply), 2):
+            job_id, code = text(reply[i]), text(reply[i + 1])
+            if code == "moved":
+                if codes.get(job_id) in ("copied", "done"):
+                    done_in.append(job_id)
+                if planned is None or job_id in planned:
+                    result.moved.append(job_id)
+            elif code == "back":
+                result.skipped.append(job_id)
+                result.reasons[job_id] = "conflict"
+        by_tag: dict[str, list[str]] = {}
+        for job_id in done_in:
+            by_tag.setdefault(target_of(job_id).migrated_in, []).append(job_id)
+        for marker, ids in by_tag.items():
+            dst.client.hdel(marker, *ids)
+        yield result
+        if not any(text(reply[i + 1]) in ("moved", "back") for i in range(0, len(reply), 2)):
+            return  # the list's served end is not what was read: leave it to a rerun

@@ -1,0 +1,45 @@
+"""The shard a job id belongs to, by the rule a sharded queue's producers
+use (seed 000 section 20: one logical queue over ``<tag>:00..`` hash tags).
+
+The rule is a fact of the catalogue: ``shard_rule = "<name>"`` in the
+queue's config.  Known rules:
+
+* ``java-hashcode-floormod``: ``Math.floorMod(jobId.hashCode(), shards)``
+  (Java's ``String.hashCode``: ``s[0]*31^(n-1) + ... + s[n-1]`` in signed
+  32-bit arithmetic).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..errors import UsageError
+
+__all__ = ["SHARD_RULES", "shard_rule", "java_hashcode_floormod"]
+
+
+def java_hashcode_floormod(job_id: str, shards: int) -> int:
+    """``Math.floorMod(jobId.hashCode(), shards)``."""
+    h = 0
+    for ch in job_id:
+        h = (31 * h + ord(ch)) & 0xFFFFFFFF
+    if h & 0x80000000:
+        h -= 1 << 32
+    return h % shards  # Python's % is floorMod
+
+
+#: Rule name -> ``fn(job_id, shards) -> shard index``.
+SHARD_RULES: dict[str, Callable[[str, int], int]] = {"java-hashcode-floormod": java_hashcode_floormod}
+
+
+def shard_rule(queue) -> Callable[[str, int], int]:
+    """The rule of ``queue`` (a :class:`~jobctl.config.QueueConfig`); raises
+    :class:`UsageError` when the catalogue names none or an unknown one."""
+    name = (queue.options or {}).get("shard_rule")
+    if name is None:
+        raise UsageError(f"queue {queue.name} is sharded: set shard_rule (one of {', '.join(SHARD_RULES)}) in its "
+                         "catalogue entry, the rule its producers use to pick a shard")
+    rule = SHARD_RULES.get(str(name))
+    if rule is None:
+        raise UsageError(f"queue {queue.name}: unknown shard_rule {name!r} (known: {', '.join(SHARD_RULES)})")
+    return rule

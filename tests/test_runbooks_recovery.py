@@ -1,0 +1,108 @@
+"""The recovery runbooks (noisy-tenant), run end to end on a reproduction
+of their incident, as ``tests/test_runbooks.py`` does for the others."""
+
+from __future__ import annotations
+
+import random
+
+from jobctl.keys import ReliableListKeys
+from jobctl_fixtures.envelopes import new_envelope
+from jobctl_fixtures.protocol import Producer, Worker, now_ms
+from test_runbooks import check_ok, run_book, status_of, steps_journaled
+
+
+def test_noisy_tenant(redis_url, redis_client, capsys):
+    # one tenant floods the queue: 3 of every 4 ready jobs are t1's
+    rng = random.Random(5)
+    producer = Producer(redis_client, "email")
+    created = now_ms() - 600_000
+    ids = []
+    for i in range(400):
+        tenant = "t1" if i % 4 else f"t{2 + i % 3}"
+        job_id = f"n{i:04d}"
+        producer.enqueue(new_envelope(job_id, "webhook.deliver", tenant, created + i, rng))
+        ids.append((job_id, tenant))
+    t1 = [j for j, t in ids if t == "t1"]
+    others = [j for j, t in ids if t != "t1"]
+    before = status_of(redis_url, "email", capsys)
+    assert before["ready"] == 400 and before["paused"] == 0
+
+    # without --yes: the pause is a dry run, the verification is only reported
+    assert run_book(redis_url, "noisy-tenant", "email", yes=False) == 0
+    assert status_of(redis_url, "email", capsys)["paused"] == 0
+
+    assert run_book(redis_url, "noisy-tenant", "email") == 0
+    mid = status_of(redis_url, "email", capsys)
+    assert (mid["paused"], mid["ready"]) == (len(t1), len(others))
+    assert check_ok(redis_url, "email", capsys)
+
+    # the other tenants drain: a worker takes only their jobs
+    worker = Worker(redis_client, "email")
+    served = []
+    while (job := worker.claim()) is not None:
+        served.append(job.job_id)
+        worker.ack(job.job_id)
+    assert served == others
+
+    assert run_book(redis_url, "noisy-tenant", "email", "--step", "resume") == 0
+    after = status_of(redis_url, "email", capsys)
+    assert (after["paused"], after["ready"]) == (0, len(t1))
+    k = ReliableListKeys("email")
+    assert [x.decode() for x in reversed(redis_client.lrange(k.ready, 0, -1))] == t1  # oldest first
+    assert check_ok(redis_url, "email", capsys)
+    served = []
+    while (job := worker.claim()) is not None:
+        served.append(job.job_id)
+        worker.ack(job.job_id)
+    assert served == t1
+    assert {s["step"] for s in steps_journaled("noisy-tenant")} >= {"pause", "verify-paused", "resume"}
+
+
+def test_retire_or_split_queue(redis_url, redis_client, capsys):
+    rng = random.Random(6)
+    producer = Producer(redis_client, "email")
+    created = now_ms() - 600_000
+    ids = []
+    for i in range(120):
+        tenant = ("t1", "t2", "t3")[i % 3]
+        producer.enqueue(new_envelope(f"m{i:04d}", "webhook.deliver", tenant, created + i, rng))
+        ids.append((f"m{i:04d}", tenant))
+    Producer(redis_client, "email-v2").enqueue(new_envelope("keep", "webhook.deliver", "t9", created, rng))
+    t1 = [j for j, t in ids if t == "t1"]
+
+    assert run_book(redis_url, "retire-or-split-queue", "email", yes=False) == 0  # dry runs
+    assert status_of(redis_url, "email", capsys)["ready"] == 120
+
+    assert run_book(redis_url, "retire-or-split-queue", "email") == 0
+    src, dst = ReliableListKeys("email"), ReliableListKeys("email-v2")
+    assert [x.decode() for x in reversed(redis_client.lrange(dst.ready, 0, -1))] == ["keep"] + t1
+    assert status_of(redis_url, "email", capsys)["ready"] == 80
+
+    assert run_book(redis_url, "retire-or-split-queue", "email", "--step", "retire") == 0
+    assert redis_client.llen(src.ready) == 0
+    assert redis_client.llen(dst.ready) == 121
+    assert check_ok(redis_url, "email-v2", capsys)
+    assert {s["step"] for s in steps_journaled("retire-or-split-queue")} >= {"split", "verify", "retire"}
+
+
+def test_unsupported_payload_version(redis_url, redis_client, capsys, tmp_path):
+    from test_operations import dead_letter_jobs
+
+    specs = [(f"u{i:03d}", "webhook.deliver", "t1", "SERIALIZATION_ERROR") for i in range(12)]
+    ids = dead_letter_jobs(redis_client, "email", specs)
+    k = ReliableListKeys("email")
+    transform = tmp_path / "v3.toml"
+    transform.write_text('bump_version = true\n[rename]\n"payload.endpointId" = "payload.endpoint"\n')
+    assert run_book(redis_url, "unsupported-payload-version", "email", "--set", f"transform={transform}",
+                    yes=False) == 0  # dry runs: the verification is only reported
+    assert status_of(redis_url, "email", capsys)["dead"] == 12
+    assert run_book(redis_url, "unsupported-payload-version", "email", "--set", f"transform={transform}") == 0
+    st = status_of(redis_url, "email", capsys)
+    assert (st["dead"], st["ready"]) == (0, 12)
+    for job_id in ids:
+        import orjson
+
+        doc = orjson.loads(redis_client.get(k.job(job_id)))
+        assert doc["jobVersion"] == 3 and "endpoint" in doc["payload"] and doc["attempt"] == 0
+    assert check_ok(redis_url, "email", capsys)
+    assert {s["step"] for s in steps_journaled("unsupported-payload-version")} >= {"transform", "redrive", "verify"}
