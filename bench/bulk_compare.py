@@ -171,6 +171,26 @@ def _print_size(n: int, runs: list[dict], idle: dict | None, floor: float) -> di
     return {"ratios": ratios, "targets": targets}
 
 
+def _print_rss(by_size: dict[str, dict]) -> dict[str, Any]:
+    """jobctl's peak RSS (MiB) per run label and size, and largest / smallest
+    size's ratio (the issue: flat, the same at 5M as at 1M)."""
+    sizes = list(by_size)
+    labels = [r["label"] for r in by_size[sizes[0]]["runs"] if r["tool"] == "jobctl"] if sizes else []
+    out: dict[str, Any] = {}
+    rows = []
+    for label in labels:
+        vals = {n: next((r.get("rss_mib") for r in by_size[n]["runs"] if r["label"] == label), None) for n in sizes}
+        known = [v for v in vals.values() if v]
+        growth = ratio(vals[sizes[-1]], vals[sizes[0]]) if len(sizes) > 1 else None
+        out[label] = {"rss_mib": vals, "largest_over_smallest": growth}
+        if known:
+            rows.append([label, *[vals[n] for n in sizes], growth])
+    if rows and len(sizes) > 1:
+        table("jobctl peak RSS (MiB) by DLQ size: flat memory means a ratio near 1",
+              ["run", *[f"N = {int(n):,}" for n in sizes], "largest / smallest N"], rows)
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
@@ -220,6 +240,7 @@ def main() -> int:
             runs = _run_size(srv, work, n, parts, memory_only=memory_only)
             summary = _print_size(n, runs, idle, floor)
             results["sizes"][str(n)] = {"memory_only": memory_only, "runs": runs, **summary}
+        results["rss_by_size"] = _print_rss(results["sizes"])
         srv.admin.flushall()
         path = write_results("bulk_compare", vars(args) | {"sizes": sizes, "parts": sorted(parts)}, env, results)
         note(f"results: {path}")
