@@ -66,14 +66,22 @@ class _Server:
             self.own.stop()
 
 
-def _run_size(srv: _Server, work: Workdir, n: int, parts: set[str], *, memory_only: bool = False) -> list[dict]:
+def _run_size(srv: _Server, work: Workdir, n: int, parts: set[str], errors: list[dict], *,
+              memory_only: bool = False) -> list[dict]:
     """Every selected run at size ``n``; ``memory_only``: jobctl's own
-    operations only (the --memory size)."""
+    operations only (the --memory size).  A run that fails (non-zero exit,
+    an outcome that does not add up) is noted, appended to ``errors`` and
+    left out of the tables; the others still run."""
     runs: list[dict[str, Any]] = []
 
     def go(label: str, fn) -> None:
         note(f"N={n:,}: {label}")
-        res = fn()
+        try:
+            res = fn()
+        except (RuntimeError, OSError, redis.RedisError) as exc:
+            note(f"  FAILED: {exc}")
+            errors.append({"n": n, "label": label, "error": str(exc)})
+            return
         res["label"] = label
         runs.append(res)
         p, s = res["ping"], res["slow"]
@@ -172,22 +180,22 @@ def _print_size(n: int, runs: list[dict], idle: dict | None, floor: float) -> di
 
 
 def _print_rss(by_size: dict[str, dict]) -> dict[str, Any]:
-    """jobctl's peak RSS (MiB) per run label and size, and largest / smallest
-    size's ratio (the issue: flat, the same at 5M as at 1M)."""
+    """jobctl's peak RSS (MiB) per run label and size, and the ratio of the
+    largest size's to the next one's (the issue: flat, the same at 5M as at 1M)."""
     sizes = list(by_size)
-    labels = [r["label"] for r in by_size[sizes[0]]["runs"] if r["tool"] == "jobctl"] if sizes else []
+    labels = list(dict.fromkeys(r["label"] for n in sizes for r in by_size[n]["runs"] if r["tool"] == "jobctl"))
     out: dict[str, Any] = {}
     rows = []
     for label in labels:
         vals = {n: next((r.get("rss_mib") for r in by_size[n]["runs"] if r["label"] == label), None) for n in sizes}
         known = [v for v in vals.values() if v]
-        growth = ratio(vals[sizes[-1]], vals[sizes[0]]) if len(sizes) > 1 else None
-        out[label] = {"rss_mib": vals, "largest_over_smallest": growth}
+        growth = ratio(vals[sizes[-1]], vals[sizes[-2]]) if len(sizes) > 1 else None
+        out[label] = {"rss_mib": vals, "largest_over_next": growth}
         if known:
             rows.append([label, *[vals[n] for n in sizes], growth])
     if rows and len(sizes) > 1:
         table("jobctl peak RSS (MiB) by DLQ size: flat memory means a ratio near 1",
-              ["run", *[f"N = {int(n):,}" for n in sizes], "largest / smallest N"], rows)
+              ["run", *[f"N = {int(n):,}" for n in sizes], "largest N / next N"], rows)
     return out
 
 
@@ -234,17 +242,20 @@ def main() -> int:
         with PingProbe(srv.url) as idle_probe:
             time.sleep(2)
         idle = idle_probe.result
-        results: dict[str, Any] = {"ping_idle": idle, "jobctl_floor_s": floor, "sizes": {}}
+        errors: list[dict[str, Any]] = []
+        results: dict[str, Any] = {"ping_idle": idle, "jobctl_floor_s": floor, "sizes": {}, "errors": errors}
         plan = [(n, False) for n in sizes] + ([(args.memory_size, True)] if args.memory else [])
         for n, memory_only in plan:
-            runs = _run_size(srv, work, n, parts, memory_only=memory_only)
+            runs = _run_size(srv, work, n, parts, errors, memory_only=memory_only)
             summary = _print_size(n, runs, idle, floor)
             results["sizes"][str(n)] = {"memory_only": memory_only, "runs": runs, **summary}
         results["rss_by_size"] = _print_rss(results["sizes"])
         srv.admin.flushall()
         path = write_results("bulk_compare", vars(args) | {"sizes": sizes, "parts": sorted(parts)}, env, results)
         note(f"results: {path}")
-        return 0
+        for e in errors:
+            print(f"bulk_compare: N={e['n']:,} {e['label']} failed: {e['error']}", file=sys.stderr)
+        return 1 if errors else 0
     finally:
         work.cleanup()
         srv.stop()
