@@ -23,13 +23,14 @@ import random
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from jobctl.keys import ReliableListKeys
+from jobctl.keys import HashJobKeys, ReliableListKeys, StreamGroupKeys
 from jobctl_fixtures.batching import CommandStream
 from jobctl_fixtures.catalog import ERRORS, JOB_TYPES
 from jobctl_fixtures.envelopes import dumps, new_envelope, record_dead
 from jobctl_fixtures.ids import new_job_id
 
-__all__ = ["CHUNK", "dead_envelopes", "load_dead", "StatusQueueTruth", "load_status_queue"]
+__all__ = ["CHUNK", "dead_envelopes", "load_dead", "load_stream_group_dead", "load_hash_job_failed",
+           "StatusQueueTruth", "load_status_queue"]
 
 #: Elements per LPUSH / ZADD / MSET command.
 CHUNK = 1000
@@ -87,6 +88,63 @@ def load_dead(client, tag: str, n: int, *, now_ms: int, seed: int = 0, tenants: 
             stream.execute_command("LPUSH", keys.dead, *[job_id for job_id, _ in chunk])
             stream.maybe_flush()
     return int(client.llen(keys.dead))
+
+
+def load_stream_group_dead(client, tag: str, n: int, *, now_ms: int, seed: int = 0, tenants: int = 10,
+                           group: str = "workers") -> int:
+    """``n`` dead jobs of a stream-group queue (layouts.md section 2, dead =
+    "list"): the end state the fixtures' worker leaves (its ``fail`` XACKs
+    the entry and LPUSHes the id), written directly: the stream with the
+    consumer group (``XGROUP CREATE ... $ MKSTREAM``, no entries left),
+    ``queue:{tag}:dead`` and one envelope per job.  Returns the dead list's
+    length."""
+    keys = StreamGroupKeys(tag)
+    client.xgroup_create(keys.stream, group, id="$", mkstream=True)
+    with CommandStream(client, batch=_STREAM_BATCH) as stream:
+        for chunk in _chunks(dead_envelopes(n, now_ms=now_ms, seed=seed, tenants=tenants), CHUNK):
+            mset: list = ["MSET"]
+            for job_id, raw in chunk:
+                mset += [keys.job(job_id), raw]
+            stream.execute_command(*mset)
+            stream.execute_command("LPUSH", keys.dead, *[job_id for job_id, _ in chunk])
+            stream.maybe_flush()
+    return int(client.llen(keys.dead))
+
+
+#: hash-job payload ``kind`` values (seed 001's demo) and their errors.
+_HJ_KINDS = (("email", "smtp timeout"), ("webhook", "HTTP 503 from endpoint"),
+             ("thumbnail", "image decode error"), ("invoice", "tax service unavailable"))
+
+
+def load_hash_job_failed(client, name: str, n: int, *, now_ms: int, attempts: int = 3,
+                         payload_bytes: int = 500) -> int:
+    """``n`` terminally failed jobs of a hash-job queue (layouts.md section
+    3; seed 001): the hash the seed's ``fail`` script leaves (``status
+    failed``, ``attempts``, ``last_error``, ``last_error_at_ms``, empty
+    ``claim_token``; no TTL here) with a JSON payload of about
+    ``payload_bytes``, and the id on ``queue:{name}:failed``, oldest at the
+    tail.  Ids are ``hj-<i>``; payload ``tenant`` is ``t{i % 10}``.
+    Returns the failed list's length."""
+    keys = HashJobKeys(name)
+    span = 5 * HOUR
+    filler = "x" * max(0, payload_bytes - 110)
+    with CommandStream(client, batch=_STREAM_BATCH * 50) as stream:
+        for start in range(0, n, CHUNK):
+            ids = []
+            for i in range(start, min(n, start + CHUNK)):
+                job_id = f"hj-{i:09d}"
+                kind, error = _HJ_KINDS[i % len(_HJ_KINDS)]
+                failed_at = now_ms - span + (span * i) // max(1, n)
+                payload = dumps({"kind": kind, "tenant": f"t{i % 10}", "to": f"user_{i % 9973}@example.com",
+                                 "body": filler})
+                stream.execute_command(
+                    "HSET", keys.job(job_id), "id", job_id, "payload", payload, "status", "failed",
+                    "attempts", attempts, "enqueued_at_ms", failed_at - HOUR, "claimed_at_ms", failed_at - 1000,
+                    "claim_token", "", "last_error", error, "last_error_at_ms", failed_at)
+                ids.append(job_id)
+            stream.execute_command("LPUSH", keys.failed, *ids)
+            stream.maybe_flush()
+    return int(client.llen(keys.failed))
 
 
 @dataclass

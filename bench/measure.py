@@ -9,6 +9,7 @@ Public tools only: :func:`time.perf_counter`, :mod:`statistics` and GNU
 from __future__ import annotations
 
 import os
+import signal
 import statistics
 import subprocess
 import tempfile
@@ -64,6 +65,14 @@ class ProcessRun:
 GNU_TIME = "/usr/bin/time"
 
 
+def _kill_group(proc: subprocess.Popen) -> None:
+    """SIGKILL the process group ``proc`` leads (started with ``process_group=0``)."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
 def run_process(argv: list[str], *, env: dict[str, str] | None = None, capture: bool = True,
                 rss: bool = False, timeout_s: float = 3600.0) -> ProcessRun:
     """Run ``argv`` to completion; measure wall time (spawn to reap).
@@ -82,10 +91,12 @@ def run_process(argv: list[str], *, env: dict[str, str] | None = None, capture: 
         full = [GNU_TIME, "-f", "%M %U %S", "-o", time_path, *argv] if use_time else list(argv)
         with open(err_path, "wb") as err:
             t0 = time.perf_counter()
+            # its own process group, so a timeout kills the measured command
+            # too, not only GNU time (whose child would keep stdout open)
             proc = subprocess.Popen(full, stdin=subprocess.DEVNULL,
                                     stdout=subprocess.PIPE if capture else subprocess.DEVNULL,
-                                    stderr=err, env=env)
-            killer = threading.Timer(timeout_s, proc.kill)
+                                    stderr=err, env=env, process_group=0)
+            killer = threading.Timer(timeout_s, _kill_group, (proc,))
             killer.daemon = True
             killer.start()
             try:
@@ -98,6 +109,9 @@ def run_process(argv: list[str], *, env: dict[str, str] | None = None, capture: 
                 wall = time.perf_counter() - t0
             finally:
                 killer.cancel()
+                if proc.poll() is None:  # interrupted (Ctrl-C): leave no child behind
+                    _kill_group(proc)
+                    proc.wait()
         if wall >= timeout_s:
             raise TimeoutError(f"{argv[0]} ran longer than {timeout_s:g} s (killed)")
         with open(err_path, "rb") as fh:

