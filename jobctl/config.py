@@ -266,17 +266,23 @@ def _check_values(where: str, raw: dict[str, Any]) -> None:
                 raise ConfigError(f"{where}: {key} is longer than {STR_KEYS[key]} characters")
 
 
-def _check_tag(where: str, tag: Any) -> None:
-    """A hash tag goes inside ``{...}`` of every key name: it must be a
-    non-empty string without braces (an empty tag hashes every key of
-    every queue to one slot; a brace ends the tag early)."""
+#: Layouts whose key names put the tag inside ``{...}`` (the others use it
+#: verbatim, so a tag like ``{jobs}`` is how their keys share a slot).
+BRACED_TAG_LAYOUTS = ("reliable-list", "stream-group")
+
+
+def _check_tag(where: str, tag: Any, layout: str = "reliable-list") -> None:
+    """A queue's tag must be a non-empty string (an empty tag hashes every
+    key of every queue to one slot); where the layout wraps it in ``{...}``
+    (:data:`BRACED_TAG_LAYOUTS`) it must hold no brace (a brace ends the
+    hash tag early)."""
     if tag is None:
         return
     if not isinstance(tag, str):
         raise ConfigError(f"{where}: tag must be a string, got {_short(tag)}")
     if not tag.strip():
         raise ConfigError(f"{where}: tag must not be empty (omit it to use the queue name)")
-    if "{" in tag or "}" in tag:
+    if layout in BRACED_TAG_LAYOUTS and ("{" in tag or "}" in tag):
         raise ConfigError(f"{where}: tag {_short(tag)} must not contain '{{' or '}}' (write it without braces)")
 
 
@@ -358,7 +364,7 @@ def load_config(explicit: str | os.PathLike[str] | None = None) -> Config:
             raise ConfigError(f"{where}: unknown layout {_short(layout)} (known: {', '.join(sorted(layouts))})")
         _check_keys(where, raw, [k for k in QUEUE_KEYS if k != "layout"] + list(LAYOUT_OPTIONS.get(layout, ())))
         _check_values(where, raw)
-        _check_tag(where, raw.get("tag"))
+        _check_tag(where, raw.get("tag"), layout)
         vt = raw.pop("visibility_timeout_ms", None)
         cfg.queues[name] = QueueConfig(
             name=name,

@@ -41,11 +41,11 @@ Contract for implementers of the read model:
 
 from __future__ import annotations
 
-import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
+from ..clock import now_ms  # noqa: F401 - re-exported: layouts import it from here
 from ..model import JobRecord, QueueStatus, State
 
 if TYPE_CHECKING:
@@ -54,11 +54,6 @@ if TYPE_CHECKING:
     from ..config import QueueConfig
 
 __all__ = ["Layout", "ListStatesLayout", "WindowSource", "now_ms"]
-
-
-def now_ms() -> int:
-    """The local wall clock in epoch milliseconds."""
-    return time.time_ns() // 1_000_000
 
 
 def _noted_status(fn):

@@ -247,7 +247,7 @@ def drive(sources: list[ListSource], plan: Plan, *, batch: int | None = None, de
     held) or :class:`DataError` (a key of the wrong type: that call wrote
     nothing), after restoring the hold.
     """
-    from ..layouts.base import now_ms
+    from ..clock import now_ms
 
     now_fn = now_fn or now_ms
     spec = plan.spec
