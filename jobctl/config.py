@@ -172,7 +172,7 @@ PROFILE_KEYS = ("url", "password_env", "environment", "read_only", "db", "userna
 QUEUE_KEYS = ("layout", "tag", "shards", "priorities", "visibility_timeout_ms", "slo", "dead_cap")
 #: Layout-specific option keys (kept in :attr:`QueueConfig.options`), per layout.
 LAYOUT_OPTIONS: dict[str, tuple[str, ...]] = {
-    "reliable-list": (),
+    "reliable-list": ("shard_rule",),
     "stream-group": ("group", "dead"),
     "delayed-events": ("prefix", "max_attempts", "event_lists"),
     "hash-job": ("max_attempts", "type_field", "tenant_field"),
@@ -192,7 +192,8 @@ INT_BOUNDS: dict[str, tuple[int, int]] = {
 }
 #: Keys whose value is a string, and at most how long.
 STR_KEYS = {"url": 4096, "password_env": 256, "environment": 64, "layout": 64, "tag": 512, "group": 512,
-            "dead": 16, "prefix": 512, "type_field": 256, "tenant_field": 256, "key": 512, "name": 512}
+            "dead": 16, "prefix": 512, "type_field": 256, "tenant_field": 256, "key": 512, "name": 512,
+            "shard_rule": 64}
 
 
 #: Layouts that store no visibility deadline and use the configured

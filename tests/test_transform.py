@@ -82,8 +82,8 @@ def test_transform_in_place_then_roll_back(redis_client, run, tfile):
             assert redis_client.get(K.job(i)) == before[i]
     assert tail_first(redis_client, K.ready) == order  # the jobs stay where they are
     partition(redis_client, ["email"])
-    code, out, err = run("migrate", "email", "--rollback", op, "--yes")
-    assert code == 0, err
+    code, out, err = run("migrate", "email", "--rollback", op, "--yes", "--json")
+    assert code == 0, out + err
     assert {i: redis_client.get(K.job(i)) for i in ids} == before
     assert redis_client.hlen(K.envelopes_before) == 0
 

@@ -49,7 +49,7 @@ from .moves import REQUEUE_BUDGET, call_move, move_result, requeue_calls
 from .common import DEFAULT_BATCH, batch_result, suppression_record, text
 from .planning import TRANSITIONS_WITHOUT_SCHEDULED, check_operation, plan_from_walk, records_by_ids
 from .walks import WINDOW, lrem_chunk
-from ..ops.window import ListSource, drive
+from ..ops.window import ListSource, drive, drives
 
 if TYPE_CHECKING:
     from .json_list import JsonList
@@ -133,7 +133,7 @@ def dead_sources(layout: "JsonList", spec: OpSpec) -> list[ListSource]:
     """The window-engine source of the dead list for ``spec`` (an operation
     from dead; ``[]`` otherwise).  A planned string is identified by its
     SHA1 (``PlannedJob.sha1``) and moved byte for byte."""
-    if spec.source is not State.DEAD:
+    if not drives(spec):
         return []
     k = layout.keys
     if spec.operation is Operation.PURGE:

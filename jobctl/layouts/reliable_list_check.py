@@ -109,9 +109,7 @@ def _read_zset(client, key: str) -> dict[str, int]:
 def _check_shard(layout: "ReliableList", keys: ReliableListKeys, report: CheckReport) -> None:
     client = layout.client
     where: dict[str, list[tuple[str, str]]] = defaultdict(list)  # id -> [(state, key)]
-    list_keys = [(r.key, "ready") for r in layout.ready_lists(keys)] + \
-        [(keys.processing, "processing"), (keys.dead, "dead"), (keys.hold, "dead"),  # hold: set aside by a walk
-         (keys.paused, "paused"), (keys.migrating, "migrating")]
+    list_keys = list(_list_states(layout, keys).items())
     processing: set[str] = set()
     for key, state in list_keys:
         counts = Counter(_read_list(client, key))
@@ -172,7 +170,8 @@ def _recheck(layout: "ReliableList", keys: ReliableListKeys, report: CheckReport
     found = report.problems[start:]
     if not found:
         return
-    lists = [r.key for r in layout.ready_lists(keys)] + [keys.processing, keys.dead]
+    states = _list_states(layout, keys)
+    lists = list(states)
     ids = list(dict.fromkeys(p.job_id for p in found))[:RECHECK_MAX]
     recheck = script(layout.client, "rl_recheck")
     pipe = layout.client.pipeline(transaction=False)
@@ -180,18 +179,28 @@ def _recheck(layout: "ReliableList", keys: ReliableListKeys, report: CheckReport
         recheck(keys=[keys.job(job_id), keys.deadline, keys.scheduled, keys.suppressed, *lists],
                 args=[job_id, RECHECK_MAXLEN], client=pipe)
     snaps = dict(zip(ids, pipe.execute()))
-    ready = {r.key for r in layout.ready_lists(keys)}
     kept = []
     for p in found:
         snap = snaps.get(p.job_id)
-        if snap is None or _still_holds(p, snap, lists, ready, keys):
+        if snap is None or _still_holds(p, snap, states, keys):
             kept.append(p)
         else:
             report.transient += 1
     report.problems[start:] = kept
 
 
-def _still_holds(p: Problem, snap: list, lists: list[str], ready: set[str], keys: ReliableListKeys) -> bool:
+def _list_states(layout: "ReliableList", keys: ReliableListKeys) -> dict[str, str]:
+    """``{list key: state}`` of every list of the shard that holds ids: the
+    ready lists, processing, dead and jobctl's hold (dead jobs a walk set
+    aside), paused and migrating lists."""
+    states = {r.key: "ready" for r in layout.ready_lists(keys)}
+    states.update({keys.processing: "processing", keys.dead: "dead", keys.hold: "dead", keys.paused: "paused",
+                   keys.migrating: "migrating"})
+    return states
+
+
+def _still_holds(p: Problem, snap: list, states: dict[str, str], keys: ReliableListKeys) -> bool:
+    lists = list(states)
     payload, deadline, scheduled, suppressed = bool(snap[0]), snap[1], snap[2], snap[3]
     copies = {key: int(snap[4 + 2 * i]) for i, key in enumerate(lists)}
     long = {key for i, key in enumerate(lists) if int(snap[5 + 2 * i]) > 2 * RECHECK_MAXLEN}
@@ -212,15 +221,14 @@ def _still_holds(p: Problem, snap: list, lists: list[str], ready: set[str], keys
             return suppressed is not None
         return in_list(key, True)
     if p.kind == "multiple_states":
-        states = {"scheduled"} if scheduled is not None else set()
+        now_in = {"scheduled"} if scheduled is not None else set()
         if suppressed is not None:
-            states.add("suppressed")
+            now_in.add("suppressed")
         seen = set(p.detail[3:].split(" and "))
-        for key in lists:
-            state = "ready" if key in ready else ("processing" if key == keys.processing else "dead")
+        for key, state in states.items():
             if in_list(key, state in seen):
-                states.add(state)
-        return len(states) > 1
+                now_in.add(state)
+        return len(now_in) > 1
     if p.kind == "missing_deadline":
         return deadline is None and in_list(keys.processing, True)
     if p.kind == "stray_deadline":

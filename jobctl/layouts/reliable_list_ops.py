@@ -33,7 +33,7 @@ from .common import batch_result, check_transition, redrive_envelope, suppressio
 from .planning import (TRANSITIONS_WITH_SCHEDULED, plan_from_walk, records_by_ids, require_requeue_scope,
                        shard_index)
 from .walks import WINDOW, prefetched
-from ..ops.window import ListSource, drive
+from ..ops.window import ListSource, drive, drives
 
 if TYPE_CHECKING:
     from .reliable_list import ReliableList
@@ -193,7 +193,7 @@ def _dead_mode(layout: "ReliableList", keys: ReliableListKeys, spec: OpSpec) -> 
 def dead_sources(layout: "ReliableList", spec: OpSpec) -> list[ListSource]:
     """One window-engine source per shard's dead list for ``spec`` (an
     operation from dead); ``[]`` for any other source state."""
-    if spec.source is not State.DEAD:
+    if not drives(spec):
         return []
     out = []
     for shard, keys in enumerate(layout.shards):

@@ -676,9 +676,10 @@ class StreamGroup(Layout):
         """The window-engine sources (one per shard) of an operation from a
         dead *list* (``dead = "list"``): ids as reliable-list's, a redrive
         to ready is an ``XADD jobId <id>`` to the stream.  ``[]`` otherwise."""
-        if spec.source is not State.DEAD or self.dead_kind != "list":
+        from ..ops.window import ListSource, drives
+
+        if not drives(spec) or self.dead_kind != "list":
             return []
-        from ..ops.window import ListSource
         from .common import suppression_record
         from .reliable_list_ops import reset_payloads
 
@@ -710,7 +711,7 @@ class StreamGroup(Layout):
         if spec.operation.value == "replay":
             from .stream_group_replay import apply_replay
 
-            yield from apply_replay(self, plan, batch=batch)
+            yield from apply_replay(self, plan, batch=batch or DEFAULT_BATCH)
             return
         if spec.source is State.DEAD and self.dead_kind == "list":
             from ..ops.window import drive

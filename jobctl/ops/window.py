@@ -42,10 +42,24 @@ from typing import Any
 from ..errors import Busy, DataError, JobctlError
 from ..ops.plan import JobColumns, Plan, PlannedJob
 from ..ops.result import BatchResult
+from ..ops.spec import Operation, OpSpec
 from ..scripts import script
 from .lease import LEASE_TTL_MS, acquire, lease_value, redrive_record, release
 
-__all__ = ["ListSource", "drive", "finish_hold", "redrive_record", "lease_value", "LEASE_TTL_MS", "SLACK", "DEPTH",
+
+#: The operations the window engine drives (from a dead list); every other
+#: operation from dead (transform, migrate...) is applied by its layout.
+WINDOW_OPERATIONS = frozenset({Operation.REDRIVE, Operation.SUPPRESS, Operation.PURGE})
+
+
+def drives(spec: OpSpec) -> bool:
+    """Whether the window engine drives ``spec`` (an operation in
+    :data:`WINDOW_OPERATIONS` from a dead list)."""
+    from ..model import State
+
+    return spec.source is State.DEAD and spec.operation in WINDOW_OPERATIONS
+
+__all__ = ["ListSource", "drive", "drives", "WINDOW_OPERATIONS", "finish_hold", "redrive_record", "lease_value", "LEASE_TTL_MS", "SLACK", "DEPTH",
            "WINDOW", "RESTORE_MAX"]
 
 #: How many positions a planned job may have shifted towards the tail (jobs
