@@ -50,12 +50,20 @@ def lease_value(op_id: str) -> str:
     return f"{op_id} {socket.gethostname()} {os.getpid()}"
 
 
+#: Lease values this process holds now (an operation in progress here).
+_HELD: set[str] = set()
+
+
 def _dead_holder(holder: str) -> bool:
     """Whether the lease value ``holder`` names a process of this host that
-    no longer runs (its lease may be taken over)."""
+    no longer runs, or this very process while no operation of it holds the
+    lease (an earlier run here ended on a lost connection before it could
+    give the lease back): its lease may be taken over."""
     parts = holder.split(" ")
     if len(parts) != 3 or parts[1] != socket.gethostname() or not parts[2].isdigit():
         return False
+    if int(parts[2]) == os.getpid():
+        return holder not in _HELD
     try:
         os.kill(int(parts[2]), 0)
     except ProcessLookupError:
@@ -75,11 +83,13 @@ def acquire(src: "ListSource", value: str, queue: str) -> None:
     lease = script(src.client, "lease")
     res = lease(keys=[src.lease, src.walk], args=["acquire", value, LEASE_TTL_MS, ""])
     if int(res[0]) == 1:
+        _HELD.add(value)
         return
     holder = _text(res[1])
     if _dead_holder(holder):
         res = lease(keys=[src.lease, src.walk], args=["acquire", value, LEASE_TTL_MS, holder])
         if int(res[0]) == 1:
+            _HELD.add(value)
             return
         holder = _text(res[1])
     op = holder.split(" ")[0]
@@ -89,4 +99,5 @@ def acquire(src: "ListSource", value: str, queue: str) -> None:
 
 def release(src: "ListSource", value: str) -> None:
     """Give ``src``'s lease back (only if ``value`` still holds it)."""
+    _HELD.discard(value)
     script(src.client, "lease")(keys=[src.lease, src.walk], args=["release", value, "", ""])

@@ -284,8 +284,11 @@ def drive(sources: list[ListSource], plan: Plan, *, batch: int | None = None, de
         for src in taken:
             try:
                 finish_hold(src.client, src.kind, src.dead, src.hold, src.walk)
-                release(src, value)
             except Exception:  # noqa: BLE001 - the next operation finishes the hold
+                pass
+            try:
+                release(src, value)
+            except Exception:  # noqa: BLE001 - the lease expires, or a rerun here takes it over
                 pass
 
 
