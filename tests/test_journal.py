@@ -21,6 +21,7 @@ from jobctl.ops.engine import run_plan
 from jobctl.ops.journal import command_line, journal_path
 from jobctl.ops.spec import Operation, OpSpec
 from test_operations import cfg, layout, run, simple_dead, wall_ms  # noqa: F401 - fixtures
+from jobctl_fixtures.scenarios import load_scenario
 
 PASSWORD = "Sup3r-s3cret/pw:x"
 ENTRY_FIELDS = {"id", "operation", "queue", "operator", "host", "command", "server", "filter", "planned",
@@ -153,3 +154,18 @@ def test_journal_stream_is_capped(redis_client, run):  # noqa: F811
     assert JOURNAL_STREAM_MAXLEN <= length <= JOURNAL_STREAM_MAXLEN + 200   # MAXLEN ~ trims whole nodes
     newest = orjson.loads(redis_client.xrevrange(key, count=1)[0][1][b"entry"])
     assert newest["id"] == json.loads(out)["operation_id"]
+
+
+def test_journal_names_every_job_a_requeue_stuck_moved(redis_client, run):  # noqa: F811
+    """Issue 12 item 7: `requeue --stuck` has no ids on its command line; the
+    entry gives a sample and a file with every moved id (bytes exact)."""
+    truth = load_scenario(redis_client, "stuck-workers", size=200, seed=2)
+    assert truth.stuck_ids
+    code, out, err = run("requeue", "email", "--stuck", "--yes", "--json")
+    assert code == 0, err
+    entry = local_entries()[-1]
+    assert entry["operation"] == "requeue" and entry["moved"] == len(truth.stuck_ids)
+    assert set(entry["moved_sample"]) <= truth.stuck_ids and entry["moved_sample"]
+    moved = Path(entry["moved_ids_file"]).read_bytes().decode().split()
+    assert sorted(moved) == sorted(truth.stuck_ids)
+    assert stream_entries(redis_client)[-1]["moved_ids_file"] == entry["moved_ids_file"]

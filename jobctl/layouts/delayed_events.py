@@ -484,7 +484,10 @@ class DelayedEvents(Layout):
         in Redis) or ``--priority``."""
         from .planning import plan_by_payload
 
-        return plan_by_payload(self, spec, now_ms() if now is None else now, TRANSITIONS)
+        plan = plan_by_payload(self, spec, now_ms() if now is None else now, TRANSITIONS)
+        plan.redrive_note = ("the envelope's attempt is reset to 1 (as the library creates an event) and nothing "
+                             "else is added (its reader rejects unknown fields): the journal records the redrive")
+        return plan
 
     def apply(self, plan: Plan, *, batch: int | None = None) -> Iterator[BatchResult]:
         """Apply ``plan``, one ``de_move.lua`` call per batch; a batch refused

@@ -89,7 +89,9 @@ def plan_operation(layout: "HashJob", spec: OpSpec, now: int) -> Plan:
                 fences[rec.job_id] = fence_of(fields) if fields else ""
             yield [rec for rec, _ in window]
 
-    return plan_from_walk(Plan(spec=spec, now_ms=now), batches(), lambda rec: fences[rec.job_id],
+    note = ("job hashes get status pending, redriven_at_ms, redrive_operation and redrive_count (+1), claim_token "
+            "cleared, " + ("attempts reset to 0" if spec.reset_attempts else "attempts kept"))
+    return plan_from_walk(Plan(spec=spec, now_ms=now, redrive_note=note), batches(), lambda rec: fences[rec.job_id],
                           is_stuck=lambda rec: rec.deadline_ms is not None and rec.deadline_ms < now)
 
 

@@ -86,7 +86,10 @@ def plan_operation(layout: "JsonList", spec: OpSpec, now: int) -> JsonListPlan:
     """Walk the source and record every match with its fence.  Raises
     :class:`~jobctl.errors.UsageError` for an operation the layout lacks."""
     check_operation(layout.name, TRANSITIONS, spec)
-    plan = JsonListPlan(spec=spec, now_ms=now, redrive_record="hash",
+    note = ("each redrive recorded in jobctl's redriven hash (operation, time, count); the job string moves "
+            "byte-identical, " + ("its attempts entry deleted (jobs:attempts)" if spec.reset_attempts
+                                  else "its attempts entry kept"))
+    plan = JsonListPlan(spec=spec, now_ms=now, redrive_record="hash", redrive_note=note,
                         jobs=JobColumns() if spec.source is State.DEAD else [])
 
     def keep(rec: JobRecord, job: PlannedJob) -> None:

@@ -49,6 +49,8 @@ class RunResult:
     skipped_reasons: Counter = field(default_factory=Counter)
     skipped_sample: list[str] = field(default_factory=list)
     journal_problems: list[str] = field(default_factory=list)
+    #: the moved ids, streamed to the local journal's ids file (journaled runs)
+    moved_ids: Any = field(default=None, repr=False, compare=False)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -90,6 +92,10 @@ def run_plan(layout: Layout, plan: Plan, *, dry_run: bool = False, rate: float |
 
     started = time.monotonic()
     raised: BaseException | None = None
+    if journal:
+        from .journal import MovedIds
+
+        res.moved_ids = MovedIds(spec.op_id)
     layout, pinned = _pinned(layout)
     sources = layout.sources(spec)
     if sources:
@@ -151,6 +157,8 @@ def run_plan(layout: Layout, plan: Plan, *, dry_run: bool = False, rate: float |
 def _count(res: RunResult, br: BatchResult) -> None:
     """Add one script call's outcome to ``res``."""
     res.moved += len(br.moved)
+    if res.moved_ids is not None:
+        res.moved_ids.add(br.moved)
     res.skipped += len(br.skipped)
     res.failed += len(br.failed)
     for job_id in br.skipped:
@@ -200,5 +208,12 @@ def _journal(layout: Layout, plan: Plan, res: RunResult, target: Target | None, 
         "skipped_reasons": dict(res.skipped_reasons), "interrupted": res.interrupted, "error": res.error,
         "started_ms": res.started_ms, "ended_ms": res.ended_ms,
     }
+    log = res.moved_ids
+    if log is not None:  # which jobs it moved: a sample here, every id in the file
+        log.close()
+        entry["moved_sample"] = log.sample
+        entry["moved_ids_file"] = str(log.path) if log.count else None
     client = layout.client if server_ok else None
     res.journal_problems = write_entry(client, layout.journal_key, entry, target)
+    if log is not None and log.problem:
+        res.journal_problems.append(log.problem)

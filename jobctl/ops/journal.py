@@ -28,7 +28,7 @@ import orjson
 from ..connection import Target, redact_url, scrub
 from ..keys import JOURNAL_STREAM_MAXLEN
 
-__all__ = ["journal_path", "command_line", "write_entry", "read_entries"]
+__all__ = ["journal_path", "moved_ids_path", "MovedIds", "command_line", "write_entry", "read_entries"]
 
 
 def journal_path() -> Path:
@@ -45,6 +45,48 @@ def journal_path() -> Path:
 #: last ``@`` of the word is the password.
 _NEEDS_QUOTES = re.compile(r"[\s'\"]")
 _USERINFO_RE = re.compile(r"(://[^:/?#@\s]*:)\S*@")
+
+
+def moved_ids_path(op_id: str) -> Path:
+    """``<journal dir>/moved-ids/<operation id>.txt``: the ids an operation
+    moved, one per line, exactly as stored (bytes)."""
+    return journal_path().parent / "moved-ids" / f"{op_id}.txt"
+
+
+class MovedIds:
+    """The ids an applied operation moved, written as it goes to
+    :func:`moved_ids_path` (so the journal entry can name every job an
+    operation touched, at constant memory), plus the first ``sample``."""
+
+    def __init__(self, op_id: str, sample: int = 20) -> None:
+        self.path = moved_ids_path(op_id)
+        self.sample: list[str] = []
+        self.count = 0
+        self.problem: str | None = None
+        self._room = sample
+        self._fh = None
+
+    def add(self, ids: list) -> None:
+        """Record ``ids`` (str, surrogate-escaped for undecodable bytes, or bytes)."""
+        if not ids:
+            return
+        raw = [i if isinstance(i, bytes) else str(i).encode("utf-8", "surrogateescape") for i in ids]
+        if len(self.sample) < self._room:
+            self.sample += [i.decode("utf-8", "surrogateescape") for i in raw[:self._room - len(self.sample)]]
+        self.count += len(raw)
+        if self._fh is None and self.problem is None:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._fh = self.path.open("ab")
+            except OSError as exc:
+                self.problem = f"moved ids file {self.path}: {exc.strerror or exc}"
+        if self._fh is not None:
+            self._fh.write(b"\n".join(raw) + b"\n")
+
+    def close(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
 
 
 def _redact(text: str) -> str:
@@ -82,8 +124,10 @@ def write_entry(client, stream_key: str | None, entry: dict[str, Any], target: T
     Returns the problems met (e.g. the server is gone); never raises for a
     journal failure, so an operation's outcome is always reported.
     """
+    from ..escape import json_safe
+
     entry.setdefault("host", socket.gethostname())
-    data = scrub(orjson.dumps(entry).decode("utf-8"), target)
+    data = scrub(orjson.dumps(json_safe(entry)).decode("utf-8"), target)
     problems: list[str] = []
     path = journal_path()
     try:

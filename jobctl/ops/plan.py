@@ -150,6 +150,9 @@ class Plan:
     #: (jobctl's redriven hash; the envelope is rewritten only with
     #: ``--reset-attempts``: the window engine's layouts)
     redrive_record: str = "envelope"
+    #: what a redrive writes, in the layout's own words, when neither of the
+    #: above says it (hash-job's job hash fields, delayed-events' attempt)
+    redrive_note: str | None = None
 
     @property
     def planned(self) -> int:
@@ -181,7 +184,9 @@ class Plan:
             what = f"rewrite {self.planned:,} {src} envelope(s) in place: {s.transform.describe()}"
         elif s.operation.value == "migrate" and s.destination is not None:
             what = f"move {self.planned:,} {src} job(s) to queue {s.destination.queue_name}, payloads with them"
-        if s.operation.value == "redrive" and self.redrive_record == "hash":
+        if s.operation.value == "redrive" and self.redrive_note:
+            what += f"; {self.redrive_note}"
+        elif s.operation.value == "redrive" and self.redrive_record == "hash":
             what += "; each redrive recorded in jobctl's redriven hash (operation, time, count)"
             what += ("; envelopes rewritten with attempt 0 and the redrive record" if s.reset_attempts
                      else ", envelopes untouched (attempt kept)")
