@@ -31,6 +31,7 @@ from pathlib import Path
 
 import pytest
 import redis
+import orjson
 
 from jobctl.cli.main import main
 from jobctl.exitcodes import ExitCode
@@ -619,3 +620,28 @@ def test_purge_with_export_takes_bad_ids_exactly(capsys, redis_url, redis_client
     assert redis_client.llen(rl.dead) == 0 and not list(redis_client.scan_iter(match="job:{rl}:*"))
     assert redis_client.xlen(rl.journal) >= 1
 
+
+
+def test_redrive_ids_takes_a_bad_id_exactly(capsys, redis_url, redis_client, tmp_path):
+    """`redrive --ids` on an undecodable id (as a shell passes `$'\\xff'`):
+    that job moves, the others stay dead in their order, the journal names it
+    (no test-side client patch: the clients jobctl builds send the bytes)."""
+    from jobctl_fixtures.scenarios import load_scenario
+
+    load_scenario(redis_client, "dlq-spike", queue="rl", tag="rl", size=40, seed=5)
+    rl = ReliableListKeys("rl")
+    bad = BAD_IDS[0]
+    redis_client.set(rl.job(sid(bad)).encode("utf-8", "surrogateescape"),
+                     b'{"jobId":"x","jobType":"t","createdAtEpochMs":1,"attempt":1}')
+    redis_client.rpush(rl.dead, bad)  # the oldest dead job
+    before = redis_client.lrange(rl.dead, 0, -1)
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[queues.rl]\ntag = "rl"\n')
+    code = main(["--url", redis_url, "--config", str(cfg), "redrive", "rl", "--ids", sid(bad), "--yes"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert redis_client.lrange(rl.dead, 0, -1) == [x for x in before if x != bad]
+    assert bad in redis_client.lrange(rl.ready, 0, -1)
+    entry = orjson.loads(redis_client.xrange(rl.journal)[-1][1][b"entry"])
+    assert entry["moved"] == 1 and entry["moved_ids_file"]
+    assert Path(entry["moved_ids_file"]).read_bytes() == bad + b"\n"
