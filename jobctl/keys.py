@@ -23,6 +23,8 @@ __all__ = [
     "RELIABLE_LIST_KEY_RE",
     "JOURNAL_STREAM_MAXLEN",
     "OWNER_SUFFIX",
+    "RELIABLE_LIST_SUFFIX_TYPES",
+    "RELIABLE_LIST_PRIORITY_SUFFIX_RE",
 ]
 
 #: SCAN MATCH pattern that finds the keys of every reliable-list queue.
@@ -30,6 +32,18 @@ RELIABLE_LIST_SCAN_PATTERN = "queue:{*}:*"
 
 #: Parses ``queue:{tag}:<suffix>``; group 1 is the tag, group 2 the suffix.
 RELIABLE_LIST_KEY_RE = re.compile(r"^queue:\{([^{}]+)\}:(.+)$")
+#: Suffix of a reliable-list key (after ``queue:{tag}:``) -> the Redis type it
+#: must have (discovery recognises a shard by them; layouts.md section 1).
+RELIABLE_LIST_SUFFIX_TYPES: dict[str, bytes] = {
+    "ready": b"list",
+    "processing": b"list",
+    "processing:deadline": b"zset",
+    "scheduled": b"zset",
+    "dead": b"list",
+    "jobctl:suppressed": b"zset",
+}
+#: Suffix of a priority ready list (``ready:p<N>``, a list; seed 000 s.18).
+RELIABLE_LIST_PRIORITY_SUFFIX_RE = re.compile(r"^ready:p(\d+)$")
 
 #: Suffix of the owner-lease key ``job:{tag}:<id>:owner`` (seed 000 section 7);
 #: such keys are not payloads.
@@ -255,6 +269,8 @@ class StreamGroupKeys:
 
 #: Separator of a delayed-events member ``<event class>###<event id>``.
 DELAYED_EVENTS_SEPARATOR = "###"
+#: Name (after the data-set prefix) of the delayed-events zset.
+DELAYED_EVENTS_ZSET = "delayed_events"
 
 
 @dataclass(frozen=True)
@@ -270,7 +286,7 @@ class DelayedEventsKeys:
     @property
     def zset(self) -> str:
         """Zset member ``<class>###<id>`` -> next attempt time (epoch ms)."""
-        return f"{self.prefix}delayed_events"
+        return f"{self.prefix}{DELAYED_EVENTS_ZSET}"
 
     @property
     def events(self) -> str:
@@ -370,7 +386,8 @@ class RedissonDelayedKeys:
         return f"redisson_delay_queue:{{{self.name}}}:jobctl:journal"
 
 
-__all__ += ["STREAM_GROUP_KEY_RE", "StreamGroupKeys", "DELAYED_EVENTS_SEPARATOR", "DelayedEventsKeys",
+__all__ += ["STREAM_GROUP_KEY_RE", "StreamGroupKeys", "DELAYED_EVENTS_SEPARATOR", "DELAYED_EVENTS_ZSET",
+            "DelayedEventsKeys",
             "simple_class_name", "delayed_event_member", "split_delayed_event_member", "DelayZsetKeys",
             "REDISSON_DELAY_KEY_RE", "RedissonDelayedKeys"]
 
@@ -385,6 +402,8 @@ def glob_escape(text: str) -> str:
 #: Parses a hash-job key ``queue:<name>:<suffix>``; group 1 is the queue
 #: name, group 2 the state list (``pending``...) or ``job:<id>``.
 HASH_JOB_KEY_RE = re.compile(r"^queue:(.+?):(pending|processing|completed|failed|job:.+)$")
+#: The state lists of a hash-job queue (``queue:<name>:<suffix>``, lists).
+HASH_JOB_LIST_SUFFIXES = ("pending", "processing", "completed", "failed")
 
 
 @dataclass(frozen=True)
@@ -465,6 +484,12 @@ class HashJobKeys:
 
 #: Key prefix of a json-list queue when the config names none (seed 002).
 JSON_LIST_DEFAULT_PREFIX = "jobs"
+#: Suffix of a json-list key (after ``<prefix>``) -> the Redis type it must
+#: have (discovery recognises a queue by them; layouts.md).
+JSON_LIST_SUFFIX_TYPES: dict[str, bytes] = {
+    ":pending": b"list", ":processing": b"list", ":dead": b"list",
+    ":processing:times": b"zset", ":attempts": b"hash", ":errors": b"hash",
+}
 
 
 @dataclass(frozen=True)
@@ -552,4 +577,5 @@ class JsonListKeys:
         return f"{self.prefix}:jobctl:redriven"
 
 
-__all__ += ["glob_escape", "HASH_JOB_KEY_RE", "HashJobKeys", "JSON_LIST_DEFAULT_PREFIX", "JsonListKeys"]
+__all__ += ["glob_escape", "HASH_JOB_KEY_RE", "HASH_JOB_LIST_SUFFIXES", "HashJobKeys", "JSON_LIST_DEFAULT_PREFIX",
+            "JSON_LIST_SUFFIX_TYPES", "JsonListKeys"]

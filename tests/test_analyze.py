@@ -225,7 +225,8 @@ def test_default_rules_load_and_validation(tmp_path):
     names = [r.name for r in rules.rules]
     assert names[0] == "malformed-envelope" and names[-1] == "transient-downstream"
     assert [r.name for r in rules.rules if r.redrive] == ["transient-downstream"]
-    assert glob_regex("HTTP_5*") == r"^(?:HTTP_5.*)$" and glob_regex("a?b.c") == r"^(?:a.b\.c)$"
+    assert glob_regex("HTTP_5*") == r"(?s)^(?:HTTP_5.*)$" and glob_regex("a?b.c") == r"(?s)^(?:a.b\.c)$"
+    assert glob_regex("E[!0-9]*", "X") == r"(?s)^(?:E[^0-9].*|X)$"
     bad = tmp_path / "r.toml"
     for text, message in [
         ('[[rule]]\nname = "x"\nclass = "nope"\n', "'class' must be one of"),

@@ -55,10 +55,12 @@ def test_condition_evaluation(text, values, expected):
 
 @pytest.mark.parametrize("text, message", [
     ("stuk > 0", "unknown field 'stuk'"),
-    ("stuck >", "expected name"),
+    ("stuck >", "expected a value"),
     ("stuck > 0 and", "expected"),
-    ("(stuck > 0", "expected rp"),
-    ("stuck ! 0", "unexpected '!'"),
+    ("(stuck > 0", "(expected 'and', 'or' or ')')"),
+    ("stuck ! 0", "unexpected character '!' at column 7"),
+    ("stuck ~ 3", "operator '~' does not apply to conditions"),
+    ("stuck > abc", "expected a number, a duration, true, false or null"),
     ("", "empty condition"),
 ])
 def test_condition_errors(text, message):

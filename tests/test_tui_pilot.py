@@ -4,6 +4,7 @@ on the app's state, what Redis holds afterwards, and the notices shown."""
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import pytest
 
@@ -23,6 +24,15 @@ from jobctl_tui.queue_screen import QueueScreen
 from jobctl_tui.testing import settle, wait_for
 from jobctl_tui.widgets import FilterBar, TopBar
 
+#: Where a purge started from the TUI exports first (a folder of each test's own).
+_EXPORTS: dict[str, str] = {}
+
+
+@pytest.fixture(autouse=True)
+def _export_root(tmp_path):
+    _EXPORTS["root"] = str(tmp_path / "tui-exports")
+
+
 T0 = 1_790_000_000_000
 SIZE = (140, 40)
 
@@ -40,6 +50,7 @@ def app_for(session: Session, **kw):
     kw.setdefault("refresh_s", 3600)
     kw.setdefault("clock", lambda: T0 + 1000)
     kw.setdefault("server_label", "redis://test")
+    kw.setdefault("export_root", _EXPORTS["root"])
     return make_app(session, **kw)
 
 
@@ -470,6 +481,50 @@ def test_suppress_asks_a_reason_and_purge_needs_the_count(redis_url, redis_clien
     assert sorted(ops) == ["purge", "suppress"]
 
 
+def test_acceptance_tui_purge_exports_first_like_the_cli(redis_url, redis_client, spike, tmp_path) -> None:
+    """The TUI's purge takes the CLI's export-before-purge path (the
+    operations core): the group is exported under ``export_root`` first, the
+    plan is fenced to the exported ids, and the journal records
+    ``--export-to``, never ``--no-export``."""
+    from jobctl.export.manifest import load_manifest
+    from jobctl.export.reader import iter_rows
+
+    truth = spike["email"]
+    (jt, err), n = sorted(truth.dead_breakdown.items(), key=lambda kv: (-kv[1], kv[0]))[0]
+    seen: dict = {}
+
+    async def go():
+        app = app_for(spike_session(redis_url), export_root=str(tmp_path))
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            app.open_queue("email", tab="triage")
+            await settle(pilot)
+            await pilot.press("X")
+            await settle(pilot)
+            modal = app.screen
+            assert isinstance(modal, PlanModal) and modal.typed_required and modal.plan.planned == n
+            assert modal.prepared.exported is not None           # exported before the modal opened
+            fence = modal.plan.spec.fence             # the plan is fenced to the exported ids
+            assert fence is not None and {j.job_id for j in modal.plan.jobs} <= set(fence)
+            seen["malformed"] = len(modal.plan.malformed)   # exported too, never purged (as in the CLI)
+            seen["dir"] = modal.prepared.exported
+            modal.query_one("#typed").value = str(n)
+            await pilot.press("tab", "enter")
+            await settle(pilot)
+            assert isinstance(app.screen, QueueScreen)
+        app.session.close()
+
+    run(go())
+    m = load_manifest(seen["dir"])
+    assert m.queue == "email" and m.rows == n + seen["malformed"] and m.malformed == seen["malformed"]
+    exported = {job_id for (job_id,) in iter_rows(seen["dir"], m, ("job_id",))}
+    assert len(exported) == m.rows
+    assert dead_depth(redis_client, "email", 2) == truth.expected["dead"] - n
+    e = read_entries(redis_client, [ReliableListKeys("email").journal])[0]
+    assert (e["operation"], e["planned"], e["moved"]) == ("purge", n, n)
+    assert "--export-to" in e["command"] and "--no-export" not in e["command"]
+
+
 def test_large_plan_needs_the_count_and_a_run_can_be_stopped(redis_url, redis_client) -> None:
     load_scenario(redis_client, "dlq-spike", queue="big", size=3600, seed=21, now_ms=T0)
     dead = redis_client.llen(ReliableListKeys("big").dead)
@@ -600,3 +655,15 @@ def test_queue_screen_on_a_layout_without_a_dlq(redis_url, redis_client) -> None
         app.session.close()
 
     run(go())
+
+
+def test_each_purge_exports_into_a_new_folder(tmp_path) -> None:
+    from jobctl_tui.actions import ActionRequest
+    from jobctl.ops.spec import Operation
+
+    app = app_for(session_for("redis://127.0.0.1:1/0"), export_root=str(tmp_path))
+    req = ActionRequest(Operation.PURGE, "email", State.DEAD, "every dead job")
+    first = app._export_dir(req)
+    Path(first).mkdir(parents=True)
+    second = app._export_dir(req)
+    assert first != second and second.endswith("-2") and not Path(second).exists()

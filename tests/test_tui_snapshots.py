@@ -28,6 +28,15 @@ from jobctl_tui import make_app
 from jobctl_tui.actions import RunModal, RunProgress
 from jobctl_tui.testing import settle
 
+#: Where a purge started from the TUI exports first (a folder of each test's own).
+_EXPORTS: dict[str, str] = {}
+
+
+@pytest.fixture(autouse=True)
+def _export_root(tmp_path):
+    _EXPORTS["root"] = str(tmp_path / "tui-exports")
+
+
 T0 = 1_790_000_000_000
 SIZE = (130, 36)
 
@@ -73,6 +82,7 @@ def make(url: str, *, environment: str | None = "production", read_only: bool = 
     s = Session(profile="ops", read_only_flag=read_only, timeout_s=1.0)
     s._config = Config(queues=queues, profiles={"ops": Profile("ops", url=url, environment=environment)})
     kw.setdefault("refresh_s", 3600)
+    kw.setdefault("export_root", _EXPORTS["root"])  # a purge exports first
     return make_app(s, clock=lambda: T0 + 1000, server_label="redis://test", **kw)
 
 

@@ -1,19 +1,24 @@
 """Operations from the TUI: what is asked (:class:`ActionRequest`), the
 plan's confirmation modal and the progress modal.
 
-The flow is the CLI's: build an :class:`~jobctl.ops.spec.OpSpec`, plan it
-(reads only), show the plan (count, breakdown, sample ids) with focus on
-Cancel, and only then apply it with :func:`jobctl.ops.engine.run_plan`
-(through :meth:`jobctl.dashboard.Dashboard.run`), which writes the same
-journal.  Plans over :data:`TYPED_CONFIRM_OVER` jobs, and every purge, need
-the count typed.  Planning and applying run in thread workers; the modals
-only receive messages.
+The flow is the CLI's, through the same operations core
+(:class:`jobctl.ops.core.OperationCore`): the keystroke becomes an
+:class:`~jobctl.ops.request.OpRequest` (:meth:`ActionRequest.request`), the
+core checks and plans it (a purge exports first, like ``jobctl purge
+--export-to``), the plan is shown (count, breakdown, sample ids) with focus
+on Cancel, and only then the core applies it (through
+:meth:`jobctl.dashboard.Dashboard.apply`), writing the same journal.  The
+core says when the count must be typed (:attr:`Prepared.typed_count`: over
+:data:`TYPED_CONFIRM_OVER` jobs, and every purge).  Operation facts (keys,
+sources, verbs) come from :mod:`jobctl.ops.catalog`.  Planning and applying
+run in thread workers; the modals only receive messages.
 """
 
 from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 
 from rich.table import Table
 from rich.text import Text
@@ -25,39 +30,14 @@ from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, ProgressBar, Static
 
-from jobctl.filter import MATCH_ALL, compile_filter
 from jobctl.model import State
-from jobctl.ops.spec import Operation, OpSpec
+from jobctl.ops.catalog import OPERATIONS, TYPED_CONFIRM_OVER, OpInfo, needs_typed_count
+from jobctl.ops.core import breakdown_rows
+from jobctl.ops.request import OpRequest
+from jobctl.ops.spec import Operation
 
-__all__ = ["ActionRequest", "OPERATIONS", "TYPED_CONFIRM_OVER", "needs_typed_count", "PlanModal",
+__all__ = ["ActionRequest", "OPERATIONS", "OpInfo", "operation_bindings", "TYPED_CONFIRM_OVER", "needs_typed_count", "PlanModal",
            "RunModal", "ReasonModal"]
-
-#: Plans larger than this need the count typed to confirm.
-TYPED_CONFIRM_OVER = 1000
-
-
-@dataclass(frozen=True)
-class OpInfo:
-    """An operation the TUI offers: its key, source states and target."""
-
-    operation: Operation
-    key: str
-    sources: tuple[State, ...]
-    target: State | None
-    verb: str
-    destructive: bool = False
-
-
-#: Operation -> what the TUI needs to know about it.
-OPERATIONS: dict[Operation, OpInfo] = {
-    Operation.REQUEUE: OpInfo(Operation.REQUEUE, "U", (State.PROCESSING,), State.READY, "requeue"),
-    Operation.REDRIVE: OpInfo(Operation.REDRIVE, "R", (State.DEAD,), State.READY, "redrive"),
-    Operation.PROMOTE: OpInfo(Operation.PROMOTE, "P", (State.SCHEDULED,), State.READY, "promote"),
-    Operation.SUPPRESS: OpInfo(Operation.SUPPRESS, "S", (State.DEAD,), State.SUPPRESSED, "suppress"),
-    Operation.PURGE: OpInfo(Operation.PURGE, "X", (State.DEAD, State.SUPPRESSED), None, "purge",
-                            destructive=True),
-}
-
 
 @dataclass
 class ActionRequest:
@@ -65,7 +45,8 @@ class ActionRequest:
 
     ``scope`` says in words what it applies to ("triage group ...", "3
     selected jobs", "every stuck job"); ``filter_text`` ("" for none),
-    ``ids`` and ``stuck_only`` become the :class:`OpSpec`.
+    ``ids`` and ``stuck_only`` become the core's :class:`OpRequest`
+    (:meth:`request`).
     """
 
     operation: Operation
@@ -77,16 +58,20 @@ class ActionRequest:
     stuck_only: bool = False
     reason: str | None = None
 
-    def spec(self) -> OpSpec:
-        """The :class:`OpSpec`; raises FilterError for a bad filter text."""
-        flt = compile_filter(self.filter_text) if self.filter_text else MATCH_ALL
-        return OpSpec(self.operation, self.queue, self.source, OPERATIONS[self.operation].target,
-                      filter=flt, ids=self.ids, stuck_only=self.stuck_only, reason=self.reason)
+    def request(self, export_to: str | None = None) -> OpRequest:
+        """The core's :class:`OpRequest`; ``export_to``: where a purge
+        exports the jobs first (the CLI's ``--export-to``)."""
+        return OpRequest(self.operation, self.queue, source=self.source, filter_text=self.filter_text or None,
+                         ids=self.ids, stuck_only=self.stuck_only, reason=self.reason, export_to=export_to)
 
 
-def needs_typed_count(plan) -> bool:
-    """Large (> :data:`TYPED_CONFIRM_OVER`) or destructive (purge) plans."""
-    return plan.planned > TYPED_CONFIRM_OVER or OPERATIONS[plan.spec.operation].destructive
+def operation_bindings(**labels: str) -> list[Binding]:
+    """A screen's bindings of the operation keys (:data:`OPERATIONS`: ``U``
+    requeue, ``P`` promote, ``R`` redrive, ``S`` suppress, ``X`` purge), each
+    calling ``action_op(<operation>)``; ``labels`` overrides a footer label
+    by operation name (``requeue="requeue stuck"``)."""
+    return [Binding(i.key, f"op('{i.operation.value}')", labels.get(i.operation.value, i.verb))
+            for i in OPERATIONS.values() if i.key]
 
 
 def _plan_table(plan) -> Table:
@@ -94,11 +79,8 @@ def _plan_table(plan) -> Table:
     t.add_column("job type")
     t.add_column("error")
     t.add_column("jobs", justify="right")
-    for (jt, err), n in plan.breakdown.most_common(8):
-        t.add_row(jt, err, f"{n:,}")
-    if len(plan.breakdown) > 8:
-        rest = sum(n for _, n in plan.breakdown.most_common()[8:])
-        t.add_row("…", f"{len(plan.breakdown) - 8} more groups", f"{rest:,}")
+    for row in breakdown_rows(plan, 8):
+        t.add_row(*row)
     return t
 
 
@@ -124,11 +106,12 @@ class PlanModal(ModalScreen[bool]):
     BINDINGS = [Binding("escape", "cancel", "cancel")]
     AUTO_FOCUS = "#cancel"
 
-    def __init__(self, request: ActionRequest, plan) -> None:
+    def __init__(self, request: ActionRequest, prepared) -> None:
         super().__init__()
         self.request = request
-        self.plan = plan
-        self.typed_required = needs_typed_count(plan)
+        self.prepared = prepared
+        self.plan = prepared.plan
+        self.typed_required = prepared.typed_count
 
     def compose(self) -> ComposeResult:
         plan, req = self.plan, self.request
@@ -164,8 +147,10 @@ class PlanModal(ModalScreen[bool]):
                     extra.append(f"\n{len(plan.dangling):,} dangling id(s) without payload excluded "
                                  "(see jobctl check)", style="yellow")
                 if info.destructive:
-                    extra.append("\npurge deletes jobs for good (index entry and payload); there is no "
-                                 "export yet", style="bold red")
+                    where = Path(self.prepared.exported).name if self.prepared.exported else None
+                    extra.append("\npurge deletes jobs for good (index entry and payload); "
+                                 + (f"exported first to …/{where}: only those jobs, each if unchanged, are purged"
+                                    if where else "there is no export"), style="bold red")
                 yield Static(extra, id="plan-extra")
             if self.typed_required:
                 yield Input(placeholder=f"type {plan.planned:,} to confirm", id="typed")
@@ -264,9 +249,11 @@ class RunModal(ModalScreen):
     BINDINGS = [Binding("escape", "stop", "stop")]
     AUTO_FOCUS = "#stop"
 
-    def __init__(self, plan, *, autostart: bool = True) -> None:
+    def __init__(self, prepared, *, autostart: bool = True) -> None:
         super().__init__()
-        self.plan = plan
+        #: a :class:`~jobctl.ops.core.Prepared` (a bare Plan only for a static modal)
+        self.prepared = prepared
+        self.plan = getattr(prepared, "plan", prepared)
         self.autostart = autostart  # False: a static modal (snapshot tests)
         self.stop_event = threading.Event()
         self.done = 0
@@ -290,9 +277,9 @@ class RunModal(ModalScreen):
     def _apply(self) -> None:
         app = self.app
         try:
-            res = app.dash.run(self.plan, stop=self.stop_event.is_set,
-                               progress=lambda d, t: self.post_message(RunProgress(d, t)),
-                               rate=app.op_rate, batch=app.op_batch)
+            res = app.dash.apply(self.prepared, stop=self.stop_event.is_set,
+                                 progress=lambda d, t: self.post_message(RunProgress(d, t)),
+                                 rate=app.op_rate, batch=app.op_batch).result
         except BaseException as exc:  # noqa: BLE001 - reported by the UI thread
             self.post_message(RunFinished(error=exc))
             return

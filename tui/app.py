@@ -21,8 +21,8 @@ from textual.reactive import reactive
 from textual.screen import Screen
 
 from jobctl.dashboard import Dashboard, Snapshot
-from jobctl.errors import AuthFailed, ConnectionFailed, JobctlError
-from jobctl.filter import FilterError
+from jobctl.errors import AuthFailed, ConnectionFailed, JobctlError, ReadOnlyRefused
+from jobctl.ops.core import check_request
 from jobctl.ops.spec import Operation
 from jobctl.session import Session
 
@@ -62,6 +62,8 @@ class JobctlApp(App):
     jobs per second of operations (like the CLI's ``--rate``); ``op_batch``
     is the jobs per script call.  ``note`` is shown in the top bar (the
     demo says what it runs); ``exit_after`` quits after that many seconds.
+    ``export_root``: the folder a purge exports its jobs to first, one
+    subfolder per purge (default: ``<user data dir>/jobctl/exports``).
     Raises :class:`~jobctl.errors.ConfigError` for a bad SLO in the config.
     """
 
@@ -92,7 +94,8 @@ class JobctlApp(App):
 
     def __init__(self, session: Session, *, refresh_s: float = 2.0, clock: Callable[[], int] | None = None,
                  server_label: str | None = None, op_rate: float | None = None, op_batch: int | None = None,
-                 note: str = "", exit_after: float | None = None, history_len: int = 600) -> None:
+                 note: str = "", exit_after: float | None = None, history_len: int = 600,
+                 export_root: str | None = None) -> None:
         super().__init__()
         self.session = session
         self.dash = Dashboard(session, clock=clock, history_len=history_len)
@@ -104,6 +107,7 @@ class JobctlApp(App):
         self.op_rate = op_rate
         self.op_batch = op_batch
         self.exit_after = exit_after
+        self.export_root = export_root
         self.set_reactive(JobctlApp.refresh_s, max(MIN_REFRESH_S, float(refresh_s)))
         self.snapshot: Snapshot | None = None
         self.trouble_since_ms: int | None = None
@@ -274,9 +278,10 @@ class JobctlApp(App):
         in :class:`RunModal`; ``after()`` runs once it has been applied.
         Refused with a notice in read-only mode."""
         info = OPERATIONS[req.operation]
-        if self.read_only:
-            self.notify(f"{info.verb} refused: read-only mode (--read-only or the profile's read_only); "
-                        "nothing was changed", title="read-only", severity="error")
+        try:
+            self.session.require_writable(info.verb)  # before asking anything
+        except ReadOnlyRefused as exc:
+            self.notify(f"{exc}; nothing was changed", title="read-only", severity="error")
             return
         if req.source not in info.sources:
             srcs = " or ".join(s.value for s in info.sources)
@@ -290,33 +295,57 @@ class JobctlApp(App):
 
             self.push_screen(ReasonModal(req), got_reason)
             return
+        request = req.request(export_to=self._export_dir(req) if info.destructive else None)
         try:
-            spec = req.spec()
-        except FilterError as exc:
+            check_request(request, self.session)
+        except ReadOnlyRefused as exc:
+            self.notify(f"{exc}; nothing was changed", title="read-only", severity="error")
+            return
+        except JobctlError as exc:
             self.notify(str(exc), severity="error")
             return
         self.activity = f"planning {info.verb} …"
 
-        def planned(plan) -> None:
+        def planned(prepared) -> None:
             self.activity = ""
+            plan = prepared.plan
             if plan.planned == 0:
                 extra = ""
                 if plan.malformed:
                     extra = f" ({len(plan.malformed):,} malformed envelope(s) excluded)"
                 self.notify(f"{info.verb} {req.queue}: nothing to do, no job matches{extra}")
                 return
-            self.push_screen(PlanModal(req, plan), lambda ok: self._confirmed(ok, plan, after))
+            self.push_screen(PlanModal(req, prepared), lambda ok: self._confirmed(ok, prepared, after))
 
         def failed(_exc: BaseException) -> None:
             self.activity = ""
 
-        self.read(lambda: self.dash.plan(spec), planned, key="plan", failed=failed)
+        self.read(lambda: self.dash.prepare(request), planned, key="plan", failed=failed)
 
-    def _confirmed(self, ok: bool | None, plan, after) -> None:
+    def _export_dir(self, req: ActionRequest) -> str:
+        """A new folder under :attr:`export_root` for a purge's export
+        (``<queue>-<state>-<UTC stamp>``, ``-2``... when that one exists)."""
+        import time
+        from pathlib import Path
+
+        root = self.export_root
+        if root is None:
+            from platformdirs import user_data_dir
+
+            root = str(Path(user_data_dir("jobctl")) / "exports")
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(self.clock() / 1000))
+        base = Path(root) / f"{req.queue}-{req.source.value}-{stamp}"
+        path, n = base, 1
+        while path.exists():  # never reuse another purge's export
+            n += 1
+            path = base.with_name(f"{base.name}-{n}")
+        return str(path)
+
+    def _confirmed(self, ok: bool | None, prepared, after) -> None:
         if not ok:
-            self.notify(f"{plan.spec.operation.value} cancelled: nothing was changed")
+            self.notify(f"{prepared.plan.spec.operation.value} cancelled: nothing was changed")
             return
-        self.push_screen(RunModal(plan), lambda outcome: self._applied(outcome, after))
+        self.push_screen(RunModal(prepared), lambda outcome: self._applied(outcome, after))
 
     def _applied(self, outcome, after) -> None:
         res, error = outcome

@@ -18,6 +18,7 @@ from jobctl.dashboard import Level, QueueRow, Snapshot
 from jobctl.ops.spec import Operation
 
 from . import format as fmt
+from .actions import OPERATIONS, operation_bindings
 from .widgets import TopBar, TroubleBanner, VimTable
 
 __all__ = ["DashboardScreen", "COLUMNS"]
@@ -79,11 +80,7 @@ class DashboardScreen(Screen):
         Binding("enter", "open", "open queue", show=False),
         Binding("t", "triage", "triage"),
         Binding("slash", "filter", "filter", show=False),
-        Binding("U", "op('requeue')", "requeue stuck"),
-        Binding("P", "op('promote')", "promote"),
-        Binding("R", "op('redrive')", "redrive"),
-        Binding("S", "op('suppress')", "suppress"),
-        Binding("X", "op('purge')", "purge"),
+        *operation_bindings(requeue="requeue stuck"),
     ]
 
     def compose(self) -> ComposeResult:
@@ -121,7 +118,10 @@ class DashboardScreen(Screen):
             if r.status is not None:
                 for w in r.status.warnings:
                     notes.append(f"{r.name}: {w}\n", style="yellow")
-        notes.append("enter: open queue · t: triage · U/P/R/S/X: requeue stuck/promote/redrive/suppress/purge "
+        ops = [i for i in OPERATIONS.values() if i.key]
+        keys = "/".join(i.key for i in ops)
+        verbs = "/".join("requeue stuck" if i.operation is Operation.REQUEUE else i.verb for i in ops)
+        notes.append(f"enter: open queue · t: triage · {keys}: {verbs} "
                      "(whole queue, plan first) · p: pause · +/-: interval · ?: help · ctrl+p: commands",
                      style="dim")
         self.query_one("#dash-notes", Static).update(notes)

@@ -10,7 +10,13 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from jobctl.ops.catalog import OPERATIONS, TYPED_CONFIRM_OVER
+
 __all__ = ["HelpScreen", "KEYS"]
+
+#: The operation keys (jobctl.ops.catalog), e.g. "U P R S X".
+_OPS = [i for i in OPERATIONS.values() if i.key]
+_OP_KEYS = " ".join(i.key for i in _OPS)
 
 #: (section, [(keys, what)])
 KEYS: list[tuple[str, list[tuple[str, str]]]] = [
@@ -26,7 +32,7 @@ KEYS: list[tuple[str, list[tuple[str, str]]]] = [
     ("dashboard", [
         ("enter / l", "open the highlighted queue"),
         ("t", "triage view of its dead-letter queue"),
-        ("U P R S X", "requeue stuck / promote / redrive / suppress / purge, whole queue"),
+        (_OP_KEYS, " / ".join("requeue stuck" if i.verb == "requeue" else i.verb for i in _OPS) + ", whole queue"),
     ]),
     ("queue screen", [
         ("1 2 3 4 5", "overview, processing, triage, jobs, journal"),
@@ -36,17 +42,18 @@ KEYS: list[tuple[str, list[tuple[str, str]]]] = [
         ("space", "select / unselect a job (jobs and processing tabs)"),
         ("s", "jobs tab: next state (dead, ready, scheduled, processing, suppressed)"),
         ("c", "clear the filter and the selection"),
-        ("U P R S X", "on the highlighted triage group, else the selection, else the filter"),
+        (_OP_KEYS, "on the highlighted triage group, else the selection, else the filter"),
     ]),
     ("job inspector", [
         ("escape / h", "back"),
-        ("U P R S X", "this job"),
+        (_OP_KEYS, "this job"),
     ]),
     ("operations", [
         ("", "every operation shows its plan first (count, breakdown, sample ids); focus is on Cancel"),
-        ("", "over 1,000 jobs, or any purge: type the count to confirm"),
+        ("", f"over {TYPED_CONFIRM_OVER:,} jobs, or any purge: type the count to confirm"),
+        ("", "purge exports the jobs first (like jobctl purge --export-to), then purges exactly those"),
         ("", "it runs with a progress bar; Stop ends it after the current batch"),
-        ("", "same engine and journal as the CLI; read-only mode refuses with a notice"),
+        ("", "same operations core, engine and journal as the CLI; read-only mode refuses with a notice"),
     ]),
 ]
 

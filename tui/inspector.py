@@ -19,7 +19,7 @@ from jobctl.model import JobRecord
 from jobctl.ops.spec import Operation
 
 from . import format as fmt
-from .actions import OPERATIONS, ActionRequest
+from .actions import OPERATIONS, ActionRequest, operation_bindings
 from .widgets import TopBar, TroubleBanner
 
 __all__ = ["InspectorScreen", "hexdump", "facts_table", "RAW_LIMIT"]
@@ -95,11 +95,7 @@ class InspectorScreen(Screen):
         Binding("escape,h,q", "back", "back"),
         Binding("j", "scroll('down')", "down", show=False),
         Binding("k", "scroll('up')", "up", show=False),
-        Binding("U", "op('requeue')", "requeue"),
-        Binding("P", "op('promote')", "promote"),
-        Binding("R", "op('redrive')", "redrive"),
-        Binding("S", "op('suppress')", "suppress"),
-        Binding("X", "op('purge')", "purge"),
+        *operation_bindings(),
     ]
 
     DEFAULT_CSS = """

@@ -24,7 +24,7 @@ from jobctl.model import JobRecord, State
 from jobctl.ops.spec import Operation
 
 from . import format as fmt
-from .actions import OPERATIONS, ActionRequest
+from .actions import OPERATIONS, ActionRequest, operation_bindings
 from .widgets import FilterBar, TopBar, TroubleBanner, VimTable
 
 __all__ = ["QueueScreen", "TABS", "JOB_STATES"]
@@ -96,11 +96,7 @@ class QueueScreen(Screen):
         Binding("space", "toggle_select", "select", show=False),
         Binding("s", "cycle_state", "state", show=False),
         Binding("c", "clear", "clear", show=False),
-        Binding("U", "op('requeue')", "requeue"),
-        Binding("P", "op('promote')", "promote"),
-        Binding("R", "op('redrive')", "redrive"),
-        Binding("S", "op('suppress')", "suppress"),
-        Binding("X", "op('purge')", "purge"),
+        *operation_bindings(),
     ]
 
     DEFAULT_CSS = """

@@ -14,7 +14,6 @@ jobctl installed) and is the only function here that imports pyspark.
 
 from __future__ import annotations
 
-import re
 import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
+from ..vocabulary import TERMS, glob_regex
 
 __all__ = ["Rule", "RuleSet", "CLASSES", "load_rules", "default_rules_text", "glob_regex",
            "rule_index_column", "UNCLASSIFIED"]
@@ -30,8 +30,12 @@ __all__ = ["Rule", "RuleSet", "CLASSES", "load_rules", "default_rules_text", "gl
 CLASSES = ("retryable", "permanent", "expired-deadline", "bad-input", "needs-idempotency", "unclassified")
 UNCLASSIFIED = "unclassified"
 
-_GLOB_KEYS = {"error_code": "last_error_code", "error_message": "last_error_message",
-              "job_type": "job_type", "tenant": "tenant_id", "state": "state"}
+#: Glob condition keys -> export column: every spelling of a term of the
+#: shared vocabulary that has a rules key (``error_code``, ``error``,
+#: ``last_error_code``...; :data:`jobctl.vocabulary.TERMS`).
+_GLOB_KEYS = {s: t.column for t in TERMS if t.rule_key for s in t.spellings}
+#: Export column -> the key a rule is written back with (:meth:`Rule.to_json`).
+_RULE_KEY = {t.column: t.rule_key for t in TERMS if t.rule_key}
 _BOOL_KEYS = ("malformed", "has_idempotency_key", "deadline_passed", "attempts_exhausted", "redriven")
 _INT_KEYS = ("min_attempts",)
 _META_KEYS = ("name", "class", "redrive", "description")
@@ -58,9 +62,8 @@ class Rule:
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name, "class": self.cls, "redrive": self.redrive,
                                "description": self.description}
-        inverse = {v: k for k, v in _GLOB_KEYS.items()}
         for col, pats in self.globs.items():
-            out[inverse[col]] = list(pats)
+            out[_RULE_KEY[col]] = list(pats)
         if self.versions:
             out["job_version"] = list(self.versions)
         out.update(self.flags)
@@ -83,19 +86,6 @@ class RuleSet:
 def default_rules_text() -> str:
     """The shipped default rules file, as text."""
     return resources.files("jobctl.analyze").joinpath("rules.toml").read_text(encoding="utf-8")
-
-
-def glob_regex(pattern: str) -> str:
-    """A glob (``*``, ``?``) as an anchored regex, valid in Python and Java."""
-    out = []
-    for ch in pattern:
-        if ch == "*":
-            out.append(".*")
-        elif ch == "?":
-            out.append(".")
-        else:
-            out.append(re.escape(ch))
-    return "^(?:" + "".join(out) + ")$"
 
 
 def _strings(value: Any, where: str) -> tuple[str, ...]:
@@ -128,6 +118,8 @@ def _parse_rule(doc: Any, n: int, source: str) -> Rule:
         if key in _META_KEYS:
             continue
         if key in _GLOB_KEYS:
+            if _GLOB_KEYS[key] in globs:
+                raise UsageError(f"{where}, {key}: the same condition is given twice (aliases of one field)")
             globs[_GLOB_KEYS[key]] = _strings(value, f"{where}, {key}")
         elif key in _BOOL_KEYS:
             if not isinstance(value, bool):
@@ -143,7 +135,7 @@ def _parse_rule(doc: Any, n: int, source: str) -> Rule:
                 raise UsageError(f"{where}, {key}: expected an integer")
             min_attempts = value
         else:
-            known = ", ".join((*_META_KEYS, *_GLOB_KEYS, "job_version", *_BOOL_KEYS, *_INT_KEYS))
+            known = ", ".join((*_META_KEYS, *_RULE_KEY.values(), "job_version", *_BOOL_KEYS, *_INT_KEYS))
             raise UsageError(f"{where}: unknown key {key!r} (known: {known})")
     return Rule(name=name, cls=cls, redrive=redrive, description=description, globs=globs,
                 versions=versions, flags=flags, min_attempts=min_attempts)
@@ -191,7 +183,7 @@ def _condition(rule: Rule, snapshot_ms: int):
 
     conds = []
     for col, patterns in rule.globs.items():
-        regex = "|".join(glob_regex(p) for p in patterns)
+        regex = glob_regex(*patterns)
         conds.append(F.col(col).rlike(regex))
     if rule.versions:
         conds.append(F.col("job_version").isin(list(rule.versions)))

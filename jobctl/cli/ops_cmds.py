@@ -17,9 +17,9 @@ import click
 
 from ..durations import parse_duration
 from ..errors import UsageError
-from ..exitcodes import ExitCode
 from ..model import State
-from ..ops.spec import Operation, OpSpec
+from ..ops.request import OpRequest
+from ..ops.spec import Operation
 from ..session import Session
 from . import render
 
@@ -54,12 +54,6 @@ def _duration(value: str | None, what: str) -> int:
         return parse_duration(value)
     except UsageError as exc:
         raise UsageError(f"{what}: {exc}") from None
-
-
-def _compile(filter_text: str | None):
-    from ..filter import MATCH_ALL, compile_filter
-
-    return MATCH_ALL if filter_text is None else compile_filter(filter_text)
 
 
 class _StopFlag:
@@ -134,10 +128,10 @@ def _print_plan(plan, as_json: bool) -> None:
         t.add_column("job type")
         t.add_column("error")
         t.add_column("jobs", justify="right")
-        for (jt, err), n in plan.breakdown.most_common(20):
-            t.add_row(jt, err, f"{n:,}")
-        if len(plan.breakdown) > 20:
-            t.add_row("…", f"{len(plan.breakdown) - 20} more groups", "")
+        from ..ops.core import breakdown_rows
+
+        for row in breakdown_rows(plan, 20):
+            t.add_row(*row)
         con.print(t)
     if plan.planned:
         con.print("sample ids: " + ", ".join(plan.sample_ids()))
@@ -155,62 +149,69 @@ def _print_plan(plan, as_json: bool) -> None:
                     f"e.g. {', '.join(list(plan.fence_skipped)[:5])}")
 
 
-def _confirm(plan, yes: bool) -> None:
-    if yes:
-        return
-    if not sys.stdin.isatty():
-        raise UsageError(f"refusing to {plan.spec.operation.value} {plan.planned:,} job(s) without --yes "
-                         "(stdin is not a terminal)")
-    if not click.confirm(f"{plan.describe()}. Proceed?", default=False, err=True):
-        raise click.exceptions.Abort()
-
-
-def execute(session: Session, spec: OpSpec, *, dry_run: bool, yes: bool, as_json: bool,
-            rate: float | None, batch: int) -> int:
-    """Plan, confirm, apply, journal and report ``spec``; returns the exit code."""
-    from ..ops.engine import run_plan
-
-    if not dry_run:
-        session.require_writable(spec.operation.value)
-    with session.errors():
-        layout = session.layout(spec.queue)
-        plan = layout.plan(spec)
-    if spec.fence is not None:  # whatever the layout: never an id outside the fence
-        plan.jobs = [j for j in plan.jobs if j.job_id in spec.fence]
-    _print_plan(plan, as_json)
-    if dry_run:
-        res = run_plan(layout, plan, dry_run=True, journal=False)
-        if as_json:
-            render.print_json({**res.to_json(), "plan": plan.to_json()})
-        return int(ExitCode.OK)
-    if plan.planned == 0:
-        if as_json:
-            render.print_json({**run_plan(layout, plan, dry_run=False, journal=False).to_json(),
-                               "plan": plan.to_json()})
+def _confirm(yes: bool):
+    """The CLI's answer to the core's confirmation: ``--yes``, else a prompt
+    on a terminal (the planned count typed when the core asks for it)."""
+    def confirm(prepared) -> bool:
+        plan = prepared.plan
+        if yes:
+            return True
+        if not sys.stdin.isatty():
+            raise UsageError(f"refusing to {plan.spec.operation.value} {plan.planned:,} job(s) without --yes "
+                             "(stdin is not a terminal)")
+        if prepared.typed_count:
+            typed = click.prompt(f"{plan.describe()}. Type {plan.planned:,} to proceed", default="",
+                                 show_default=False, err=True)
+            ok = typed.replace(",", "").replace("_", "").strip() == str(plan.planned)
         else:
-            render.note("nothing to do: no job matches")
-        return int(ExitCode.PARTIAL if plan.fence_skipped else ExitCode.OK)
-    _confirm(plan, yes)
-    progress_cb, finish = _progress(plan.planned, enabled=not as_json)
-    with _StopFlag() as stop:
-        try:
-            res = run_plan(layout, plan, rate=rate, batch=batch, stop=stop.flag.is_set,
-                           progress=progress_cb, target=session.target, argv=invocation())
-        finally:
-            finish()
-    for p in res.journal_problems:
+            ok = click.confirm(f"{plan.describe()}. Proceed?", default=False, err=True)
+        if not ok:
+            raise click.exceptions.Abort()
+        return True
+
+    return confirm
+
+
+def execute(session: Session, req: OpRequest, *, yes: bool, as_json: bool, rate: float | None,
+            batch: int | None) -> int:
+    """Run ``req`` through :class:`jobctl.ops.core.OperationCore` (plan,
+    confirm, apply, journal) and report it; returns the exit code."""
+    from ..ops.core import OperationCore
+
+    core = OperationCore(session)
+    progress = {"cb": None, "finish": lambda: None}
+    stopper = _StopFlag()
+    ask = _confirm(yes)
+
+    def confirm(prepared) -> bool:
+        ok = ask(prepared)
+        stopper.__enter__()  # Ctrl-C while applying: stop after the current batch
+        return ok
+
+    def run_progress(done: int, total: int) -> None:
+        if progress["cb"] is None:
+            progress["cb"], progress["finish"] = _progress(total, enabled=not as_json)
+            progress["cb"] = progress["cb"] or (lambda *_: None)
+        progress["cb"](done, total)
+
+    try:
+        out = core.run(req, confirm=confirm, show=lambda p: _print_plan(p.plan, as_json), note=render.note,
+                       stop=stopper.flag.is_set, progress=run_progress, rate=rate, batch=batch, argv=invocation())
+    finally:
+        progress["finish"]()
+        stopper.__exit__(None, None, None)
+    for p in out.problems:
         render.note(f"warning: {p}")
+    res = out.result
     if as_json:
-        render.print_json({**res.to_json(), "plan": plan.to_json()})
-    else:
-        reasons = ", ".join(f"{k}: {v:,}" for k, v in res.skipped_reasons.items())
-        click.echo(f"{res.operation} {res.queue}: planned {res.planned:,}, moved {res.moved:,}, "
-                   f"skipped {res.skipped:,}{f' ({reasons})' if reasons else ''}, failed {res.failed:,}"
+        render.print_json(out.to_json())
+    elif out.status == "nothing":
+        render.note("nothing to do: no job matches")
+    elif out.status == "applied":
+        click.echo(f"{out.summary()}"
                    f"{' (interrupted: run the same command again to finish)' if res.interrupted else ''}"
                    f"  [{res.operation_id}]")
-    if res.interrupted:
-        return int(ExitCode.INTERRUPTED)
-    return int(ExitCode.PARTIAL if (res.skipped or res.failed) else ExitCode.OK)
+    return int(out.exit_code)
 
 
 def _progress(total: int, enabled: bool):
@@ -241,11 +242,9 @@ def requeue(session: Session, queue, stuck, ids, priority, filter_text, limit, r
     A job moves only if its visibility deadline is still the one the plan saw:
     a worker that acked, failed or renewed it in the meantime is left alone.
     """
-    if not stuck and not ids:
-        raise UsageError("requeue needs --stuck or --ids")
-    spec = OpSpec(Operation.REQUEUE, queue, State.PROCESSING, State.READY, filter=_compile(filter_text),
-                  ids=tuple(ids), stuck_only=stuck, limit=limit, priority=priority)
-    return execute(session, spec, dry_run=dry_run, yes=yes, as_json=as_json, rate=rate, batch=batch)
+    req = OpRequest(Operation.REQUEUE, queue, filter_text=filter_text, ids=tuple(ids), stuck_only=stuck,
+                    limit=limit, priority=priority, dry_run=dry_run)
+    return execute(session, req, yes=yes, as_json=as_json, rate=rate, batch=batch)
 
 
 @click.command()
@@ -270,17 +269,10 @@ def redrive(session: Session, queue, filter_text, ids, to, delay, reset_attempts
     back to the DLQ at once instead of starting a new retry storm.
     Malformed envelopes are never redriven.
     """
-    if delay and to != "scheduled":
-        raise UsageError("--delay needs --to scheduled")
-    if plan_file and ids:
-        raise UsageError("--plan and --ids exclude each other")
-    from ..export.fence import read_redrive_plan
-
-    spec = OpSpec(Operation.REDRIVE, queue, State.DEAD, State(to), filter=_compile(filter_text),
-                  ids=tuple(ids), limit=limit, delay_ms=_duration(delay, "--delay"),
-                  reset_attempts=reset_attempts, priority=priority,
-                  fence=read_redrive_plan(plan_file, queue) if plan_file else None)
-    return execute(session, spec, dry_run=dry_run, yes=yes, as_json=as_json, rate=rate, batch=batch)
+    req = OpRequest(Operation.REDRIVE, queue, target=State(to), filter_text=filter_text, ids=tuple(ids),
+                    limit=limit, delay_ms=_duration(delay, "--delay"), reset_attempts=reset_attempts,
+                    priority=priority, plan_file=plan_file, dry_run=dry_run)
+    return execute(session, req, yes=yes, as_json=as_json, rate=rate, batch=batch)
 
 
 @click.command()
@@ -293,9 +285,9 @@ def redrive(session: Session, queue, filter_text, ids, to, delay, reset_attempts
 def promote(session: Session, queue, filter_text, ids, priority, limit, rate, batch, dry_run, yes,
             as_json) -> int:
     """Move scheduled jobs to ready now."""
-    spec = OpSpec(Operation.PROMOTE, queue, State.SCHEDULED, State.READY, filter=_compile(filter_text),
-                  ids=tuple(ids), limit=limit, priority=priority)
-    return execute(session, spec, dry_run=dry_run, yes=yes, as_json=as_json, rate=rate, batch=batch)
+    req = OpRequest(Operation.PROMOTE, queue, filter_text=filter_text, ids=tuple(ids), limit=limit,
+                    priority=priority, dry_run=dry_run)
+    return execute(session, req, yes=yes, as_json=as_json, rate=rate, batch=batch)
 
 
 @click.command()
@@ -306,11 +298,9 @@ def promote(session: Session, queue, filter_text, ids, priority, limit, rate, ba
 @pass_session
 def suppress(session: Session, queue, filter_text, reason, limit, rate, batch, dry_run, yes, as_json) -> int:
     """Move dead jobs to suppressed: kept for audit, excluded from redrive and DLQ alerts."""
-    if not reason.strip():
-        raise UsageError("--reason must not be empty")
-    spec = OpSpec(Operation.SUPPRESS, queue, State.DEAD, State.SUPPRESSED, filter=_compile(filter_text),
-                  limit=limit, reason=reason)
-    return execute(session, spec, dry_run=dry_run, yes=yes, as_json=as_json, rate=rate, batch=batch)
+    req = OpRequest(Operation.SUPPRESS, queue, filter_text=filter_text, limit=limit, reason=reason,
+                    dry_run=dry_run)
+    return execute(session, req, yes=yes, as_json=as_json, rate=rate, batch=batch)
 
 
 @click.command()
@@ -320,9 +310,8 @@ def suppress(session: Session, queue, filter_text, reason, limit, rate, batch, d
 @pass_session
 def unsuppress(session: Session, queue, filter_text, limit, rate, batch, dry_run, yes, as_json) -> int:
     """Move suppressed jobs back to the dead-letter queue."""
-    spec = OpSpec(Operation.UNSUPPRESS, queue, State.SUPPRESSED, State.DEAD, filter=_compile(filter_text),
-                  limit=limit)
-    return execute(session, spec, dry_run=dry_run, yes=yes, as_json=as_json, rate=rate, batch=batch)
+    req = OpRequest(Operation.UNSUPPRESS, queue, filter_text=filter_text, limit=limit, dry_run=dry_run)
+    return execute(session, req, yes=yes, as_json=as_json, rate=rate, batch=batch)
 
 
 @click.command()
@@ -346,29 +335,10 @@ def purge(session: Session, queue, state, older_than, filter_text, no_export, ex
     `jobctl export` does; an export already in DIR is used), then exactly the
     exported ids are purged, each only if unchanged since the export.
     """
-    if no_export and export_to:
-        raise UsageError("--no-export and --export-to exclude each other")
-    if export_to and limit is not None:
-        raise UsageError("--limit cannot be combined with --export-to: the export holds every matching job, "
-                         "and the purge removes exactly what it holds")
-    if not no_export and not export_to and not dry_run:
-        raise UsageError("purge deletes jobs for good: pass --export-to DIR to export them first, "
-                         "or --no-export to confirm you do not need an export")
-    text = filter_text
-    if older_than:
-        ms = _duration(older_than, "--older-than")
-        clause = f"dead_for >= {ms}ms"
-        text = clause if not text else f"({text}) and {clause}"
-    fence = None
-    if export_to:  # export, then purge exactly the exported ids (jobctl.export.fence)
-        from ..export.fence import export_fence
-
-        if not dry_run:
-            session.require_writable("purge")
-        fence = export_fence(session, queue, State(state), text, export_to, fmt=export_format, dry_run=dry_run,
-                             note=render.note)
-    spec = OpSpec(Operation.PURGE, queue, State(state), None, filter=_compile(text), limit=limit, fence=fence)
-    return execute(session, spec, dry_run=dry_run, yes=yes, as_json=as_json, rate=rate, batch=batch)
+    req = OpRequest(Operation.PURGE, queue, source=State(state), filter_text=filter_text, limit=limit,
+                    older_than_ms=_duration(older_than, "--older-than") or None, export_to=export_to,
+                    export_format=export_format, no_export=no_export, dry_run=dry_run)
+    return execute(session, req, yes=yes, as_json=as_json, rate=rate, batch=batch)
 
 
 COMMANDS = [requeue, redrive, promote, suppress, unsuppress, purge]

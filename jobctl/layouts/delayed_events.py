@@ -59,7 +59,7 @@ from typing import Any
 import orjson
 
 from ..errors import ConfigError, DataError, NotFound
-from ..keys import DelayedEventsKeys, delayed_event_member, split_delayed_event_member
+from ..keys import DELAYED_EVENTS_ZSET, DelayedEventsKeys, delayed_event_member, split_delayed_event_member
 from ..model import Envelope, JobRecord, QueueStatus, State
 from ..ops.plan import Plan, PlannedJob, payload_sha1
 from ..ops.result import BatchResult
@@ -577,9 +577,9 @@ def recognize(keys: dict[str, bytes], client=None) -> list[tuple[Any, list[str]]
 
     out = []
     for key, typ in sorted(keys.items()):
-        if typ != b"zset" or not key.endswith("delayed_events"):
+        if typ != b"zset" or not key.endswith(DELAYED_EVENTS_ZSET):
             continue
-        prefix = key[: -len("delayed_events")]
+        prefix = key[: -len(DELAYED_EVENTS_ZSET)]
         k = DelayedEventsKeys(prefix)
         if keys.get(k.events) != b"hash":
             continue

@@ -40,7 +40,7 @@ import orjson
 
 from ..config import QueueConfig
 from ..errors import DataError, NotFound
-from ..keys import HASH_JOB_KEY_RE, HashJobKeys
+from ..keys import HASH_JOB_KEY_RE, HASH_JOB_LIST_SUFFIXES, HashJobKeys
 from ..model import Envelope, JobRecord, QueueStatus, State
 from .base import ListStatesLayout, now_ms
 from .common import status_replies, suppression_info, text, wrongtype_errors
@@ -399,7 +399,7 @@ class HashJob(ListStatesLayout):
 
 # -- discovery ------------------------------------------------------------------
 
-_LIST_SUFFIXES = ("pending", "processing", "completed", "failed")
+_LIST_SUFFIXES = HASH_JOB_LIST_SUFFIXES
 
 
 def recognize(keys: dict[str, bytes], *, client=None, rejected: list[str] | None = None

@@ -44,7 +44,7 @@ import orjson
 
 from ..config import QueueConfig
 from ..errors import DataError, NotFound
-from ..keys import JSON_LIST_DEFAULT_PREFIX, JsonListKeys
+from ..keys import JSON_LIST_DEFAULT_PREFIX, JSON_LIST_SUFFIX_TYPES, JsonListKeys
 from ..model import Envelope, JobRecord, QueueStatus, State
 from .base import ListStatesLayout, now_ms
 from .common import json_object, status_replies, suppression_info, text, wrongtype_errors
@@ -363,8 +363,7 @@ class JsonList(ListStatesLayout):
 
 # -- discovery ------------------------------------------------------------------
 
-_SUFFIX_TYPES = {":pending": b"list", ":processing": b"list", ":dead": b"list",
-                 ":processing:times": b"zset", ":attempts": b"hash", ":errors": b"hash"}
+_SUFFIX_TYPES = JSON_LIST_SUFFIX_TYPES
 
 
 def recognize(keys: dict[str, bytes], *, client=None, rejected: list[str] | None = None

@@ -17,51 +17,30 @@ from collections.abc import Callable, Iterable
 from ..errors import NotFound, UsageError
 from ..model import JobRecord, State
 from ..ops.plan import Plan, PlannedJob, payload_sha1
-from ..ops.spec import Operation, OpSpec
+from ..ops.spec import OpSpec
 from .common import check_transition
 
 __all__ = ["plan_from_walk", "plan_by_payload", "records_by_ids", "require_requeue_scope", "refuse_priority",
            "check_operation", "breakdown_key", "shard_index", "TRANSITIONS_WITH_SCHEDULED",
            "TRANSITIONS_WITHOUT_SCHEDULED"]
 
-#: ``(operation, source) -> allowed targets`` (``None``: purge) of a layout
-#: with ready, scheduled, processing, dead and suppressed states
-#: (reliable-list, stream-group).
-TRANSITIONS_WITH_SCHEDULED: dict[tuple[Operation, State], tuple[State | None, ...]] = {
-    (Operation.REQUEUE, State.PROCESSING): (State.READY,),
-    (Operation.REDRIVE, State.DEAD): (State.READY, State.SCHEDULED),
-    (Operation.PROMOTE, State.SCHEDULED): (State.READY,),
-    (Operation.SUPPRESS, State.DEAD): (State.SUPPRESSED,),
-    (Operation.UNSUPPRESS, State.SUPPRESSED): (State.DEAD,),
-    (Operation.PURGE, State.DEAD): (None,),
-    (Operation.PURGE, State.SUPPRESSED): (None,),
-}
-
-#: The same for a layout without a scheduled state (hash-job, json-list):
-#: no promote, redrive only to ready.
-TRANSITIONS_WITHOUT_SCHEDULED: dict[tuple[Operation, State], tuple[State | None, ...]] = {
-    (Operation.REQUEUE, State.PROCESSING): (State.READY,),
-    (Operation.REDRIVE, State.DEAD): (State.READY,),
-    (Operation.SUPPRESS, State.DEAD): (State.SUPPRESSED,),
-    (Operation.UNSUPPRESS, State.SUPPRESSED): (State.DEAD,),
-    (Operation.PURGE, State.DEAD): (None,),
-    (Operation.PURGE, State.SUPPRESSED): (None,),
-}
+#: Transitions are facts of the operations core (one place): re-exported here.
+from ..ops.catalog import TRANSITIONS_WITH_SCHEDULED, TRANSITIONS_WITHOUT_SCHEDULED, group_key  # noqa: E402
+from ..ops.catalog import require_requeue_scope as _requeue_scope  # noqa: E402
 
 
 def breakdown_key(rec: JobRecord) -> tuple[str, str]:
     """``(job type, error)`` of a plan's breakdown: the envelope's type and
-    last error code, else its last error message (first 40 characters)."""
-    env = rec.envelope
-    err = env.last_error_code or (env.last_error_message[:40] if env.last_error_message else None)
-    return env.job_type or "?", err or "-"
+    last error code, else its last error message (first 40 characters): the
+    triage's key (:func:`jobctl.ops.catalog.group_key`), ``"?"``/``"-"`` when missing."""
+    job_type, err = group_key(rec.envelope)
+    return job_type or "?", err or "-"
 
 
 def require_requeue_scope(spec: OpSpec) -> None:
     """Requeue touches claimed jobs: it needs ``--stuck`` or ``--ids``
     (raises :class:`UsageError`)."""
-    if spec.operation is Operation.REQUEUE and not spec.stuck_only and not spec.ids:
-        raise UsageError("requeue needs --stuck or --ids")
+    _requeue_scope(spec)  # the rule lives in jobctl.ops.catalog
 
 
 def refuse_priority(layout_name: str, spec: OpSpec) -> None:

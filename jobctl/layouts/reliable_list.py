@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import DataError
-from ..keys import ReliableListKeys, shard_tags
+from ..keys import RELIABLE_LIST_SUFFIX_TYPES, ReliableListKeys, shard_tags
 from ..model import JobRecord, QueueStatus, State, parse_envelope
 from ..ops.lease import redrive_record
 from .base import Layout, now_ms
@@ -352,14 +352,7 @@ _SORT_KEYS = {
 # -- discovery (jobctl.discovery calls this; moved here from discovery.py) ----------
 
 #: Reliable-list state-key suffixes and the Redis type each must have.
-_EXPECTED_TYPE = {
-    "ready": b"list",
-    "processing": b"list",
-    "processing:deadline": b"zset",
-    "scheduled": b"zset",
-    "dead": b"list",
-    "jobctl:suppressed": b"zset",
-}
+_EXPECTED_TYPE = RELIABLE_LIST_SUFFIX_TYPES
 
 
 def _looks_like_id(value: bytes | None) -> bool:
@@ -383,12 +376,9 @@ def recognize(keys: dict[str, bytes], client=None,
     section 20) when no plain ``<name>`` tag exists; ``ready:pN`` lists give
     the priority count (section 18).
     """
-    import re
-
     from ..config import QueueConfig
     from ..keys import RELIABLE_LIST_KEY_RE, split_shard_tag
-
-    priority_re = re.compile(r"^ready:p(\d+)$")
+    from ..keys import RELIABLE_LIST_PRIORITY_SUFFIX_RE as priority_re
     tags: dict[str, dict[str, str]] = {}  # tag -> suffix -> key
     for key, typ in keys.items():
         m = RELIABLE_LIST_KEY_RE.match(key)

@@ -44,7 +44,7 @@ from typing import Any
 import orjson
 
 from ..errors import ConfigError, DataError
-from ..keys import STREAM_GROUP_KEY_RE, StreamGroupKeys, shard_tags, split_shard_tag
+from ..keys import STREAM_GROUP_KEY_RE, ReliableListKeys, StreamGroupKeys, shard_tags, split_shard_tag
 from ..model import Envelope, JobRecord, QueueStatus, State, parse_envelope
 from ..ops.plan import Plan, PlannedJob, payload_sha1
 from ..ops.result import BatchResult
@@ -824,8 +824,9 @@ def recognize(keys: dict[str, bytes], client=None) -> list[tuple[Any, list[str]]
                 continue  # no consumer group: nobody works this stream
             names = [text(g.get("name", b"")) for g in infos]
             group = DEFAULT_GROUP if DEFAULT_GROUP in names else names[0]
-        rl_lists = any(keys.get(f"queue:{{{tag}}}:{s}") == b"list" for s in ("ready", "processing")) or \
-            any(key.startswith(f"queue:{{{tag}}}:ready:p") for key in keys)
+        rk = ReliableListKeys(tag)
+        rl_lists = any(keys.get(x) == b"list" for x in (rk.ready, rk.processing)) or \
+            any(key.startswith(rk.ready_priority_pattern[:-1]) for key in keys)
         dead_kind = "stream" if keys.get(k.dead_stream) == b"stream" else "list"
         if keys.get(k.dead_stream) == b"stream":
             evidence.append(k.dead_stream)

@@ -8,11 +8,13 @@ fields, README "The status --json contract") with numbers and durations::
     not (scheduled_overdue > 0 or stuck > 0)
     out.planned == 0          # a field of the step's last command's JSON output
 
-Grammar: comparisons ``A OP B`` (``OP``: ``== = != < <= > >=``) joined by
-``and``, ``or``, ``not`` and parentheses (``not`` > ``and`` > ``or``).  An
-operand is a field name, a number (``3``, ``2.5``), a duration (``500ms``,
-``30s``, ``5m``, ``1h30m``: :func:`jobctl.durations.parse_duration`, in
-milliseconds), or ``true``, ``false``, ``null``.
+Grammar: the filter language's (:mod:`jobctl.filter.grammar`, one grammar
+for both; conditions also spell ``=`` as ``==``): clauses ``FIELD OP
+VALUE`` (``OP``: ``= == != < <= > >=``) joined by
+``and``, ``or``, ``not`` and parentheses (``not`` > ``and`` > ``or``).  A
+value is a number (``3``, ``2.5``), a duration (``500ms``, ``30s``, ``5m``,
+``1h30m``: :func:`jobctl.durations.parse_duration`, in milliseconds), a
+quoted string, or ``true``, ``false``, ``null``.
 
 Names: every numeric field of the status document (:data:`STATUS_FIELDS`),
 the short aliases of :data:`ALIASES` (``oldest_ready_age`` is
@@ -28,7 +30,6 @@ with the column.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -57,51 +58,17 @@ ALIASES: dict[str, str] = {
 #: Ages that are ``null`` when nothing waits: read as 0.
 _ZERO_WHEN_NULL = frozenset({"oldest_ready_age_ms", "scheduled_overdue_max_age_ms"})
 
-_TOKEN = re.compile(r"""
-    (?P<ws>\s+)
-  | (?P<lp>\()
-  | (?P<rp>\))
-  | (?P<op>==|!=|<=|>=|=|<|>)
-  | (?P<dur>(?:\d+(?:\.\d+)?(?:ms|w|d|h|m|s))+)(?![A-Za-z0-9_.])
-  | (?P<num>-?\d+(?:\.\d+)?)(?![A-Za-z0-9_])
-  | (?P<name>[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+)*)
-""", re.VERBOSE)
-
 _OPS: dict[str, Callable[[Any, Any], bool]] = {
     "==": lambda a, b: a == b, "=": lambda a, b: a == b, "!=": lambda a, b: a != b,
     "<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b,
 }
+_WORDS = {"true": True, "false": False, "null": None}
 
 _MISSING = object()
 
 
 class ConditionError(UsageError):
     """A condition that does not parse or names an unknown field."""
-
-
-@dataclass(frozen=True)
-class _Tok:
-    kind: str
-    text: str
-    pos: int
-
-
-def _tokens(text: str) -> list[_Tok]:
-    out: list[_Tok] = []
-    pos = 0
-    while pos < len(text):
-        m = _TOKEN.match(text, pos)
-        if m is None:
-            raise ConditionError(f"condition {text!r}: unexpected {text[pos]!r} at column {pos + 1}")
-        kind = m.lastgroup or ""
-        if kind != "ws":
-            word = m.group(0)
-            if kind == "name" and word.lower() in ("and", "or", "not", "true", "false", "null"):
-                kind = word.lower()
-            out.append(_Tok(kind, word, pos))
-        pos = m.end()
-    out.append(_Tok("end", "", len(text)))
-    return out
 
 
 def _resolve(name: str, text: str, pos: int) -> str:
@@ -119,87 +86,81 @@ Evaluator = Callable[[Mapping[str, Any]], bool]
 Operand = Callable[[Mapping[str, Any]], Any]
 
 
-class _Parser:
+class _Compiler:
+    """The filter language's parse tree -> an evaluator over status values."""
+
     def __init__(self, text: str) -> None:
         self.text = text
-        self.toks = _tokens(text)
-        self.i = 0
         self.names: list[str] = []
 
-    def peek(self) -> _Tok:
-        return self.toks[self.i]
+    def fail(self, what: str, pos: int) -> ConditionError:
+        return ConditionError(f"condition {self.text!r}: {what} at column {pos + 1}")
 
-    def take(self, *kinds: str) -> _Tok:
-        tok = self.toks[self.i]
-        if tok.kind not in kinds:
-            want = " or ".join(kinds)
-            got = repr(tok.text) if tok.text else "the end"
-            raise ConditionError(f"condition {self.text!r}: expected {want} at column {tok.pos + 1}, got {got}")
-        self.i += 1
-        return tok
-
-    def parse(self) -> Evaluator:
-        ev = self.or_()
-        self.take("end")
-        return ev
-
-    def or_(self) -> Evaluator:
-        parts = [self.and_()]
-        while self.peek().kind == "or":
-            self.i += 1
-            parts.append(self.and_())
-        return parts[0] if len(parts) == 1 else (lambda v, ps=tuple(parts): any(p(v) for p in ps))
-
-    def and_(self) -> Evaluator:
-        parts = [self.not_()]
-        while self.peek().kind == "and":
-            self.i += 1
-            parts.append(self.not_())
-        return parts[0] if len(parts) == 1 else (lambda v, ps=tuple(parts): all(p(v) for p in ps))
-
-    def not_(self) -> Evaluator:
-        if self.peek().kind == "not":
-            self.i += 1
-            inner = self.not_()
+    def expr(self, node) -> Evaluator:
+        data = node.data
+        if data in ("or_", "and_"):
+            left, right = self.expr(node.children[0]), self.expr(node.children[2])
+            if data == "or_":
+                return lambda v: left(v) or right(v)
+            return lambda v: left(v) and right(v)
+        if data == "not_":
+            inner = self.expr(node.children[1])
             return lambda v: not inner(v)
-        if self.peek().kind == "lp":
-            self.i += 1
-            inner = self.or_()
-            self.take("rp")
-            return inner
-        return self.comparison()
+        if data == "group":
+            return self.expr(node.children[1])
+        return self.comparison(node)
 
-    def operand(self) -> Operand:
-        tok = self.take("name", "num", "dur", "true", "false", "null")
-        if tok.kind == "name":
-            name = _resolve(tok.text, self.text, tok.pos)
-            self.names.append(name)
-            return lambda v: v.get(name, _MISSING)
-        if tok.kind == "num":
-            value: Any = float(tok.text) if "." in tok.text else int(tok.text)
-        elif tok.kind == "dur":
-            value = parse_duration(tok.text)
-        else:
-            value = {"true": True, "false": False, "null": None}[tok.kind]
-        return lambda v, value=value: value
+    def name(self, field) -> str:
+        first = field.children[0]
+        parts, end = [str(first)], first.end_pos
+        for step in field.children[1:]:
+            toks = step.children
+            if step.data != "key_step":
+                raise self.fail("a [...] step in a field name", toks[0].start_pos or 0)
+            if toks[0].start_pos != end or toks[1].start_pos != toks[0].end_pos:
+                raise self.fail("a space inside a field name", end or 0)
+            parts.append(str(toks[1]))
+            end = toks[1].end_pos
+        name = ".".join(parts)
+        return _resolve(name, self.text, first.start_pos or 0)
 
-    def comparison(self) -> Evaluator:
-        left = self.operand()
-        op = self.take("op").text
-        right = self.operand()
+    def value(self, tok) -> Any:
+        kind, raw = tok.type, str(tok)
+        if kind == "NUMBER":
+            return float(raw) if any(c in raw for c in ".eE") else int(raw)
+        if kind == "DURATION":
+            return parse_duration(raw)
+        if kind == "WORD" and raw.lower() in _WORDS:
+            return _WORDS[raw.lower()]
+        if kind == "STRING":
+            from ..filter.grammar import _unescape
+
+            return _unescape(self.text, raw, tok.start_pos or 0)
+        raise self.fail(f"expected a number, a duration, true, false or null, got {raw!r}", tok.start_pos or 0)
+
+    def comparison(self, node) -> Evaluator:
+        field, op_node, value_node = node.children
+        name = self.name(field)
+        op_tok = op_node.children[0]
+        op = str(op_tok)
+        if op not in _OPS:
+            raise self.fail(f"operator {op!r} does not apply to conditions (use = == != < <= > >=)",
+                            op_tok.start_pos or 0)
+        value = self.value(value_node.children[0])
+        self.names.append(name)
         fn = _OPS[op]
         eq = op in ("==", "=", "!=")
 
         def ev(values: Mapping[str, Any]) -> bool:
-            a, b = left(values), right(values)
-            if a is _MISSING or b is _MISSING:
+            a = values.get(name, _MISSING)
+            if a is _MISSING:
                 return op == "!="
-            if a is None or b is None:
-                return fn(a, b) if eq else False
-            if isinstance(a, bool) != isinstance(b, bool) and not eq:
+            if a is None or value is None:
+                return fn(a, value) if eq else False
+            if isinstance(a, bool) != isinstance(value, bool) and not eq:
                 return False
             try:
-                return bool(fn(a, b))
+                return bool(fn(a, value))
             except TypeError:
                 return op == "!="
 
@@ -240,12 +201,21 @@ class Condition:
 
 
 def compile_condition(text: str) -> Condition:
-    """Parse ``text``; raises :class:`ConditionError`."""
+    """Parse ``text`` with the filter language's parser; raises
+    :class:`ConditionError` (one line, with the column)."""
+    from ..filter import FilterError
+    from ..filter.grammar import _parse
+
     if not text.strip():
         raise ConditionError("empty condition")
-    p = _Parser(text)
-    ev = p.parse()
-    return Condition(text, tuple(p.names), ev)
+    try:
+        tree = _parse(text, "start", dialect="condition")
+    except FilterError as exc:
+        what = str(exc).removeprefix("filter: ").replace("end of filter", "end of condition")
+        raise ConditionError(f"condition {text!r}: {what}") from None
+    comp = _Compiler(text)
+    ev = comp.expr(tree)
+    return Condition(text, tuple(comp.names), ev)
 
 
 def condition_values(status: Mapping[str, Any] | None, output: Any = None) -> dict[str, Any]:

@@ -12,14 +12,16 @@ How a step runs (:class:`Runner`):
    dry run.  Confirmed commands get ``--yes`` (they would refuse without a
    terminal).
 3. ``{queue}`` and ``{param}`` placeholders are substituted word by word.
-4. Each command runs **in-process** through :func:`jobctl.cli.main.main`,
-   with the runner's global options (``--url``, ``--profile``,
-   ``--config``, ``--read-only``, ``--timeout``) in front, so its output,
-   exit code and journal entries are exactly those of the same command
-   typed by hand.  In-process rather than a subprocess: no interpreter
-   start per step, and a ``--url`` password never appears in a child's
-   command line.  ``sys.argv`` is set to the step's command while it runs,
-   so the operation's own journal entry records that command.
+4. Each command runs as the CLI in a **child process**
+   (:func:`run_subprocess`: ``python -c 'jobctl.cli.main.main()' ...``),
+   with the runner's global options (``--profile``, ``--config``,
+   ``--read-only``, ``--timeout``) in front, so its output, exit code and
+   journal entries are exactly those of the same command typed by hand; an
+   operation runs through the operations core
+   (:class:`jobctl.ops.core.OperationCore`) like any CLI operation.  A
+   ``--url`` is handed over in the child's environment
+   (``$JOBCTL_REDIS_URL``), so its password never appears in a command
+   line.  This package never imports :mod:`jobctl.cli`.
 5. A command whose exit code is not in the step's ``ok`` codes stops the
    run with that code.  ``expect``: checked after the step's commands, on
    the status and on the last command's JSON output (``out.*``); when it
@@ -33,8 +35,10 @@ How a step runs (:class:`Runner`):
 
 from __future__ import annotations
 
-import io
+import os
+import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -50,7 +54,7 @@ from ..ops.spec import operator_name
 from .condition import condition_values
 from .model import Command, Runbook, Step, substitute
 
-__all__ = ["CommandOutcome", "StepOutcome", "RunReport", "Runner", "global_args", "run_in_process",
+__all__ = ["CommandOutcome", "StepOutcome", "RunReport", "Runner", "global_args", "child_env", "run_subprocess",
            "resolve_params"]
 
 Executor = Callable[[list[str], bool], tuple[int, bytes | None]]
@@ -128,13 +132,12 @@ def new_run_id(name: str) -> str:
 
 
 def global_args(session) -> list[str]:
-    """The global options that make a step talk to the runner's server."""
+    """The global options that make a step talk to the runner's server
+    (a ``--url`` travels in :func:`child_env` instead)."""
     args: list[str] = []
     if session.config_file:
         args += ["--config", str(session.config_file)]
-    if session.url:
-        args += ["--url", session.url]
-    if session.profile:
+    if session.profile and not session.url:
         args += ["--profile", session.profile]
     if session.read_only_flag:
         args.append("--read-only")
@@ -142,58 +145,70 @@ def global_args(session) -> list[str]:
     return args
 
 
-class _TeeRaw(io.RawIOBase):
-    """Writes to the real stdout and keeps a copy."""
-
-    def __init__(self, target) -> None:
-        self.target = target
-        self.copy = bytearray()
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, b) -> int:
-        data = bytes(b)
-        self.copy += data
-        buf = getattr(self.target, "buffer", None)
-        if buf is not None:
-            buf.write(data)
-            buf.flush()
-        else:
-            self.target.write(data.decode("utf-8", "replace"))
-            self.target.flush()
-        return len(data)
-
-
-def run_in_process(argv: list[str], capture: bool = False) -> tuple[int, bytes | None]:
-    """Run ``jobctl ARGV`` through :func:`jobctl.cli.main.main` in this process.
-
-    Returns the exit code and, when ``capture``, a copy of what it wrote to
-    stdout (it is still shown).  ``sys.argv`` is the command while it runs.
-    """
-    from ..cli import main as cli_main
-
-    saved_sessions = list(cli_main._SESSIONS)
-    saved_argv = sys.argv
-    saved_stdout = sys.stdout
-    tee = None
-    sys.stdout.flush()
-    if capture:
-        tee = _TeeRaw(saved_stdout)
-        sys.stdout = io.TextIOWrapper(io.BufferedWriter(tee), encoding="utf-8", errors="replace",
-                                      line_buffering=True, write_through=True)
-    sys.argv = ["jobctl", *argv]
+def child_env(session) -> dict[str, str]:
+    """The environment of a step's process: ours, plus the session's
+    ``--url`` as ``$JOBCTL_REDIS_URL`` (never on a command line), and
+    colours and width of our terminal when stdout is one."""
+    env = dict(os.environ)
+    if session.url:
+        env["JOBCTL_REDIS_URL"] = session.url
     try:
-        code = cli_main.main(list(argv))
-    finally:
-        if tee is not None:
-            try:
-                sys.stdout.flush()
-            finally:
-                sys.stdout = saved_stdout
-        sys.argv = saved_argv
-        cli_main._SESSIONS[:] = saved_sessions
-    return code, (bytes(tee.copy) if tee is not None else None)
+        if sys.stdout.isatty():
+            import shutil
+
+            env.setdefault("FORCE_COLOR", "1")
+            env.setdefault("COLUMNS", str(shutil.get_terminal_size().columns))
+    except (AttributeError, ValueError):
+        pass
+    return env
+
+
+def _write(stream, data: bytes) -> None:
+    buf = getattr(stream, "buffer", None)
+    if buf is not None:
+        buf.write(data)
+        buf.flush()
+    else:
+        stream.write(data.decode("utf-8", "replace"))
+        stream.flush()
+
+
+def _pump(pipe, stream, copy: bytearray | None) -> None:
+    for chunk in iter(lambda: pipe.read1(65536), b""):
+        if copy is not None:
+            copy += chunk
+        _write(stream, chunk)
+
+
+#: The child's program: the CLI's entry point (``jobctl`` may not be on PATH).
+_CLI = "import sys; from jobctl.cli.main import main; sys.argv[0] = 'jobctl'; main()"
+
+
+def run_subprocess(argv: list[str], capture: bool = False, *, env: dict[str, str] | None = None,
+                   ) -> tuple[int, bytes | None]:
+    """Run ``jobctl ARGV`` in a child process (this interpreter).
+
+    Its stdout and stderr are copied to ours as they come; returns the exit
+    code and, when ``capture``, a copy of its stdout.  A Ctrl-C reaches the
+    child too (same process group): we wait for it to stop after its
+    current batch and return its code (130).
+    """
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    proc = subprocess.Popen([sys.executable, "-c", _CLI, *argv], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    copy = bytearray() if capture else None
+    err = threading.Thread(target=_pump, args=(proc.stderr, sys.stderr, None), daemon=True)
+    err.start()
+    while True:
+        try:
+            _pump(proc.stdout, sys.stdout, copy)
+            code = proc.wait()
+            break
+        except KeyboardInterrupt:  # the child got it too: let it stop cleanly
+            continue
+    err.join()
+    return code, (bytes(copy) if copy is not None else None)
 
 
 def resolve_params(book: Runbook, queue: str | None, given: dict[str, str]) -> dict[str, str]:
@@ -235,8 +250,8 @@ class Runner:
     mutating step when not ``yes`` (``None``: not interactive, so dry run).
     ``select``: step names to run (manual ones included); default every
     non-manual step.  ``skip``: step names to leave out.  ``execute(argv,
-    capture)``: how a command runs (default :func:`run_in_process` with the
-    session's global options).  ``say(text)``: progress lines (stderr).
+    capture)``: how a command runs (default :func:`run_subprocess` with the
+    session's global options and :func:`child_env`).  ``say(text)``: progress lines (stderr).
     """
 
     def __init__(self, session, book: Runbook, *, queue: str | None = None,
@@ -259,7 +274,8 @@ class Runner:
         if needs_status and queue is None:
             raise UsageError(f"runbook {book.name} needs --queue (step {needs_status[0]} reads the queue's status)")
         prefix = global_args(session)
-        self.execute = execute or (lambda argv, capture: run_in_process(prefix + argv, capture))
+        env = child_env(session)
+        self.execute = execute or (lambda argv, capture: run_subprocess(prefix + argv, capture, env=env))
         self.say = say or (lambda text: print(text, file=sys.stderr, flush=True))
         self.run_id = new_run_id(book.name)
         self.dry_ran = False

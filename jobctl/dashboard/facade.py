@@ -1,0 +1,254 @@
+"""The facade a front end calls from worker threads: :class:`Dashboard`.
+
+Every method raises only :class:`~jobctl.errors.JobctlError` (redis-py
+errors are translated: :class:`~jobctl.errors.ConnectionFailed` for a
+dropped connection or a timeout, :class:`~jobctl.errors.AuthFailed` for an
+ACL denial); the next call reconnects.  Operations go through
+:class:`jobctl.ops.core.OperationCore` (:meth:`Dashboard.prepare`,
+:meth:`Dashboard.apply`).  Times are epoch milliseconds.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..filter import MATCH_ALL, Filter
+from ..model import JobRecord, QueueStatus, State
+from .history import HISTORY_LEN, QueueHistory
+from .pages import JobPage, find_jobs
+from .schedule import DueDistribution, due_distribution, processing_by_deadline
+from .slo import Level, Slo, slo_for, slo_values
+from .triage import Triage, triage
+
+if TYPE_CHECKING:
+    from ..attempts import Histogram
+    from ..layouts.base import Layout
+    from ..ops.core import OperationCore, Outcome, Prepared
+    from ..ops.plan import Plan
+    from ..ops.request import OpRequest
+    from ..ops.spec import OpSpec
+    from ..session import Session
+
+__all__ = ["QueueRow", "Snapshot", "QueueDetail", "Dashboard", "equivalent_command"]
+
+
+@dataclass
+class QueueRow:
+    """One dashboard row: the latest status (``None`` if it could not be
+    read: ``error`` says why), SLO levels, DLQ growth and sparkline series."""
+
+    name: str
+    status: QueueStatus | None
+    error: str | None = None
+    dead_growth_per_min: float | None = None
+    levels: dict[str, Level] = field(default_factory=dict)
+    depth_series: list[int] = field(default_factory=list)
+    age_series: list[int | None] = field(default_factory=list)
+
+
+@dataclass
+class Snapshot:
+    """Every queue at ``at_ms`` (one dashboard refresh)."""
+
+    at_ms: int
+    rows: list[QueueRow] = field(default_factory=list)
+    catalogue: str = "config"
+
+    def row(self, name: str) -> QueueRow | None:
+        return next((r for r in self.rows if r.name == name), None)
+
+
+@dataclass
+class QueueDetail:
+    """The queue screen's live part: status, processing jobs by time left
+    (at most ``limit``), the scheduled due-time distribution, and the
+    states the queue's layout has."""
+
+    queue: str
+    now_ms: int
+    status: QueueStatus
+    processing: list[JobRecord]
+    due: DueDistribution
+    states: tuple[State, ...] = ()
+
+
+def equivalent_command(spec: "OpSpec | OpRequest") -> list[str]:
+    """The CLI command line that does what ``spec`` does, shell-quoted (the
+    journal's ``command`` of an operation started from the TUI); see
+    :func:`jobctl.ops.request.equivalent_command`.  An :class:`OpSpec` is
+    read as a request without an export (``--no-export`` for a purge)."""
+    from ..ops.request import OpRequest, equivalent_command as of_request
+
+    if isinstance(spec, OpRequest):
+        return of_request(spec)
+    return of_request(OpRequest(spec.operation, spec.queue, source=spec.source, target=spec.target,
+                                filter_text=spec.filter.text or None, ids=tuple(spec.ids),
+                                stuck_only=spec.stuck_only, reason=spec.reason, limit=spec.limit,
+                                no_export=True))
+
+
+class Dashboard:
+    """What the TUI asks for, headless and thread-safe enough to be called
+    from worker threads.
+
+    ``clock()`` gives "now" in epoch ms (injectable for tests).  Every method
+    raises :class:`~jobctl.errors.JobctlError` only; a connection failure
+    leaves the object usable and the next call reconnects.  Raises
+    :class:`~jobctl.errors.ConfigError` at construction for a bad SLO.
+    """
+
+    def __init__(self, session: "Session", *, clock: Callable[[], int] | None = None,
+                 history_len: int = HISTORY_LEN, histogram_bound: int = 20_000) -> None:
+        from ..layouts.base import now_ms
+
+        self.session = session
+        self.clock = clock or now_ms
+        self.history_len = history_len
+        self.histogram_bound = histogram_bound
+        self._histories: dict[str, QueueHistory] = {}
+        self._slos: dict[str, Slo] = {}
+        self._lock = threading.Lock()
+        # validate configured SLOs now: a bad config fails at start-up
+        for q in session.config.queues.values():
+            self._slos[q.name] = slo_for(q, session.config.path)
+
+    # -- connection --------------------------------------------------------
+    def _call(self, fn: Callable[[], Any]) -> Any:
+        with self.session.errors():
+            with self._lock:
+                self.session.client  # noqa: B018 - connect (once) outside the worker race
+            return fn()
+
+    def queue_names(self) -> list[str]:
+        """Catalogue queue names (may run a bounded discovery once)."""
+        return self._call(lambda: [q.name for q in self.session.catalogue()])
+
+    def layout(self, name: str) -> "Layout":
+        return self._call(lambda: self.session.layout(name))
+
+    def slo(self, name: str) -> Slo:
+        s = self._slos.get(name)
+        if s is None:
+            q = self._call(lambda: self.session.queue(name))
+            s = self._slos[name] = slo_for(q)
+        return s
+
+    def history(self, name: str) -> QueueHistory:
+        with self._lock:
+            h = self._histories.get(name)
+            if h is None:
+                h = self._histories[name] = QueueHistory(self.history_len)
+            return h
+
+    # -- reads ---------------------------------------------------------------
+    def refresh(self) -> Snapshot:
+        """Read every queue's status, record it in the history and return the
+        rows.  A queue whose keys hold the wrong type gets ``error`` set; a
+        connection or ACL failure raises."""
+        from ..errors import DataError
+
+        def run() -> Snapshot:
+            queues = self.session.catalogue()
+            now = self.clock()
+            snap = Snapshot(at_ms=now, catalogue="config" if self.session.config.queues else "discovered")
+            for q in queues:
+                try:
+                    st = self.session.layout(q).status(now=now)
+                except DataError as exc:
+                    snap.rows.append(QueueRow(name=q.name, status=None, error=str(exc)))
+                    continue
+                snap.rows.append(self._row(q.name, st))
+            return snap
+
+        return self._call(run)
+
+    def _row(self, name: str, st: QueueStatus) -> QueueRow:
+        hist = self.history(name)
+        hist.add(st)
+        growth = hist.dead_growth_per_min()
+        return QueueRow(name=name, status=st, error="; ".join(st.errors) or None, dead_growth_per_min=growth,
+                        levels=self.slo(name).evaluate(slo_values(st, growth)),
+                        depth_series=[s.ready for s in hist.samples],
+                        age_series=[s.oldest_ready_age_ms for s in hist.samples])
+
+    def queue_detail(self, name: str, *, limit: int = 200) -> QueueDetail:
+        """Status, processing jobs by time left and the due distribution."""
+        def run() -> QueueDetail:
+            layout = self.session.layout(name)
+            now = self.clock()
+            has = set(layout.states)
+            return QueueDetail(queue=name, now_ms=now, status=layout.status(now=now),
+                               processing=processing_by_deadline(layout, limit) if State.PROCESSING in has else [],
+                               due=due_distribution(layout, now) if State.SCHEDULED in has
+                               else DueDistribution(now_ms=now), states=tuple(layout.states))
+
+        return self._call(run)
+
+    def histograms(self, name: str,
+                   states: Iterable[State] = (State.READY, State.SCHEDULED, State.PROCESSING, State.DEAD),
+                   ) -> dict[str, "Histogram"]:
+        """Attempt histogram per state the layout has
+        (:func:`jobctl.attempts.attempt_histogram`, exact up to
+        ``histogram_bound`` jobs per state, sampled beyond)."""
+        from ..attempts import attempt_histogram
+
+        def run() -> dict[str, Histogram]:
+            layout = self.session.layout(name)
+            return {s.value: attempt_histogram(layout, s, exact_bound=self.histogram_bound)
+                    for s in states if s in layout.states}
+
+        return self._call(run)
+
+    def triage(self, name: str, flt: Filter = MATCH_ALL, state: State = State.DEAD) -> Triage:
+        """:func:`triage` of the queue's DLQ (empty for a layout without one)."""
+        def run() -> Triage:
+            layout = self.session.layout(name)
+            if state not in layout.states:
+                return Triage(queue=name, state=state.value, now_ms=self.clock(), filter_text=flt.text)
+            return triage(layout, flt=flt, now=self.clock(), state=state)
+
+        return self._call(run)
+
+    def jobs(self, name: str, state: State, flt: Filter = MATCH_ALL, limit: int = 200) -> JobPage:
+        """:func:`find_jobs` on the queue."""
+        return self._call(lambda: find_jobs(self.session.layout(name), state, flt=flt, now=self.clock(),
+                                            limit=limit))
+
+    def inspect(self, name: str, job_id: str) -> JobRecord:
+        """``Layout.inspect``; raises :class:`~jobctl.errors.NotFound`."""
+        return self._call(lambda: self.session.layout(name).inspect(job_id))
+
+    def journal(self, name: str, limit: int = 50) -> list[dict[str, Any]]:
+        """Newest entries of the queue's journal stream, newest first."""
+        from ..ops.journal import read_entries
+
+        return self._call(lambda: read_entries(self.session.client, [self.session.layout(name).journal_key],
+                                               limit))
+
+    # -- operations (through the operations core) ---------------------------
+    def core(self) -> "OperationCore":
+        """The :class:`~jobctl.ops.core.OperationCore` of this session, planning at :attr:`clock`."""
+        from ..ops.core import OperationCore
+
+        return OperationCore(self.session, clock=self.clock)
+
+    def plan(self, spec: "OpSpec") -> "Plan":
+        """Plan ``spec`` (reads only; allowed in read-only mode)."""
+        return self._call(lambda: self.session.layout(spec.queue).plan(spec, now=self.clock()))
+
+    def prepare(self, request: "OpRequest", *, note: Callable[[str], None] | None = None) -> "Prepared":
+        """:meth:`OperationCore.prepare <jobctl.ops.core.OperationCore.prepare>`:
+        the request's policies, fence (a purge's export is written here) and plan."""
+        return self._call(lambda: self.core().prepare(request, note=note))
+
+    def apply(self, prepared: "Prepared", *, stop: Callable[[], bool] | None = None,
+              progress: Callable[[int, int], None] | None = None, rate: float | None = None,
+              batch: int | None = None) -> "Outcome":
+        """:meth:`OperationCore.apply <jobctl.ops.core.OperationCore.apply>` of
+        a confirmed plan, journaled with :func:`equivalent_command` as the
+        command.  Raises :class:`~jobctl.errors.ReadOnlyRefused` in read-only mode."""
+        return self._call(lambda: self.core().apply(prepared, stop=stop, progress=progress, rate=rate,
+                                                    batch=batch, argv=equivalent_command(prepared.request)))

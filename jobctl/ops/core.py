@@ -1,0 +1,231 @@
+"""The operations core: every front end (CLI, TUI, runbook steps through
+the CLI) runs an operation through :class:`OperationCore`.
+
+One flow, written once::
+
+    OpRequest --prepare()--> Prepared (policies, fence, plan)
+              --confirm(prepared)--> bool   (the front end's question)
+              --apply()--> Outcome (RunResult, ExitCode; journaled by run_plan)
+
+:meth:`OperationCore.run` chains the three; the TUI calls :meth:`prepare`
+and :meth:`apply` from its workers and asks in between with its modal.
+
+Policies (each only here):
+
+* read-only refusal (:meth:`Session.require_writable`) unless ``dry_run``;
+* request checks: requeue needs ``--stuck`` or ``--ids``; ``--delay`` needs
+  ``--to scheduled``; ``--plan`` excludes ``--ids``; suppress needs a reason;
+* export before purge: a purge needs ``export_to`` (export there first, or
+  use the complete export there, then purge exactly the exported ids, each
+  while unchanged) or an explicit ``no_export``; ``export_to`` excludes
+  ``limit``;
+* fences from files (``redrive --plan``, export manifests) and the re-filter
+  "never an id outside the fence", whatever the layout;
+* confirmation thresholds: typed count over
+  :data:`~jobctl.ops.catalog.TYPED_CONFIRM_OVER` jobs and for every purge
+  (:attr:`Prepared.typed_count`);
+* exit codes: OK, PARTIAL (skipped or failed jobs, fenced ids skipped),
+  INTERRUPTED, ABORTED (confirmation declined).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..errors import UsageError
+from ..exitcodes import ExitCode
+from ..model import State
+from .catalog import needs_typed_count, require_requeue_scope
+from .request import OpRequest
+from .spec import Operation, OpSpec
+
+if TYPE_CHECKING:
+    from ..layouts.base import Layout
+    from ..session import Session
+    from .engine import RunResult
+    from .plan import Plan
+
+__all__ = ["OperationCore", "Prepared", "Outcome", "check_request", "breakdown_rows"]
+
+Note = Callable[[str], None]
+
+
+def check_request(req: OpRequest, session: "Session | None" = None) -> None:
+    """The request-level policies, before anything is read.
+
+    Raises :class:`UsageError` naming the CLI option at fault, then
+    :class:`~jobctl.errors.ReadOnlyRefused` when ``session`` is read-only
+    and the request is no dry run (:meth:`Session.require_writable`).
+    """
+    op = req.operation
+    require_requeue_scope(req)
+    if op is Operation.REDRIVE:
+        if req.delay_ms and req.target is not State.SCHEDULED:
+            raise UsageError("--delay needs --to scheduled")
+        if req.plan_file and req.ids:
+            raise UsageError("--plan and --ids exclude each other")
+    if op is Operation.SUPPRESS and not (req.reason or "").strip():
+        raise UsageError("--reason must not be empty")
+    if op is Operation.PURGE:
+        if req.no_export and req.export_to:
+            raise UsageError("--no-export and --export-to exclude each other")
+        if req.export_to and req.limit is not None:
+            raise UsageError("--limit cannot be combined with --export-to: the export holds every matching job, "
+                             "and the purge removes exactly what it holds")
+        if not req.no_export and not req.export_to and not req.dry_run:
+            raise UsageError("purge deletes jobs for good: pass --export-to DIR to export them first, "
+                             "or --no-export to confirm you do not need an export")
+    if session is not None and not req.dry_run:
+        session.require_writable(op.value)
+
+
+def breakdown_rows(plan: "Plan", top: int) -> list[tuple[str, str, str]]:
+    """The plan's breakdown as display rows ``(job type, error, jobs)``, the
+    ``top`` largest groups first, then one ``("…", "N more groups", jobs)``
+    row for the rest (what the CLI and the TUI show before confirming)."""
+    groups = plan.breakdown.most_common()
+    rows = [(jt, err, f"{n:,}") for (jt, err), n in groups[:top]]
+    if len(groups) > top:
+        rest = sum(n for _, n in groups[top:])
+        rows.append(("…", f"{len(groups) - top} more groups", f"{rest:,}"))
+    return rows
+
+
+@dataclass
+class Prepared:
+    """A planned request: the ``spec`` it became, the ``layout`` and the
+    ``plan``.  ``typed_count``: confirming needs the planned count typed.
+    ``exported``: the export directory the purge is fenced to (``None``:
+    none).  ``needs_confirmation``: something would change."""
+
+    request: OpRequest
+    spec: OpSpec
+    layout: "Layout"
+    plan: "Plan"
+    typed_count: bool = False
+    exported: str | None = None
+
+    @property
+    def needs_confirmation(self) -> bool:
+        return not self.request.dry_run and self.plan.planned > 0
+
+
+@dataclass
+class Outcome:
+    """What became of a request: ``status`` is ``dry-run``, ``nothing`` (no
+    job matched), ``cancelled`` (confirmation declined) or ``applied``;
+    ``result`` the engine's :class:`~jobctl.ops.engine.RunResult` (``None``
+    when cancelled); ``exit_code`` the :class:`ExitCode` to exit with."""
+
+    prepared: Prepared
+    status: str
+    exit_code: ExitCode
+    result: "RunResult | None" = None
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def plan(self) -> "Plan":
+        return self.prepared.plan
+
+    def to_json(self) -> dict[str, Any]:
+        """The CLI's ``--json`` document: the result plus the plan."""
+        base = self.result.to_json() if self.result is not None else {}
+        return {**base, "plan": self.plan.to_json()}
+
+    def summary(self) -> str:
+        """One line: ``redrive email: planned 10, moved 9, skipped 1 (changed: 1), failed 0  [id]``."""
+        res = self.result
+        if res is None:
+            return f"{self.plan.spec.operation.value} cancelled: nothing was changed"
+        reasons = ", ".join(f"{k}: {v:,}" for k, v in res.skipped_reasons.items())
+        return (f"{res.operation} {res.queue}: planned {res.planned:,}, moved {res.moved:,}, "
+                f"skipped {res.skipped:,}{f' ({reasons})' if reasons else ''}, failed {res.failed:,}")
+
+
+class OperationCore:
+    """Plans, confirms and applies :class:`OpRequest` on ``session``.
+
+    ``clock()`` gives "now" in epoch ms for planning (default: the layout's
+    clock).  Every method raises :class:`~jobctl.errors.JobctlError` only
+    (redis-py errors translated by ``session.errors()``).
+    """
+
+    def __init__(self, session: "Session", *, clock: Callable[[], int] | None = None) -> None:
+        self.session = session
+        self.clock = clock
+
+    # -- the three steps -------------------------------------------------------------
+    def prepare(self, req: OpRequest, *, note: Note | None = None,
+                progress: Callable[[int, int], None] | None = None) -> Prepared:
+        """Check ``req`` (:func:`check_request`), build its fence (``--plan``
+        file, or export-then-fence for a purge with ``export_to``: the export
+        is written here unless ``dry_run``), plan it (reads only) and keep
+        only fenced ids.  ``note(text)`` receives progress sentences;
+        ``progress(done, total)`` the export's progress."""
+        check_request(req, self.session)
+        from ..filter import MATCH_ALL, compile_filter
+
+        text = req.effective_filter_text
+        flt = MATCH_ALL if text is None else compile_filter(text)
+        fence = None
+        exported = None
+        if req.plan_file:
+            from ..export.fence import read_redrive_plan
+
+            fence = read_redrive_plan(req.plan_file, req.queue)
+        elif req.operation is Operation.PURGE and req.export_to:
+            from ..export.fence import export_fence
+
+            fence = export_fence(self.session, req.queue, req.source, text, req.export_to,
+                                 fmt=req.export_format, dry_run=req.dry_run, note=note, progress=progress)
+            exported = req.export_to if fence is not None else None
+        spec = OpSpec(req.operation, req.queue, req.source, req.target, filter=flt, ids=tuple(req.ids),
+                      stuck_only=req.stuck_only, limit=req.limit, delay_ms=req.delay_ms,
+                      reset_attempts=req.reset_attempts, reason=req.reason, priority=req.priority, fence=fence)
+        with self.session.errors():
+            layout = self.session.layout(req.queue)
+            plan = layout.plan(spec, now=self.clock() if self.clock else None)
+        if spec.fence is not None:  # whatever the layout: never an id outside the fence
+            plan.jobs = [j for j in plan.jobs if j.job_id in spec.fence]
+        return Prepared(req, spec, layout, plan, typed_count=needs_typed_count(plan), exported=exported)
+
+    def apply(self, prepared: Prepared, *, stop: Callable[[], bool] | None = None,
+              progress: Callable[[int, int], None] | None = None, rate: float | None = None,
+              batch: int | None = None, argv: list[str] | None = None) -> Outcome:
+        """Apply a confirmed ``prepared`` with :func:`jobctl.ops.engine.run_plan`
+        (bounded, fenced script calls; journaled with ``argv`` as the command).
+        A dry run or an empty plan changes nothing and writes no journal entry."""
+        from .engine import run_plan
+
+        plan, layout = prepared.plan, prepared.layout
+        if prepared.request.dry_run:
+            res = run_plan(layout, plan, dry_run=True, journal=False)
+            return Outcome(prepared, "dry-run", ExitCode.OK, res)
+        if plan.planned == 0:
+            res = run_plan(layout, plan, dry_run=False, journal=False)
+            return Outcome(prepared, "nothing", ExitCode.PARTIAL if plan.fence_skipped else ExitCode.OK, res)
+        self.session.require_writable(plan.spec.operation.value)
+        with self.session.errors():
+            res = run_plan(layout, plan, rate=rate, batch=batch, stop=stop, progress=progress,
+                           target=self.session.target, argv=argv)
+        if res.interrupted:
+            code = ExitCode.INTERRUPTED
+        else:
+            code = ExitCode.PARTIAL if (res.skipped or res.failed) else ExitCode.OK
+        return Outcome(prepared, "applied", code, res, problems=list(res.journal_problems))
+
+    def run(self, req: OpRequest, *, confirm: Callable[[Prepared], bool],
+            show: Callable[[Prepared], None] | None = None, note: Note | None = None,
+            stop: Callable[[], bool] | None = None, progress: Callable[[int, int], None] | None = None,
+            rate: float | None = None, batch: int | None = None, argv: list[str] | None = None) -> Outcome:
+        """:meth:`prepare`, ``show(prepared)``, ``confirm(prepared)`` when
+        something would change (declined: status ``cancelled``, exit code
+        ABORTED, nothing changed), then :meth:`apply`."""
+        prepared = self.prepare(req, note=note)
+        if show is not None:
+            show(prepared)
+        if prepared.needs_confirmation and not confirm(prepared):
+            return Outcome(prepared, "cancelled", ExitCode.ABORTED)
+        return self.apply(prepared, stop=stop, progress=progress, rate=rate, batch=batch, argv=argv)
