@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import Busy, DataError, JobctlError
-from ..ops.plan import JobColumns, Plan, PlannedJob
+from ..ops.plan import JobColumns, Plan, PlannedJob, TailRange
 from ..ops.result import BatchResult
 from ..scripts import script
 from .lease import LEASE_TTL_MS, acquire, lease_value, redrive_record, release
@@ -254,6 +254,9 @@ def drive(sources: list[ListSource], plan: Plan, *, batch: int | None = None, de
     batch = max(1, batch or WINDOW)
     depth = max(1, depth)
     value = lease_value(spec.op_id)
+    if isinstance(plan.jobs, TailRange):
+        yield from _drive_tail(sources, plan.jobs.walked, value, spec.queue, batch, depth, now_fn)
+        return
     jobs = _Jobs(plan.jobs)
     orders = _shard_orders(jobs)
     met = bytearray(len(jobs))
@@ -350,3 +353,83 @@ def _walk(src: ListSource, value: str, jobs: _Jobs, order: array, met: bytearray
             unmet.reasons[job_id] = "gone" if ended else "not at its planned position"
     if unmet.skipped:
         yield unmet
+
+
+def _drive_tail(sources: list[ListSource], walked: dict[int, int], value: str, queue: str, batch: int,
+                depth: int, now_fn) -> Iterator[BatchResult]:
+    """:func:`drive` of a :class:`~jobctl.ops.plan.TailRange` plan: each
+    source's ``walked[shard]`` tail positions, every one of them planned.
+    Before each round trip one ``LRANGE`` reads the ids of its windows (the
+    tail of the dead list: earlier calls popped everything before), so the
+    calls still carry each id with its position and payload key (KEYS) and
+    the script checks them as for any plan; memory is one round trip's ids."""
+    todo = [s for s in sources if walked.get(s.shard)]
+    taken: list[ListSource] = []
+    try:
+        for src in todo:
+            acquire(src, value, queue)
+            taken.append(src)
+        for src in todo:
+            yield from _walk_tail(src, value, walked[src.shard], batch, depth, now_fn)
+    finally:
+        for src in taken:
+            try:
+                finish_hold(src.client, src.kind, src.dead, src.hold, src.walk)
+                release(src, value)
+            except Exception:  # noqa: BLE001 - the next operation finishes the hold
+                pass
+
+
+def _walk_tail(src: ListSource, value: str, total: int, batch: int, depth: int, now_fn) -> Iterator[BatchResult]:
+    spec_op = value.split(" ")[0]
+    finish_hold(src.client, src.kind, src.dead, src.hold, src.walk)
+    begun = script(src.client, "lease")(keys=[src.lease, src.walk], args=["begin", value, spec_op, total])
+    if int(begun[0]) != 1:
+        raise Busy(f"walk of operation {_text(begun[1])} still recorded in {src.walk}")
+    window = script(src.client, "list_window")
+    src.client.script_load(window.script)
+    for g0 in range(0, total, batch * depth):
+        g1 = min(g0 + batch * depth, total)
+        try:
+            tail = src.client.lrange(src.dead, -(g1 - g0), -1)
+        except Exception as exc:  # noqa: BLE001 - one-line error
+            raise _call_error(exc, src) from None
+        tail.reverse()  # tail first: tail[k] is at walk position g0 + k
+        if not tail:
+            return
+        now = now_fn()
+        calls: list[tuple[list[str], list]] = []
+        sent: list[list[str]] = []
+        for lo in range(g0, g0 + len(tail), batch):
+            hi = min(lo + batch, g0 + len(tail))
+            ids = [_text(x) for x in tail[lo - g0:hi - g0]]
+            sent.append(ids)
+            keys = src.fixed_keys()
+            args: list = [src.kind, src.mode, spec_op, value, LEASE_TTL_MS, hi, now, now + src.delay_ms, "0",
+                          src.info(now) if src.info else b"", SLACK, len(ids), 3]
+            for k, job_id in enumerate(ids):
+                args += [job_id, lo + k, ""]
+                if src.kind == "rl":
+                    keys.append(src.payload_key(job_id))
+            calls.append((keys, args))
+        replies = pipelined(src.client, window, calls)
+        ended = False
+        for k, (reply, ids) in enumerate(zip(replies, sent)):
+            if isinstance(reply, Exception):
+                raise _call_error(reply, src)
+            br = BatchResult(more=k < len(replies) - 1)
+            ended = ended or bool(int(reply[2]))
+            for m in range(5, len(reply), 2):
+                job_id = ids[int(reply[m]) - 1]
+                code = _text(reply[m + 1])
+                if code == "moved":
+                    br.moved.append(job_id)
+                elif code.startswith("error:") or code == "wrongtype":
+                    br.failed.append(job_id)
+                    br.reasons[job_id] = code
+                else:
+                    br.skipped.append(job_id)
+                    br.reasons[job_id] = code
+            yield br
+        if ended:
+            return
