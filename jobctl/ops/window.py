@@ -388,6 +388,7 @@ def _walk_tail(src: ListSource, value: str, total: int, batch: int, depth: int, 
         raise Busy(f"walk of operation {_text(begun[1])} still recorded in {src.walk}")
     window = script(src.client, "list_window")
     src.client.script_load(window.script)
+    prefix = src.payload_key("")
     for g0 in range(0, total, batch * depth):
         g1 = min(g0 + batch * depth, total)
         try:
@@ -398,6 +399,7 @@ def _walk_tail(src: ListSource, value: str, total: int, batch: int, depth: int, 
         if not tail:
             return
         now = now_fn()
+        info = src.info(now) if src.info else b""
         calls: list[tuple[list[str], list]] = []
         sent: list[list[str]] = []
         for lo in range(g0, g0 + len(tail), batch):
@@ -405,12 +407,9 @@ def _walk_tail(src: ListSource, value: str, total: int, batch: int, depth: int, 
             ids = [_text(x) for x in tail[lo - g0:hi - g0]]
             sent.append(ids)
             keys = src.fixed_keys()
+            keys += [prefix + job_id for job_id in ids]  # payload keys; the script strips the prefix
             args: list = [src.kind, src.mode, spec_op, value, LEASE_TTL_MS, hi, now, now + src.delay_ms, "0",
-                          src.info(now) if src.info else b"", SLACK, len(ids), 3]
-            for k, job_id in enumerate(ids):
-                args += [job_id, lo + k, ""]
-                if src.kind == "rl":
-                    keys.append(src.payload_key(job_id))
+                          info, SLACK, len(ids), 0, lo, prefix]
             calls.append((keys, args))
         replies = pipelined(src.client, window, calls)
         ended = False
@@ -419,9 +418,13 @@ def _walk_tail(src: ListSource, value: str, total: int, batch: int, depth: int, 
                 raise _call_error(reply, src)
             br = BatchResult(more=k < len(replies) - 1)
             ended = ended or bool(int(reply[2]))
-            for m in range(5, len(reply), 2):
-                job_id = ids[int(reply[m]) - 1]
-                code = _text(reply[m + 1])
+            if len(reply) == 5:  # the common case: every popped entry moved
+                br.moved = ids[:int(reply[0])]
+                yield br
+                continue
+            codes = {int(reply[m]): _text(reply[m + 1]) for m in range(5, len(reply), 2)}
+            for n, job_id in enumerate(ids[:int(reply[0])], 1):
+                code = codes.get(n, "moved")
                 if code == "moved":
                     br.moved.append(job_id)
                 elif code.startswith("error:") or code == "wrongtype":
