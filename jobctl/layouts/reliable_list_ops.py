@@ -107,6 +107,10 @@ def plan_operation(layout: "ReliableList", spec: OpSpec, now: int) -> Plan:
     dead = spec.source is State.DEAD  # the window engine: columnar plan, redrives in the redriven hash
     if dead and unfiltered_tail(spec):
         return plan_tail(layout, spec, now)
+    if dead and not spec.ids and spec.fence is None:
+        from .lean_plan import plan_dead_filtered
+
+        return plan_dead_filtered(layout, spec, now)
     plan = Plan(spec=spec, now_ms=now, redrive_record="hash" if dead else "envelope",
                 jobs=JobColumns() if dead else [])
     walk = _source_walk(layout, spec, now)
