@@ -402,3 +402,42 @@ def test_unfiltered_purge_crash_mid_walk_then_rerun(redis_client, redis_url, run
     assert json.loads(out)["moved"] == 60 - len(gone)
     assert not any(redis_client.exists(K.job(j)) for j in jobs)
     assert not redis_client.exists(K.dead) and not redis_client.exists(K.hold)
+
+
+@pytest.mark.parametrize("raw", [
+    b'{"jobId":"a","jobType":"t","createdAtEpochMs":1,"tenantId":"x","attempt":2,"payload":{"k":[1]}}',
+    b'{"jobId":"a","jobType":"t","createdAtEpochMs":1,"attempt":"2"}',      # wrong type: malformed
+    b'{"jobId":"a","jobType":"t","createdAtEpochMs":1.0}',                  # converted: full parse
+    b'{"jobId":7,"jobType":"t","createdAtEpochMs":1}',                      # converted: full parse
+    b'{"jobId":"a","jobType":"t"}', b'[1]', b'{"jobId":', b'{"jobId":"\xff"}',
+    b'{"jobId":"a","jobType":"t","createdAtEpochMs":1,"attempt":true}',
+])
+def test_doc_envelope_agrees_with_parse_envelope(raw):
+    from jobctl.layouts.lean_plan import doc_envelope
+    from jobctl.model import ENVELOPE_FIELDS, parse_envelope
+
+    full = parse_envelope(raw)
+    lean = doc_envelope(raw)
+    if lean is None:  # the plan falls back to parse_envelope: nothing to compare
+        return
+    assert not full.problems
+    for attr in ENVELOPE_FIELDS.values():
+        assert getattr(lean, attr) == getattr(full, attr), attr
+
+
+def test_lean_filtered_plan_matches_the_record_plan(redis_client):
+    from jobctl.layouts.planning import plan_from_walk, shard_index
+    from jobctl.ops.plan import Plan
+
+    simple_dead(redis_client, "email", 120, codes=("HTTP_503", "HTTP_400", "HTTP_400", "HTTP_503", "HTTP_400"))
+    redis_client.set(K.job("job_0004"), b"{bad")
+    redis_client.delete(K.job("job_0007"))
+    lay = rl_layout(redis_client)
+    for flt in ("error = HTTP_503 or tenant = tenant_2", "not error ~ 'HTTP_4*'", "id ~ '*'"):
+        spec = spec_for("redrive", flt=flt)
+        lean = lay.plan(spec, now=NOW)
+        ref = plan_from_walk(Plan(spec=spec, now_ms=NOW), lay.iter_batches(State.DEAD), lambda rec: "",
+                             shard_of=shard_index(lay.shards))
+        assert [(j.job_id, j.position) for j in lean.jobs] == [(j.job_id, j.position) for j in ref.jobs]
+        assert lean.breakdown == ref.breakdown and lean.walked == ref.walked
+        assert (lean.scanned, lean.malformed, lean.dangling) == (ref.scanned, ref.malformed, ref.dangling)

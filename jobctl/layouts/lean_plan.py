@@ -31,14 +31,18 @@ from .walks import WINDOW, prefetched, walk_list
 
 __all__ = ["DocEnvelope", "doc_envelope", "plan_dead_filtered"]
 
-_KEY_OF = {attr: key for key, attr in ENVELOPE_FIELDS.items()}
+_INTS = tuple(sorted(_INT_FIELDS))
+_STRS = tuple(sorted(_STR_FIELDS))
 _REQUIRED = ("jobId", "jobType", "createdAtEpochMs")
+_INT_OK = frozenset({int, type(None)})
+_STR_OK = frozenset({str, type(None)})
 
 
 class DocEnvelope:
     """The :class:`~jobctl.model.Envelope` attributes the filter and the
     breakdown read (``job_type``, ``tenant_id``, ``attempt``, ``payload``,
-    ...), taken from a parsed envelope dict that has no problems."""
+    ...), taken from a parsed envelope dict that has no problems (one
+    property per envelope field, ``None`` when absent)."""
 
     __slots__ = ("document",)
     problems: list[str] = []
@@ -46,11 +50,13 @@ class DocEnvelope:
     def __init__(self, document: dict[str, Any]) -> None:
         self.document = document
 
-    def __getattr__(self, name: str) -> Any:
-        key = _KEY_OF.get(name)
-        if key is None:
-            raise AttributeError(name)
-        return self.document.get(key)
+
+def _field(key: str) -> property:
+    return property(lambda self: self.document.get(key))
+
+
+for _key, _attr in ENVELOPE_FIELDS.items():
+    setattr(DocEnvelope, _attr, _field(_key))
 
 
 def doc_envelope(raw: bytes) -> DocEnvelope | None:
@@ -63,17 +69,11 @@ def doc_envelope(raw: bytes) -> DocEnvelope | None:
         return None
     if type(doc) is not dict:
         return None
-    for key, value in doc.items():
-        if value is None:
-            continue
-        if key in _INT_FIELDS:
-            if type(value) is not int:
-                return None
-        elif key in _STR_FIELDS and type(value) is not str:
-            return None
-    for key in _REQUIRED:
-        if doc.get(key) is None:
-            return None
+    get = doc.get
+    if not (_INT_OK.issuperset(map(type, map(get, _INTS))) and _STR_OK.issuperset(map(type, map(get, _STRS)))):
+        return None
+    if None in map(get, _REQUIRED):
+        return None
     return DocEnvelope(doc)
 
 
