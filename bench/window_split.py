@@ -32,11 +32,13 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--jobs", type=int, default=100_000)
     ap.add_argument("--server", choices=["redis", "valkey"], default="redis")
+    ap.add_argument("--batch", type=int, default=None, help="positions per window call (default: the engine's)")
+    ap.add_argument("--only", choices=["unfiltered", "all"], default="all", help="unfiltered: only the no-filter run")
     args = ap.parse_args()
     srv = start_server(args.server)
     try:
         c = redis.Redis.from_url(srv.url)
-        for flt in (None, "id ~ '*'", "tenant = t0 or tenant = t1"):
+        for flt in (None,) if args.only == "unfiltered" else (None, "id ~ '*'", "tenant = t0 or tenant = t1"):
             c.flushall()
             load_dead(c, "bench", args.jobs, now_ms=int(time.time() * 1000))
             c.config_set("slowlog-log-slower-than", 2000)
@@ -49,7 +51,7 @@ def main() -> None:
             plan = lay.plan(spec)
             t1 = time.perf_counter()
             cpu1 = server_cpu(c)
-            res = run_plan(lay, plan, journal=False)
+            res = run_plan(lay, plan, journal=False, batch=args.batch)
             t2 = time.perf_counter()
             cpu2 = server_cpu(c)
             st = c.info("commandstats").get("cmdstat_evalsha", {})

@@ -295,12 +295,17 @@ redis.call('SET', lease, lease_value, 'PX', ttl)  -- renewed (and taken back if 
 if mode == 'ready' or mode == 'stream' or mode == 'scheduled' then
   if #moved_ids > 0 then
     local prev = redis.call('HMGET', redriven, unpack(moved_ids))
-    local args = {}
+    local args, head, first_time = {}, '[' .. op_json .. ',' .. now .. ',', '[' .. op_json .. ',' .. now .. ',1]'
+    local k = 0
     for j = 1, #moved_ids do
-      local count = 0
-      if prev[j] then count = tonumber(string.match(prev[j], ',(%d+)%]$')) or 0 end
-      args[#args + 1] = moved_ids[j]
-      args[#args + 1] = '[' .. op_json .. ',' .. now .. ',' .. (count + 1) .. ']' 
+      args[k + 1] = moved_ids[j]
+      if prev[j] then
+        local count = tonumber(string.match(prev[j], ',(%d+)%]$')) or 0
+        args[k + 2] = head .. (count + 1) .. ']'
+      else
+        args[k + 2] = first_time  -- the common case: no earlier redrive, one shared string
+      end
+      k = k + 2
     end
     redis.pcall('HSET', redriven, unpack(args))
   end
