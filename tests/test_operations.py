@@ -670,6 +670,8 @@ def test_unfiltered_redrive_plans_by_position_and_moves_malformed_envelopes(redi
     plan = json.loads(out)["plan"]
     assert plan["breakdown_sampled"] is True and plan["planned"] == len(dead)
     assert "malformed envelopes move too" in plan["change"]
+    code, out, err = run("redrive", "email", "--dry-run")
+    assert code == 0 and "breakdown from a sample of" in out + err, out + err
     code, out, err = run("redrive", "email", "--yes", "--json")
     assert code == 0, err
     res = json.loads(out)

@@ -10,7 +10,8 @@
 --     under redis.pcall: the target is written first, then the element leaves
 --     the dead list; a failing step writes nothing of that job (its partial
 --     writes are undone) and the job stays dead with code "error:<msg>";
---   * anything else -> moved to jobctl's hold list (LMOVE, order kept): it
+--   * anything else -> moved to jobctl's hold list (order kept; runs of such
+--     elements in one RPOP/LPOP with a count + one LPUSH/RPUSH): it
 --     stays dead (every read counts the hold as dead) until list_restore.lua
 --     puts the hold back at the tail.
 -- The walk's bookkeeping (op, total positions, popped so far) lives in the
@@ -257,8 +258,23 @@ while width == 0 and mode ~= 'ready' and popped < limit do
   this = this + 1
 end
 
+-- elements that are no planned job go to the hold in runs: one RPOP/LPOP
+-- with a count and one LPUSH/RPUSH per run (the same order as one LMOVE
+-- each); a run is flushed before any step touches the tail
+local run = 0
+local function flush()
+  while run > 0 do
+    local k = math.min(run, 1000)
+    local els = redis.call(pop_cmd, dead, k)
+    redis.call(far == 'LEFT' and 'LPUSH' or 'RPUSH', hold, unpack(els))
+    held = held + #els
+    run = run - k
+  end
+end
+
 while width ~= 0 and popped < limit do
-  local el = redis.call('LINDEX', dead, tail)
+  -- the element at this position: the tail, past the run not yet flushed
+  local el = redis.call('LINDEX', dead, kind == 'jl' and run or -(run + 1))
   if not el then ended = 1; break end
   local ident = el
   if kind == 'jl' then ident = redis.sha1hex(el) end
@@ -270,23 +286,26 @@ while width ~= 0 and popped < limit do
       if not e.used and popped <= e.pos and popped >= e.pos - slack then entry = e; break end
     end
   end
-  local code = nil
   if entry then
+    flush()
     entry.used = true
-    code = run_step(entry, el)
+    local code = run_step(entry, el)
     met[#met + 1] = entry.i
     met[#met + 1] = code
-  end
-  if code == 'moved' then
-    moved = moved + 1
-    moved_ids[#moved_ids + 1] = entry.id
+    if code == 'moved' then
+      moved = moved + 1
+      moved_ids[#moved_ids + 1] = entry.id
+    else
+      redis.call('LMOVE', dead, hold, near, far)
+      held = held + 1
+    end
   else
-    redis.call('LMOVE', dead, hold, near, far)
-    held = held + 1
+    run = run + 1
   end
   popped = popped + 1
   this = this + 1
 end
+flush()
 redis.call('HSET', walk, 'popped', popped)
 redis.call('SET', lease, lease_value, 'PX', ttl)  -- renewed (and taken back if it had expired)
 
