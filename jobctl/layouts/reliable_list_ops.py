@@ -3,7 +3,10 @@
 Planning reads the source state in bounded windows (LRANGE from the tail of
 a list with negative indexes; ZRANGE windows of a zset), loads the envelopes
 with one MGET per window, evaluates the filter in Python and records each
-match with its fence (:mod:`jobctl.ops.plan`).
+match with its fence (:mod:`jobctl.ops.plan`).  From the dead list: an
+unfiltered plan is only the tail length (:func:`plan_tail`, a
+:class:`~jobctl.ops.plan.TailRange` with a sampled breakdown), a filtered one
+evaluates the filter on orjson dicts (:mod:`.lean_plan`).
 
 Applying calls one Lua script per batch (``jobctl/lua/rl_*.lua``); each job
 inside a call moves atomically and only if its fence still holds.  The dead
@@ -37,7 +40,8 @@ from ..ops.window import ListSource, drive
 if TYPE_CHECKING:
     from .reliable_list import ReliableList
 
-__all__ = ["plan_operation", "apply_plan", "dead_sources", "reset_payloads", "TRANSITIONS", "DEFAULT_BATCH"]
+__all__ = ["plan_operation", "apply_plan", "dead_sources", "reset_payloads", "plan_tail", "unfiltered_tail",
+           "TRANSITIONS", "DEFAULT_BATCH", "TAIL_SAMPLE"]
 
 #: Jobs (or dead-list pops) per script call: a dead-list window call takes
 #: ~1.1-1.3 ms at 128 against ~2 ms at 256 (bench/redrive.py), so this

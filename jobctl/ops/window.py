@@ -21,6 +21,10 @@ plan on it (:func:`drive`) is, per source:
 5. restore calls put the hold back at the tail, in the original order
    (also when the run stops early or a call fails); the lease is released.
 
+An unfiltered plan (:class:`~jobctl.ops.plan.TailRange`) runs the same steps
+in the script's tail mode (:mod:`.window_tail`): no per-job data from the
+plan, each round trip's ids read by one ``LRANGE`` just before it.
+
 Every read of the layout counts the hold as dead, so at every instant each
 job is in exactly one state.  Stopping (Ctrl-C, ``stop()``) happens between
 round trips: results of one round trip carry ``more=True`` except the last.
