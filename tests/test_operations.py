@@ -647,15 +647,39 @@ def test_malformed_envelopes_are_skipped_and_reported(redis_client, run):
     bad_dead = truth.malformed_ids & truth.ids_by_state["dead"]
     assert len(bad_dead) == 6
     raw_before = {i: redis_client.get(k.job(i)) for i in bad_dead}
-    code, out, err = run("redrive", "email", "--yes", "--json")
+    # a filter reads every envelope: malformed ones are excluded (an unfiltered
+    # redrive moves them: test_unfiltered_redrive_moves_malformed_envelopes)
+    code, out, err = run("redrive", "email", "--filter", "id ~ '*'", "--yes", "--json")
     assert code == 0, err
     res = json.loads(out)
     assert res["plan"]["malformed"] == 6 and set(res["plan"]["malformed_sample"]) <= bad_dead
     assert res["moved"] == len(truth.ids_by_state["dead"]) - 6
     assert set(ids(redis_client, k.dead)) == bad_dead          # never half-moved
     assert {i: redis_client.get(k.job(i)) for i in bad_dead} == raw_before
-    code, out, err = run("redrive", "email", "--yes")
+    code, out, err = run("redrive", "email", "--filter", "id ~ '*'", "--yes")
     assert code == 0 and "malformed" in err and "nothing to do" in err
+    assert_consistent(redis_client, ["email"])
+
+
+def test_unfiltered_redrive_plans_by_position_and_moves_malformed_envelopes(redis_client, run):
+    truth = load_scenario(redis_client, "dlq-spike", size=200, seed=8, malformed=12)
+    k = ReliableListKeys("email")
+    dead = truth.ids_by_state["dead"]
+    bad_dead = truth.malformed_ids & dead
+    raw_before = {i: redis_client.get(k.job(i)) for i in bad_dead}
+    code, out, err = run("redrive", "email", "--dry-run", "--json")
+    assert code == 0, err
+    plan = json.loads(out)["plan"]
+    assert plan["breakdown_sampled"] is True and plan["planned"] == len(dead)
+    assert "malformed envelopes move too" in plan["change"]
+    code, out, err = run("redrive", "email", "--dry-run")
+    assert code == 0 and "breakdown from a sample of" in out + err, out + err
+    code, out, err = run("redrive", "email", "--yes", "--json")
+    assert code == 0, err
+    res = json.loads(out)
+    assert res["moved"] == len(dead) and redis_client.llen(k.dead) == 0
+    assert bad_dead <= set(ids(redis_client, k.ready))
+    assert {i: redis_client.get(k.job(i)) for i in bad_dead} == raw_before  # envelopes untouched
     assert_consistent(redis_client, ["email"])
 
 

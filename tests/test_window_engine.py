@@ -361,3 +361,83 @@ def test_job_columns_keep_planned_jobs_compactly():
         cols.append(j)
     assert len(cols) == 3 and list(cols) == jobs and cols[-1] == jobs[-1] and cols[0:2] == jobs[:2]
     assert [cols.job_id(n) for n in range(3)] == ["a", "bé", "c"] and cols.position(1) is None
+
+
+# -- an unfiltered dead-list plan: the tail positions, no per-job data --------------------
+
+def test_unfiltered_plan_keeps_no_per_job_data_and_takes_exactly_its_tail(redis_client):
+    from jobctl.ops.plan import TailRange
+
+    jobs = simple_dead(redis_client, "email", 50)  # jobs[0] at the tail (oldest)
+    lay = rl_layout(redis_client)
+    spec = OpSpec(Operation.REDRIVE, "email", State.DEAD, State.READY, limit=40)
+    plan = lay.plan(spec)
+    assert isinstance(plan.jobs, TailRange) and plan.planned == 40 and plan.truncated
+    assert plan.breakdown_sampled > 0 and plan.to_json()["breakdown_sampled"] is True
+    assert sum(plan.breakdown.values()) <= plan.breakdown_sampled
+    dangling = jobs[5]
+    redis_client.delete(K.job(dangling))  # a dangling id: stays dead, reported gone
+    newer = simple_dead(redis_client, "email", 3, prefix="late")  # pushed at the head after the plan
+    res = run_plan(lay, plan, batch=6, journal=False)
+    assert (res.moved, res.skipped, res.failed) == (39, 1, 0) and res.skipped_reasons == {"gone": 1}
+    assert sorted(ids(redis_client, K.ready)) == sorted(set(jobs[:40]) - {dangling})
+    assert ids(redis_client, K.dead) == list(reversed(newer)) + list(reversed(jobs[40:])) + [dangling]
+    assert not redis_client.exists(K.hold) and not redis_client.exists(K.lease)
+    recs = redis_client.hgetall(K.redriven)
+    assert len(recs) == 39
+
+
+def test_unfiltered_purge_crash_mid_walk_then_rerun(redis_client, redis_url, run):
+    jobs = simple_dead(redis_client, "email", 60)
+    crash = CRASH.replace('filter=compile_filter("error = HTTP_503")', "").replace(
+        "OpSpec(Operation.REDRIVE, \"email\", State.DEAD, State.READY,", "OpSpec(Operation.PURGE, \"email\", State.DEAD, None")
+    proc = subprocess.run([sys.executable, "-c", crash, redis_url, "2"], stdin=subprocess.DEVNULL,
+                          capture_output=True, timeout=60)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr.decode()
+    gone = [j for j in jobs if not redis_client.exists(K.job(j))]
+    assert 0 < len(gone) < 60
+    assert_consistent(redis_client, ["email"])
+    code, out, err = run("purge", "email", "--state", "dead", "--no-export", "--yes", "--json")
+    assert code == 0, err
+    assert json.loads(out)["moved"] == 60 - len(gone)
+    assert not any(redis_client.exists(K.job(j)) for j in jobs)
+    assert not redis_client.exists(K.dead) and not redis_client.exists(K.hold)
+
+
+@pytest.mark.parametrize("raw", [
+    b'{"jobId":"a","jobType":"t","createdAtEpochMs":1,"tenantId":"x","attempt":2,"payload":{"k":[1]}}',
+    b'{"jobId":"a","jobType":"t","createdAtEpochMs":1,"attempt":"2"}',      # wrong type: malformed
+    b'{"jobId":"a","jobType":"t","createdAtEpochMs":1.0}',                  # converted: full parse
+    b'{"jobId":7,"jobType":"t","createdAtEpochMs":1}',                      # converted: full parse
+    b'{"jobId":"a","jobType":"t"}', b'[1]', b'{"jobId":', b'{"jobId":"\xff"}',
+    b'{"jobId":"a","jobType":"t","createdAtEpochMs":1,"attempt":true}',
+])
+def test_doc_envelope_agrees_with_parse_envelope(raw):
+    from jobctl.layouts.lean_plan import doc_envelope
+    from jobctl.model import ENVELOPE_FIELDS, parse_envelope
+
+    full = parse_envelope(raw)
+    lean = doc_envelope(raw)
+    if lean is None:  # the plan falls back to parse_envelope: nothing to compare
+        return
+    assert not full.problems
+    for attr in ENVELOPE_FIELDS.values():
+        assert getattr(lean, attr) == getattr(full, attr), attr
+
+
+def test_lean_filtered_plan_matches_the_record_plan(redis_client):
+    from jobctl.layouts.planning import plan_from_walk, shard_index
+    from jobctl.ops.plan import Plan
+
+    simple_dead(redis_client, "email", 120, codes=("HTTP_503", "HTTP_400", "HTTP_400", "HTTP_503", "HTTP_400"))
+    redis_client.set(K.job("job_0004"), b"{bad")
+    redis_client.delete(K.job("job_0007"))
+    lay = rl_layout(redis_client)
+    for flt in ("error = HTTP_503 or tenant = tenant_2", "not error ~ 'HTTP_4*'", "id ~ '*'"):
+        spec = spec_for("redrive", flt=flt)
+        lean = lay.plan(spec, now=NOW)
+        ref = plan_from_walk(Plan(spec=spec, now_ms=NOW), lay.iter_batches(State.DEAD), lambda rec: "",
+                             shard_of=shard_index(lay.shards))
+        assert [(j.job_id, j.position) for j in lean.jobs] == [(j.job_id, j.position) for j in ref.jobs]
+        assert lean.breakdown == ref.breakdown and lean.walked == ref.walked
+        assert (lean.scanned, lean.malformed, lean.dangling) == (ref.scanned, ref.malformed, ref.dangling)

@@ -3,7 +3,10 @@
 Planning reads the source state in bounded windows (LRANGE from the tail of
 a list with negative indexes; ZRANGE windows of a zset), loads the envelopes
 with one MGET per window, evaluates the filter in Python and records each
-match with its fence (:mod:`jobctl.ops.plan`).
+match with its fence (:mod:`jobctl.ops.plan`).  From the dead list: an
+unfiltered plan is only the tail length (:func:`plan_tail`, a
+:class:`~jobctl.ops.plan.TailRange` with a sampled breakdown), a filtered one
+evaluates the filter on orjson dicts (:mod:`.lean_plan`).
 
 Applying calls one Lua script per batch (``jobctl/lua/rl_*.lua``); each job
 inside a call moves atomically and only if its fence still holds.  The dead
@@ -24,7 +27,7 @@ from typing import TYPE_CHECKING
 from ..errors import UsageError
 from ..keys import ReliableListKeys
 from ..model import JobRecord, State
-from ..ops.plan import JobColumns, Plan, PlannedJob, payload_sha1
+from ..ops.plan import JobColumns, Plan, PlannedJob, TailRange, payload_sha1
 from ..ops.result import BatchResult
 from ..ops.spec import Operation, OpSpec
 from ..scripts import script
@@ -38,7 +41,8 @@ from ..ops.window import ListSource, drive, drives
 if TYPE_CHECKING:
     from .reliable_list import ReliableList
 
-__all__ = ["plan_operation", "apply_plan", "dead_sources", "reset_payloads", "TRANSITIONS", "DEFAULT_BATCH"]
+__all__ = ["plan_operation", "apply_plan", "dead_sources", "reset_payloads", "plan_tail", "unfiltered_tail",
+           "TRANSITIONS", "DEFAULT_BATCH", "TAIL_SAMPLE"]
 
 #: Jobs (or dead-list pops) per script call: a dead-list window call takes
 #: ~1.1-1.3 ms at 128 against ~2 ms at 256 (bench/redrive.py), so this
@@ -106,6 +110,12 @@ def plan_operation(layout: "ReliableList", spec: OpSpec, now: int) -> Plan:
     elif spec.priority is not None:
         raise UsageError(f"--priority applies to a move to ready, not to {spec.operation.value}")
     dead = spec.source is State.DEAD  # the window engine: columnar plan, redrives in the redriven hash
+    if dead and unfiltered_tail(spec):
+        return plan_tail(layout, spec, now)
+    if dead and not spec.ids and spec.fence is None:
+        from .lean_plan import plan_dead_filtered
+
+        return plan_dead_filtered(layout, spec, now)
     plan = Plan(spec=spec, now_ms=now, redrive_record="hash" if dead else "envelope",
                 jobs=JobColumns() if dead else [])
     walk = _source_walk(layout, spec, now)
@@ -114,6 +124,64 @@ def plan_operation(layout: "ReliableList", spec: OpSpec, now: int) -> Plan:
     # the dead list's fence is identity + position: the payload SHA1 only where the payload is rewritten
     fence = payload_sha1 if not dead or spec.reset_attempts else (lambda raw: "")
     return plan_from_walk(plan, walk, lambda rec: fence(rec.raw), shard_of=shard_index(layout.shards))
+
+
+#: (windows, size) of the envelope sample behind an unfiltered plan's breakdown
+TAIL_SAMPLE = (4, 250)
+
+
+def unfiltered_tail(spec: OpSpec) -> bool:
+    """Whether a dead-list ``spec`` plans as a :class:`~jobctl.ops.plan.TailRange`:
+    no filter, no ``--ids``, no fence file, no ``--reset-attempts``."""
+    return (spec.filter.is_match_all and not spec.ids and spec.fence is None and not spec.reset_attempts
+            and not spec.stuck_only)
+
+
+def plan_tail(layout: "ReliableList", spec: OpSpec, now: int) -> Plan:
+    """The plan of an unfiltered dead-list operation without reading every
+    envelope: per shard the tail length ``W`` (``LLEN`` of the dead list
+    plus jobctl's hold), capped by ``spec.limit`` (``plan.truncated``); the
+    breakdown and sample ids come from a bounded sample of
+    :data:`TAIL_SAMPLE` envelopes per shard (``plan.breakdown_sampled``).
+    Memory does not grow with the DLQ.  The window engine then takes
+    exactly those ``W`` tail positions; dangling ids stay dead (``gone``),
+    malformed envelopes move (they were dead already)."""
+    from .planning import breakdown_key
+
+    plan = Plan(spec=spec, now_ms=now, redrive_record="hash")
+    pipe = layout.client.pipeline(transaction=False)
+    for keys in layout.shards:
+        pipe.llen(keys.dead)
+        pipe.llen(keys.hold)
+    lens = pipe.execute()
+    walked: dict[int, int] = {}
+    left = spec.limit
+    for shard in range(len(layout.shards)):
+        w = lens[2 * shard] + lens[2 * shard + 1]
+        if left is not None:
+            if w > left:
+                plan.truncated = True
+            w = min(w, left)
+            left -= w
+        if w:
+            walked[shard] = w
+    sample: list[str] = []
+    for shard, keys in enumerate(layout.shards):
+        if shard not in walked:
+            continue
+        for batch in layout.iter_batches_of(keys, State.DEAD, WINDOW, sample=TAIL_SAMPLE):
+            for rec in batch:
+                if rec.position is not None and rec.position >= walked[shard]:
+                    continue
+                plan.breakdown_sampled += 1
+                if rec.raw is not None:
+                    plan.breakdown[breakdown_key(rec)] += 1
+                    if len(sample) < 10:
+                        sample.append(rec.job_id)
+    plan.jobs = TailRange(walked, sample)
+    plan.walked = dict(walked)
+    plan.scanned = len(plan.jobs)
+    return plan
 
 
 # -- applying ---------------------------------------------------------------

@@ -29,10 +29,14 @@ if err then return redis.error_reply(err) end
 
 local from, to = 'LEFT', 'RIGHT'
 if kind == 'jl' then from, to = 'RIGHT', 'LEFT' end
+-- in chunks of up to 1000: one LPOP/RPOP with a count and one RPUSH/LPUSH
+-- each, the same order as one LMOVE per element
 local moved = 0
 while moved < max_move do
-  if not redis.call('LMOVE', hold, dead, from, to) then break end
-  moved = moved + 1
+  local els = redis.call(from == 'LEFT' and 'LPOP' or 'RPOP', hold, math.min(max_move - moved, 1000))
+  if not els then break end
+  redis.call(to == 'RIGHT' and 'RPUSH' or 'LPUSH', dead, unpack(els))
+  moved = moved + #els
 end
 local left = redis.call('LLEN', hold)
 if left == 0 then redis.call('DEL', walk) end

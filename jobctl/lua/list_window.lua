@@ -10,7 +10,8 @@
 --     under redis.pcall: the target is written first, then the element leaves
 --     the dead list; a failing step writes nothing of that job (its partial
 --     writes are undone) and the job stays dead with code "error:<msg>";
---   * anything else -> moved to jobctl's hold list (LMOVE, order kept): it
+--   * anything else -> moved to jobctl's hold list (order kept; runs of such
+--     elements in one RPOP/LPOP with a count + one LPUSH/RPUSH): it
 --     stays dead (every read counts the hold as dead) until list_restore.lua
 --     puts the hold back at the tail.
 -- The walk's bookkeeping (op, total positions, popped so far) lives in the
@@ -41,13 +42,19 @@
 -- ARGV[10] suppress: info JSON for the suppressed-info hash
 -- ARGV[11] slack (positions a planned job may have shifted towards the tail)
 -- ARGV[12] N, the number of planned entries passed
--- ARGV[13] W, fields per entry: 3, or 5 when new payloads are passed
+-- ARGV[13] W, fields per entry: 3, or 5 when new payloads are passed, or 0
+--          (tail mode, reliable-list only: an unfiltered plan)
 -- ARGV[14+W(i-1)..] per entry i: identity, tail position at plan time, job
 --          id ("": the identity), and with W = 5: the new payload ("" keeps
 --          the stored one) and the SHA1 of the stored payload it replaces
+--          W = 0: ARGV[14] the tail position of entry 1 (entry i is expected
+--          at ARGV[14] + i - 1, read by the client just before: an element
+--          that differs is held, "not at its planned position"), ARGV[15]
+--          the payload-key prefix (entry i's id is KEYS[10+i] without it)
 -- returns  { popped_by_this_call, popped_total, ended, moved, held,
 --          i1, code1, ..., iM, codeM }: ended 1 when the dead list ran out;
---          one (entry index, code) pair per planned entry met: "moved",
+--          one (entry index, code) pair per planned entry met (tail mode:
+--          per entry not moved; the others moved): "moved",
 --          "gone" (payload key missing), "changed" (payload differs from the
 --          one the new payload replaces), "duplicate" (already suppressed),
 --          "wrongtype" (payload key of the wrong type), "error:<msg>"
@@ -73,10 +80,17 @@ score, err = jc_int(ARGV[8], 'score', 0); if not score then return redis.error_r
 slack, err = jc_int(ARGV[11], 'slack', 0); if not slack then return redis.error_reply(err) end
 n, err = jc_int(ARGV[12], 'entries', 0); if not n then return redis.error_reply(err) end
 local width = ARGV[13]
-if width ~= '3' and width ~= '5' then return redis.error_reply('BADARG width ' .. tostring(width)) end
+if width ~= '3' and width ~= '5' and width ~= '0' then return redis.error_reply('BADARG width ' .. tostring(width)) end
 width = tonumber(width)
 local reset, info = ARGV[9] == '1', ARGV[10]
-if #ARGV ~= 13 + width * n then return redis.error_reply('BADARG expected ' .. (13 + width * n) .. ' arguments') end
+local nargs = width == 0 and 15 or 13 + width * n
+if #ARGV ~= nargs then return redis.error_reply('BADARG expected ' .. nargs .. ' arguments') end
+local first, prefix = 0, ''
+if width == 0 then
+  if kind ~= 'rl' then return redis.error_reply('BADARG tail mode needs kind rl') end
+  first, err = jc_int(ARGV[14], 'first', 0); if not first then return redis.error_reply(err) end
+  prefix = ARGV[15]
+end
 if kind == 'rl' and #KEYS ~= 10 + n then return redis.error_reply('BADARG expected ' .. (10 + n) .. ' keys') end
 
 local target_type = (mode == 'ready' or mode == 'purge') and 'list' or (mode == 'stream' and 'stream' or 'zset')
@@ -97,7 +111,7 @@ local limit = math.min(upto, total)
 
 -- planned entries by identity
 local planned = {}
-for i = 1, n do
+for i = 1, (width == 0 and 0 or n) do
   local b = 14 + width * (i - 1)
   local ident = ARGV[b]
   local pos = tonumber(ARGV[b + 1])
@@ -176,8 +190,91 @@ end
 
 local met, moved_ids = {}, {}
 local this, ended, moved, held = 0, 0, 0, 0
-while popped < limit do
+
+-- tail mode: entry i is the element at tail position first + i - 1
+local plen = #prefix
+local function tail_entry(el)
+  local i = popped - first + 1
+  if i < 1 or i > n then return nil end
+  local key = KEYS[10 + i]
+  if string.sub(key, plen + 1) ~= el then return nil, i end
+  return { i = i, id = el, key = key, payload = '', sha = '' }, i
+end
+
+local function hold_it(code, i)
+  redis.call('LMOVE', dead, hold, near, far)
+  held = held + 1
+  if i then met[#met + 1] = i; met[#met + 1] = code end
+end
+
+while width == 0 and mode == 'ready' and popped < limit do
+  -- the common case in two commands a job, no table or closure per job:
+  -- EXISTS of the expected entry's payload key, then one LMOVE whose reply
+  -- is checked against the expected id (another element is put back and held)
+  local i = popped - first + 1
+  local key = (i >= 1 and i <= n) and KEYS[10 + i] or nil
+  if key and redis.call('EXISTS', key) == 1 then
+    local r = redis.pcall('LMOVE', dead, target, near, 'LEFT')
+    if not r then ended = 1; break end
+    if type(r) == 'table' and r['err'] then
+      if not redis.call('LINDEX', dead, tail) then ended = 1; break end
+      hold_it('error:' .. tostring(r['err']), i)
+    elseif string.sub(key, plen + 1) ~= r then
+      redis.call('LMOVE', target, dead, 'LEFT', near)  -- not the expected element: back, then held
+      hold_it('not at its planned position', i)
+    else
+      moved = moved + 1
+      moved_ids[#moved_ids + 1] = r
+    end
+  else
+    local el = redis.call('LMOVE', dead, hold, near, far)
+    if not el then ended = 1; break end
+    held = held + 1
+    if i >= 1 and i <= n then
+      met[#met + 1] = i
+      met[#met + 1] = (string.sub(KEYS[10 + i], plen + 1) == el) and 'gone' or 'not at its planned position'
+    end
+  end
+  popped = popped + 1
+  this = this + 1
+end
+
+while width == 0 and mode ~= 'ready' and popped < limit do
   local el = redis.call('LINDEX', dead, tail)
+  if not el then ended = 1; break end
+  local e, i = tail_entry(el)
+  if not e then
+    hold_it('not at its planned position', i)
+  else
+    local code = run_step(e, el)
+    if code == 'moved' then
+      moved = moved + 1
+      moved_ids[#moved_ids + 1] = e.id
+    else
+      hold_it(code, i)
+    end
+  end
+  popped = popped + 1
+  this = this + 1
+end
+
+-- elements that are no planned job go to the hold in runs: one RPOP/LPOP
+-- with a count and one LPUSH/RPUSH per run (the same order as one LMOVE
+-- each); a run is flushed before any step touches the tail
+local run = 0
+local function flush()
+  while run > 0 do
+    local k = math.min(run, 1000)
+    local els = redis.call(pop_cmd, dead, k)
+    redis.call(far == 'LEFT' and 'LPUSH' or 'RPUSH', hold, unpack(els))
+    held = held + #els
+    run = run - k
+  end
+end
+
+while width ~= 0 and popped < limit do
+  -- the element at this position: the tail, past the run not yet flushed
+  local el = redis.call('LINDEX', dead, kind == 'jl' and run or -(run + 1))
   if not el then ended = 1; break end
   local ident = el
   if kind == 'jl' then ident = redis.sha1hex(el) end
@@ -189,23 +286,26 @@ while popped < limit do
       if not e.used and popped <= e.pos and popped >= e.pos - slack then entry = e; break end
     end
   end
-  local code = nil
   if entry then
+    flush()
     entry.used = true
-    code = run_step(entry, el)
+    local code = run_step(entry, el)
     met[#met + 1] = entry.i
     met[#met + 1] = code
-  end
-  if code == 'moved' then
-    moved = moved + 1
-    moved_ids[#moved_ids + 1] = entry.id
+    if code == 'moved' then
+      moved = moved + 1
+      moved_ids[#moved_ids + 1] = entry.id
+    else
+      redis.call('LMOVE', dead, hold, near, far)
+      held = held + 1
+    end
   else
-    redis.call('LMOVE', dead, hold, near, far)
-    held = held + 1
+    run = run + 1
   end
   popped = popped + 1
   this = this + 1
 end
+flush()
 redis.call('HSET', walk, 'popped', popped)
 redis.call('SET', lease, lease_value, 'PX', ttl)  -- renewed (and taken back if it had expired)
 
@@ -214,12 +314,17 @@ redis.call('SET', lease, lease_value, 'PX', ttl)  -- renewed (and taken back if 
 if mode == 'ready' or mode == 'stream' or mode == 'scheduled' then
   if #moved_ids > 0 then
     local prev = redis.call('HMGET', redriven, unpack(moved_ids))
-    local args = {}
+    local args, head, first_time = {}, '[' .. op_json .. ',' .. now .. ',', '[' .. op_json .. ',' .. now .. ',1]'
+    local k = 0
     for j = 1, #moved_ids do
-      local count = 0
-      if prev[j] then count = tonumber(string.match(prev[j], ',(%d+)%]$')) or 0 end
-      args[#args + 1] = moved_ids[j]
-      args[#args + 1] = '[' .. op_json .. ',' .. now .. ',' .. (count + 1) .. ']' 
+      args[k + 1] = moved_ids[j]
+      if prev[j] then
+        local count = tonumber(string.match(prev[j], ',(%d+)%]$')) or 0
+        args[k + 2] = head .. (count + 1) .. ']'
+      else
+        args[k + 2] = first_time  -- the common case: no earlier redrive, one shared string
+      end
+      k = k + 2
     end
     redis.pcall('HSET', redriven, unpack(args))
   end

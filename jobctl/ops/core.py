@@ -84,12 +84,16 @@ def check_request(req: OpRequest, session: "Session | None" = None) -> None:
 def breakdown_rows(plan: "Plan", top: int) -> list[tuple[str, str, str]]:
     """The plan's breakdown as display rows ``(job type, error, jobs)``, the
     ``top`` largest groups first, then one ``("…", "N more groups", jobs)``
-    row for the rest (what the CLI and the TUI show before confirming)."""
+    row for the rest, and a ``("(sample)", ...)`` row when the breakdown
+    comes from a sample of envelopes (what the CLI and the TUI show before
+    confirming)."""
     groups = plan.breakdown.most_common()
     rows = [(jt, err, f"{n:,}") for (jt, err), n in groups[:top]]
     if len(groups) > top:
         rest = sum(n for _, n in groups[top:])
         rows.append(("…", f"{len(groups) - top} more groups", f"{rest:,}"))
+    if plan.breakdown_sampled:  # an unfiltered dead-list plan read only a sample of envelopes
+        rows.append(("(sample)", f"breakdown from a sample of {plan.breakdown_sampled:,}", ""))
     return rows
 
 

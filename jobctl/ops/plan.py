@@ -17,7 +17,7 @@ from typing import Any
 
 from .spec import OpSpec
 
-__all__ = ["PlannedJob", "Plan", "JobColumns", "payload_sha1"]
+__all__ = ["PlannedJob", "Plan", "JobColumns", "TailRange", "payload_sha1"]
 
 
 def payload_sha1(raw: bytes | None) -> str:
@@ -122,6 +122,38 @@ class JobColumns:
         return (self._item(n) for n in range(len(self)))
 
 
+class TailRange:
+    """The planned jobs of an unfiltered dead-list plan: the ``W`` tail
+    positions of each shard's dead list (``walked``: shard index -> ``W``),
+    no column per job, so its memory does not grow with the DLQ.  The window
+    engine reads the ids of each window just before moving it (identity by
+    position: workers only push at the head).  ``len`` is the sum of the
+    ``W``; ``sample`` holds a few ids from the bounded envelope sample
+    (:attr:`Plan.breakdown_sampled`).  Indexing and iteration are refused
+    (``TypeError``): no per-job data is kept.
+    """
+
+    __slots__ = ("walked", "sample")
+
+    def __init__(self, walked: dict[int, int], sample: list[str] | None = None) -> None:
+        self.walked = dict(walked)
+        self.sample = list(sample or [])
+
+    def __len__(self) -> int:
+        return sum(self.walked.values())
+
+    def __getitem__(self, key):
+        if isinstance(key, slice):
+            start, stop, _ = key.indices(len(self))
+            if start == 0:  # a sample's head (plan.sample_ids)
+                return [PlannedJob(job_id=i, shard=0, position=None, score=None, sha1="")
+                        for i in self.sample[:stop]]
+        raise TypeError("an unfiltered dead-list plan keeps no per-job data (TailRange)")
+
+    def __iter__(self) -> Iterator[PlannedJob]:
+        raise TypeError("an unfiltered dead-list plan keeps no per-job data (TailRange)")
+
+
 @dataclass
 class Plan:
     """The result of planning ``spec`` at ``now_ms``.
@@ -153,18 +185,26 @@ class Plan:
     #: what a redrive writes, in the layout's own words, when neither of the
     #: above says it (hash-job's job hash fields, delayed-events' attempt)
     redrive_note: str | None = None
+    #: envelopes read for ``breakdown`` when it comes from a bounded sample
+    #: (an unfiltered dead-list plan, ``jobs`` a :class:`TailRange`); 0: every
+    #: planned job was read
+    breakdown_sampled: int = 0
 
     @property
     def planned(self) -> int:
         return len(self.jobs)
 
     def sample_ids(self, n: int = 10) -> list[str]:
+        if isinstance(self.jobs, TailRange):
+            return self.jobs.sample[:n]
         return [j.job_id for j in self.jobs[:n]]
 
     def job_ids(self) -> Iterator[str]:
         """The planned ids, in plan order."""
         if isinstance(self.jobs, JobColumns):
             return (self.jobs.job_id(n) for n in range(len(self.jobs)))
+        if isinstance(self.jobs, TailRange):
+            raise TypeError("an unfiltered dead-list plan keeps no per-job data (TailRange)")
         return (j.job_id for j in self.jobs)
 
     def describe(self) -> str:
@@ -193,6 +233,12 @@ class Plan:
         elif s.operation.value == "redrive":
             what += "; envelopes get redrivenAtEpochMs, redriveOperation and redriveCount"
             what += ", attempt reset to 0" if s.reset_attempts else ", attempt kept"
+        if isinstance(self.jobs, TailRange):
+            what += (f"; the {self.planned:,} oldest dead job(s) by position, envelopes not read"
+                     f" (breakdown from a sample of {self.breakdown_sampled:,}); ids without a payload"
+                     " stay dead (gone)")
+            if s.operation.value != "purge":
+                what += "; malformed envelopes move too (give a --filter to exclude them)"
         return f"{s.operation.value} {s.queue}: {what}"
 
     def to_json(self) -> dict[str, Any]:
@@ -207,6 +253,8 @@ class Plan:
             "scanned": self.scanned,
             "planned": self.planned,
             "truncated": self.truncated,
+            "breakdown_sampled": bool(self.breakdown_sampled),
+            "breakdown_sample": self.breakdown_sampled,
             "breakdown": [{"type": t, "error": e, "count": c} for (t, e), c in self.breakdown.most_common()],
             "sample_ids": self.sample_ids(),
             "malformed": len(self.malformed),
