@@ -142,4 +142,4 @@ def apply_plan(layout: "HashJob", plan: Plan, *, batch: int = DEFAULT_BATCH) -> 
                 keys=[source, k.pending, k.suppressed, k.suppressed_info] + [k.job(j.job_id) for j in chunk],
                 args=args)
         i += len(chunk)
-        yield batch_result(res)
+        yield move_result(res)

@@ -28,14 +28,22 @@
 -- ARGV[6]  N
 -- ARGV[7+2(i-1)..8+2(i-1)] per job i: id, fence (hex SHA1) at plan time
 -- returns  { id1, code1, ... }: "moved", "gone" (no hash, or not in the
---          source list), "changed" (fence differs)
+--          source list), "changed" (fence differs), "wrongtype" (the job's
+--          key is not a hash: left alone); or an error reply, before any
+--          write, for a bad argument ("BADMODE", "BADARG") or a list, zset or
+--          hash key of the wrong type ("WRONGTYPE key ...")
 
 local source, pending, suppressed, info = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local mode, now, op, reset, record = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
-local n = tonumber(ARGV[6])
 if mode ~= 'requeue' and mode ~= 'redrive' and mode ~= 'suppress' and mode ~= 'purge' then
   return redis.error_reply('BADMODE ' .. mode)
 end
+--@prelude
+local n, bad = jc_int(ARGV[6], 'job count', 0)
+if not n then return redis.error_reply(bad) end
+if #ARGV ~= 6 + 2 * n or #KEYS ~= 4 + n then return redis.error_reply('BADARG expected ' .. n .. ' jobs') end
+bad = jc_check_types({ { source, 'list' }, { pending, 'list' }, { suppressed, 'zset' }, { info, 'hash' } })
+if bad then return redis.error_reply(bad) end
 local fence_fields = { 'status', 'attempts', 'claim_token', 'claimed_at_ms', 'last_error_at_ms', 'payload' }
 local direction = (mode == 'requeue') and -1 or 1
 
@@ -46,6 +54,8 @@ for i = 1, n do
   local code
   if redis.call('EXISTS', key) == 0 then
     code = 'gone'
+  elseif jc_type_error(key, 'hash') then
+    code = 'wrongtype'
   else
     local vals = redis.call('HMGET', key, unpack(fence_fields))
     for j = 1, #vals do
