@@ -210,3 +210,18 @@ def test_check_reports_broken_invariants(redis_client):
     redis_client.hset(K.events, "com.acme.X###9", envelope("com.acme.X", "9", {}))
     report = layout(redis_client).check()
     assert report.counts() == {"dangling": 2, "bad_member": 1, "mismatch": 1, "orphan_envelope": 1}
+
+
+def test_check_finding_that_no_longer_holds_is_transient(redis_client):
+    """A member that moved between the check's two reads is not reported
+    (issue 12, item 10): the dispatcher wrote its envelope after the window."""
+    from jobctl.layouts.delayed_events_check import _recheck
+    from jobctl.layouts.reliable_list_check import CheckReport, Problem
+
+    redis_client.zadd(K.zset, {"com.acme.X###1": 1, "com.acme.X###2": 2})
+    redis_client.hset(K.events, "com.acme.X###2", envelope("com.acme.X", "2", {}))
+    report = CheckReport(queue="q", layout="delayed-events")
+    report.problems = [Problem("dangling", "", "com.acme.X###1", "no envelope"),
+                       Problem("dangling", "", "com.acme.X###2", "no envelope")]  # written since
+    _recheck(redis_client, K, report, {})
+    assert [p.job_id for p in report.problems] == ["com.acme.X###1"] and report.transient == 1

@@ -13,7 +13,11 @@ applies or that needs a person):
 
 Reads: ``ZRANGE`` + ``HMGET`` windows of 1,000 over the zset, ``HSCAN``
 (COUNT 1,000) + ``ZMSCORE`` over the hash; linear in the size, bounded per
-command.
+command.  The windows read a live queue over time (the dispatcher moves
+members and rewrites envelopes between two reads), so before a finding is
+reported its member is read again atomically (one ``MULTI`` of ``ZSCORE`` +
+``HGET`` per finding, at most :data:`~.reliable_list_check.RECHECK_MAX`):
+a finding that no longer holds is counted as ``transient`` instead.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from ..keys import delayed_event_member, split_delayed_event_member
 from .common import text
-from .reliable_list_check import CheckReport, Problem
+from .reliable_list_check import RECHECK_MAX, CheckReport, Problem
 from .walks import WINDOW
 
 if TYPE_CHECKING:
@@ -37,6 +41,7 @@ def check_queue(layout: "DelayedEvents", *, repair: bool = False) -> CheckReport
 
     client, k = layout.client, layout.keys
     report = CheckReport(queue=layout.queue_name, layout=layout.name)
+    seen: dict[str, bytes | None] = {}  # member -> the envelope a finding was judged on
     start = 0
     while True:
         pairs = client.zrange(k.zset, start, start + WINDOW - 1)
@@ -46,6 +51,7 @@ def check_queue(layout: "DelayedEvents", *, repair: bool = False) -> CheckReport
         raws = client.hmget(k.events, members)
         report.checked_ids += len(members)
         for member, raw in zip(members, raws):
+            seen[member] = raw
             parts = split_delayed_event_member(member)
             if parts is None:
                 report.problems.append(Problem("bad_member", "", member, "member is not <class>###<id>"))
@@ -78,4 +84,35 @@ def check_queue(layout: "DelayedEvents", *, repair: bool = False) -> CheckReport
                                                    f"envelope in {k.events} without a member in {k.zset}"))
         if cursor == 0:
             break
+    _recheck(client, k, report, seen)
     return report
+
+
+def _recheck(client, k, report: CheckReport, seen: dict[str, bytes | None]) -> None:
+    """Keep only the findings that still hold in one atomic read of their
+    members (``MULTI``/``EXEC`` of ``ZSCORE`` + ``HGET`` each); the others
+    count as ``report.transient``."""
+    found = report.problems[:RECHECK_MAX]
+    if not found:
+        return
+    pipe = client.pipeline(transaction=True)
+    for p in found:
+        pipe.zscore(k.zset, p.job_id)
+        pipe.hget(k.events, p.job_id)
+    replies = pipe.execute()
+    kept = []
+    for n, p in enumerate(found):
+        score, raw = replies[2 * n], replies[2 * n + 1]
+        if p.kind == "orphan_envelope":
+            holds = score is None and raw is not None
+        elif p.kind == "dangling":
+            holds = score is not None and raw is None
+        elif p.kind == "bad_member":
+            holds = score is not None
+        else:  # malformed, mismatch: judged on the envelope seen, still there and unchanged
+            holds = score is not None and raw is not None and raw == seen.get(p.job_id)
+        if holds:
+            kept.append(p)
+        else:
+            report.transient += 1
+    report.problems[:len(found)] = kept
