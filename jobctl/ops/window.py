@@ -296,15 +296,23 @@ def drive(sources: list[ListSource], plan: Plan, *, batch: int | None = None, de
             yield from _walk(src, value, jobs, orders[src.shard], met, plan.walked.get(src.shard, 0), batch,
                              depth, now_fn)
     finally:
-        for src in taken:
-            try:
-                finish_hold(src.client, src.kind, src.dead, src.hold, src.walk)
-            except Exception:  # noqa: BLE001 - the next operation finishes the hold
-                pass
-            try:
-                release(src, value)
-            except Exception:  # noqa: BLE001 - the lease expires, or a rerun here takes it over
-                pass
+        give_back(taken, value)
+
+
+def give_back(taken: list[ListSource], value: str) -> None:
+    """End of a walk, however it ends: put each source's hold back in order
+    and release its lease, each as far as the server lets it (a failure is
+    not raised: the next operation finishes the hold, and a lost lease
+    expires or is taken over by a rerun in this process)."""
+    for src in taken:
+        try:
+            finish_hold(src.client, src.kind, src.dead, src.hold, src.walk)
+        except Exception:  # noqa: BLE001 - the next operation finishes the hold
+            pass
+        try:
+            release(src, value)
+        except Exception:  # noqa: BLE001 - the lease expires, or a rerun here takes it over
+            pass
 
 
 def _walk(src: ListSource, value: str, jobs: _Jobs, order: array, met: bytearray, total: int, batch: int,

@@ -16,8 +16,8 @@ from collections.abc import Iterator
 from ..errors import Busy
 from ..ops.result import BatchResult
 from ..scripts import script
-from .lease import LEASE_TTL_MS, acquire, release
-from .window import SLACK, ListSource, _call_error, _text, finish_hold, pipelined
+from .lease import LEASE_TTL_MS, acquire
+from .window import SLACK, ListSource, _call_error, _text, finish_hold, give_back, pipelined
 
 __all__ = ["drive_tail"]
 
@@ -39,12 +39,7 @@ def drive_tail(sources: list[ListSource], walked: dict[int, int], value: str, qu
         for src in todo:
             yield from _walk_tail(src, value, walked[src.shard], batch, depth, now_fn)
     finally:
-        for src in taken:
-            try:
-                finish_hold(src.client, src.kind, src.dead, src.hold, src.walk)
-                release(src, value)
-            except Exception:  # noqa: BLE001 - the next operation finishes the hold
-                pass
+        give_back(taken, value)
 
 
 def _walk_tail(src: ListSource, value: str, total: int, batch: int, depth: int, now_fn) -> Iterator[BatchResult]:
