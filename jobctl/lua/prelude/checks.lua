@@ -44,3 +44,51 @@ local function jc_one_of(value, name, set)
   if set[value] then return value end
   return nil, 'BADARG ' .. name .. ' ' .. tostring(value)
 end
+
+-- Shared steps of the move scripts (see the header above for the checks):
+--   jc_failed(r)              true when a redis.pcall reply r is an error
+--   jc_find_tail(st, list, member)
+--                             bounded LPOS from the tail of `list`; st is
+--                             { len = LLEN at start minus moves so far,
+--                               left = LPOS budget still unspent, budget = the
+--                               per-call search bound }; returns the position
+--                             (charging st.left), or nil and the code
+--                             'deferred' | 'unreached' | 'gone'
+--   jc_push_then_lrem(push, dest, src, member, undo)
+--                             redis.pcall(push, dest, member) then LREM src -1
+--                             member; on an LREM error runs undo on dest;
+--                             true when both steps succeeded
+--   jc_reply(out, id, code)   appends the pair id, code to the reply table out
+
+local function jc_failed(r)
+  return type(r) == 'table' and r['err'] ~= nil
+end
+
+local function jc_find_tail(st, list, member)
+  local reach = math.min(st.len, st.budget)
+  local search = math.min(reach, st.left)
+  local pos = search > 0 and redis.call('LPOS', list, member, 'RANK', -1, 'MAXLEN', search) or false
+  if not pos and search < reach then
+    st.left = 0
+    return nil, 'deferred'
+  elseif not pos then
+    st.left = st.left - reach
+    return nil, (st.len > st.budget) and 'unreached' or 'gone'
+  end
+  st.left = st.left - (st.len - pos)
+  return pos
+end
+
+local function jc_push_then_lrem(push, dest, src, member, undo)
+  if jc_failed(redis.pcall(push, dest, member)) then return false end
+  if jc_failed(redis.pcall('LREM', src, -1, member)) then
+    redis.pcall(undo, dest)
+    return false
+  end
+  return true
+end
+
+local function jc_reply(out, id, code)
+  out[#out + 1] = id
+  out[#out + 1] = code
+end
