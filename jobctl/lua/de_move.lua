@@ -146,7 +146,6 @@ for i = 1, n do
   if writes then
     code = apply(writes) and 'moved' or 'error'
   end
-  out[#out + 1] = member
-  out[#out + 1] = code
+  jc_reply(out, member, code)
 end
 return out

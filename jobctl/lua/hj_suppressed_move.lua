@@ -110,7 +110,6 @@ for i = 1, n do
       end
     end
   end
-  out[#out + 1] = id
-  out[#out + 1] = code
+  jc_reply(out, id, code)
 end
 return out

@@ -100,7 +100,6 @@ for i = 1, n do
       code = 'error'
     end
   end
-  out[#out + 1] = id
-  out[#out + 1] = code
+  jc_reply(out, id, code)
 end
 return out

@@ -72,9 +72,6 @@ end
 local bad = jc_check_types(specs)
 if bad then return redis.error_reply(bad) end
 
-local function failed(r)
-  return type(r) == 'table' and r['err'] ~= nil
-end
 
 -- Run one job's writes in order ({command, undo} each; an undo may be a
 -- function of the command's reply); the first that fails undoes the ones
@@ -83,7 +80,7 @@ local function apply(writes)
   local undo = {}
   for i = 1, #writes do
     local r = redis.pcall(unpack(writes[i][1]))
-    if failed(r) then
+    if jc_failed(r) then
       for j = #undo, 1, -1 do redis.pcall(unpack(undo[j])) end
       return false
     end
@@ -160,7 +157,6 @@ for i = 1, n do
       code = apply(writes) and 'moved' or 'error'
     end
   end
-  out[#out + 1] = id
-  out[#out + 1] = code
+  jc_reply(out, id, code)
 end
 return out

@@ -59,9 +59,6 @@ elseif not bad and mode == 'unsuppress' then
 end
 if bad then return redis.error_reply(bad) end
 
-local function failed(r)
-  return type(r) == 'table' and r['err'] ~= nil
-end
 
 local out = {}
 for i = 1, n do
@@ -86,7 +83,7 @@ for i = 1, n do
     elseif want_sha ~= '' and redis.sha1hex(raw) ~= want_sha then
       code = 'changed'
     elseif mode == 'purge' then
-      if failed(redis.pcall('ZREM', src, id)) then
+      if jc_failed(redis.pcall('ZREM', src, id)) then
         code = 'error'
       else
         redis.pcall('HDEL', info, id)
@@ -116,9 +113,9 @@ for i = 1, n do
           undo = function() redis.pcall('LPOP', target) end
         end
       end
-      if failed(r) then
+      if jc_failed(r) then
         code = 'error'
-      elseif failed(redis.pcall('ZREM', src, id)) then
+      elseif jc_failed(redis.pcall('ZREM', src, id)) then
         undo()
         code = 'error'
       else
@@ -127,7 +124,6 @@ for i = 1, n do
       end
     end
   end
-  out[#out + 1] = id
-  out[#out + 1] = code
+  jc_reply(out, id, code)
 end
 return out
