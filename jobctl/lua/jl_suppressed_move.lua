@@ -48,21 +48,6 @@ if not bad and mode == 'unsuppress' then bad = jc_type_error(dead, 'list') end
 if not bad and mode == 'purge' then bad = jc_check_types({ { attempts, 'hash' }, { errors, 'hash' } }) end
 if bad then return redis.error_reply(bad) end
 
--- Run one job's writes in order ({command, undo command or nil} each); the
--- first that fails undoes the ones done, newest first.  True when all
--- succeeded.
-local function apply(writes)
-  for i = 1, #writes do
-    local r = redis.pcall(unpack(writes[i][1]))
-    if type(r) == 'table' and r['err'] then
-      for j = i - 1, 1, -1 do
-        if writes[j][2] then redis.pcall(unpack(writes[j][2])) end
-      end
-      return false
-    end
-  end
-  return true
-end
 
 local out = {}
 for i = 1, n do
@@ -89,7 +74,7 @@ for i = 1, n do
         { { 'HDEL', raw_hash, id }, nil },
       }
     end
-    if apply(writes) then
+    if jc_apply_writes(writes) then
       redis.pcall('HDEL', info_hash, id)
       if mode == 'purge' then
         redis.pcall('HDEL', attempts, id)

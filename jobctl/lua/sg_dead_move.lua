@@ -73,23 +73,6 @@ local bad = jc_check_types(specs)
 if bad then return redis.error_reply(bad) end
 
 
--- Run one job's writes in order ({command, undo} each; an undo may be a
--- function of the command's reply); the first that fails undoes the ones
--- done, newest first.  True when all succeeded.
-local function apply(writes)
-  local undo = {}
-  for i = 1, #writes do
-    local r = redis.pcall(unpack(writes[i][1]))
-    if jc_failed(r) then
-      for j = #undo, 1, -1 do redis.pcall(unpack(undo[j])) end
-      return false
-    end
-    local back = writes[i][2]
-    if type(back) == 'function' then back = back(r) end
-    if back then undo[#undo + 1] = back end
-  end
-  return true
-end
 
 local out = {}
 for i = 1, n do
@@ -154,7 +137,7 @@ for i = 1, n do
       if mode == 'purge' and raw then
         writes[#writes + 1] = { { 'DEL', key }, nil }
       end
-      code = apply(writes) and 'moved' or 'error'
+      code = jc_apply_writes(writes) and 'moved' or 'error'
     end
   end
   jc_reply(out, id, code)

@@ -1,6 +1,7 @@
 -- prelude/checks.lua: checks shared by jobctl's scripts, prepended by
 -- jobctl/scripts.py to every script whose text has a line "--@prelude".
--- Defines local functions only; writes nothing.
+-- Defines local functions only; the checks write nothing, the move steps
+-- below write only what their caller passes them.
 --
 --   jc_type_error(key, ...)   nil when KEYS entry `key` is missing or of one
 --                             of the Redis types named (e.g. 'list', 'zset');
@@ -91,4 +92,25 @@ end
 local function jc_reply(out, id, code)
   out[#out + 1] = id
   out[#out + 1] = code
+end
+
+--   jc_apply_writes(writes)   runs one job's writes in order, each
+--                             {command, undo}: command a redis.pcall argument
+--                             list, undo nil, such a list, or a function of
+--                             the command's reply returning one; the first
+--                             write that fails undoes the ones done, newest
+--                             first; true when all succeeded
+local function jc_apply_writes(writes)
+  local undo = {}
+  for i = 1, #writes do
+    local r = redis.pcall(unpack(writes[i][1]))
+    if jc_failed(r) then
+      for j = #undo, 1, -1 do redis.pcall(unpack(undo[j])) end
+      return false
+    end
+    local back = writes[i][2]
+    if type(back) == 'function' then back = back(r) end
+    if back then undo[#undo + 1] = back end
+  end
+  return true
 end
