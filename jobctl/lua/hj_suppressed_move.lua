@@ -36,15 +36,9 @@ local n = tonumber(ARGV[2])
 if mode ~= 'unsuppress' and mode ~= 'purge' then
   return redis.error_reply('BADARG mode ' .. tostring(mode))
 end
-if not n or n < 0 or n ~= math.floor(n) or #ARGV ~= 2 + 3 * n or #KEYS ~= 3 + n then
-  return redis.error_reply('BADARG job count ' .. tostring(ARGV[2]))
-end
-for i = 1, n do
-  if not tonumber(ARGV[3 + 3 * (i - 1) + 1]) then
-    return redis.error_reply('BADARG score of job ' .. i)
-  end
-end
 --@prelude
+local bad_args = jc_job_args(2, 3, 3)
+if bad_args then return redis.error_reply(bad_args) end
 local bad = jc_check_types({ { suppressed, 'zset' }, { info, 'hash' } })
 if not bad and mode == 'unsuppress' then bad = jc_type_error(failed, 'list') end
 if bad then return redis.error_reply(bad) end

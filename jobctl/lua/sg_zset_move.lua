@@ -41,16 +41,9 @@ end
 if dead_kind ~= 'list' and dead_kind ~= 'stream' then
   return redis.error_reply('BADARG dead kind ' .. tostring(dead_kind))
 end
-if not n or n < 0 or n ~= math.floor(n) or #ARGV ~= 3 + 3 * n or #KEYS ~= 3 + n then
-  return redis.error_reply('BADARG job count ' .. tostring(ARGV[3]))
-end
-for i = 1, n do
-  if not tonumber(ARGV[4 + 3 * (i - 1) + 1]) then
-    return redis.error_reply('BADARG score of job ' .. i)
-  end
-end
-
 --@prelude
+local bad_args = jc_job_args(3, 3, 3)
+if bad_args then return redis.error_reply(bad_args) end
 local bad = jc_check_types({ { src, 'zset' }, { info, 'hash' } })
 if not bad and mode == 'promote' then
   bad = jc_type_error(target, 'stream')

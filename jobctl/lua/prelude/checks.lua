@@ -114,3 +114,24 @@ local function jc_apply_writes(writes)
   end
   return true
 end
+
+--   jc_job_args(at, per, keys0)
+--                             checks a move script's per-job arguments: ARGV[at]
+--                             the job count n (an integer >= 0), #ARGV equal to
+--                             at + per * n, #KEYS equal to keys0 + n (unless
+--                             keys0 is nil), and each job's second argument
+--                             (ARGV[at + 2 + per * (i - 1)], its score) a
+--                             number; nil, or the error text
+--                             "BADARG job count ..." / "BADARG score of job i"
+local function jc_job_args(at, per, keys0)
+  local n = tonumber(ARGV[at])
+  if not n or n < 0 or n ~= math.floor(n) or #ARGV ~= at + per * n or (keys0 and #KEYS ~= keys0 + n) then
+    return 'BADARG job count ' .. tostring(ARGV[at])
+  end
+  for i = 1, n do
+    if not tonumber(ARGV[at + 2 + per * (i - 1)]) then
+      return 'BADARG score of job ' .. i
+    end
+  end
+  return nil
+end
