@@ -70,21 +70,6 @@ end
 local bad = jc_check_types({ { zset, 'zset' }, { events, 'hash' }, { supp, 'zset' }, { info, 'hash' } })
 if bad then return redis.error_reply(bad) end
 
--- Run one event's writes in order ({command, undo command or nil} each);
--- the first that fails undoes the ones done, newest first.  True when all
--- succeeded.
-local function apply(writes)
-  for i = 1, #writes do
-    local r = redis.pcall(unpack(writes[i][1]))
-    if type(r) == 'table' and r['err'] then
-      for j = i - 1, 1, -1 do
-        if writes[j][2] then redis.pcall(unpack(writes[j][2])) end
-      end
-      return false
-    end
-  end
-  return true
-end
 
 local out = {}
 local locked = redis.call('EXISTS', lock) == 1
@@ -144,9 +129,8 @@ for i = 1, n do
     writes = { { { 'ZREM', supp, member }, { 'ZADD', supp, sc, member } }, { { 'HDEL', info, member }, nil } }
   end
   if writes then
-    code = apply(writes) and 'moved' or 'error'
+    code = jc_apply_writes(writes) and 'moved' or 'error'
   end
-  out[#out + 1] = member
-  out[#out + 1] = code
+  jc_reply(out, member, code)
 end
 return out

@@ -58,7 +58,6 @@ for i = 1, n do
     end
     code = (type(r) == 'table' and r['err']) and 'error' or 'moved'
   end
-  out[#out + 1] = member
-  out[#out + 1] = code
+  jc_reply(out, member, code)
 end
 return out

@@ -56,19 +56,14 @@ end
 local bad = jc_check_types({ { processing, 'list' }, { pending, 'list' } })
 if bad then return redis.error_reply(bad) end
 
-local function failed(r)
-  return type(r) == 'table' and r['err'] ~= nil
-end
 local fence_fields = { 'status', 'attempts', 'claim_token', 'claimed_at_ms', 'last_error_at_ms', 'payload' }
 local reclaim_fields = { 'status', 'reclaimed_at_ms', 'claim_token', 'claimed_at_ms' }
 
-local len = redis.call('LLEN', processing)
-local left = budget
+local st = { len = redis.call('LLEN', processing), left = budget, budget = budget }
 local out = {}
 for i = 1, n do
   local id, want = ARGV[4 + 2 * (i - 1)], ARGV[5 + 2 * (i - 1)]
   local key = KEYS[2 + i]
-  local reach = math.min(len, budget)
   local code
   if redis.call('EXISTS', key) == 0 then
     code = 'gone'
@@ -82,16 +77,10 @@ for i = 1, n do
     if redis.sha1hex(table.concat(vals, '\31')) ~= want then
       code = 'changed'
     else
-      local search = math.min(reach, left)
-      local pos = search > 0 and redis.call('LPOS', processing, id, 'RANK', -1, 'MAXLEN', search) or false
-      if not pos and search < reach then
-        left = 0
-        code = 'deferred'
-      elseif not pos then
-        left = left - reach
-        code = (len > budget) and 'unreached' or 'gone'
+      local pos, miss = jc_find_tail(st, processing, id)
+      if not pos then
+        code = miss
       else
-        left = left - (len - pos)
         local old = redis.call('HMGET', key, unpack(reclaim_fields))
         local function restore_hash()
           for j = 1, #reclaim_fields do
@@ -102,24 +91,19 @@ for i = 1, n do
             end
           end
         end
-        if failed(redis.pcall('HSET', key, 'status', 'pending', 'reclaimed_at_ms', now, 'claim_token', '',
-                              'claimed_at_ms', 0)) then
+        if jc_failed(redis.pcall('HSET', key, 'status', 'pending', 'reclaimed_at_ms', now, 'claim_token', '',
+                                 'claimed_at_ms', 0)) then
           code = 'error'
-        elseif failed(redis.pcall('LPUSH', pending, id)) then
-          restore_hash()
-          code = 'error'
-        elseif failed(redis.pcall('LREM', processing, -1, id)) then
-          redis.pcall('LPOP', pending)
+        elseif not jc_push_then_lrem('LPUSH', pending, processing, id, 'LPOP') then
           restore_hash()
           code = 'error'
         else
-          len = len - 1
+          st.len = st.len - 1
           code = 'moved'
         end
       end
     end
   end
-  out[#out + 1] = id
-  out[#out + 1] = code
+  jc_reply(out, id, code)
 end
 return out

@@ -34,35 +34,14 @@ local n = tonumber(ARGV[2])
 if mode ~= 'unsuppress' and mode ~= 'purge' then
   return redis.error_reply('BADARG mode ' .. tostring(mode))
 end
-if not n or n < 0 or n ~= math.floor(n) or #ARGV ~= 2 + 3 * n then
-  return redis.error_reply('BADARG job count ' .. tostring(ARGV[2]))
-end
-for i = 1, n do
-  if not tonumber(ARGV[3 + 3 * (i - 1) + 1]) then
-    return redis.error_reply('BADARG score of job ' .. i)
-  end
-end
 --@prelude
+local bad_args = jc_job_args(2, 3, nil)
+if bad_args then return redis.error_reply(bad_args) end
 local bad = jc_check_types({ { suppressed, 'zset' }, { raw_hash, 'hash' }, { info_hash, 'hash' } })
 if not bad and mode == 'unsuppress' then bad = jc_type_error(dead, 'list') end
 if not bad and mode == 'purge' then bad = jc_check_types({ { attempts, 'hash' }, { errors, 'hash' } }) end
 if bad then return redis.error_reply(bad) end
 
--- Run one job's writes in order ({command, undo command or nil} each); the
--- first that fails undoes the ones done, newest first.  True when all
--- succeeded.
-local function apply(writes)
-  for i = 1, #writes do
-    local r = redis.pcall(unpack(writes[i][1]))
-    if type(r) == 'table' and r['err'] then
-      for j = i - 1, 1, -1 do
-        if writes[j][2] then redis.pcall(unpack(writes[j][2])) end
-      end
-      return false
-    end
-  end
-  return true
-end
 
 local out = {}
 for i = 1, n do
@@ -89,7 +68,7 @@ for i = 1, n do
         { { 'HDEL', raw_hash, id }, nil },
       }
     end
-    if apply(writes) then
+    if jc_apply_writes(writes) then
       redis.pcall('HDEL', info_hash, id)
       if mode == 'purge' then
         redis.pcall('HDEL', attempts, id)
@@ -100,7 +79,6 @@ for i = 1, n do
       code = 'error'
     end
   end
-  out[#out + 1] = id
-  out[#out + 1] = code
+  jc_reply(out, id, code)
 end
 return out

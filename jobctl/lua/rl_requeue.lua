@@ -57,46 +57,28 @@ end
 local bad = jc_check_types({ { processing, 'list' }, { deadline, 'zset' }, { ready, 'list' } })
 if bad then return redis.error_reply(bad) end
 
-local function failed(r)
-  return type(r) == 'table' and r['err'] ~= nil
-end
-
-local len = redis.call('LLEN', processing)
-local left = budget
+local st = { len = redis.call('LLEN', processing), left = budget, budget = budget }
 local out = {}
 for i = 1, n do
   local id, want = ARGV[3 + 2 * (i - 1)], ARGV[4 + 2 * (i - 1)]
   local sc = redis.call('ZSCORE', deadline, id)
   local code
-  local reach = math.min(len, budget)
   if want ~= '' and not sc then
     code = 'gone'
   elseif (want == '' and sc) or (want ~= '' and tonumber(sc) ~= tonumber(want)) then
     code = 'changed'
   else
-    local search = math.min(reach, left)
-    local pos = search > 0 and redis.call('LPOS', processing, id, 'RANK', -1, 'MAXLEN', search) or false
-    if not pos and search < reach then
-      left = 0
-      code = 'deferred'
-    elseif not pos then
-      left = left - reach
-      code = (len > budget) and 'unreached' or 'gone'
+    local pos, miss = jc_find_tail(st, processing, id)
+    if not pos then
+      code = miss
+    elseif not jc_push_then_lrem('LPUSH', ready, processing, id, 'LPOP') then
+      code = 'error'
     else
-      left = left - (len - pos)
-      if failed(redis.pcall('LPUSH', ready, id)) then
-        code = 'error'
-      elseif failed(redis.pcall('LREM', processing, -1, id)) then
-        redis.pcall('LPOP', ready)
-        code = 'error'
-      else
-        len = len - 1
-        if sc then redis.pcall('ZREM', deadline, id) end
-        code = 'moved'
-      end
+      st.len = st.len - 1
+      if sc then redis.pcall('ZREM', deadline, id) end
+      code = 'moved'
     end
   end
-  out[#out + 1] = id
-  out[#out + 1] = code
+  jc_reply(out, id, code)
 end
 return out

@@ -34,23 +34,13 @@ local n = tonumber(ARGV[2])
 if mode ~= 'lpush' and mode ~= 'purge' then
   return redis.error_reply('BADARG mode ' .. tostring(mode))
 end
-if not n or n < 0 or n ~= math.floor(n) or #ARGV ~= 2 + 3 * n or #KEYS ~= 3 + n then
-  return redis.error_reply('BADARG job count ' .. tostring(ARGV[2]))
-end
-for i = 1, n do
-  if not tonumber(ARGV[3 + 3 * (i - 1) + 1]) then
-    return redis.error_reply('BADARG score of job ' .. i)
-  end
-end
-
 --@prelude
+local bad_args = jc_job_args(2, 3, 3)
+if bad_args then return redis.error_reply(bad_args) end
 local bad = jc_check_types({ { src, 'zset' }, { info, 'hash' } })
 if not bad and mode == 'lpush' then bad = jc_type_error(target, 'list') end
 if bad then return redis.error_reply(bad) end
 
-local function failed(r)
-  return type(r) == 'table' and r['err'] ~= nil
-end
 
 local out = {}
 for i = 1, n do
@@ -73,9 +63,9 @@ for i = 1, n do
     elseif redis.sha1hex(raw) ~= want_sha then
       code = 'changed'
     elseif mode == 'lpush' then
-      if failed(redis.pcall('LPUSH', target, id)) then
+      if jc_failed(redis.pcall('LPUSH', target, id)) then
         code = 'error'
-      elseif failed(redis.pcall('ZREM', src, id)) then
+      elseif jc_failed(redis.pcall('ZREM', src, id)) then
         redis.pcall('LPOP', target)  -- undo: the id just pushed at the head
         code = 'error'
       else
@@ -83,7 +73,7 @@ for i = 1, n do
         code = 'moved'
       end
     else -- purge: out of the state first, so no state ever holds an id without its payload
-      if failed(redis.pcall('ZREM', src, id)) then
+      if jc_failed(redis.pcall('ZREM', src, id)) then
         code = 'error'
       else
         redis.pcall('HDEL', info, id)
@@ -92,7 +82,6 @@ for i = 1, n do
       end
     end
   end
-  out[#out + 1] = id
-  out[#out + 1] = code
+  jc_reply(out, id, code)
 end
 return out

@@ -72,27 +72,7 @@ end
 local bad = jc_check_types(specs)
 if bad then return redis.error_reply(bad) end
 
-local function failed(r)
-  return type(r) == 'table' and r['err'] ~= nil
-end
 
--- Run one job's writes in order ({command, undo} each; an undo may be a
--- function of the command's reply); the first that fails undoes the ones
--- done, newest first.  True when all succeeded.
-local function apply(writes)
-  local undo = {}
-  for i = 1, #writes do
-    local r = redis.pcall(unpack(writes[i][1]))
-    if failed(r) then
-      for j = #undo, 1, -1 do redis.pcall(unpack(undo[j])) end
-      return false
-    end
-    local back = writes[i][2]
-    if type(back) == 'function' then back = back(r) end
-    if back then undo[#undo + 1] = back end
-  end
-  return true
-end
 
 local out = {}
 for i = 1, n do
@@ -157,10 +137,9 @@ for i = 1, n do
       if mode == 'purge' and raw then
         writes[#writes + 1] = { { 'DEL', key }, nil }
       end
-      code = apply(writes) and 'moved' or 'error'
+      code = jc_apply_writes(writes) and 'moved' or 'error'
     end
   end
-  out[#out + 1] = id
-  out[#out + 1] = code
+  jc_reply(out, id, code)
 end
 return out

@@ -43,9 +43,6 @@ local bad = jc_type_error(stream, 'stream')
 if bad then return redis.error_reply(bad) end
 local exists = redis.call('EXISTS', stream) == 1
 
-local function failed(r)
-  return type(r) == 'table' and r['err'] ~= nil
-end
 
 local out = {}
 for i = 1, n do
@@ -53,7 +50,7 @@ for i = 1, n do
   local job_id, entry, consumer, deliveries = ARGV[base], ARGV[base + 1], ARGV[base + 2], ARGV[base + 3]
   local code
   local p = exists and redis.pcall('XPENDING', stream, group, entry, entry, 1) or {}
-  if failed(p) or #p == 0 then
+  if jc_failed(p) or #p == 0 then
     code = 'gone'  -- no stream, no group, or not pending
   elseif p[1][2] ~= consumer or tonumber(p[1][4]) ~= tonumber(deliveries) then
     code = 'changed'
@@ -64,16 +61,15 @@ for i = 1, n do
       fields = e[1][2]
     end
     local new = redis.pcall('XADD', stream, '*', unpack(fields))
-    if failed(new) then
+    if jc_failed(new) then
       code = 'error'
-    elseif failed(redis.pcall('XACK', stream, group, entry)) then
+    elseif jc_failed(redis.pcall('XACK', stream, group, entry)) then
       redis.pcall('XDEL', stream, new)
       code = 'error'
     else
       code = 'moved'
     end
   end
-  out[#out + 1] = job_id
-  out[#out + 1] = code
+  jc_reply(out, job_id, code)
 end
 return out

@@ -41,16 +41,9 @@ end
 if dead_kind ~= 'list' and dead_kind ~= 'stream' then
   return redis.error_reply('BADARG dead kind ' .. tostring(dead_kind))
 end
-if not n or n < 0 or n ~= math.floor(n) or #ARGV ~= 3 + 3 * n or #KEYS ~= 3 + n then
-  return redis.error_reply('BADARG job count ' .. tostring(ARGV[3]))
-end
-for i = 1, n do
-  if not tonumber(ARGV[4 + 3 * (i - 1) + 1]) then
-    return redis.error_reply('BADARG score of job ' .. i)
-  end
-end
-
 --@prelude
+local bad_args = jc_job_args(3, 3, 3)
+if bad_args then return redis.error_reply(bad_args) end
 local bad = jc_check_types({ { src, 'zset' }, { info, 'hash' } })
 if not bad and mode == 'promote' then
   bad = jc_type_error(target, 'stream')
@@ -59,9 +52,6 @@ elseif not bad and mode == 'unsuppress' then
 end
 if bad then return redis.error_reply(bad) end
 
-local function failed(r)
-  return type(r) == 'table' and r['err'] ~= nil
-end
 
 local out = {}
 for i = 1, n do
@@ -86,7 +76,7 @@ for i = 1, n do
     elseif want_sha ~= '' and redis.sha1hex(raw) ~= want_sha then
       code = 'changed'
     elseif mode == 'purge' then
-      if failed(redis.pcall('ZREM', src, id)) then
+      if jc_failed(redis.pcall('ZREM', src, id)) then
         code = 'error'
       else
         redis.pcall('HDEL', info, id)
@@ -116,9 +106,9 @@ for i = 1, n do
           undo = function() redis.pcall('LPOP', target) end
         end
       end
-      if failed(r) then
+      if jc_failed(r) then
         code = 'error'
-      elseif failed(redis.pcall('ZREM', src, id)) then
+      elseif jc_failed(redis.pcall('ZREM', src, id)) then
         undo()
         code = 'error'
       else
@@ -127,7 +117,6 @@ for i = 1, n do
       end
     end
   end
-  out[#out + 1] = id
-  out[#out + 1] = code
+  jc_reply(out, id, code)
 end
 return out
