@@ -299,6 +299,20 @@ def drive(sources: list[ListSource], plan: Plan, *, batch: int | None = None, de
         give_back(taken, value)
 
 
+def record_code(br: BatchResult, job_id: str, code: str) -> None:
+    """Count one job's code from a window call's reply in ``br``: ``moved``;
+    failed for ``error:...`` (a write the server refused, undone) and
+    ``wrongtype`` (its payload key); any other code is a skip reason."""
+    if code == "moved":
+        br.moved.append(job_id)
+    elif code.startswith("error:") or code == "wrongtype":
+        br.failed.append(job_id)
+        br.reasons[job_id] = code
+    else:
+        br.skipped.append(job_id)
+        br.reasons[job_id] = code
+
+
 def give_back(taken: list[ListSource], value: str) -> None:
     """End of a walk, however it ends: put each source's hold back in order
     and release its lease, each as far as the server lets it (a failure is
@@ -371,16 +385,7 @@ def _walk(src: ListSource, value: str, jobs: _Jobs, order: array, met: bytearray
                 if met[n]:
                     continue
                 met[n] = 1
-                code = _text(reply[m + 1])
-                job_id = jobs.job_id(n)
-                if code == "moved":
-                    br.moved.append(job_id)
-                elif code.startswith("error:") or code == "wrongtype":
-                    br.failed.append(job_id)
-                    br.reasons[job_id] = code
-                else:
-                    br.skipped.append(job_id)
-                    br.reasons[job_id] = code
+                record_code(br, jobs.job_id(n), _text(reply[m + 1]))
             yield br
     unmet = BatchResult()
     for n in order:

@@ -17,7 +17,7 @@ from ..errors import Busy
 from ..ops.result import BatchResult
 from ..scripts import script
 from .lease import LEASE_TTL_MS, acquire
-from .window import SLACK, ListSource, _call_error, _text, finish_hold, give_back, pipelined
+from .window import SLACK, ListSource, _call_error, _text, finish_hold, give_back, pipelined, record_code
 
 __all__ = ["drive_tail"]
 
@@ -86,15 +86,7 @@ def _walk_tail(src: ListSource, value: str, total: int, batch: int, depth: int, 
                 continue
             codes = {int(reply[m]): _text(reply[m + 1]) for m in range(5, len(reply), 2)}
             for n, job_id in enumerate(ids[:int(reply[0])], 1):
-                code = codes.get(n, "moved")
-                if code == "moved":
-                    br.moved.append(job_id)
-                elif code.startswith("error:") or code == "wrongtype":
-                    br.failed.append(job_id)
-                    br.reasons[job_id] = code
-                else:
-                    br.skipped.append(job_id)
-                    br.reasons[job_id] = code
+                record_code(br, job_id, codes.get(n, "moved"))
             yield br
         if ended:
             return
