@@ -1,9 +1,10 @@
 -- sg_dead_move.lua: move planned dead-lettered jobs of a stream-group shard
 -- (jobctl redrive to the stream or the scheduled zset, suppress, purge).
 -- One atomic step per job; the call touches only the N jobs it is given.
--- jobctl uses it for the dead stream; a dead list is walked in bounded
--- windows by sg_dead_window.lua instead (the list kind here searches with
--- LPOS/LREM: O(distance from the tail) per job).
+-- jobctl uses it for the dead stream; a dead list (redrive, suppress,
+-- purge) is walked in bounded windows by the window engine
+-- (list_window.lua) instead.  The list kind kept here searches with
+-- LPOS/LREM: O(distance from the tail) per job, bounded by MAXLEN.
 --
 -- Dead list (ids, newest at the head): a job is found with LPOS from the
 -- tail, bounded by MAXLEN (its distance from the tail at plan time + 1:
