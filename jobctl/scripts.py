@@ -4,8 +4,9 @@ functions.
 Each script lives in its own file under ``jobctl/lua/`` with a KEYS / ARGV /
 returns header.  :func:`script` loads the file once per process and
 registers it once per client; a line ``--@prelude`` in a script is replaced
-by the shared checks of ``jobctl/lua/prelude/checks.lua`` (type and argument
-validation), so no script carries its own copy.  It (``redis.Redis.register_script``: EVALSHA with a
+by the shared prelude: ``jobctl/lua/prelude/checks.lua`` (type and argument
+validation) then ``jobctl/lua/prelude/steps.lua`` (the per-job fences and
+ordered writes), so no script carries its own copy.  It (``redis.Redis.register_script``: EVALSHA with a
 fallback to EVAL after a SCRIPT FLUSH or failover).  Every key a script
 touches is passed in KEYS so that Redis Cluster can route the call.
 """
@@ -42,6 +43,9 @@ _REGISTERED: "weakref.WeakKeyDictionary[redis.Redis, dict[str, Script]]" = weakr
 #: The line a script writes where the shared prelude goes.
 PRELUDE_MARK = "--@prelude"
 
+#: The prelude's files under ``jobctl/lua/prelude/``, spliced in this order.
+PRELUDE_FILES = ("checks.lua", "steps.lua")
+
 
 @cache
 def source(name: str) -> str:
@@ -50,7 +54,7 @@ def source(name: str) -> str:
     lua = resources.files("jobctl").joinpath("lua")
     text = lua.joinpath(f"{name}.lua").read_text("utf-8")
     if PRELUDE_MARK in text:
-        prelude = lua.joinpath("prelude", "checks.lua").read_text("utf-8")
+        prelude = "\n".join(lua.joinpath("prelude", f).read_text("utf-8") for f in PRELUDE_FILES)
         text = "\n".join(prelude if line.strip() == PRELUDE_MARK else line for line in text.split("\n"))
     return text
 

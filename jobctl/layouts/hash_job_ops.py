@@ -98,13 +98,14 @@ def plan_operation(layout: "HashJob", spec: OpSpec, now: int) -> Plan:
 def apply_plan(layout: "HashJob", plan: Plan, *, batch: int = DEFAULT_BATCH) -> Iterator[BatchResult]:
     """One script call per chunk of planned jobs; yields each call's result."""
     from .base import now_ms
+    from .hash_job import FENCE_FIELDS
 
     spec = plan.spec
     k = layout.keys
     jobs = plan.jobs
     if spec.source is State.PROCESSING:
         def requeue(chunk: list) -> list:
-            args: list = [REQUEUE_BUDGET, now_ms(), len(chunk)]
+            args: list = [REQUEUE_BUDGET, now_ms(), " ".join(FENCE_FIELDS), len(chunk)]
             for j in chunk:
                 args += [j.job_id, j.sha1]
             return call_move(layout.client, "hj_requeue", [k.processing, k.pending] + [k.job(j.job_id) for j in chunk],
@@ -117,7 +118,7 @@ def apply_plan(layout: "HashJob", plan: Plan, *, batch: int = DEFAULT_BATCH) -> 
         if spec.source is State.SUPPRESSED:
             chunk = jobs[i:i + batch]
             mode = "purge" if spec.operation is Operation.PURGE else "unsuppress"
-            args: list = [mode, len(chunk)]
+            args: list = [mode, " ".join(FENCE_FIELDS), len(chunk)]
             for j in chunk:
                 args += [j.job_id, str(j.score), j.sha1]
             res = call_move(layout.client, "hj_suppressed_move",

@@ -32,8 +32,11 @@
 -- ARGV[1]  search budget: elements of the processing list one call may
 --          search (>= 1)
 -- ARGV[2]  now (epoch ms): reclaimed_at_ms
--- ARGV[3]  N
--- ARGV[4+2(i-1)..5+2(i-1)] per job i: id, fence (hex SHA1) at plan time
+-- ARGV[3]  fence fields: the hash fields the fence covers, separated by
+--          single spaces (jobctl.layouts.hash_job.FENCE_FIELDS, in order)
+-- ARGV[4]  N
+-- ARGV[5+2(i-1)..6+2(i-1)] per job i: id, fence (hex SHA1 of those fields'
+--          values, a missing one as "", joined by \x1f) at plan time
 -- returns  { id1, code1, ... }: "moved", "gone" (no hash, or not in the
 --          processing list), "changed" (fence differs), "wrongtype",
 --          "deferred", "unreached" (see above), "error" (a write failed;
@@ -41,69 +44,43 @@
 --          or an error reply "BADARG ..." / "WRONGTYPE ..." (nothing written)
 
 local processing, pending = KEYS[1], KEYS[2]
-local budget, now = tonumber(ARGV[1]), ARGV[2]
-local n = tonumber(ARGV[3])
-if not budget or budget < 1 or budget ~= math.floor(budget) then
-  return redis.error_reply('BADARG budget ' .. tostring(ARGV[1]))
-end
+--@prelude
+local budget, err = jc_budget(ARGV[1])
+if not budget then return redis.error_reply(err) end
+local now = ARGV[2]
 if not tonumber(now) then
   return redis.error_reply('BADARG now ' .. tostring(now))
 end
-if not n or n < 0 or n ~= math.floor(n) or #ARGV ~= 3 + 2 * n or #KEYS ~= 2 + n then
-  return redis.error_reply('BADARG job count ' .. tostring(ARGV[3]))
-end
---@prelude
+local fence_fields, n
+fence_fields, err = jc_fields(ARGV[3])
+if not fence_fields then return redis.error_reply(err) end
+n, err = jc_job_count(4, 2, 2)
+if not n then return redis.error_reply(err) end
 local bad = jc_check_types({ { processing, 'list' }, { pending, 'list' } })
 if bad then return redis.error_reply(bad) end
 
-local fence_fields = { 'status', 'attempts', 'claim_token', 'claimed_at_ms', 'last_error_at_ms', 'payload' }
 local reclaim_fields = { 'status', 'reclaimed_at_ms', 'claim_token', 'claimed_at_ms' }
 
 local st = { len = redis.call('LLEN', processing), left = budget, budget = budget }
-local out = {}
-for i = 1, n do
-  local id, want = ARGV[4 + 2 * (i - 1)], ARGV[5 + 2 * (i - 1)]
+return jc_each({}, 5, 2, n, function(i, b)
+  local id, want = ARGV[b], ARGV[b + 1]
   local key = KEYS[2 + i]
-  local code
-  if redis.call('EXISTS', key) == 0 then
-    code = 'gone'
-  elseif jc_type_error(key, 'hash') then
-    code = 'wrongtype'
-  else
-    local vals = redis.call('HMGET', key, unpack(fence_fields))
-    for j = 1, #vals do
-      if not vals[j] then vals[j] = '' end
-    end
-    if redis.sha1hex(table.concat(vals, '\31')) ~= want then
-      code = 'changed'
-    else
-      local pos, miss = jc_find_tail(st, processing, id)
-      if not pos then
-        code = miss
+  local code = jc_hash_code(key, fence_fields, want)
+  if code then return code end
+  local old = redis.call('HMGET', key, unpack(reclaim_fields))
+  local function restore_hash()
+    for j = 1, #reclaim_fields do
+      if old[j] then
+        redis.pcall('HSET', key, reclaim_fields[j], old[j])
       else
-        local old = redis.call('HMGET', key, unpack(reclaim_fields))
-        local function restore_hash()
-          for j = 1, #reclaim_fields do
-            if old[j] then
-              redis.pcall('HSET', key, reclaim_fields[j], old[j])
-            else
-              redis.pcall('HDEL', key, reclaim_fields[j])
-            end
-          end
-        end
-        if jc_failed(redis.pcall('HSET', key, 'status', 'pending', 'reclaimed_at_ms', now, 'claim_token', '',
-                                 'claimed_at_ms', 0)) then
-          code = 'error'
-        elseif not jc_push_then_lrem('LPUSH', pending, processing, id, 'LPOP') then
-          restore_hash()
-          code = 'error'
-        else
-          st.len = st.len - 1
-          code = 'moved'
-        end
+        redis.pcall('HDEL', key, reclaim_fields[j])
       end
     end
   end
-  jc_reply(out, id, code)
-end
-return out
+  return jc_requeue_tail(st, processing, id, {
+    { { 'HSET', key, 'status', 'pending', 'reclaimed_at_ms', now, 'claim_token', '', 'claimed_at_ms', 0 },
+      function() return restore_hash end },
+    { { 'LPUSH', pending, id }, { 'LPOP', pending } },
+    { { 'LREM', processing, -1, id }, nil },
+  })
+end)

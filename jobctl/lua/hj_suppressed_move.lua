@@ -21,9 +21,12 @@
 -- KEYS[3]  failed list          queue:<n>:failed
 -- KEYS[3+i] job hash of job i   queue:<n>:job:<id>
 -- ARGV[1]  mode: "unsuppress" | "purge"
--- ARGV[2]  N
--- ARGV[3+3(i-1)..5+3(i-1)] per job i: id, score at plan time (integer
---          string), fence (hex SHA1) at plan time
+-- ARGV[2]  fence fields: the hash fields the fence covers, separated by
+--          single spaces (jobctl.layouts.hash_job.FENCE_FIELDS, in order)
+-- ARGV[3]  N
+-- ARGV[4+3(i-1)..6+3(i-1)] per job i: id, score at plan time (integer
+--          string), fence (hex SHA1 of those fields' values, a missing one
+--          as "", joined by \x1f) at plan time
 -- returns  { id1, code1, ... }: "moved", "gone" (not suppressed, or no
 --          hash), "changed" (score or fence differs), "wrongtype" (the job
 --          key is not a hash), "error" (a write failed; nothing of the job
@@ -31,64 +34,32 @@
 --          or an error reply "BADARG ..." / "WRONGTYPE ..." (nothing written)
 
 local suppressed, info, failed = KEYS[1], KEYS[2], KEYS[3]
-local mode = ARGV[1]
-local n = tonumber(ARGV[2])
-if mode ~= 'unsuppress' and mode ~= 'purge' then
-  return redis.error_reply('BADARG mode ' .. tostring(mode))
-end
 --@prelude
-local bad_args = jc_job_args(2, 3, 3)
-if bad_args then return redis.error_reply(bad_args) end
+local mode, err = jc_one_of(ARGV[1], 'mode', { unsuppress = true, purge = true })
+if not mode then return redis.error_reply(err) end
+local fence_fields
+fence_fields, err = jc_fields(ARGV[2])
+if not fence_fields then return redis.error_reply(err) end
+err = jc_job_args(3, 3, 3)
+if err then return redis.error_reply(err) end
 local bad = jc_check_types({ { suppressed, 'zset' }, { info, 'hash' } })
 if not bad and mode == 'unsuppress' then bad = jc_type_error(failed, 'list') end
 if bad then return redis.error_reply(bad) end
 
-
-local fence_fields = { 'status', 'attempts', 'claim_token', 'claimed_at_ms', 'last_error_at_ms', 'payload' }
-
-local out = {}
-for i = 1, n do
-  local base = 3 + 3 * (i - 1)
-  local id, want_score, want_fence = ARGV[base], ARGV[base + 1], ARGV[base + 2]
+return jc_each({}, 4, 3, tonumber(ARGV[3]), function(i, b)
+  local id, want_score, want_fence = ARGV[b], ARGV[b + 1], ARGV[b + 2]
   local key = KEYS[3 + i]
-  local code
   local sc = redis.call('ZSCORE', suppressed, id)
-  if not sc or redis.call('EXISTS', key) == 0 then
-    code = 'gone'
-  elseif jc_type_error(key, 'hash') then
-    code = 'wrongtype'
-  elseif tonumber(sc) ~= tonumber(want_score) then
-    code = 'changed'
-  else
-    local vals = redis.call('HMGET', key, unpack(fence_fields))
-    for j = 1, #vals do
-      if not vals[j] then vals[j] = '' end
-    end
-    if redis.sha1hex(table.concat(vals, '\31')) ~= want_fence then
-      code = 'changed'
-    else
-      local record = redis.call('HGET', info, id)
-      local writes
-      if mode == 'unsuppress' then
-        writes = {
-          { { 'LPUSH', failed, id }, { 'LPOP', failed } },
-          { { 'ZREM', suppressed, id }, nil },
-        }
-      else
-        writes = { { { 'ZREM', suppressed, id }, { 'ZADD', suppressed, sc, id } }, { { 'DEL', key }, nil } }
-      end
-      if jc_apply_writes(writes) then
-        redis.pcall('HDEL', info, id)
-        if mode == 'unsuppress' then
-          local ttl = record and tonumber(string.match(record, '"ttl_ms":(%-?%d+)'))
-          if ttl and ttl > 0 then redis.pcall('PEXPIRE', key, ttl) end
-        end
-        code = 'moved'
-      else
-        code = 'error'
-      end
-    end
+  if not sc then return 'gone' end
+  local code = jc_hash_code(key, fence_fields, want_fence) or jc_score_code(sc, want_score)
+  if code then return code end
+  if mode == 'purge' then
+    return jc_move({ { { 'ZREM', suppressed, id }, { 'ZADD', suppressed, sc, id } }, { { 'DEL', key }, nil } },
+                   { { 'HDEL', info, id } })
   end
-  jc_reply(out, id, code)
-end
-return out
+  local record = redis.call('HGET', info, id)
+  local ttl = record and tonumber(string.match(record, '"ttl_ms":(%-?%d+)'))
+  local after = { { 'HDEL', info, id } }
+  if ttl and ttl > 0 then after[2] = { 'PEXPIRE', key, ttl } end
+  return jc_move({ { { 'LPUSH', failed, id }, { 'LPOP', failed } }, { { 'ZREM', suppressed, id }, nil } }, after)
+end)

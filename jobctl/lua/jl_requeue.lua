@@ -40,47 +40,21 @@
 --          or an error reply "BADARG ..." / "WRONGTYPE ..." (nothing written)
 
 local processing, times, pending = KEYS[1], KEYS[2], KEYS[3]
-local budget = tonumber(ARGV[1])
-local n = tonumber(ARGV[2])
-if not budget or budget < 1 or budget ~= math.floor(budget) then
-  return redis.error_reply('BADARG budget ' .. tostring(ARGV[1]))
-end
-if not n or n < 0 or n ~= math.floor(n) or #ARGV ~= 2 + 3 * n then
-  return redis.error_reply('BADARG job count ' .. tostring(ARGV[2]))
-end
-for i = 1, n do
-  local want = ARGV[5 + 3 * (i - 1)]
-  if want ~= '' and not tonumber(want) then
-    return redis.error_reply('BADARG claim time of job ' .. i)
-  end
-end
 --@prelude
+local budget, err = jc_budget(ARGV[1])
+if not budget then return redis.error_reply(err) end
+local n
+n, err = jc_job_count(2, 3, nil)
+err = err or jc_job_numbers(2, 3, 3, 'claim time', true)
+if err then return redis.error_reply(err) end
 local bad = jc_check_types({ { processing, 'list' }, { times, 'zset' }, { pending, 'list' } })
 if bad then return redis.error_reply(bad) end
 
 local st = { len = redis.call('LLEN', processing), left = budget, budget = budget }
-local out = {}
-for i = 1, n do
-  local base = 3 + 3 * (i - 1)
-  local id, raw, want = ARGV[base], ARGV[base + 1], ARGV[base + 2]
+return jc_each({}, 3, 3, n, function(i, b)
+  local id, raw, want = ARGV[b], ARGV[b + 1], ARGV[b + 2]
   local sc = redis.call('ZSCORE', times, id)
-  local code
-  if want ~= '' and not sc then
-    code = 'gone'
-  elseif (want == '' and sc) or (want ~= '' and tonumber(sc) ~= tonumber(want)) then
-    code = 'changed'
-  else
-    local pos, miss = jc_find_tail(st, processing, raw)
-    if not pos then
-      code = miss
-    elseif not jc_push_then_lrem('RPUSH', pending, processing, raw, 'RPOP') then
-      code = 'error'
-    else
-      st.len = st.len - 1
-      if sc then redis.pcall('ZREM', times, id) end
-      code = 'moved'
-    end
-  end
-  jc_reply(out, id, code)
-end
-return out
+  return jc_score_code(sc, want) or jc_requeue_tail(st, processing, raw,
+    { { { 'RPUSH', pending, raw }, { 'RPOP', pending } }, { { 'LREM', processing, -1, raw }, nil } },
+    sc and { { 'ZREM', times, id } })
+end)

@@ -39,46 +39,21 @@
 --          or an error reply "BADARG ..." / "WRONGTYPE ..." (nothing written)
 
 local processing, deadline, ready = KEYS[1], KEYS[2], KEYS[3]
-local budget = tonumber(ARGV[1])
-local n = tonumber(ARGV[2])
-if not budget or budget < 1 or budget ~= math.floor(budget) then
-  return redis.error_reply('BADARG budget ' .. tostring(ARGV[1]))
-end
-if not n or n < 0 or n ~= math.floor(n) or #ARGV ~= 2 + 2 * n then
-  return redis.error_reply('BADARG job count ' .. tostring(ARGV[2]))
-end
-for i = 1, n do
-  local want = ARGV[4 + 2 * (i - 1)]
-  if want ~= '' and not tonumber(want) then
-    return redis.error_reply('BADARG deadline of job ' .. i)
-  end
-end
 --@prelude
+local budget, err = jc_budget(ARGV[1])
+if not budget then return redis.error_reply(err) end
+local n
+n, err = jc_job_count(2, 2, nil)
+err = err or jc_job_numbers(2, 2, 2, 'deadline', true)
+if err then return redis.error_reply(err) end
 local bad = jc_check_types({ { processing, 'list' }, { deadline, 'zset' }, { ready, 'list' } })
 if bad then return redis.error_reply(bad) end
 
 local st = { len = redis.call('LLEN', processing), left = budget, budget = budget }
-local out = {}
-for i = 1, n do
-  local id, want = ARGV[3 + 2 * (i - 1)], ARGV[4 + 2 * (i - 1)]
+return jc_each({}, 3, 2, n, function(i, b)
+  local id, want = ARGV[b], ARGV[b + 1]
   local sc = redis.call('ZSCORE', deadline, id)
-  local code
-  if want ~= '' and not sc then
-    code = 'gone'
-  elseif (want == '' and sc) or (want ~= '' and tonumber(sc) ~= tonumber(want)) then
-    code = 'changed'
-  else
-    local pos, miss = jc_find_tail(st, processing, id)
-    if not pos then
-      code = miss
-    elseif not jc_push_then_lrem('LPUSH', ready, processing, id, 'LPOP') then
-      code = 'error'
-    else
-      st.len = st.len - 1
-      if sc then redis.pcall('ZREM', deadline, id) end
-      code = 'moved'
-    end
-  end
-  jc_reply(out, id, code)
-end
-return out
+  return jc_score_code(sc, want) or jc_requeue_tail(st, processing, id,
+    { { { 'LPUSH', ready, id }, { 'LPOP', ready } }, { { 'LREM', processing, -1, id }, nil } },
+    sc and { { 'ZREM', deadline, id } })
+end)

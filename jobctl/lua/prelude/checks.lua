@@ -12,6 +12,18 @@
 --   jc_int(value, name, min)  tonumber(value) when it is an integer >= min,
 --                             else nil and the error text "BADARG <name> ..."
 --   jc_one_of(value, name, set) value when set[value], else nil and an error
+--   jc_budget(value)          a search budget: tonumber(value) when it is an
+--                             integer >= 1, else nil and "BADARG budget <value>"
+--   jc_job_count(at, per, keys0)
+--                             the job count n = ARGV[at] when it is an integer
+--                             >= 0, #ARGV is at + per * n and (unless keys0
+--                             is nil) #KEYS is keys0 + n; else nil and
+--                             "BADARG job count <ARGV[at]>"
+--   jc_job_numbers(at, per, field, name, blank_ok)
+--                             (after jc_job_count) nil when each job i's field-th argument
+--                             (ARGV[at + field + per * (i - 1)]) is a number
+--                             (or "", when blank_ok); else the error text
+--                             "BADARG <name> of job <i>"
 
 local function jc_type_error(key, ...)
   local t = redis.call('TYPE', key)
@@ -44,6 +56,30 @@ end
 local function jc_one_of(value, name, set)
   if set[value] then return value end
   return nil, 'BADARG ' .. name .. ' ' .. tostring(value)
+end
+
+local function jc_budget(value)
+  local n = tonumber(value)
+  if not n or n < 1 or n ~= math.floor(n) then return nil, 'BADARG budget ' .. tostring(value) end
+  return n
+end
+
+local function jc_job_count(at, per, keys0)
+  local n = tonumber(ARGV[at])
+  if not n or n < 0 or n ~= math.floor(n) or #ARGV ~= at + per * n or (keys0 and #KEYS ~= keys0 + n) then
+    return nil, 'BADARG job count ' .. tostring(ARGV[at])
+  end
+  return n
+end
+
+local function jc_job_numbers(at, per, field, name, blank_ok)
+  for i = 1, tonumber(ARGV[at]) do
+    local v = ARGV[at + field + per * (i - 1)]
+    if not tonumber(v) and not (blank_ok and v == '') then
+      return 'BADARG ' .. name .. ' of job ' .. i
+    end
+  end
+  return nil
 end
 
 -- Shared steps of the move scripts (see the header above for the checks):
@@ -97,7 +133,8 @@ end
 --   jc_apply_writes(writes)   runs one job's writes in order, each
 --                             {command, undo}: command a redis.pcall argument
 --                             list, undo nil, such a list, or a function of
---                             the command's reply returning one; the first
+--                             the command's reply returning one (or returning
+--                             a function that undoes it); the first
 --                             write that fails undoes the ones done, newest
 --                             first; true when all succeeded
 local function jc_apply_writes(writes)
@@ -105,7 +142,9 @@ local function jc_apply_writes(writes)
   for i = 1, #writes do
     local r = redis.pcall(unpack(writes[i][1]))
     if jc_failed(r) then
-      for j = #undo, 1, -1 do redis.pcall(unpack(undo[j])) end
+      for j = #undo, 1, -1 do
+        if type(undo[j]) == 'function' then undo[j]() else redis.pcall(unpack(undo[j])) end
+      end
       return false
     end
     local back = writes[i][2]
@@ -124,14 +163,6 @@ end
 --                             number; nil, or the error text
 --                             "BADARG job count ..." / "BADARG score of job i"
 local function jc_job_args(at, per, keys0)
-  local n = tonumber(ARGV[at])
-  if not n or n < 0 or n ~= math.floor(n) or #ARGV ~= at + per * n or (keys0 and #KEYS ~= keys0 + n) then
-    return 'BADARG job count ' .. tostring(ARGV[at])
-  end
-  for i = 1, n do
-    if not tonumber(ARGV[at + 2 + per * (i - 1)]) then
-      return 'BADARG score of job ' .. i
-    end
-  end
-  return nil
+  local _, err = jc_job_count(at, per, keys0)
+  return err or jc_job_numbers(at, per, 2, 'score', false)
 end
