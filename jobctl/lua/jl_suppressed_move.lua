@@ -29,56 +29,29 @@
 --          or an error reply "BADARG ..." / "WRONGTYPE ..." (nothing written)
 
 local suppressed, raw_hash, info_hash, dead, attempts, errors = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-local mode = ARGV[1]
-local n = tonumber(ARGV[2])
-if mode ~= 'unsuppress' and mode ~= 'purge' then
-  return redis.error_reply('BADARG mode ' .. tostring(mode))
-end
 --@prelude
-local bad_args = jc_job_args(2, 3, nil)
-if bad_args then return redis.error_reply(bad_args) end
+local mode, err = jc_one_of(ARGV[1], 'mode', { unsuppress = true, purge = true })
+if not mode then return redis.error_reply(err) end
+err = jc_job_args(2, 3, nil)
+if err then return redis.error_reply(err) end
 local bad = jc_check_types({ { suppressed, 'zset' }, { raw_hash, 'hash' }, { info_hash, 'hash' } })
 if not bad and mode == 'unsuppress' then bad = jc_type_error(dead, 'list') end
 if not bad and mode == 'purge' then bad = jc_check_types({ { attempts, 'hash' }, { errors, 'hash' } }) end
 if bad then return redis.error_reply(bad) end
 
-
-local out = {}
-for i = 1, n do
-  local base = 3 + 3 * (i - 1)
-  local id, want_score, want_sha = ARGV[base], ARGV[base + 1], ARGV[base + 2]
-  local code
+return jc_each({}, 3, 3, tonumber(ARGV[2]), function(i, b)
+  local id, want_score, want_sha = ARGV[b], ARGV[b + 1], ARGV[b + 2]
   local sc = redis.call('ZSCORE', suppressed, id)
   local raw = redis.call('HGET', raw_hash, id)
-  if not sc or not raw then
-    code = 'gone'
-  elseif tonumber(sc) ~= tonumber(want_score) or redis.sha1hex(raw) ~= want_sha then
-    code = 'changed'
-  else
-    local writes
-    if mode == 'unsuppress' then
-      writes = {
-        { { 'RPUSH', dead, raw }, { 'RPOP', dead } },
-        { { 'ZREM', suppressed, id }, { 'ZADD', suppressed, sc, id } },
-        { { 'HDEL', raw_hash, id }, nil },
-      }
-    else
-      writes = {
-        { { 'ZREM', suppressed, id }, { 'ZADD', suppressed, sc, id } },
-        { { 'HDEL', raw_hash, id }, nil },
-      }
-    end
-    if jc_apply_writes(writes) then
-      redis.pcall('HDEL', info_hash, id)
-      if mode == 'purge' then
-        redis.pcall('HDEL', attempts, id)
-        redis.pcall('HDEL', errors, id)
-      end
-      code = 'moved'
-    else
-      code = 'error'
-    end
+  if not sc or not raw then return 'gone' end
+  if tonumber(sc) ~= tonumber(want_score) or redis.sha1hex(raw) ~= want_sha then return 'changed' end
+  local out_of_suppressed = {
+    { { 'ZREM', suppressed, id }, { 'ZADD', suppressed, sc, id } },
+    { { 'HDEL', raw_hash, id }, nil },
+  }
+  if mode == 'purge' then
+    return jc_move(out_of_suppressed, { { 'HDEL', info_hash, id }, { 'HDEL', attempts, id }, { 'HDEL', errors, id } })
   end
-  jc_reply(out, id, code)
-end
-return out
+  table.insert(out_of_suppressed, 1, { { 'RPUSH', dead, raw }, { 'RPOP', dead } })
+  return jc_move(out_of_suppressed, { { 'HDEL', info_hash, id } })
+end)

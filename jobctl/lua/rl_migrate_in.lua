@@ -19,28 +19,18 @@
 --          run), "conflict" (another job has this id at the destination)
 
 local ready, scheduled, marker = KEYS[1], KEYS[2], KEYS[3]
-local n = tonumber(ARGV[1])
-local out = {}
-for i = 1, n do
-  local b = 2 + 5 * (i - 1)
+--@prelude
+return jc_each({}, 2, 5, tonumber(ARGV[1]), function(i, b)
   local id, payload, token, state, due = ARGV[b], ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 4]
   local key = KEYS[3 + i]
-  local code
-  if redis.call('HGET', marker, id) == token then
-    code = 'done'
-  elseif redis.call('EXISTS', key) == 1 then
-    code = 'conflict'
+  if redis.call('HGET', marker, id) == token then return 'done' end
+  if redis.call('EXISTS', key) == 1 then return 'conflict' end
+  redis.call('SET', key, payload)
+  if state == 'scheduled' and due ~= '' then
+    redis.call('ZADD', scheduled, due, id)
   else
-    redis.call('SET', key, payload)
-    if state == 'scheduled' and due ~= '' then
-      redis.call('ZADD', scheduled, due, id)
-    else
-      redis.call('LPUSH', ready, id)
-    end
-    redis.call('HSET', marker, id, token)
-    code = 'copied'
+    redis.call('LPUSH', ready, id)
   end
-  out[#out + 1] = id
-  out[#out + 1] = code
-end
-return out
+  redis.call('HSET', marker, id, token)
+  return 'copied'
+end)

@@ -14,30 +14,20 @@
 --          (the migrating list's tail is another job)
 
 local migrating, info, ready, scheduled = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local n = tonumber(ARGV[1])
-local out = {}
-for i = 1, n do
-  local b = 2 + 3 * (i - 1)
+--@prelude
+return jc_each({}, 2, 3, tonumber(ARGV[1]), function(i, b)
   local id, action, due = ARGV[b], ARGV[b + 1], ARGV[b + 2]
-  local code
-  if redis.call('LINDEX', migrating, -1) ~= id then
-    code = 'not-next'
-  else
-    redis.call('RPOP', migrating)
-    redis.call('HDEL', info, id)
-    if action == 'delete' then
-      redis.call('DEL', KEYS[4 + i])
-      code = 'moved'
-    else
-      if due ~= '' then
-        redis.call('ZADD', scheduled, due, id)
-      else
-        redis.call('RPUSH', ready, id)
-      end
-      code = 'back'
-    end
+  if redis.call('LINDEX', migrating, -1) ~= id then return 'not-next' end
+  redis.call('RPOP', migrating)
+  redis.call('HDEL', info, id)
+  if action == 'delete' then
+    redis.call('DEL', KEYS[4 + i])
+    return 'moved'
   end
-  out[#out + 1] = id
-  out[#out + 1] = code
-end
-return out
+  if due ~= '' then
+    redis.call('ZADD', scheduled, due, id)
+  else
+    redis.call('RPUSH', ready, id)
+  end
+  return 'back'
+end)

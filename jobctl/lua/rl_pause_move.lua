@@ -45,6 +45,7 @@
 --          found position) among them (0 when none)
 
 local src, paused, info, holds, scheduled = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+--@prelude
 local mode, lo, hi, tomb, hold = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], ARGV[5]
 local nready = tonumber(ARGV[6])
 local n = tonumber(ARGV[7])
@@ -56,37 +57,22 @@ local function job(i)
 end
 
 if hold ~= '' and redis.call('HEXISTS', holds, hold) == 0 then
-  for i = 1, n do
-    local id = job(i)
-    out[#out + 1] = id
-    out[#out + 1] = 'unheld'
-  end
-  return out
+  return jc_each(out, 8, 4, n, function() return 'unheld' end)
 end
 
 if mode == 'pause_zset' then
-  for i = 1, n do
+  return jc_each(out, 8, 4, n, function(i)
     local id, sha, score, rec = job(i)
-    local key = KEYS[5 + nready + i]
-    local code
     local sc = redis.call('ZSCORE', src, id)
-    local raw = redis.call('GET', key)
-    if not sc then
-      code = 'unseen'
-    elseif not raw then
-      code = 'gone'
-    elseif redis.sha1hex(raw) ~= sha or tonumber(sc) ~= tonumber(score) then
-      code = 'changed'
-    else
-      redis.call('ZREM', src, id)
-      redis.call('LPUSH', paused, id)
-      redis.call('HSET', info, id, rec)
-      code = 'moved'
-    end
-    out[#out + 1] = id
-    out[#out + 1] = code
-  end
-  return out
+    local raw = redis.call('GET', KEYS[5 + nready + i])
+    if not sc then return 'unseen' end
+    if not raw then return 'gone' end
+    if redis.sha1hex(raw) ~= sha or tonumber(sc) ~= tonumber(score) then return 'changed' end
+    redis.call('ZREM', src, id)
+    redis.call('LPUSH', paused, id)
+    redis.call('HSET', info, id, rec)
+    return 'moved'
+  end)
 end
 
 -- list modes: read the window once (bounded: at most MAX_WINDOW elements);
@@ -143,7 +129,7 @@ end
 -- resume_all, pause_all: all or nothing, so that a window holding only part of the
 -- jobs never moves them out of order (the caller re-centres and retries)
 local hold_back = ((mode == 'resume_all' or mode == 'pause_all') and found < n)
-for i = 1, n do
+jc_each(out, 8, 4, n, function(i)
   local id, _, _, rec = job(i)
   local code = codes[i]
   if hold_back then code = 'unseen' end
@@ -155,9 +141,8 @@ for i = 1, n do
     end
     moving[#moving + 1] = {id, rec}
   end
-  out[#out + 1] = id
-  out[#out + 1] = code
-end
+  return code
+end)
 out[1] = found
 out[2] = shift or 0
 if #moving == 0 then return out end

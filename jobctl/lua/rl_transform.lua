@@ -17,43 +17,29 @@
 --           (no payload key; rollback: no kept record of that operation)
 
 local before = KEYS[1]
-local mode, op, now, n = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
-local out = {}
-for i = 1, n do
-  local b = 5 + 3 * (i - 1)
+local mode, op, now = ARGV[1], ARGV[2], ARGV[3]
+--@prelude
+return jc_each({}, 5, 3, tonumber(ARGV[4]), function(i, b)
   local id, sha, new = ARGV[b], ARGV[b + 1], ARGV[b + 2]
   local key = KEYS[1 + i]
   local raw = redis.call('GET', key)
-  local code
   if mode == 'apply' then
-    if not raw then
-      code = 'gone'
-    elseif redis.sha1hex(raw) ~= sha then
-      code = 'changed'
-    else
-      redis.call('SET', key, new, 'KEEPTTL')
-      redis.call('HSET', before, id, cjson.encode({operation = op, at_ms = tonumber(now), before = raw,
-                                                  after_sha1 = redis.sha1hex(new)}))
-      code = 'moved'
-    end
-  else
-    local rec = redis.call('HGET', before, id)
-    local doc = nil
-    if rec then
-      local ok, d = pcall(cjson.decode, rec)
-      if ok and type(d) == 'table' and d['operation'] == op then doc = d end
-    end
-    if not doc or not raw then
-      code = 'gone'
-    elseif redis.sha1hex(raw) ~= doc['after_sha1'] then
-      code = 'changed'
-    else
-      redis.call('SET', key, doc['before'], 'KEEPTTL')
-      redis.call('HDEL', before, id)
-      code = 'moved'
-    end
+    if not raw then return 'gone' end
+    if redis.sha1hex(raw) ~= sha then return 'changed' end
+    redis.call('SET', key, new, 'KEEPTTL')
+    redis.call('HSET', before, id, cjson.encode({operation = op, at_ms = tonumber(now), before = raw,
+                                                after_sha1 = redis.sha1hex(new)}))
+    return 'moved'
   end
-  out[#out + 1] = id
-  out[#out + 1] = code
-end
-return out
+  local rec = redis.call('HGET', before, id)
+  local doc = nil
+  if rec then
+    local ok, d = pcall(cjson.decode, rec)
+    if ok and type(d) == 'table' and d['operation'] == op then doc = d end
+  end
+  if not doc or not raw then return 'gone' end
+  if redis.sha1hex(raw) ~= doc['after_sha1'] then return 'changed' end
+  redis.call('SET', key, doc['before'], 'KEEPTTL')
+  redis.call('HDEL', before, id)
+  return 'moved'
+end)

@@ -29,59 +29,24 @@
 --          or an error reply "BADARG ..." / "WRONGTYPE ..." (nothing written)
 
 local src, target, info = KEYS[1], KEYS[2], KEYS[3]
-local mode = ARGV[1]
-local n = tonumber(ARGV[2])
-if mode ~= 'lpush' and mode ~= 'purge' then
-  return redis.error_reply('BADARG mode ' .. tostring(mode))
-end
 --@prelude
-local bad_args = jc_job_args(2, 3, 3)
-if bad_args then return redis.error_reply(bad_args) end
+local mode, err = jc_one_of(ARGV[1], 'mode', { lpush = true, purge = true })
+if not mode then return redis.error_reply(err) end
+err = jc_job_args(2, 3, 3)
+if err then return redis.error_reply(err) end
 local bad = jc_check_types({ { src, 'zset' }, { info, 'hash' } })
 if not bad and mode == 'lpush' then bad = jc_type_error(target, 'list') end
 if bad then return redis.error_reply(bad) end
 
-
-local out = {}
-for i = 1, n do
-  local base = 3 + 3 * (i - 1)
-  local id, want_score, want_sha = ARGV[base], ARGV[base + 1], ARGV[base + 2]
+return jc_each({}, 3, 3, tonumber(ARGV[2]), function(i, b)
+  local id, want_score, want_sha = ARGV[b], ARGV[b + 1], ARGV[b + 2]
   local key = KEYS[3 + i]
-  local code
-  local sc = redis.call('ZSCORE', src, id)
-  local wrong = jc_type_error(key, 'string')
-  if not sc then
-    code = 'gone'
-  elseif tonumber(sc) ~= tonumber(want_score) then
-    code = 'changed'
-  elseif wrong then
-    code = 'wrongtype'
-  else
-    local raw = redis.call('GET', key)
-    if not raw then
-      code = 'gone'
-    elseif redis.sha1hex(raw) ~= want_sha then
-      code = 'changed'
-    elseif mode == 'lpush' then
-      if jc_failed(redis.pcall('LPUSH', target, id)) then
-        code = 'error'
-      elseif jc_failed(redis.pcall('ZREM', src, id)) then
-        redis.pcall('LPOP', target)  -- undo: the id just pushed at the head
-        code = 'error'
-      else
-        redis.pcall('HDEL', info, id)
-        code = 'moved'
-      end
-    else -- purge: out of the state first, so no state ever holds an id without its payload
-      if jc_failed(redis.pcall('ZREM', src, id)) then
-        code = 'error'
-      else
-        redis.pcall('HDEL', info, id)
-        redis.pcall('DEL', key)
-        code = 'moved'
-      end
-    end
+  local code = jc_score_code(redis.call('ZSCORE', src, id), want_score) or jc_payload_code(key, want_sha, false)
+  if code then return code end
+  if mode == 'lpush' then
+    return jc_move({ { { 'LPUSH', target, id }, { 'LPOP', target } }, { { 'ZREM', src, id }, nil } },
+                   { { 'HDEL', info, id } })
   end
-  jc_reply(out, id, code)
-end
-return out
+  -- purge: out of the state first, so no state ever holds an id without its payload
+  return jc_move({ { { 'ZREM', src, id }, nil } }, { { 'HDEL', info, id }, { 'DEL', key } })
+end)

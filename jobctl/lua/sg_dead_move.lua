@@ -73,15 +73,9 @@ end
 local bad = jc_check_types(specs)
 if bad then return redis.error_reply(bad) end
 
-
-
-local out = {}
-for i = 1, n do
-  local base = 5 + 5 * (i - 1)
-  local id, locator, want_sha, new_payload, suppress_info =
-    ARGV[base], ARGV[base + 1], ARGV[base + 2], ARGV[base + 3], ARGV[base + 4]
+return jc_each({}, 5, 5, n, function(i, b)
+  local id, locator, want_sha, new_payload, suppress_info = ARGV[b], ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 4]
   local key = KEYS[3 + i]
-  local code
   local found = false
   local fields = nil
   if kind == 'stream' then
@@ -97,50 +91,36 @@ for i = 1, n do
   else
     found = redis.call('LPOS', dead, id, 'RANK', -1, 'MAXLEN', tonumber(locator)) ~= false
   end
-  if not found then
-    code = 'gone'
-  elseif jc_type_error(key, 'string') then
-    code = 'wrongtype'
-  else
-    local raw = redis.call('GET', key)
-    if want_sha == '' and raw then
-      code = 'changed'
-    elseif want_sha ~= '' and not raw then
-      code = 'gone'
-    elseif want_sha ~= '' and redis.sha1hex(raw) ~= want_sha then
-      code = 'changed'
-    else
-      local writes = {}
-      if mode == 'ready' then
-        local add = fields and { 'XADD', target, '*', unpack(fields) } or { 'XADD', target, '*', 'jobId', id }
-        writes[#writes + 1] = { add, function(r) return { 'XDEL', target, r } end }
-      elseif mode == 'scheduled' then
-        writes[#writes + 1] = { { 'ZADD', target, tonumber(at), id }, { 'ZREM', target, id } }
-      elseif mode == 'suppressed' then
-        if fields then
-          local ok, doc = pcall(cjson.decode, suppress_info)
-          if ok and type(doc) == 'table' then
-            doc['dead_fields'] = fields
-            suppress_info = cjson.encode(doc)
-          end
-        end
-        writes[#writes + 1] = { { 'ZADD', target, tonumber(at), id }, { 'ZREM', target, id } }
-        writes[#writes + 1] = { { 'HSET', info, id, suppress_info }, { 'HDEL', info, id } }
+  if not found then return 'gone' end
+  local code, raw = jc_payload_code(key, want_sha, true)
+  if code then return code end
+  local writes = {}
+  if mode == 'ready' then
+    local add = fields and { 'XADD', target, '*', unpack(fields) } or { 'XADD', target, '*', 'jobId', id }
+    writes[#writes + 1] = { add, function(r) return { 'XDEL', target, r } end }
+  elseif mode == 'scheduled' then
+    writes[#writes + 1] = { { 'ZADD', target, tonumber(at), id }, { 'ZREM', target, id } }
+  elseif mode == 'suppressed' then
+    if fields then
+      local ok, doc = pcall(cjson.decode, suppress_info)
+      if ok and type(doc) == 'table' then
+        doc['dead_fields'] = fields
+        suppress_info = cjson.encode(doc)
       end
-      if new_payload ~= '' and raw and mode ~= 'purge' then
-        writes[#writes + 1] = { { 'SET', key, new_payload, 'KEEPTTL' }, { 'SET', key, raw, 'KEEPTTL' } }
-      end
-      if kind == 'stream' then
-        writes[#writes + 1] = { { 'XDEL', dead, locator }, nil }
-      else
-        writes[#writes + 1] = { { 'LREM', dead, -1, id }, nil }
-      end
-      if mode == 'purge' and raw then
-        writes[#writes + 1] = { { 'DEL', key }, nil }
-      end
-      code = jc_apply_writes(writes) and 'moved' or 'error'
     end
+    writes[#writes + 1] = { { 'ZADD', target, tonumber(at), id }, { 'ZREM', target, id } }
+    writes[#writes + 1] = { { 'HSET', info, id, suppress_info }, { 'HDEL', info, id } }
   end
-  jc_reply(out, id, code)
-end
-return out
+  if new_payload ~= '' and raw and mode ~= 'purge' then
+    writes[#writes + 1] = { { 'SET', key, new_payload, 'KEEPTTL' }, { 'SET', key, raw, 'KEEPTTL' } }
+  end
+  if kind == 'stream' then
+    writes[#writes + 1] = { { 'XDEL', dead, locator }, nil }
+  else
+    writes[#writes + 1] = { { 'LREM', dead, -1, id }, nil }
+  end
+  if mode == 'purge' and raw then
+    writes[#writes + 1] = { { 'DEL', key }, nil }
+  end
+  return jc_move(writes)
+end)

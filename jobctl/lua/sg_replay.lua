@@ -14,33 +14,22 @@
 --          (by an earlier run), "gone" (trimmed from the stream since the plan)
 
 local stream, replayed = KEYS[1], KEYS[2]
-local n = tonumber(ARGV[1])
-local out = {}
-for i = 1, n do
-  local id = ARGV[1 + i]
-  local code
-  if redis.call('SISMEMBER', replayed, id) == 1 then
-    code = 'replayed'
-  else
-    local e = redis.call('XRANGE', stream, id, id, 'COUNT', 1)
-    if #e == 0 then
-      code = 'gone'
-    else
-      local fields = {}
-      for k = 1, #e[1][2], 2 do
-        if e[1][2][k] ~= 'replayOf' then
-          fields[#fields + 1] = e[1][2][k]
-          fields[#fields + 1] = e[1][2][k + 1]
-        end
-      end
-      fields[#fields + 1] = 'replayOf'
-      fields[#fields + 1] = id
-      redis.call('XADD', stream, '*', unpack(fields))
-      redis.call('SADD', replayed, id)
-      code = 'moved'
+--@prelude
+return jc_each({}, 2, 1, tonumber(ARGV[1]), function(i, b)
+  local id = ARGV[b]
+  if redis.call('SISMEMBER', replayed, id) == 1 then return 'replayed' end
+  local e = redis.call('XRANGE', stream, id, id, 'COUNT', 1)
+  if #e == 0 then return 'gone' end
+  local fields = {}
+  for k = 1, #e[1][2], 2 do
+    if e[1][2][k] ~= 'replayOf' then
+      fields[#fields + 1] = e[1][2][k]
+      fields[#fields + 1] = e[1][2][k + 1]
     end
   end
-  out[#out + 1] = id
-  out[#out + 1] = code
-end
-return out
+  fields[#fields + 1] = 'replayOf'
+  fields[#fields + 1] = id
+  redis.call('XADD', stream, '*', unpack(fields))
+  redis.call('SADD', replayed, id)
+  return 'moved'
+end)

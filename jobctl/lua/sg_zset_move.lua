@@ -33,90 +33,48 @@
 --          or an error reply "BADARG ..." / "WRONGTYPE ..." (nothing written)
 
 local src, target, info = KEYS[1], KEYS[2], KEYS[3]
-local mode, dead_kind = ARGV[1], ARGV[2]
-local n = tonumber(ARGV[3])
-if mode ~= 'promote' and mode ~= 'unsuppress' and mode ~= 'purge' then
-  return redis.error_reply('BADARG mode ' .. tostring(mode))
-end
-if dead_kind ~= 'list' and dead_kind ~= 'stream' then
-  return redis.error_reply('BADARG dead kind ' .. tostring(dead_kind))
-end
 --@prelude
-local bad_args = jc_job_args(3, 3, 3)
-if bad_args then return redis.error_reply(bad_args) end
+local mode, err = jc_one_of(ARGV[1], 'mode', { promote = true, unsuppress = true, purge = true })
+if not mode then return redis.error_reply(err) end
+local dead_kind
+dead_kind, err = jc_one_of(ARGV[2], 'dead kind', { list = true, stream = true })
+if not dead_kind then return redis.error_reply(err) end
+err = jc_job_args(3, 3, 3)
+if err then return redis.error_reply(err) end
 local bad = jc_check_types({ { src, 'zset' }, { info, 'hash' } })
 if not bad and mode == 'promote' then
   bad = jc_type_error(target, 'stream')
 elseif not bad and mode == 'unsuppress' then
-  bad = jc_type_error(target, dead_kind == 'stream' and 'stream' or 'list')
+  bad = jc_type_error(target, dead_kind)
 end
 if bad then return redis.error_reply(bad) end
 
+local function xdel(r) return { 'XDEL', target, r } end
 
-local out = {}
-for i = 1, n do
-  local base = 4 + 3 * (i - 1)
-  local id, want_score, want_sha = ARGV[base], ARGV[base + 1], ARGV[base + 2]
+return jc_each({}, 4, 3, tonumber(ARGV[3]), function(i, b)
+  local id, want_score, want_sha = ARGV[b], ARGV[b + 1], ARGV[b + 2]
   local key = KEYS[3 + i]
-  local code
-  local sc = redis.call('ZSCORE', src, id)
-  local wrong = jc_type_error(key, 'string')
-  if not sc then
-    code = 'gone'
-  elseif tonumber(sc) ~= tonumber(want_score) then
-    code = 'changed'
-  elseif wrong then
-    code = 'wrongtype'
-  else
-    local raw = redis.call('GET', key)
-    if want_sha == '' and raw then
-      code = 'changed'
-    elseif want_sha ~= '' and not raw then
-      code = 'gone'
-    elseif want_sha ~= '' and redis.sha1hex(raw) ~= want_sha then
-      code = 'changed'
-    elseif mode == 'purge' then
-      if jc_failed(redis.pcall('ZREM', src, id)) then
-        code = 'error'
-      else
-        redis.pcall('HDEL', info, id)
-        redis.pcall('DEL', key)
-        code = 'moved'
-      end
-    else
-      -- write the target first; undo it if the source cannot be updated
-      local r, undo
-      if mode == 'promote' then
-        r = redis.pcall('XADD', target, '*', 'jobId', id)
-        undo = function() redis.pcall('XDEL', target, r) end
-      else
-        local fields = { 'jobId', id }
-        local saved = redis.call('HGET', info, id)
-        if saved then
-          local ok, doc = pcall(cjson.decode, saved)
-          if ok and type(doc) == 'table' and type(doc['dead_fields']) == 'table' and #doc['dead_fields'] >= 2 then
-            fields = doc['dead_fields']
-          end
-        end
-        if dead_kind == 'stream' then
-          r = redis.pcall('XADD', target, '*', unpack(fields))
-          undo = function() redis.pcall('XDEL', target, r) end
-        else
-          r = redis.pcall('LPUSH', target, id)
-          undo = function() redis.pcall('LPOP', target) end
-        end
-      end
-      if jc_failed(r) then
-        code = 'error'
-      elseif jc_failed(redis.pcall('ZREM', src, id)) then
-        undo()
-        code = 'error'
-      else
-        if mode == 'unsuppress' then redis.pcall('HDEL', info, id) end
-        code = 'moved'
+  local code = jc_score_code(redis.call('ZSCORE', src, id), want_score) or jc_payload_code(key, want_sha, true)
+  if code then return code end
+  if mode == 'purge' then
+    return jc_move({ { { 'ZREM', src, id }, nil } }, { { 'HDEL', info, id }, { 'DEL', key } })
+  end
+  -- write the target first; undo it if the source cannot be updated
+  local first
+  if mode == 'promote' then
+    first = { { 'XADD', target, '*', 'jobId', id }, xdel }
+  elseif dead_kind == 'stream' then
+    local fields = { 'jobId', id }
+    local saved = redis.call('HGET', info, id)
+    if saved then
+      local ok, doc = pcall(cjson.decode, saved)
+      if ok and type(doc) == 'table' and type(doc['dead_fields']) == 'table' and #doc['dead_fields'] >= 2 then
+        fields = doc['dead_fields']
       end
     end
+    first = { { 'XADD', target, '*', unpack(fields) }, xdel }
+  else
+    first = { { 'LPUSH', target, id }, { 'LPOP', target } }
   end
-  jc_reply(out, id, code)
-end
-return out
+  return jc_move({ first, { { 'ZREM', src, id }, nil } }, mode == 'unsuppress' and { { 'HDEL', info, id } })
+end)
