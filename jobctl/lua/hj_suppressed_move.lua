@@ -36,15 +36,10 @@
 local suppressed, info, failed = KEYS[1], KEYS[2], KEYS[3]
 --@prelude
 local mode, err = jc_one_of(ARGV[1], 'mode', { unsuppress = true, purge = true })
-if not mode then return redis.error_reply(err) end
-local fence_fields
-fence_fields, err = jc_fields(ARGV[2])
-if not fence_fields then return redis.error_reply(err) end
-err = jc_job_args(3, 3, 3)
+local fence_fields, fields_err = jc_fields(ARGV[2])
+err = err or fields_err or jc_job_args(3, 3, 3) or jc_check_types({ { suppressed, 'zset' }, { info, 'hash' } })
+  or (mode == 'unsuppress' and jc_type_error(failed, 'list'))
 if err then return redis.error_reply(err) end
-local bad = jc_check_types({ { suppressed, 'zset' }, { info, 'hash' } })
-if not bad and mode == 'unsuppress' then bad = jc_type_error(failed, 'list') end
-if bad then return redis.error_reply(bad) end
 
 return jc_each({}, 4, 3, tonumber(ARGV[3]), function(i, b)
   local id, want_score, want_fence = ARGV[b], ARGV[b + 1], ARGV[b + 2]

@@ -41,20 +41,4 @@
 
 local processing, times, pending = KEYS[1], KEYS[2], KEYS[3]
 --@prelude
-local budget, err = jc_budget(ARGV[1])
-if not budget then return redis.error_reply(err) end
-local n
-n, err = jc_job_count(2, 3, nil)
-err = err or jc_job_numbers(2, 3, 3, 'claim time', true)
-if err then return redis.error_reply(err) end
-local bad = jc_check_types({ { processing, 'list' }, { times, 'zset' }, { pending, 'list' } })
-if bad then return redis.error_reply(bad) end
-
-local st = { len = redis.call('LLEN', processing), left = budget, budget = budget }
-return jc_each({}, 3, 3, n, function(i, b)
-  local id, raw, want = ARGV[b], ARGV[b + 1], ARGV[b + 2]
-  local sc = redis.call('ZSCORE', times, id)
-  return jc_score_code(sc, want) or jc_requeue_tail(st, processing, raw,
-    { { { 'RPUSH', pending, raw }, { 'RPOP', pending } }, { { 'LREM', processing, -1, raw }, nil } },
-    sc and { { 'ZREM', times, id } })
-end)
+return jc_scored_requeue(processing, times, pending, 3, 'claim time', 'RPUSH', 'RPOP')

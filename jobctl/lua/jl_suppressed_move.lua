@@ -31,13 +31,10 @@
 local suppressed, raw_hash, info_hash, dead, attempts, errors = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 --@prelude
 local mode, err = jc_one_of(ARGV[1], 'mode', { unsuppress = true, purge = true })
-if not mode then return redis.error_reply(err) end
-err = jc_job_args(2, 3, nil)
+err = err or jc_job_args(2, 3, nil) or jc_check_types({ { suppressed, 'zset' }, { raw_hash, 'hash' }, { info_hash, 'hash' } })
+  or (mode == 'unsuppress' and jc_type_error(dead, 'list'))
+  or (mode == 'purge' and jc_check_types({ { attempts, 'hash' }, { errors, 'hash' } }))
 if err then return redis.error_reply(err) end
-local bad = jc_check_types({ { suppressed, 'zset' }, { raw_hash, 'hash' }, { info_hash, 'hash' } })
-if not bad and mode == 'unsuppress' then bad = jc_type_error(dead, 'list') end
-if not bad and mode == 'purge' then bad = jc_check_types({ { attempts, 'hash' }, { errors, 'hash' } }) end
-if bad then return redis.error_reply(bad) end
 
 return jc_each({}, 3, 3, tonumber(ARGV[2]), function(i, b)
   local id, want_score, want_sha = ARGV[b], ARGV[b + 1], ARGV[b + 2]

@@ -40,20 +40,4 @@
 
 local processing, deadline, ready = KEYS[1], KEYS[2], KEYS[3]
 --@prelude
-local budget, err = jc_budget(ARGV[1])
-if not budget then return redis.error_reply(err) end
-local n
-n, err = jc_job_count(2, 2, nil)
-err = err or jc_job_numbers(2, 2, 2, 'deadline', true)
-if err then return redis.error_reply(err) end
-local bad = jc_check_types({ { processing, 'list' }, { deadline, 'zset' }, { ready, 'list' } })
-if bad then return redis.error_reply(bad) end
-
-local st = { len = redis.call('LLEN', processing), left = budget, budget = budget }
-return jc_each({}, 3, 2, n, function(i, b)
-  local id, want = ARGV[b], ARGV[b + 1]
-  local sc = redis.call('ZSCORE', deadline, id)
-  return jc_score_code(sc, want) or jc_requeue_tail(st, processing, id,
-    { { { 'LPUSH', ready, id }, { 'LPOP', ready } }, { { 'LREM', processing, -1, id }, nil } },
-    sc and { { 'ZREM', deadline, id } })
-end)
+return jc_scored_requeue(processing, deadline, ready, 2, 'deadline', 'LPUSH', 'LPOP')

@@ -31,22 +31,13 @@
 local src, target, info = KEYS[1], KEYS[2], KEYS[3]
 --@prelude
 local mode, err = jc_one_of(ARGV[1], 'mode', { lpush = true, purge = true })
-if not mode then return redis.error_reply(err) end
-err = jc_job_args(2, 3, 3)
+err = err or jc_job_args(2, 3, 3) or jc_check_types({ { src, 'zset' }, { info, 'hash' } })
+  or (mode == 'lpush' and jc_type_error(target, 'list'))
 if err then return redis.error_reply(err) end
-local bad = jc_check_types({ { src, 'zset' }, { info, 'hash' } })
-if not bad and mode == 'lpush' then bad = jc_type_error(target, 'list') end
-if bad then return redis.error_reply(bad) end
 
-return jc_each({}, 3, 3, tonumber(ARGV[2]), function(i, b)
-  local id, want_score, want_sha = ARGV[b], ARGV[b + 1], ARGV[b + 2]
-  local key = KEYS[3 + i]
-  local code = jc_score_code(redis.call('ZSCORE', src, id), want_score) or jc_payload_code(key, want_sha, false)
-  if code then return code end
-  if mode == 'lpush' then
-    return jc_move({ { { 'LPUSH', target, id }, { 'LPOP', target } }, { { 'ZREM', src, id }, nil } },
-                   { { 'HDEL', info, id } })
+return jc_zset_moves(src, 2, false, function(id, key)
+  if mode == 'purge' then -- out of the state first, so no state ever holds an id without its payload
+    return jc_move({ { { 'ZREM', src, id }, nil } }, { { 'HDEL', info, id }, { 'DEL', key } })
   end
-  -- purge: out of the state first, so no state ever holds an id without its payload
-  return jc_move({ { { 'ZREM', src, id }, nil } }, { { 'HDEL', info, id }, { 'DEL', key } })
+  return jc_move({ { { 'LPUSH', target, id }, { 'LPOP', target } }, { { 'ZREM', src, id }, nil } }, { { 'HDEL', info, id } })
 end)

@@ -35,27 +35,15 @@
 local src, target, info = KEYS[1], KEYS[2], KEYS[3]
 --@prelude
 local mode, err = jc_one_of(ARGV[1], 'mode', { promote = true, unsuppress = true, purge = true })
-if not mode then return redis.error_reply(err) end
-local dead_kind
-dead_kind, err = jc_one_of(ARGV[2], 'dead kind', { list = true, stream = true })
-if not dead_kind then return redis.error_reply(err) end
-err = jc_job_args(3, 3, 3)
+local dead_kind, kind_err = jc_one_of(ARGV[2], 'dead kind', { list = true, stream = true })
+local target_type = ({ promote = 'stream', unsuppress = dead_kind })[mode]
+err = err or kind_err or jc_job_args(3, 3, 3) or jc_check_types({ { src, 'zset' }, { info, 'hash' } })
+  or (target_type and jc_type_error(target, target_type))
 if err then return redis.error_reply(err) end
-local bad = jc_check_types({ { src, 'zset' }, { info, 'hash' } })
-if not bad and mode == 'promote' then
-  bad = jc_type_error(target, 'stream')
-elseif not bad and mode == 'unsuppress' then
-  bad = jc_type_error(target, dead_kind)
-end
-if bad then return redis.error_reply(bad) end
 
 local function xdel(r) return { 'XDEL', target, r } end
 
-return jc_each({}, 4, 3, tonumber(ARGV[3]), function(i, b)
-  local id, want_score, want_sha = ARGV[b], ARGV[b + 1], ARGV[b + 2]
-  local key = KEYS[3 + i]
-  local code = jc_score_code(redis.call('ZSCORE', src, id), want_score) or jc_payload_code(key, want_sha, true)
-  if code then return code end
+return jc_zset_moves(src, 3, true, function(id, key)
   if mode == 'purge' then
     return jc_move({ { { 'ZREM', src, id }, nil } }, { { 'HDEL', info, id }, { 'DEL', key } })
   end

@@ -27,6 +27,23 @@
 --                             jc_find_tail(st, list, member), then
 --                             jc_move(writes, after); a move shortens st.len;
 --                             "moved" | "error" | the jc_find_tail code
+--   jc_scored_requeue(processing, times, target, per, name, push, pop)
+--                             a whole requeue fenced by a claim-score zset:
+--                             ARGV[1] the search budget, ARGV[2] N, then per
+--                             job `per` arguments: id, (per 3: the list
+--                             member; per 2: the id is the member), the score
+--                             in `times` the plan saw ("" none; BADARG
+--                             "<name> of job i" when neither "" nor a number).
+--                             A job still so scored and found from the tail
+--                             of processing is pushed on target (push; undo
+--                             pop), LREM'd and its score removed; returns the
+--                             reply { id1, code1, ... } or an error reply
+--   jc_zset_moves(src, at, absent_ok, move)
+--                             the jobs of a zset move: N = ARGV[at], then
+--                             per job i: id, score the plan saw, payload SHA1
+--                             the plan saw, its payload key KEYS[3 + i]; a job
+--                             whose jc_score_code and jc_payload_code hold
+--                             gets move(id, key), its code; returns the reply
 --   jc_each(out, first, per, n, step)
 --                             for each job i of n (arguments from ARGV[b],
 --                             b = first + per * (i - 1)) appends ARGV[b] and
@@ -90,4 +107,28 @@ local function jc_each(out, first, per, n, step)
     jc_reply(out, ARGV[b], step(i, b))
   end
   return out
+end
+
+local function jc_zset_moves(src, at, absent_ok, move)
+  return jc_each({}, at + 1, 3, tonumber(ARGV[at]), function(i, b)
+    local id, key = ARGV[b], KEYS[3 + i]
+    return jc_score_code(redis.call('ZSCORE', src, id), ARGV[b + 1]) or jc_payload_code(key, ARGV[b + 2], absent_ok)
+      or move(id, key)
+  end)
+end
+
+local function jc_scored_requeue(processing, times, target, per, name, push, pop)
+  local budget, err = jc_budget(ARGV[1])
+  local n, count_err = jc_job_count(2, per, nil)
+  err = err or count_err or jc_job_numbers(2, per, per, name, true)
+    or jc_check_types({ { processing, 'list' }, { times, 'zset' }, { target, 'list' } })
+  if err then return redis.error_reply(err) end
+  local st = { len = redis.call('LLEN', processing), left = budget, budget = budget }
+  return jc_each({}, 3, per, n, function(i, b)
+    local id, member, want = ARGV[b], ARGV[b + per - 2], ARGV[b + per - 1]
+    local sc = redis.call('ZSCORE', times, id)
+    return jc_score_code(sc, want) or jc_requeue_tail(st, processing, member,
+      { { { push, target, member }, { pop, target } }, { { 'LREM', processing, -1, member }, nil } },
+      sc and { { 'ZREM', times, id } })
+  end)
 end
