@@ -45,19 +45,13 @@
 
 local processing, pending = KEYS[1], KEYS[2]
 --@prelude
-local budget, err = jc_budget(ARGV[1])
-if not budget then return redis.error_reply(err) end
 local now = ARGV[2]
-if not tonumber(now) then
-  return redis.error_reply('BADARG now ' .. tostring(now))
-end
-local fence_fields, n
-fence_fields, err = jc_fields(ARGV[3])
-if not fence_fields then return redis.error_reply(err) end
-n, err = jc_job_count(4, 2, 2)
-if not n then return redis.error_reply(err) end
-local bad = jc_check_types({ { processing, 'list' }, { pending, 'list' } })
-if bad then return redis.error_reply(bad) end
+local budget, err = jc_budget(ARGV[1])
+local fence_fields, fields_err = jc_fields(ARGV[3])
+local n, count_err = jc_job_count(4, 2, 2)
+err = err or (not tonumber(now) and 'BADARG now ' .. tostring(now)) or fields_err or count_err
+  or jc_check_types({ { processing, 'list' }, { pending, 'list' } })
+if err then return redis.error_reply(err) end
 
 local reclaim_fields = { 'status', 'reclaimed_at_ms', 'claim_token', 'claimed_at_ms' }
 

@@ -20,10 +20,10 @@
 --                             is nil) #KEYS is keys0 + n; else nil and
 --                             "BADARG job count <ARGV[at]>"
 --   jc_job_numbers(at, per, field, name, blank_ok)
---                             (after jc_job_count) nil when each job i's field-th argument
---                             (ARGV[at + field + per * (i - 1)]) is a number
---                             (or "", when blank_ok); else the error text
---                             "BADARG <name> of job <i>"
+--                             (after jc_job_count) nil when each job i's
+--                             field-th argument ARGV[at + field + per * (i - 1)]
+--                             is a number (or "", when blank_ok); else the
+--                             error text "BADARG <name> of job <i>"
 
 local function jc_type_error(key, ...)
   local t = redis.call('TYPE', key)

@@ -27,6 +27,16 @@
 --                             jc_find_tail(st, list, member), then
 --                             jc_move(writes, after); a move shortens st.len;
 --                             "moved" | "error" | the jc_find_tail code
+--   jc_each(out, first, per, n, step)
+--                             for each job i of n (arguments from ARGV[b],
+--                             b = first + per * (i - 1)) appends ARGV[b] and
+--                             step(i, b), its code, to out; returns out
+--   jc_zset_moves(src, at, absent_ok, move)
+--                             the jobs of a zset move: N = ARGV[at], then
+--                             per job i: id, score the plan saw, payload SHA1
+--                             the plan saw, its payload key KEYS[3 + i]; a job
+--                             whose jc_score_code and jc_payload_code hold
+--                             gets move(id, key), its code; returns the reply
 --   jc_scored_requeue(processing, times, target, per, name, push, pop)
 --                             a whole requeue fenced by a claim-score zset:
 --                             ARGV[1] the search budget, ARGV[2] N, then per
@@ -38,16 +48,6 @@
 --                             of processing is pushed on target (push; undo
 --                             pop), LREM'd and its score removed; returns the
 --                             reply { id1, code1, ... } or an error reply
---   jc_zset_moves(src, at, absent_ok, move)
---                             the jobs of a zset move: N = ARGV[at], then
---                             per job i: id, score the plan saw, payload SHA1
---                             the plan saw, its payload key KEYS[3 + i]; a job
---                             whose jc_score_code and jc_payload_code hold
---                             gets move(id, key), its code; returns the reply
---   jc_each(out, first, per, n, step)
---                             for each job i of n (arguments from ARGV[b],
---                             b = first + per * (i - 1)) appends ARGV[b] and
---                             step(i, b), its code, to out; returns out
 
 local function jc_fields(value)
   local fields = {}
