@@ -31,7 +31,8 @@
 local suppressed, raw_hash, info_hash, dead, attempts, errors = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 --@prelude
 local mode, err = jc_one_of(ARGV[1], 'mode', { unsuppress = true, purge = true })
-err = err or jc_job_args(2, 3, nil) or jc_check_types({ { suppressed, 'zset' }, { raw_hash, 'hash' }, { info_hash, 'hash' } })
+err = err or jc_job_args(2, 3, nil)
+  or jc_check_types({ { suppressed, 'zset' }, { raw_hash, 'hash' }, { info_hash, 'hash' } })
   or (mode == 'unsuppress' and jc_type_error(dead, 'list'))
   or (mode == 'purge' and jc_check_types({ { attempts, 'hash' }, { errors, 'hash' } }))
 if err then return redis.error_reply(err) end
@@ -42,13 +43,11 @@ return jc_each({}, 3, 3, tonumber(ARGV[2]), function(i, b)
   local raw = redis.call('HGET', raw_hash, id)
   if not sc or not raw then return 'gone' end
   if tonumber(sc) ~= tonumber(want_score) or redis.sha1hex(raw) ~= want_sha then return 'changed' end
-  local out_of_suppressed = {
-    { { 'ZREM', suppressed, id }, { 'ZADD', suppressed, sc, id } },
-    { { 'HDEL', raw_hash, id }, nil },
-  }
+  local unscore = { { 'ZREM', suppressed, id }, { 'ZADD', suppressed, sc, id } }
+  local drop_raw = { { 'HDEL', raw_hash, id }, nil }
   if mode == 'purge' then
-    return jc_move(out_of_suppressed, { { 'HDEL', info_hash, id }, { 'HDEL', attempts, id }, { 'HDEL', errors, id } })
+    return jc_move({ unscore, drop_raw },
+                   { { 'HDEL', info_hash, id }, { 'HDEL', attempts, id }, { 'HDEL', errors, id } })
   end
-  table.insert(out_of_suppressed, 1, { { 'RPUSH', dead, raw }, { 'RPOP', dead } })
-  return jc_move(out_of_suppressed, { { 'HDEL', info_hash, id } })
+  return jc_move({ { { 'RPUSH', dead, raw }, { 'RPOP', dead } }, unscore, drop_raw }, { { 'HDEL', info_hash, id } })
 end)

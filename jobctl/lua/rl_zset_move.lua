@@ -39,5 +39,6 @@ return jc_zset_moves(src, 2, false, function(id, key)
   if mode == 'purge' then -- out of the state first, so no state ever holds an id without its payload
     return jc_move({ { { 'ZREM', src, id }, nil } }, { { 'HDEL', info, id }, { 'DEL', key } })
   end
-  return jc_move({ { { 'LPUSH', target, id }, { 'LPOP', target } }, { { 'ZREM', src, id }, nil } }, { { 'HDEL', info, id } })
+  return jc_move({ { { 'LPUSH', target, id }, { 'LPOP', target } }, { { 'ZREM', src, id }, nil } },
+                 { { 'HDEL', info, id } })
 end)

@@ -74,7 +74,8 @@ local bad = jc_check_types(specs)
 if bad then return redis.error_reply(bad) end
 
 return jc_each({}, 5, 5, n, function(i, b)
-  local id, locator, want_sha, new_payload, suppress_info = ARGV[b], ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 4]
+  local id, locator, want_sha, new_payload, suppress_info =
+    ARGV[b], ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 4]
   local key = KEYS[3 + i]
   local found = false
   local fields = nil
