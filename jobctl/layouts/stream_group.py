@@ -30,9 +30,11 @@ entry and appends a fresh entry with the same fields (``sg_requeue.lua``),
 so any worker's next ``XREADGROUP >`` gets the job at once; promote appends
 the due id to the stream as the seed's scheduler does; redrive, suppress,
 unsuppress and purge move dead jobs (``sg_dead_move.lua``,
-``sg_zset_move.lua``).  ``inspect`` searches: :mod:`.stream_group_inspect`;
-``replay``: :mod:`.stream_group_replay`; checks: :mod:`.stream_group_check`;
-discovery: :mod:`jobctl.discovery.stream_group`.  Keys come from
+``sg_zset_move.lua``).  The counts: :mod:`.stream_group_status`; batched
+walks: :mod:`.stream_group_walk`; ``inspect``'s search:
+:mod:`.stream_group_inspect`; ``replay``: :mod:`.stream_group_replay`;
+checks: :mod:`.stream_group_check`; discovery:
+:mod:`jobctl.discovery.stream_group`.  Keys come from
 :class:`jobctl.keys.StreamGroupKeys`.
 """
 
@@ -51,11 +53,8 @@ from ..model import Envelope, JobRecord, QueueStatus, State, parse_envelope
 from ..ops.plan import Plan
 from ..ops.result import BatchResult
 from ..ops.spec import OpSpec
-from ..scripts import script
 from .base import Layout, now_ms
-from .common import (SCHEDULED_READS, first_found, fold_scheduled, json_object, lenient_envelope,
-                     merge_shard_lists, read_scheduled, score_ms, text, wrongtype_errors)
-from .walks import WINDOW, walk_list, walk_zset
+from .common import first_found, json_object, lenient_envelope, merge_shard_lists, score_ms, text
 
 __all__ = ["StreamGroup", "DEFAULT_GROUP", "DEFAULT_VISIBILITY_TIMEOUT_MS", "COUNT_BOUND", "SEARCH_BOUND"]
 
@@ -227,83 +226,9 @@ class StreamGroup(Layout):
 
     # -- status ------------------------------------------------------------------
     def status(self, now: int | None = None) -> QueueStatus:
-        now = now_ms() if now is None else now
-        vt = self.visibility_timeout_ms
-        st = QueueStatus(queue=self.queue_name, layout=self.name, now_ms=now, shards=len(self.shards))
-        pipe = self._pipeline()
-        plan: list[tuple[str, str, StreamGroupKeys]] = []
-        summary = script(self.client, "sg_pel_summary")
-        for keys in self.shards:
-            pipe.xinfo_groups(keys.stream)
-            plan.append(("groups", keys.stream, keys))
-            summary(keys=[keys.stream], args=[self.group, vt, COUNT_BOUND], client=pipe)
-            plan.append(("pel", keys.stream, keys))
-            plan.extend((what, keys.scheduled, keys) for what in read_scheduled(pipe, keys.scheduled, now))
-            dead = self.dead_key(keys)
-            (pipe.xlen if self.dead_kind == "stream" else pipe.llen)(dead)
-            plan.append(("dead", dead, keys))
-            if self.dead_kind == "list":  # jobctl's hold (a window-engine walk set those aside): still dead
-                pipe.llen(keys.hold)
-                plan.append(("dead", keys.hold, keys))
-            pipe.zcard(keys.suppressed)
-            plan.append(("suppressed", keys.suppressed, keys))
-        results = pipe.execute(raise_on_error=False)
+        from .stream_group_status import queue_status
 
-        groups: list[tuple[StreamGroupKeys, _Group]] = []
-        for (what, key, keys), res in zip(plan, results):
-            if isinstance(res, Exception):
-                if _missing(res):
-                    if what == "groups":
-                        st.warnings.append(f"stream {key} does not exist")
-                    elif what == "pel" and not any(w.startswith(f"stream {key} ") for w in st.warnings):
-                        st.warnings.append(f"consumer group {self.group} does not exist on {key}")
-                    continue
-                st.errors.extend(wrongtype_errors([res], [key]))
-                continue
-            if what == "groups":
-                g = self._group_from(res)
-                if g is not None:
-                    groups.append((keys, g))
-                    st.processing += g.pending
-            elif what == "pel":
-                stuck, truncated, max_idle = (int(x) for x in res)
-                st.stuck += stuck
-                if truncated:
-                    st.warnings.append(f"stuck entries of {key} counted up to {COUNT_BOUND:,}")
-                if max_idle >= 0:
-                    d = now - max_idle + vt
-                    st.next_deadline_ms = d if st.next_deadline_ms is None else min(st.next_deadline_ms, d)
-            elif what in SCHEDULED_READS:
-                fold_scheduled(st, what, res, now)
-            elif what == "dead":
-                st.dead += res
-            elif what == "suppressed":
-                st.suppressed += res
-
-        if groups:
-            pipe = self._pipeline()
-            count_after = script(self.client, "sg_count_after")
-            for keys, g in groups:
-                if g.lag is None:
-                    count_after(keys=[keys.stream], args=[g.last_id, COUNT_BOUND], client=pipe)
-                pipe.xrange(keys.stream, f"({g.last_id}", "+", count=1)
-            res = iter(pipe.execute())
-            for keys, g in groups:
-                ready = g.lag
-                if ready is None:
-                    ready = int(next(res))
-                    if ready >= COUNT_BOUND:
-                        st.warnings.append(f"ready entries of {keys.stream} counted up to {COUNT_BOUND:,} "
-                                           "(the server reports no lag)")
-                st.ready += ready
-                first = next(res)
-                if first:
-                    since = entry_ms(text(first[0][0]))
-                    if st.oldest_ready_since_ms is None or since < st.oldest_ready_since_ms:
-                        st.oldest_ready_since_ms = since
-        if st.oldest_ready_since_ms is not None:
-            st.oldest_ready_age_ms = max(0, now - st.oldest_ready_since_ms)
-        return st
+        return queue_status(self, now)
 
     def depth(self, state: State) -> int:
         self.check_supported(state)
@@ -398,78 +323,12 @@ class StreamGroup(Layout):
     # -- batched walks -------------------------------------------------------------
     def iter_batches(self, state: State, batch: int = 1000,
                      sample: tuple[int, int] | None = None) -> Iterator[list[JobRecord]]:
+        from .stream_group_walk import walk_shard
+
         self.check_supported(state)
         cap = None if sample is None else sample[0] * sample[1]
         for keys in self.shards:
-            yield from self.iter_batches_of(keys, state, batch, cap=cap, sample=sample)
-
-    def iter_batches_of(self, keys: StreamGroupKeys, state: State, batch: int = 1000, *,
-                        cap: int | None = None, sample: tuple[int, int] | None = None,
-                        idle: int | None = None, now: int | None = None) -> Iterator[list[JobRecord]]:
-        """Walk one shard's ``state`` in windows of ``batch``.  Streams and
-        the PEL are walked in id order (``cap``: stop after that many, the
-        sample of a large state); the dead list from its tail (``position``
-        counts from the tail); zsets by rank (random windows when ``sample``).
-        ``idle`` restricts the PEL to entries idle at least that long."""
-        now = now_ms() if now is None else now
-        batch = max(1, min(batch, WINDOW))
-        if state is State.READY:
-            g = self.group_info(keys)
-            if g is not None:
-                yield from self._walk_stream(keys, keys.stream, f"({g.last_id}", batch, cap, state)
-            return
-        if state is State.PROCESSING:
-            start, seen = "-", 0
-            while cap is None or seen < cap:
-                rows = self._xpending(keys, start, batch, idle=idle)
-                if not rows:
-                    return
-                yield self._records(keys, self._pending_items(keys, rows, now), state)
-                seen += len(rows)
-                start = f"({text(rows[-1]['message_id'])}"
-            return
-        if state is State.DEAD and self.dead_kind == "stream":
-            yield from self._walk_stream(keys, keys.dead_stream, "-", batch, cap, state)
-            return
-        if state is State.DEAD:
-            # from the tail with negative indexes: LPUSHes at the head do not shift them;
-            # jobctl's hold (set aside by a window-engine walk) first: it is the oldest part
-            base = 0
-            for key in (keys.hold, keys.dead):
-                for start, chunk in walk_list(self.client, key, from_right=True, batch=batch, sample=sample):
-                    yield self._records(keys, [{"job_id": text(x), "position": base + start + n}
-                                               for n, x in enumerate(chunk)], state)
-                base = self.client.llen(keys.hold)
-            return
-        key = keys.scheduled if state is State.SCHEDULED else keys.suppressed
-        for _, pairs in walk_zset(self.client, key, batch=batch, sample=sample):
-            recs = self._records(keys, [{"job_id": text(m), "score": score_ms(s)} for m, s in pairs], state)
-            if state is State.SUPPRESSED:
-                self._attach_suppressed_info(keys, recs)
-            yield recs
-
-    def _walk_stream(self, keys: StreamGroupKeys, stream: str, start: str, batch: int, cap: int | None,
-                     state: State) -> Iterator[list[JobRecord]]:
-        """Records of the entries of ``stream`` from ``start`` (an ``XRANGE``
-        bound) in id order, ``batch`` per ``XRANGE``, until ``cap`` entries.
-        Ready entries get ``position`` (from the first undelivered one);
-        dead-stream entries ``dead_entry_id`` and ``dead_since_ms``."""
-        seen = 0
-        while cap is None or seen < cap:
-            entries = self.client.xrange(stream, start, "+", count=batch)
-            if not entries:
-                return
-            items = self._entry_items(entries)
-            for it in items:
-                if state is State.DEAD:
-                    it["dead_entry_id"] = it.pop("entry_id")
-                    it["dead_since_ms"] = it.pop("entered_ms")
-                    it["position"] = None
-                else:
-                    it["position"] += seen
-            yield self._records(keys, items, state)
-            seen += len(entries)
-            start = f"({text(entries[-1][0])}"
+            yield from walk_shard(self, keys, state, batch, cap=cap, sample=sample)
 
     # -- operations --------------------------------------------------------------------
     def plan(self, spec: OpSpec, now: int | None = None) -> Plan:

@@ -31,6 +31,7 @@ from .common import DEFAULT_BATCH, check_transition, redrive_envelope, suppressi
 from .moves import call_move, move_result
 from .planning import TRANSITIONS_WITH_SCHEDULED
 from .stream_group_inspect import inspect_shard
+from .stream_group_walk import walk_shard
 from .walks import WINDOW
 
 if TYPE_CHECKING:
@@ -104,7 +105,7 @@ def _source_walk(layout: StreamGroup, spec: OpSpec, now: int) -> Iterator[list[J
         return
     idle = layout.visibility_timeout_ms if spec.stuck_only else None
     for keys in layout.shards:
-        yield from layout.iter_batches_of(keys, spec.source, WINDOW, idle=idle, now=now)
+        yield from walk_shard(layout, keys, spec.source, WINDOW, idle=idle, now=now)
 
 
 def dead_sources(layout: StreamGroup, spec: OpSpec) -> list:
