@@ -27,7 +27,7 @@ from ..model import JobRecord, QueueStatus, State
 from ..ops.plan import Plan
 from ..ops.result import BatchResult
 from ..ops.spec import Operation, OpSpec
-from .base import Layout, now_ms
+from .base import KeyedLayout, now_ms
 from .common import DEFAULT_BATCH, read_scheduled, score_ms, text, wrongtype_errors
 from .delay_zset_common import EPOCH_MS_RANGE, SEARCH_BOUND, glob_escape, member_envelope
 from .moves import call_move, move_result
@@ -48,7 +48,7 @@ def _argv(job_id: str) -> bytes:
     return job_id.encode("utf-8", "surrogateescape")
 
 
-class DelayZset(Layout):
+class DelayZset(KeyedLayout):
     """A delay-zset queue; see the module docstring."""
 
     name = "delay-zset"
@@ -61,10 +61,6 @@ class DelayZset(Layout):
             from ..errors import ConfigError
 
             raise ConfigError(f"queue {queue.name}: layout delay-zset has no shards or priorities")
-
-    @property
-    def journal_key(self) -> str:
-        return self.keys.journal
 
     def _record(self, raw: bytes, score: float, state: State, position: int | None = None) -> JobRecord:
         return JobRecord(queue=self.queue_name, layout=self.name, shard="", job_id=text(raw), state=state,
@@ -92,8 +88,7 @@ class DelayZset(Layout):
 
     def depth(self, state: State) -> int:
         self.check_supported(state)
-        st = self.status()
-        return st.ready if state is State.READY else st.scheduled
+        return self.status().count(state)
 
     def _range(self, state: State, offset: int, count: int, now: int) -> list[tuple[bytes, float]]:
         lo, hi = ("-inf", now) if state is State.READY else (f"({now}", "+inf")

@@ -66,7 +66,7 @@ from ..model import Envelope, JobRecord, QueueStatus, State
 from ..ops.plan import Plan
 from ..ops.result import BatchResult
 from ..ops.spec import OpSpec
-from .base import Layout, now_ms
+from .base import KeyedLayout, now_ms
 from .common import json_object, lenient_envelope, score_ms, text, wrongtype_errors
 from .walks import WINDOW, list_window, window_starts
 
@@ -111,7 +111,7 @@ def event_envelope(raw: bytes | None, member: str | None = None) -> Envelope:
     return env
 
 
-class DelayedEvents(Layout):
+class DelayedEvents(KeyedLayout):
     """A delayed-events service; see the module docstring."""
 
     name = "delayed-events"
@@ -136,10 +136,6 @@ class DelayedEvents(Layout):
         from .delayed_events_check import check_queue
 
         return check_queue(self, repair=repair)
-
-    @property
-    def journal_key(self) -> str:
-        return self.keys.journal
 
     # -- helpers ---------------------------------------------------------------
     def event_lists(self) -> list[str]:
@@ -226,13 +222,11 @@ class DelayedEvents(Layout):
 
         return queue_status(self, now)
 
-
     def depth(self, state: State) -> int:
         self.check_supported(state)
         if state is State.SUPPRESSED:
             return self.client.zcard(self.keys.suppressed)
-        st = self.status()
-        return {State.READY: st.ready, State.SCHEDULED: st.scheduled, State.DEAD: st.dead}[state]
+        return self.status().count(state)
 
     # -- listing -----------------------------------------------------------------------
     def list_jobs(self, state: State, limit: int = 20, now: int | None = None) -> list[JobRecord]:

@@ -120,10 +120,6 @@ class JsonList(ListStatesLayout):
 
         return check_queue(self, repair=repair)
 
-    @property
-    def journal_key(self) -> str:
-        return self.keys.journal
-
     # -- the model -------------------------------------------------------------
     def parse(self, raw: bytes) -> Envelope:
         """The :class:`Envelope` of a job string: ``job_id`` from ``id``,

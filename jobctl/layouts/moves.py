@@ -23,7 +23,7 @@ in the next call.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from ..errors import DataError, JobctlError
@@ -31,7 +31,7 @@ from ..ops.result import BatchResult
 from ..scripts import script
 from .common import text
 
-__all__ = ["call_move", "move_result", "requeue_calls", "REQUEUE_BUDGET", "FAILED_CODES"]
+__all__ = ["call_move", "move_result", "requeue_calls", "shard_chunks", "REQUEUE_BUDGET", "FAILED_CODES"]
 
 #: Elements of a processing list one requeue call may search (LPOS MAXLEN
 #: from the tail, then LREM -1 over the same elements: at most twice this
@@ -102,3 +102,15 @@ def requeue_calls(jobs: Sequence[J], batch: int, key_of: Callable[[J], str],
             reply = [x for i in range(0, len(reply), 2) if text(reply[i + 1]) != "deferred"
                      for x in (reply[i], reply[i + 1])]
         yield move_result(reply)
+
+
+def shard_chunks(jobs: Iterable[J], batch: int) -> Iterator[tuple[int, list[J]]]:
+    """``(shard, chunk)`` per script call over planned ``jobs``: grouped by
+    their ``shard`` (shards in the order they first appear, jobs in plan
+    order), at most ``batch`` jobs per chunk."""
+    by_shard: dict[int, list[J]] = {}
+    for job in jobs:
+        by_shard.setdefault(job.shard, []).append(job)  # type: ignore[attr-defined]
+    for shard, group in by_shard.items():
+        for i in range(0, len(group), batch):
+            yield shard, group[i:i + batch]

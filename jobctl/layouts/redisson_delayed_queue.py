@@ -24,7 +24,7 @@ from ..keys import RedissonDelayedKeys
 from ..model import JobRecord, QueueStatus, State
 from ..ops.plan import Plan
 from ..ops.spec import OpSpec
-from .base import Layout, now_ms
+from .base import KeyedLayout, now_ms
 from .common import SCHEDULED_READS, fold_scheduled, read_scheduled, score_ms, wrongtype_errors
 from .delay_zset_common import SEARCH_BOUND, glob_escape, member_envelope
 from .redisson_member import decode_member
@@ -34,7 +34,7 @@ from .walks import WINDOW, walk_list, walk_zset
 __all__ = ["RedissonDelayedQueue"]
 
 
-class RedissonDelayedQueue(Layout):
+class RedissonDelayedQueue(KeyedLayout):
     """A Redisson ``RDelayedQueue`` (read-only); see the module docstring."""
 
     name = "redisson-delayed-queue"
@@ -43,10 +43,6 @@ class RedissonDelayedQueue(Layout):
     def __init__(self, client, queue) -> None:
         super().__init__(client, queue)
         self.keys = RedissonDelayedKeys(str(queue.options.get("name") or queue.base_tag))
-
-    @property
-    def journal_key(self) -> str:
-        return self.keys.journal
 
     def _scheduled(self, raw: bytes, score: float, position: int | None = None) -> JobRecord:
         m = decode_member(raw)

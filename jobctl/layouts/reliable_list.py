@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import DataError
-from ..keys import ReliableListKeys, shard_tags
+from ..keys import ReliableListKeys
 from ..model import JobRecord, QueueStatus, State, parse_envelope
 from ..ops.lease import redrive_record
-from .base import Layout, now_ms
-from .common import (SCHEDULED_READS, first_found, fold_scheduled, merge_shard_lists, read_scheduled, score_ms,
-                     status_replies, text, wrongtype_errors)
+from .base import ShardedLayout, now_ms
+from .common import (SCHEDULED_READS, first_found, fold_count, fold_scheduled, merge_shard_lists, read_scheduled,
+                     score_ms, status_replies, text, wrongtype_errors)
 from .walks import walk_list, walk_zset
 
 __all__ = ["ReliableList"]
@@ -36,32 +36,23 @@ class _ListRef:
     priority: str | None
 
 
-class ReliableList(Layout):
+class ReliableList(ShardedLayout):
     """A reliable-list queue; see the module docstring."""
 
     name = "reliable-list"
     states = (State.READY, State.SCHEDULED, State.PROCESSING, State.DEAD, State.SUPPRESSED, State.PAUSED)
-
-    def __init__(self, client, queue) -> None:
-        super().__init__(client, queue)
-        self.shards = [ReliableListKeys(t) for t in shard_tags(queue.base_tag, queue.shards)]
+    keys_class = ReliableListKeys
+    shards: list[ReliableListKeys]
 
     def sources(self, spec):
         from .reliable_list_ops import dead_sources
 
         return dead_sources(self, spec)
 
-    def shard_tags(self) -> list[str]:
-        return [k.tag for k in self.shards]
-
     def check(self, *, repair: bool = False):
         from .reliable_list_check import check_queue
 
         return check_queue(self, repair=repair)
-
-    @property
-    def journal_key(self) -> str:
-        return ReliableListKeys(self.queue.base_tag).journal
 
     # -- operations: pause/resume, migrate and transform in their own modules --
     def plan(self, spec, now: int | None = None):
@@ -104,9 +95,6 @@ class ReliableList(Layout):
         refs = [_ListRef(keys.ready_priority(p), f"p{p}") for p in range(self.queue.priorities or 0)]
         refs.append(_ListRef(keys.ready, None))
         return refs
-
-    def _pipeline(self):
-        return self.client.pipeline(transaction=False)
 
     def _shard_label(self, keys: ReliableListKeys) -> str:
         return keys.tag
@@ -162,7 +150,7 @@ class ReliableList(Layout):
 
         tails: list[tuple[ReliableListKeys, str]] = []
         for (what, key, extra), res in zip(plan, results):
-            if res is None:  # an error reply, or no ready tail
+            if res is None or fold_count(st, what, res):  # an error reply, no ready tail, or a count
                 continue
             if what == "ready_len":
                 st.ready += res
@@ -172,22 +160,10 @@ class ReliableList(Layout):
                 tails.append((extra[0], text(res)))
             elif what in SCHEDULED_READS:
                 fold_scheduled(st, what, res, now)
-            elif what == "processing":
-                st.processing += res
-            elif what == "stuck":
-                st.stuck += res
             elif what == "next_deadline":
                 if res:
                     d = int(res[0][1])
                     st.next_deadline_ms = d if st.next_deadline_ms is None else min(st.next_deadline_ms, d)
-            elif what == "dead":
-                st.dead += res
-            elif what == "suppressed":
-                st.suppressed += res
-            elif what == "paused":
-                st.paused += res
-            elif what == "migrating":
-                st.migrating += res
             elif what == "holds":
                 from .reliable_list_pause import holds_of
 

@@ -48,12 +48,12 @@ from typing import Any
 import orjson
 
 from ..errors import ConfigError
-from ..keys import StreamGroupKeys, shard_tags
+from ..keys import StreamGroupKeys
 from ..model import Envelope, JobRecord, QueueStatus, State, parse_envelope
 from ..ops.plan import Plan
 from ..ops.result import BatchResult
 from ..ops.spec import OpSpec
-from .base import Layout, now_ms
+from .base import ShardedLayout, now_ms
 from .common import first_found, json_object, lenient_envelope, merge_shard_lists, score_ms, text
 
 __all__ = ["StreamGroup", "DEFAULT_GROUP", "DEFAULT_VISIBILITY_TIMEOUT_MS", "COUNT_BOUND", "SEARCH_BOUND"]
@@ -87,15 +87,16 @@ class _Group:
     lag: int | None
 
 
-class StreamGroup(Layout):
+class StreamGroup(ShardedLayout):
     """A stream-group queue; see the module docstring."""
 
     name = "stream-group"
     states = (State.READY, State.SCHEDULED, State.PROCESSING, State.DEAD, State.SUPPRESSED)
+    keys_class = StreamGroupKeys
+    shards: list[StreamGroupKeys]
 
     def __init__(self, client, queue) -> None:
         super().__init__(client, queue)
-        self.shards = [StreamGroupKeys(t) for t in shard_tags(queue.base_tag, queue.shards)]
         opts = queue.options
         self.group: str = str(opts.get("group") or DEFAULT_GROUP)
         self.dead_kind: str = str(opts.get("dead") or "list")
@@ -105,24 +106,14 @@ class StreamGroup(Layout):
             raise ConfigError(f"queue {queue.name}: layout stream-group has no priority lists")
         self.visibility_timeout_ms: int = queue.visibility_timeout_ms or DEFAULT_VISIBILITY_TIMEOUT_MS
 
-    def shard_tags(self) -> list[str]:
-        return [k.tag for k in self.shards]
-
     def check(self, *, repair: bool = False):
         from .stream_group_check import check_queue
 
         return check_queue(self, repair=repair)
 
-    @property
-    def journal_key(self) -> str:
-        return StreamGroupKeys(self.queue.base_tag).journal
-
     def dead_key(self, keys: StreamGroupKeys) -> str:
         """The shard's dead-letter key (list or stream, per config)."""
         return keys.dead_stream if self.dead_kind == "stream" else keys.dead
-
-    def _pipeline(self):
-        return self.client.pipeline(transaction=False)
 
     # -- consumer group ------------------------------------------------------
     def _group_from(self, infos: Any) -> _Group | None:
@@ -232,9 +223,7 @@ class StreamGroup(Layout):
 
     def depth(self, state: State) -> int:
         self.check_supported(state)
-        st = self.status()
-        return {State.READY: st.ready, State.SCHEDULED: st.scheduled, State.PROCESSING: st.processing,
-                State.DEAD: st.dead, State.SUPPRESSED: st.suppressed}[state]
+        return self.status().count(state)
 
     # -- listing -------------------------------------------------------------------
     def list_jobs(self, state: State, limit: int = 20, now: int | None = None) -> list[JobRecord]:

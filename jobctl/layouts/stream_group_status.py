@@ -10,7 +10,7 @@ from ..keys import StreamGroupKeys
 from ..model import QueueStatus
 from ..scripts import script
 from .base import now_ms
-from .common import SCHEDULED_READS, fold_scheduled, read_scheduled, text, wrongtype_errors
+from .common import SCHEDULED_READS, fold_count, fold_scheduled, read_scheduled, text, wrongtype_errors
 from .stream_group import COUNT_BOUND, _Group, _missing, entry_ms
 
 if TYPE_CHECKING:
@@ -60,6 +60,8 @@ def queue_status(layout: StreamGroup, now: int | None = None) -> QueueStatus:
                 continue
             st.errors.extend(wrongtype_errors([res], [key]))
             continue
+        if fold_count(st, what, res):  # dead, suppressed
+            continue
         if what == "groups":
             g = layout._group_from(res)
             if g is not None:
@@ -75,10 +77,6 @@ def queue_status(layout: StreamGroup, now: int | None = None) -> QueueStatus:
                 st.next_deadline_ms = d if st.next_deadline_ms is None else min(st.next_deadline_ms, d)
         elif what in SCHEDULED_READS:
             fold_scheduled(st, what, res, now)
-        elif what == "dead":
-            st.dead += res
-        elif what == "suppressed":
-            st.suppressed += res
 
     if groups:
         pipe = layout._pipeline()
