@@ -33,6 +33,11 @@ def _filter_option(required: bool = False):
                         help="Filter expression, e.g. 'error ~ \"HTTP_5*\" and tenant = t1' (docs/filter.md).")
 
 
+def _queue_command(fn: Callable) -> click.Command:
+    """A click command on one ``QUEUE`` (every operation)."""
+    return click.command()(click.argument("queue")(fn))
+
+
 def _ids_option(state: str):
     return click.option("--ids", multiple=True, metavar="ID", help=f"These {state} job ids (repeatable).")
 
@@ -261,8 +266,7 @@ def _visibility_known(session: Session, queue: str, visibility: str | None, stuc
                     f"{q.layout} default of {default:,} ms")
 
 
-@click.command()
-@click.argument("queue")
+@_queue_command
 @click.option("--stuck", is_flag=True, help="Processing jobs past their visibility deadline.")
 @_ids_option("processing")
 @_priority_option
@@ -288,8 +292,7 @@ def requeue(session: Session, queue, stuck, ids, priority, visibility, filter_te
     return execute(session, req, yes=yes, as_json=as_json, rate=rate, batch=batch)
 
 
-@click.command()
-@click.argument("queue")
+@_queue_command
 @_filter_option()
 @_ids_option("dead")
 @click.option("--to", "to", type=click.Choice(["ready", "scheduled"]), default="ready", show_default=True)
@@ -317,8 +320,7 @@ def redrive(session: Session, queue, filter_text, ids, to, delay, reset_attempts
     return execute(session, req, yes=yes, as_json=as_json, rate=rate, batch=batch)
 
 
-@click.command()
-@click.argument("queue")
+@_queue_command
 @_filter_option()
 @_ids_option("scheduled")
 @_priority_option
@@ -332,8 +334,7 @@ def promote(session: Session, queue, filter_text, ids, priority, limit, rate, ba
     return execute(session, req, yes=yes, as_json=as_json, rate=rate, batch=batch)
 
 
-@click.command()
-@click.argument("queue")
+@_queue_command
 @_filter_option(required=True)
 @click.option("--reason", required=True, metavar="TEXT", help="Why (kept with who and when).")
 @_common
@@ -345,8 +346,7 @@ def suppress(session: Session, queue, filter_text, reason, limit, rate, batch, d
     return execute(session, req, yes=yes, as_json=as_json, rate=rate, batch=batch)
 
 
-@click.command()
-@click.argument("queue")
+@_queue_command
 @_filter_option()
 @_common
 @pass_session
@@ -356,8 +356,7 @@ def unsuppress(session: Session, queue, filter_text, limit, rate, batch, dry_run
     return execute(session, req, yes=yes, as_json=as_json, rate=rate, batch=batch)
 
 
-@click.command()
-@click.argument("queue")
+@_queue_command
 @click.option("--state", type=click.Choice(["dead", "suppressed", "ready", "scheduled"]), required=True,
               help="ready and scheduled: layouts whose members are the jobs (delay-zset).")
 @click.option("--older-than", type=options.DELAY, metavar="DURATION", help="Only jobs dead for at least this long.")
