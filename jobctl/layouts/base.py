@@ -164,9 +164,13 @@ class Layout(ABC):
         no payload exists.
         """
 
-    @abstractmethod
     def depth(self, state: State) -> int:
-        """How many jobs ``state`` holds (one round trip per shard)."""
+        """How many jobs ``state`` holds: by default the count of one
+        :meth:`status`; a layout with a cheaper count (one round trip per
+        shard) overrides it.  Raises :class:`~jobctl.errors.UsageError` for a
+        state the layout does not have."""
+        self.check_supported(state)
+        return self.status().count(state)
 
     @abstractmethod
     def iter_batches(self, state: State, batch: int = 1000,

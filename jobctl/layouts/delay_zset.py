@@ -86,10 +86,6 @@ class DelayZset(KeyedLayout):
             st.next_due_ms = int(nxt[0][1])
         return st
 
-    def depth(self, state: State) -> int:
-        self.check_supported(state)
-        return self.status().count(state)
-
     def _range(self, state: State, offset: int, count: int, now: int) -> list[tuple[bytes, float]]:
         lo, hi = ("-inf", now) if state is State.READY else (f"({now}", "+inf")
         return self.client.zrange(self.keys.zset, lo, hi, byscore=True, offset=offset, num=count, withscores=True)

@@ -223,10 +223,10 @@ class DelayedEvents(KeyedLayout):
         return queue_status(self, now)
 
     def depth(self, state: State) -> int:
-        self.check_supported(state)
+        """As :meth:`Layout.depth`; suppressed: its ``ZCARD`` alone."""
         if state is State.SUPPRESSED:
             return self.client.zcard(self.keys.suppressed)
-        return self.status().count(state)
+        return super().depth(state)
 
     # -- listing -----------------------------------------------------------------------
     def list_jobs(self, state: State, limit: int = 20, now: int | None = None) -> list[JobRecord]:

@@ -221,10 +221,6 @@ class StreamGroup(ShardedLayout):
 
         return queue_status(self, now)
 
-    def depth(self, state: State) -> int:
-        self.check_supported(state)
-        return self.status().count(state)
-
     # -- listing -------------------------------------------------------------------
     def list_jobs(self, state: State, limit: int = 20, now: int | None = None) -> list[JobRecord]:
         self.check_supported(state)
