@@ -27,11 +27,13 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from ..errors import DataError, JobctlError
+from ..model import State
 from ..ops.result import BatchResult
+from ..ops.spec import Operation, OpSpec
 from ..scripts import script
 from .common import text
 
-__all__ = ["call_move", "move_result", "requeue_calls", "shard_chunks", "REQUEUE_BUDGET", "FAILED_CODES"]
+__all__ = ["call_move", "move_result", "requeue_calls", "shard_chunks", "window_mode", "REQUEUE_BUDGET", "FAILED_CODES"]
 
 #: Elements of a processing list one requeue call may search (LPOS MAXLEN
 #: from the tail, then LREM -1 over the same elements: at most twice this
@@ -114,3 +116,16 @@ def shard_chunks(jobs: Iterable[J], batch: int) -> Iterator[tuple[int, list[J]]]
     for shard, group in by_shard.items():
         for i in range(0, len(group), batch):
             yield shard, group[i:i + batch]
+
+
+def window_mode(spec: OpSpec) -> str:
+    """The ``list_window.lua`` mode of a dead-list operation the window
+    engine drives: ``purge``, ``suppressed``, ``scheduled`` (a redrive
+    ``--to scheduled``) or ``ready``."""
+    if spec.operation is Operation.PURGE:
+        return "purge"
+    if spec.target is State.SUPPRESSED:
+        return "suppressed"
+    if spec.target is State.SCHEDULED:
+        return "scheduled"
+    return "ready"
