@@ -255,8 +255,7 @@ def main() -> int:
             results["sizes"][str(n)] = {"memory_only": memory_only, "runs": runs, **summary}
         results["rss_by_size"] = _print_rss(results["sizes"])
         srv.admin.flushall()
-        path = write_results("bulk_compare", vars(args) | {"sizes": sizes, "parts": sorted(parts)}, env, results)
-        note(f"results: {path}")
+        write_results("bulk_compare", vars(args) | {"sizes": sizes, "parts": sorted(parts)}, env, results)
         for e in errors:
             print(f"bulk_compare: N={e['n']:,} {e['label']} failed: {e['error']}", file=sys.stderr)
         return 1 if errors else 0

@@ -78,7 +78,13 @@ def _chunks(iterable, size: int) -> Iterator[list]:
 def load_dead(client, tag: str, n: int, *, now_ms: int, seed: int = 0, tenants: int = 10) -> int:
     """Put ``n`` dead jobs of :func:`dead_envelopes` on ``tag``'s dead list,
     with their payload keys; returns the dead list's length afterwards."""
-    keys = ReliableListKeys(tag)
+    return _load_dead_ids(client, ReliableListKeys(tag), n, now_ms=now_ms, seed=seed, tenants=tenants)
+
+
+def _load_dead_ids(client, keys, n: int, *, now_ms: int, seed: int, tenants: int) -> int:
+    """``n`` envelopes of :func:`dead_envelopes` at ``keys.job(id)`` and their
+    ids LPUSHed on ``keys.dead`` (reliable-list and stream-group keep dead
+    jobs alike); returns the dead list's length afterwards."""
     with CommandStream(client, batch=_STREAM_BATCH) as stream:
         for chunk in _chunks(dead_envelopes(n, now_ms=now_ms, seed=seed, tenants=tenants), CHUNK):
             mset: list = ["MSET"]
@@ -100,15 +106,7 @@ def load_stream_group_dead(client, tag: str, n: int, *, now_ms: int, seed: int =
     length."""
     keys = StreamGroupKeys(tag)
     client.xgroup_create(keys.stream, group, id="$", mkstream=True)
-    with CommandStream(client, batch=_STREAM_BATCH) as stream:
-        for chunk in _chunks(dead_envelopes(n, now_ms=now_ms, seed=seed, tenants=tenants), CHUNK):
-            mset: list = ["MSET"]
-            for job_id, raw in chunk:
-                mset += [keys.job(job_id), raw]
-            stream.execute_command(*mset)
-            stream.execute_command("LPUSH", keys.dead, *[job_id for job_id, _ in chunk])
-            stream.maybe_flush()
-    return int(client.llen(keys.dead))
+    return _load_dead_ids(client, keys, n, now_ms=now_ms, seed=seed, tenants=tenants)
 
 
 #: hash-job payload ``kind`` values (seed 001's demo) and their errors.

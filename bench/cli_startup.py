@@ -142,8 +142,7 @@ def _measure(args, work: Workdir) -> int:
     table(f"slowest top-level imports (python -X importtime; all top-level imports: {total:.0f} ms)",
           ["module (indented: imported by jobctl.cli.main)", "self ms", "cumulative ms"],
           [list(t) for t in top[:12]])
-    path = write_results("cli_startup", vars(args) | {"runs": runs}, env, results)
-    note(f"results: {path}")
+    write_results("cli_startup", vars(args) | {"runs": runs}, env, results)
     if forbidden:
         print(f"cli_startup: FAIL: --help imported {', '.join(forbidden)}", file=sys.stderr)
         return 1

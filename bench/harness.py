@@ -13,10 +13,12 @@ import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-__all__ = ["add_common_args", "start_server", "Workdir", "jobctl_argv", "command_calls", "calls_delta"]
+__all__ = ["add_common_args", "start_server", "bench_session", "Workdir", "jobctl_argv", "command_calls", "calls_delta"]
 
 
 def add_common_args(ap: argparse.ArgumentParser) -> None:
@@ -32,6 +34,19 @@ def start_server(kind: str):
     from jobctl.server import EmbeddedServer
 
     return EmbeddedServer(kind=kind).start()
+
+
+@contextmanager
+def bench_session(kind: str) -> Iterator[tuple[Any, "Workdir"]]:
+    """``(server, workdir)``: a started server of ``kind`` (:func:`start_server`)
+    and a :class:`Workdir`, both removed on leaving, however the bench ends."""
+    srv = start_server(kind)
+    work = Workdir()
+    try:
+        yield srv, work
+    finally:
+        work.cleanup()
+        srv.stop()
 
 
 class Workdir:

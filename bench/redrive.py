@@ -45,7 +45,7 @@ import orjson
 import redis
 
 from bulkload import load_dead
-from harness import Workdir, add_common_args, jobctl_argv, start_server
+from harness import Workdir, add_common_args, bench_session, jobctl_argv
 from measure import ratio, run_process, summary
 from probe import PingProbe
 from report import RESULTS_DIR, environment, fmt, note, table, write_results
@@ -392,9 +392,7 @@ def main() -> int:
         note("rq is not installed (pip install rq): skipping the RQ comparison")
         skip.add("rq")
 
-    srv = start_server(args.server)
-    work = Workdir()
-    try:
+    with bench_session(args.server) as (srv, work):
         env = environment(srv)
         note(f"{srv.kind} {srv.version} at {srv.url}; {n:,} dead jobs, {runs} run(s)")
         admin = redis.Redis.from_url(srv.url)
@@ -519,14 +517,10 @@ def main() -> int:
             results["ratios"] = ratios
             if ratios:
                 table("ratios of total jobs/s", ["comparison", "ratio"], [[k, v] for k, v in ratios.items()])
-        path = write_results("redrive", vars(args) | {"jobs": n, "rq_jobs": m, "runs": runs, "window_calls": calls},
-                             env, results)
+        write_results("redrive", vars(args) | {"jobs": n, "rq_jobs": m, "runs": runs, "window_calls": calls},
+                      env, results)
         (RESULTS_DIR / "redrive-partial.json").unlink(missing_ok=True)
-        note(f"results: {path}")
         return 0
-    finally:
-        work.cleanup()
-        srv.stop()
 
 
 if __name__ == "__main__":

@@ -56,7 +56,7 @@ def environment(server=None) -> dict[str, Any]:
 
 
 def write_results(bench: str, args: dict[str, Any], env: dict[str, Any], results: dict[str, Any]) -> Path:
-    """Write the results document; returns the timestamped path."""
+    """Write the results document, say where on stderr; returns the timestamped path."""
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
     env = dict(env, loadavg_end=list(os.getloadavg()))
     doc = {"bench": bench, "args": args, "env": env, "results": results}
@@ -68,6 +68,7 @@ def write_results(bench: str, args: dict[str, Any], env: dict[str, Any], results
     start, end = env.get("loadavg_start", [None])[0], env["loadavg_end"][0]
     print(f"\nload average (1 min) at start {fmt(start)}, at end {fmt(end)}, on {env.get('cpus')} CPUs: "
           "other work on the machine slows every figure", flush=True)
+    note(f"results: {path}")
     return path
 
 

@@ -30,7 +30,7 @@ import orjson
 import redis
 
 from bulkload import load_status_queue
-from harness import Workdir, add_common_args, calls_delta, command_calls, jobctl_argv, start_server
+from harness import add_common_args, bench_session, calls_delta, command_calls, jobctl_argv
 from measure import ratio, run_process, summary
 from report import environment, fmt, note, table, write_results
 from roundtrips import install as install_roundtrips
@@ -73,9 +73,7 @@ def main() -> int:
 
     from jobctl.session import Session
 
-    srv = start_server(args.server)
-    work = Workdir()
-    try:
+    with bench_session(args.server) as (srv, work):
         env = environment(srv)
         note(f"{srv.kind} {srv.version} at {srv.url}")
         admin = redis.Redis.from_url(srv.url)
@@ -214,13 +212,9 @@ def main() -> int:
                ["CLI process, median", rr["cli_median"]]])
         print("\ncommands per refresh (server side):",
               ", ".join(f"{c} {fmt(n)}" for c, n in sorted(cmds["large"].items())), flush=True)
-        path = write_results("status_depth", vars(args) | {"large": large, "refreshes": refreshes,
-                                                          "cli_runs": cli_runs}, env, results)
-        note(f"results: {path}")
+        write_results("status_depth", vars(args) | {"large": large, "refreshes": refreshes,
+                                                   "cli_runs": cli_runs}, env, results)
         return 0
-    finally:
-        work.cleanup()
-        srv.stop()
 
 
 if __name__ == "__main__":

@@ -78,8 +78,66 @@ def split_shard_tag(tag: str) -> tuple[str, int] | None:
     return m.group(1), int(m.group(2))
 
 
+# -- jobctl's own keys, beside each queue's (same hash tag) ---------------------
+
+class _JobctlKeys:
+    """jobctl's keys of one queue (or shard): ``<jobctl_base>:jobctl:<name>``,
+    where ``jobctl_base`` names the queue in the layout's own key style (so
+    they share its hash tag)."""
+
+    @property
+    def jobctl_base(self) -> str:
+        raise NotImplementedError
+
+    @property
+    def journal(self) -> str:
+        """jobctl's capped audit stream for this queue (or shard)."""
+        return f"{self.jobctl_base}:jobctl:journal"
+
+
+class _SuppressionKeys(_JobctlKeys):
+    """jobctl's suppressed state: a zset and an info hash."""
+
+    @property
+    def suppressed(self) -> str:
+        """jobctl's zset: suppressed job id -> suppressed-at (epoch ms)."""
+        return f"{self.jobctl_base}:jobctl:suppressed"
+
+    @property
+    def suppressed_info(self) -> str:
+        """jobctl's hash: suppressed job id -> JSON {by, at_ms, reason, operation}
+        plus what the layout needs to put the job back (docs/layouts.md)."""
+        return f"{self.jobctl_base}:jobctl:suppressed:info"
+
+
+class _WindowKeys(_SuppressionKeys):
+    """The keys of the window engine's dead-list walks (:mod:`jobctl.ops.window`)."""
+
+    @property
+    def hold(self) -> str:
+        """jobctl's hold list: dead jobs a window-engine walk set aside,
+        counted as dead by every read (put back where they were taken from)."""
+        return f"{self.jobctl_base}:jobctl:hold"
+
+    @property
+    def walk(self) -> str:
+        """jobctl's hash of the running dead-list walk: op, total, popped."""
+        return f"{self.jobctl_base}:jobctl:walk"
+
+    @property
+    def lease(self) -> str:
+        """jobctl's lease string: the operation that owns this queue's (or
+        shard's) sources (``<op id> <host> <pid>``, PX TTL renewed by the runner)."""
+        return f"{self.jobctl_base}:jobctl:lease"
+
+    @property
+    def redriven(self) -> str:
+        """jobctl's hash: job id -> JSON [op id, redriven at (epoch ms), count]."""
+        return f"{self.jobctl_base}:jobctl:redriven"
+
+
 @dataclass(frozen=True)
-class ReliableListKeys:
+class ReliableListKeys(_WindowKeys):
     """Key names of one reliable-list shard (layouts.md section 1).
 
     ``tag`` is the Redis Cluster hash tag without braces, e.g. ``"email"`` or
@@ -142,16 +200,10 @@ class ReliableListKeys:
         """SCAN MATCH pattern for every ``queue:{tag}:*`` key of this shard."""
         return f"queue:{{{self.tag}}}:*"
 
-    # -- keys owned by jobctl ----------------------------------------------
+    # -- keys owned by jobctl (and :class:`_WindowKeys`) -------------------
     @property
-    def suppressed(self) -> str:
-        """jobctl's zset: suppressed job id -> suppressed-at (epoch ms)."""
-        return f"queue:{{{self.tag}}}:jobctl:suppressed"
-
-    @property
-    def suppressed_info(self) -> str:
-        """jobctl's hash: suppressed job id -> JSON {by, at_ms, reason, operation}."""
-        return f"queue:{{{self.tag}}}:jobctl:suppressed:info"
+    def jobctl_base(self) -> str:
+        return f"queue:{{{self.tag}}}"
 
     @property
     def paused(self) -> str:
@@ -194,33 +246,6 @@ class ReliableListKeys:
         return f"queue:{{{self.tag}}}:jobctl:holds"
 
     @property
-    def journal(self) -> str:
-        """jobctl's capped audit stream for this shard."""
-        return f"queue:{{{self.tag}}}:jobctl:journal"
-
-    @property
-    def hold(self) -> str:
-        """jobctl's hold list: dead jobs a window-engine walk set aside,
-        counted as dead by every read (restored to the dead list's tail)."""
-        return f"queue:{{{self.tag}}}:jobctl:hold"
-
-    @property
-    def walk(self) -> str:
-        """jobctl's hash of the running dead-list walk: op, total, popped."""
-        return f"queue:{{{self.tag}}}:jobctl:walk"
-
-    @property
-    def lease(self) -> str:
-        """jobctl's lease string: the operation that owns this shard's
-        sources (``<op id> <host> <pid>``, PX TTL renewed by the runner)."""
-        return f"queue:{{{self.tag}}}:jobctl:lease"
-
-    @property
-    def redriven(self) -> str:
-        """jobctl's hash: job id -> JSON [op id, redriven at (epoch ms), count]."""
-        return f"queue:{{{self.tag}}}:jobctl:redriven"
-
-    @property
     def fixed_keys(self) -> tuple[str, ...]:
         """The non-priority state keys, in a stable order."""
         return (self.ready, self.processing, self.deadline, self.scheduled,
@@ -234,7 +259,7 @@ STREAM_GROUP_KEY_RE = re.compile(r"^stream:\{([^{}]+)\}:jobs$")
 
 
 @dataclass(frozen=True)
-class StreamGroupKeys:
+class StreamGroupKeys(_WindowKeys):
     """Key names of one stream-group shard (layouts.md section 2).
 
     The scheduled zset, the dead list, the payload keys and jobctl's own
@@ -242,6 +267,10 @@ class StreamGroupKeys:
     """
 
     tag: str
+
+    @property
+    def jobctl_base(self) -> str:
+        return f"queue:{{{self.tag}}}"
 
     @property
     def _rl(self) -> ReliableListKeys:
@@ -272,44 +301,9 @@ class StreamGroupKeys:
         return self._rl.job(job_id)
 
     @property
-    def hold(self) -> str:
-        """jobctl's hold list of the window engine (dead list, as reliable-list)."""
-        return self._rl.hold
-
-    @property
-    def walk(self) -> str:
-        """jobctl's walk hash of the window engine."""
-        return self._rl.walk
-
-    @property
-    def lease(self) -> str:
-        """jobctl's lease string of the window engine."""
-        return self._rl.lease
-
-    @property
-    def redriven(self) -> str:
-        """jobctl's redriven hash: job id -> JSON [op id, redriven at (epoch ms), count]."""
-        return self._rl.redriven
-
-    @property
-    def suppressed(self) -> str:
-        """jobctl's zset: suppressed job id -> suppressed-at (epoch ms)."""
-        return self._rl.suppressed
-
-    @property
-    def suppressed_info(self) -> str:
-        """jobctl's hash: suppressed job id -> JSON {by, at_ms, reason, operation, ...}."""
-        return self._rl.suppressed_info
-
-    @property
     def replayed(self) -> str:
         """jobctl's set of the entry ids ``jobctl replay`` re-added (a rerun replays each once)."""
         return f"queue:{{{self.tag}}}:jobctl:replayed"
-
-    @property
-    def journal(self) -> str:
-        """jobctl's capped audit stream for this shard."""
-        return self._rl.journal
 
 
 # -- delayed-events (layouts.md section 5; seed 003) ---------------------------
@@ -321,7 +315,7 @@ DELAYED_EVENTS_ZSET = "delayed_events"
 
 
 @dataclass(frozen=True)
-class DelayedEventsKeys:
+class DelayedEventsKeys(_SuppressionKeys):
     """Key names of one delayed-events service (layouts.md section 5).
 
     ``prefix`` is the library's data-set prefix ("" in the article; some
@@ -329,6 +323,10 @@ class DelayedEventsKeys:
     """
 
     prefix: str = ""
+
+    @property
+    def jobctl_base(self) -> str:
+        return f"{self.prefix}{DELAYED_EVENTS_ZSET}"
 
     @property
     def zset(self) -> str:
@@ -349,21 +347,6 @@ class DelayedEventsKeys:
         """List of envelopes dispatched for handling: the lowercase simple
         class name of ``event_class`` (``com.acme.PaymentCheck`` -> ``paymentcheck``)."""
         return f"{self.prefix}{simple_class_name(event_class).lower()}"
-
-    @property
-    def suppressed(self) -> str:
-        """jobctl's zset: suppressed member -> suppressed-at (epoch ms)."""
-        return f"{self.prefix}delayed_events:jobctl:suppressed"
-
-    @property
-    def suppressed_info(self) -> str:
-        """jobctl's hash: member -> JSON {score, envelope, by, at_ms, reason, operation}."""
-        return f"{self.prefix}delayed_events:jobctl:suppressed:info"
-
-    @property
-    def journal(self) -> str:
-        """jobctl's capped audit stream for this service."""
-        return f"{self.prefix}delayed_events:jobctl:journal"
 
 
 def simple_class_name(event_class: str) -> str:
@@ -386,7 +369,7 @@ def split_delayed_event_member(member: str) -> tuple[str, str] | None:
 # -- delay-zset and Redisson's delayed queue (layouts.md section 6; seed 004) --
 
 @dataclass(frozen=True)
-class DelayZsetKeys:
+class DelayZsetKeys(_JobctlKeys):
     """The single zset of a delay-zset queue (e.g. ``delay_queue``)."""
 
     key: str
@@ -397,9 +380,8 @@ class DelayZsetKeys:
         return self.key
 
     @property
-    def journal(self) -> str:
-        """jobctl's capped audit stream for this queue."""
-        return f"{self.key}:jobctl:journal"
+    def jobctl_base(self) -> str:
+        return self.key
 
 
 #: Parses Redisson's ``redisson_delay_queue_timeout:{name}`` / ``redisson_delay_queue:{name}``.
@@ -407,7 +389,7 @@ REDISSON_DELAY_KEY_RE = re.compile(r"^redisson_delay_queue(_timeout)?:\{(.+)\}$"
 
 
 @dataclass(frozen=True)
-class RedissonDelayedKeys:
+class RedissonDelayedKeys(_JobctlKeys):
     """Key names of one Redisson ``RDelayedQueue`` whose destination queue is ``name``."""
 
     name: str
@@ -428,9 +410,9 @@ class RedissonDelayedKeys:
         return self.name
 
     @property
-    def journal(self) -> str:
-        """Never written: the layout is read-only in jobctl."""
-        return f"redisson_delay_queue:{{{self.name}}}:jobctl:journal"
+    def jobctl_base(self) -> str:
+        """Its journal is never written: the layout is read-only in jobctl."""
+        return f"redisson_delay_queue:{{{self.name}}}"
 
 
 __all__ += ["STREAM_GROUP_KEY_RE", "StreamGroupKeys", "DELAYED_EVENTS_SEPARATOR", "DELAYED_EVENTS_ZSET",
@@ -540,7 +522,7 @@ JSON_LIST_SUFFIX_TYPES: dict[str, bytes] = {
 
 
 @dataclass(frozen=True)
-class JsonListKeys:
+class JsonListKeys(_WindowKeys):
     """Key names of one json-list queue (layouts.md section 4; seed 002).
 
     ``prefix`` replaces the seed's fixed ``jobs`` so that several queues can
@@ -581,47 +563,15 @@ class JsonListKeys:
         """Hash job id -> last error message (written when a job dies)."""
         return f"{self.prefix}:errors"
 
-    # -- keys owned by jobctl ----------------------------------------------
+    # -- keys owned by jobctl (and :class:`_WindowKeys`) -------------------
     @property
-    def suppressed(self) -> str:
-        """jobctl's zset: suppressed job id -> suppressed-at (epoch ms)."""
-        return f"{self.prefix}:jobctl:suppressed"
+    def jobctl_base(self) -> str:
+        return self.prefix
 
     @property
     def suppressed_raw(self) -> str:
         """jobctl's hash: suppressed job id -> the job's JSON string, byte for byte."""
         return f"{self.prefix}:jobctl:suppressed:raw"
-
-    @property
-    def suppressed_info(self) -> str:
-        """jobctl's hash: suppressed job id -> JSON {by, at_ms, reason, operation}."""
-        return f"{self.prefix}:jobctl:suppressed:info"
-
-    @property
-    def journal(self) -> str:
-        """jobctl's capped audit stream for this queue."""
-        return f"{self.prefix}:jobctl:journal"
-
-    @property
-    def hold(self) -> str:
-        """jobctl's hold list: dead strings a window-engine walk set aside,
-        counted as dead by every read (restored to the dead list's head)."""
-        return f"{self.prefix}:jobctl:hold"
-
-    @property
-    def walk(self) -> str:
-        """jobctl's hash of the running dead-list walk: op, total, popped."""
-        return f"{self.prefix}:jobctl:walk"
-
-    @property
-    def lease(self) -> str:
-        """jobctl's lease string (``<op id> <host> <pid>``, PX TTL)."""
-        return f"{self.prefix}:jobctl:lease"
-
-    @property
-    def redriven(self) -> str:
-        """jobctl's hash: job id -> JSON [op id, redriven at (epoch ms), count]."""
-        return f"{self.prefix}:jobctl:redriven"
 
 
 __all__ += ["glob_escape", "HASH_JOB_KEY_RE", "HASH_JOB_LIST_SUFFIXES", "HashJobKeys", "JSON_LIST_DEFAULT_PREFIX",

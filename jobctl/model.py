@@ -290,5 +290,12 @@ class QueueStatus:
     visibility_default_ms: int | None = None
     unexplained_keys: list[str] = field(default_factory=list)
 
+    def count(self, state: State) -> int:
+        """How many jobs ``state`` holds (ready, scheduled, processing, dead,
+        suppressed or paused: the field of that name).  Raises ``KeyError``
+        for a state the status does not count (history)."""
+        return {State.READY: self.ready, State.SCHEDULED: self.scheduled, State.PROCESSING: self.processing,
+                State.DEAD: self.dead, State.SUPPRESSED: self.suppressed, State.PAUSED: self.paused}[state]
+
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

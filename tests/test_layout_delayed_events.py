@@ -12,7 +12,8 @@ import time
 import orjson
 import pytest
 
-import jobctl.layouts.delayed_events as de
+import jobctl.layouts.delayed_events_ops as de_ops
+import jobctl.layouts.delayed_events_status as de_status
 import jobctl.layouts.walks as walks
 from jobctl.config import QueueConfig
 from jobctl.keys import DelayedEventsKeys
@@ -164,7 +165,7 @@ def test_operations_wait_for_the_dispatcher_lock(redis_client, monkeypatch):
     Producer(redis_client, K).enqueue("com.acme.X", "2", {}, 60_000)
     plan = lay.plan(OpSpec(Operation.PROMOTE, "events", State.SCHEDULED, State.READY, ids=("com.acme.X###2",)))
     redis_client.set(K.lock, "value", ex=5)
-    monkeypatch.setattr(de, "LOCK_RETRIES", 2)
+    monkeypatch.setattr(de_ops, "LOCK_RETRIES", 2)
     res = list(lay.apply(plan))
     assert res[0].skipped == ["com.acme.X###2"] and res[0].reasons["com.acme.X###2"] == "locked"
 
@@ -183,9 +184,9 @@ def test_fence_skips_an_event_the_dispatcher_moved(redis_client):
 def test_large_zset_is_split_from_a_sample(redis_client, monkeypatch):
     ADAPTER.load(redis_client, "dlq-spike", queue="events", size=300, seed=7)
     exact = layout(redis_client).status()
-    monkeypatch.setattr(de, "EXACT_BOUND", 100)
-    monkeypatch.setattr(de, "WINDOW", 50)
-    monkeypatch.setattr(de, "SAMPLE_WINDOWS", 3)
+    monkeypatch.setattr(de_status, "EXACT_BOUND", 100)
+    monkeypatch.setattr(de_status, "WINDOW", 50)
+    monkeypatch.setattr(de_status, "SAMPLE_WINDOWS", 3)
     monkeypatch.setattr(walks, "random", __import__("random").Random(5))
     st = layout(redis_client).status()
     assert any("estimated from 150 envelopes" in w for w in st.warnings) and not exact.warnings

@@ -33,6 +33,19 @@ def _filter_option(required: bool = False):
                         help="Filter expression, e.g. 'error ~ \"HTTP_5*\" and tenant = t1' (docs/filter.md).")
 
 
+def _queue_command(fn: Callable) -> click.Command:
+    """A click command on one ``QUEUE`` (every operation)."""
+    return click.command()(click.argument("queue")(fn))
+
+
+def _ids_option(state: str):
+    return click.option("--ids", multiple=True, metavar="ID", help=f"These {state} job ids (repeatable).")
+
+
+_priority_option = click.option("--priority", type=options.PRIORITY,
+                                help="Ready list pN of a priority queue (default: lowest).")
+
+
 def _common(fn: Callable) -> Callable:
     for opt in reversed([
         click.option("--limit", type=options.JOB_LIMIT, help="Touch at most N jobs."),
@@ -253,11 +266,10 @@ def _visibility_known(session: Session, queue: str, visibility: str | None, stuc
                     f"{q.layout} default of {default:,} ms")
 
 
-@click.command()
-@click.argument("queue")
+@_queue_command
 @click.option("--stuck", is_flag=True, help="Processing jobs past their visibility deadline.")
-@click.option("--ids", multiple=True, metavar="ID", help="These processing job ids (repeatable).")
-@click.option("--priority", type=options.PRIORITY, help="Ready list pN of a priority queue (default: lowest).")
+@_ids_option("processing")
+@_priority_option
 @click.option("--visibility-timeout", "visibility", type=options.DELAY, metavar="DURATION",
               help="The workers' visibility timeout, for layouts that store no deadline and whose "
                    "catalogue entry sets none (else --stuck refuses).")
@@ -280,15 +292,14 @@ def requeue(session: Session, queue, stuck, ids, priority, visibility, filter_te
     return execute(session, req, yes=yes, as_json=as_json, rate=rate, batch=batch)
 
 
-@click.command()
-@click.argument("queue")
+@_queue_command
 @_filter_option()
-@click.option("--ids", multiple=True, metavar="ID", help="These dead job ids (repeatable).")
+@_ids_option("dead")
 @click.option("--to", "to", type=click.Choice(["ready", "scheduled"]), default="ready", show_default=True)
 @click.option("--delay", type=options.DELAY, metavar="DURATION",
               help="With --to scheduled: due this long after the redrive.")
 @click.option("--reset-attempts", is_flag=True, help="Set the envelope's attempt to 0 (default: kept).")
-@click.option("--priority", type=options.PRIORITY, help="Ready list pN of a priority queue (default: lowest).")
+@_priority_option
 @click.option("--plan", "plan_file", metavar="FILE", type=click.Path(dir_okay=False),
               help="redrive-plan.jsonl of `jobctl analyze`: only those jobs, each only if still dead and unchanged.")
 @_common
@@ -309,11 +320,10 @@ def redrive(session: Session, queue, filter_text, ids, to, delay, reset_attempts
     return execute(session, req, yes=yes, as_json=as_json, rate=rate, batch=batch)
 
 
-@click.command()
-@click.argument("queue")
+@_queue_command
 @_filter_option()
-@click.option("--ids", multiple=True, metavar="ID", help="These scheduled job ids (repeatable).")
-@click.option("--priority", type=options.PRIORITY, help="Ready list pN of a priority queue (default: lowest).")
+@_ids_option("scheduled")
+@_priority_option
 @_common
 @pass_session
 def promote(session: Session, queue, filter_text, ids, priority, limit, rate, batch, dry_run, yes,
@@ -324,8 +334,7 @@ def promote(session: Session, queue, filter_text, ids, priority, limit, rate, ba
     return execute(session, req, yes=yes, as_json=as_json, rate=rate, batch=batch)
 
 
-@click.command()
-@click.argument("queue")
+@_queue_command
 @_filter_option(required=True)
 @click.option("--reason", required=True, metavar="TEXT", help="Why (kept with who and when).")
 @_common
@@ -337,8 +346,7 @@ def suppress(session: Session, queue, filter_text, reason, limit, rate, batch, d
     return execute(session, req, yes=yes, as_json=as_json, rate=rate, batch=batch)
 
 
-@click.command()
-@click.argument("queue")
+@_queue_command
 @_filter_option()
 @_common
 @pass_session
@@ -348,8 +356,7 @@ def unsuppress(session: Session, queue, filter_text, limit, rate, batch, dry_run
     return execute(session, req, yes=yes, as_json=as_json, rate=rate, batch=batch)
 
 
-@click.command()
-@click.argument("queue")
+@_queue_command
 @click.option("--state", type=click.Choice(["dead", "suppressed", "ready", "scheduled"]), required=True,
               help="ready and scheduled: layouts whose members are the jobs (delay-zset).")
 @click.option("--older-than", type=options.DELAY, metavar="DURATION", help="Only jobs dead for at least this long.")

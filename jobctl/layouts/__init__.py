@@ -24,7 +24,7 @@ _REGISTRY: dict[str, str] = {
     "stream-group": "jobctl.layouts.stream_group:StreamGroup",
     "delayed-events": "jobctl.layouts.delayed_events:DelayedEvents",
     "delay-zset": "jobctl.layouts.delay_zset:DelayZset",
-    "redisson-delayed-queue": "jobctl.layouts.delay_zset:RedissonDelayedQueue",
+    "redisson-delayed-queue": "jobctl.layouts.redisson_delayed_queue:RedissonDelayedQueue",
     "hash-job": "jobctl.layouts.hash_job:HashJob",
     "json-list": "jobctl.layouts.json_list:JsonList",
 }

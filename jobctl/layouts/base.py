@@ -46,6 +46,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from ..clock import now_ms  # noqa: F401 - re-exported: layouts import it from here
+from ..keys import shard_tags
 from ..model import JobRecord, QueueStatus, State
 
 if TYPE_CHECKING:
@@ -53,7 +54,7 @@ if TYPE_CHECKING:
 
     from ..config import QueueConfig
 
-__all__ = ["Layout", "ListStatesLayout", "WindowSource", "now_ms"]
+__all__ = ["Layout", "KeyedLayout", "ShardedLayout", "ListStatesLayout", "WindowSource", "now_ms"]
 
 
 def _noted_status(fn):
@@ -163,9 +164,13 @@ class Layout(ABC):
         no payload exists.
         """
 
-    @abstractmethod
     def depth(self, state: State) -> int:
-        """How many jobs ``state`` holds (one round trip per shard)."""
+        """How many jobs ``state`` holds: by default the count of one
+        :meth:`status`; a layout with a cheaper count (one round trip per
+        shard) overrides it.  Raises :class:`~jobctl.errors.UsageError` for a
+        state the layout does not have."""
+        self.check_supported(state)
+        return self.status().count(state)
 
     @abstractmethod
     def iter_batches(self, state: State, batch: int = 1000,
@@ -228,7 +233,42 @@ Layout.plan = _slot_guarded_plan(Layout.plan)
 Layout.check = _slot_guarded_check(Layout.check)
 
 
-class ListStatesLayout(Layout):
+class KeyedLayout(Layout):
+    """A layout whose key names are one :mod:`jobctl.keys` object,
+    ``self.keys`` (set by ``__init__``), journal included (delay-zset,
+    redisson-delayed-queue, delayed-events, json-list, hash-job)."""
+
+    keys: Any
+
+    @property
+    def journal_key(self) -> str:
+        return self.keys.journal
+
+
+class ShardedLayout(Layout):
+    """A layout whose keys are sharded by hash tag ``<tag>:00..`` (seed 000
+    section 20; reliable-list, stream-group): ``self.shards`` holds one
+    :attr:`keys_class` object per shard, the journal is the base tag's."""
+
+    #: The :mod:`jobctl.keys` class of one shard's key names.
+    keys_class: ClassVar[type]
+
+    def __init__(self, client: "redis.Redis", queue: "QueueConfig") -> None:
+        super().__init__(client, queue)
+        self.shards = [self.keys_class(t) for t in shard_tags(queue.base_tag, queue.shards)]
+
+    def shard_tags(self) -> list[str]:
+        return [k.tag for k in self.shards]
+
+    @property
+    def journal_key(self) -> str:
+        return self.keys_class(self.queue.base_tag).journal
+
+    def _pipeline(self):
+        return self.client.pipeline(transaction=False)
+
+
+class ListStatesLayout(KeyedLayout):
     """A layout whose states are each one Redis list (:meth:`_list_key`),
     except suppressed: jobctl's zset ``self.keys.suppressed`` (hash-job,
     json-list)."""

@@ -21,7 +21,7 @@ from ..ops.result import BatchResult
 __all__ = ["text", "score_ms", "wrongtype_errors", "lenient_envelope", "batch_result",
            "suppression_record", "check_transition", "redrive_envelope", "read_scheduled", "fold_scheduled",
            "status_replies", "json_object", "suppression_info", "merge_shard_lists", "first_found", "SCHEDULED_READS",
-           "DEFAULT_BATCH", "SCORE_INF_MS"]
+           "COUNTED_READS", "fold_count", "DEFAULT_BATCH", "SCORE_INF_MS"]
 
 #: Jobs per script call of an operation when ``--batch`` sets none.  A
 #: layout whose calls cost more per job keeps its own (reliable-list: 128).
@@ -29,6 +29,9 @@ DEFAULT_BATCH = 256
 
 #: The replies :func:`read_scheduled` queues, in order.
 SCHEDULED_READS = ("scheduled", "overdue", "first_due", "next_due")
+#: Status reads (``LLEN``, ``ZCARD``, ``ZCOUNT``, ...) whose reply is a count
+#: summed into the :class:`~jobctl.model.QueueStatus` field of the same name.
+COUNTED_READS = frozenset({"processing", "stuck", "dead", "suppressed", "paused", "migrating"})
 
 
 def text(value: bytes | str) -> str:
@@ -224,3 +227,12 @@ def fold_scheduled(st, what: str, reply: Any, now: int) -> None:
         if reply:
             due = score_ms(reply[0][1])
             st.next_due_ms = due if st.next_due_ms is None else min(st.next_due_ms, due)
+
+
+def fold_count(st, what: str, reply: int) -> bool:
+    """Add ``reply`` to ``st``'s field ``what`` when ``what`` is one of
+    :data:`COUNTED_READS` (summed over shards); False for any other read."""
+    if what not in COUNTED_READS:
+        return False
+    setattr(st, what, getattr(st, what) + reply)
+    return True

@@ -30,11 +30,11 @@ States (job id = the member); each event is in exactly one:
   but the member, due again at its next attempt time.
 
 Splitting the zset reads every envelope's ``attempt`` and the type lists:
-exact up to :data:`EXACT_BOUND` members and :data:`READY_BOUND` list
+exact up to :data:`.delayed_events_status.EXACT_BOUND` members and :data:`READY_BOUND` list
 entries (windows of ``ZRANGE`` + ``HMGET``, ``LRANGE``), estimated from a
 sample beyond (``status`` says so).
 
-Operations: promote sets the score to now (the event becomes ready);
+Operations (:mod:`.delayed_events_ops`): promote sets the score to now (the event becomes ready);
 redrive resets ``attempt`` to 1, as the library creates an event, and sets
 the score to now (``--to scheduled``: now + ``--delay``): the envelope gets
 no other field, because the library's JSON reader rejects unknown ones, so
@@ -48,56 +48,39 @@ the envelope's SHA1, and waits while the dispatcher holds its lock
 Config (``[queues.NAME]``): ``prefix`` (the library's data-set prefix,
 default ""), ``max_attempts`` (default :data:`DEFAULT_MAX_ATTEMPTS`),
 ``event_lists`` (type list names; default: derived from a sample of members).
+
+The counts: :mod:`.delayed_events_status`; checks:
+:mod:`.delayed_events_check`; discovery: :mod:`jobctl.discovery.delayed_events`.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import orjson
 
 from ..errors import ConfigError, DataError, NotFound
-from ..keys import DELAYED_EVENTS_ZSET, DelayedEventsKeys, delayed_event_member, split_delayed_event_member
+from ..keys import DelayedEventsKeys, delayed_event_member, split_delayed_event_member
 from ..model import Envelope, JobRecord, QueueStatus, State
-from ..ops.plan import Plan, PlannedJob, payload_sha1
+from ..ops.plan import Plan
 from ..ops.result import BatchResult
-from ..ops.spec import Operation, OpSpec
-from .base import Layout, now_ms
-from .common import (DEFAULT_BATCH, json_object, lenient_envelope, score_ms, suppression_record, text,
-                     wrongtype_errors)
-from .moves import call_move, move_result
+from ..ops.spec import OpSpec
+from .base import KeyedLayout, now_ms
+from .common import json_object, lenient_envelope, score_ms, text, wrongtype_errors
 from .walks import WINDOW, list_window, window_starts
 
-__all__ = ["DelayedEvents", "event_envelope", "recognize", "DEFAULT_MAX_ATTEMPTS", "EXACT_BOUND"]
+__all__ = ["DelayedEvents", "event_envelope", "DEFAULT_MAX_ATTEMPTS"]
 
 #: Attempt at which an event counts as dead when the config sets none: the
 #: end of the library's first backoff tier (10 attempts 10 s apart).
 DEFAULT_MAX_ATTEMPTS = 10
-#: The zset is split into scheduled/dead exactly up to this many members.
-EXACT_BOUND = 10_000
-#: Beyond it, this many random windows of :data:`WINDOW` members are read.
-SAMPLE_WINDOWS = 10
 #: Type lists are searched at most this deep by ``inspect``.
 SEARCH_BOUND = 20_000
 #: At most this many type-list entries are read to find dispatched members.
 READY_BOUND = 10_000
 #: Members sampled to find the type lists when the config names none.
 TYPE_SAMPLE = 1000
-#: A batch refused because the dispatcher held its lock is retried this
-#: many times, :data:`LOCK_RETRY_S` apart (the library's lock lives <= 2 s).
-LOCK_RETRIES = 60
-LOCK_RETRY_S = 0.05
-
-TRANSITIONS: dict[tuple[Operation, State], tuple[State | None, ...]] = {
-    (Operation.PROMOTE, State.SCHEDULED): (State.READY,),
-    (Operation.REDRIVE, State.DEAD): (State.READY, State.SCHEDULED),
-    (Operation.SUPPRESS, State.DEAD): (State.SUPPRESSED,),
-    (Operation.UNSUPPRESS, State.SUPPRESSED): (State.DEAD,),
-    (Operation.PURGE, State.DEAD): (None,),
-    (Operation.PURGE, State.SUPPRESSED): (None,),
-}
 
 
 def event_envelope(raw: bytes | None, member: str | None = None) -> Envelope:
@@ -128,7 +111,7 @@ def event_envelope(raw: bytes | None, member: str | None = None) -> Envelope:
     return env
 
 
-class DelayedEvents(Layout):
+class DelayedEvents(KeyedLayout):
     """A delayed-events service; see the module docstring."""
 
     name = "delayed-events"
@@ -153,10 +136,6 @@ class DelayedEvents(Layout):
         from .delayed_events_check import check_queue
 
         return check_queue(self, repair=repair)
-
-    @property
-    def journal_key(self) -> str:
-        return self.keys.journal
 
     # -- helpers ---------------------------------------------------------------
     def event_lists(self) -> list[str]:
@@ -239,81 +218,15 @@ class DelayedEvents(Layout):
 
     # -- status --------------------------------------------------------------------
     def status(self, now: int | None = None) -> QueueStatus:
-        now = now_ms() if now is None else now
-        st = QueueStatus(queue=self.queue_name, layout=self.name, now_ms=now)
-        lists = self.event_lists()
-        pipe = self.client.pipeline(transaction=False)
-        pipe.zcard(self.keys.zset)
-        pipe.zcard(self.keys.suppressed)
-        for key in lists:
-            pipe.llen(key)
-        res = pipe.execute(raise_on_error=False)
-        st.errors.extend(wrongtype_errors(res, [self.keys.zset, self.keys.suppressed] + lists))
-        if st.errors:
-            return st
-        total, st.suppressed = res[0], res[1]
-        st.ready = sum(res[2:])
-        if total:
-            self._split_zset(st, total, now)
-        return st
+        from .delayed_events_status import queue_status
 
-    def _split_zset(self, st: QueueStatus, total: int, now: int) -> None:
-        """Classify the zset's members (two pipelined round trips: the
-        ``ZRANGE`` windows, then their ``HMGET``s); only ``attempt`` is read."""
-        shadow, complete = self.dispatched()
-        if not complete:
-            st.warnings.append(f"type lists read up to {READY_BOUND:,} entries each: events dispatched beyond "
-                               "that are counted in their zset state too")
-        exact = total <= EXACT_BOUND
-        starts, _ = window_starts(total, WINDOW, None if exact else (SAMPLE_WINDOWS, WINDOW))
-        pipe = self.client.pipeline(transaction=False)
-        for start in starts:
-            pipe.zrange(self.keys.zset, start, start + WINDOW - 1, withscores=True)
-        windows = [[(text(m), score_ms(sc)) for m, sc in pairs] for pairs in pipe.execute()]
-        pipe = self.client.pipeline(transaction=False)
-        for pairs in windows:
-            if pairs:
-                pipe.hmget(self.keys.events, [m for m, _ in pairs])
-        raws = iter(pipe.execute())
-        counts = {State.READY: 0, State.SCHEDULED: 0, State.DEAD: 0}
-        read = 0
-        oldest_due = next_due = None
-        for pairs in windows:
-            if not pairs:
-                continue
-            for (member, score), raw in zip(pairs, next(raws)):
-                read += 1
-                if member in shadow:
-                    continue  # its list copy is counted as ready
-                attempt = _attempt_of(raw)
-                if attempt is not None and attempt >= self.max_attempts:
-                    counts[State.DEAD] += 1
-                elif score <= now:
-                    counts[State.READY] += 1
-                    oldest_due = score if oldest_due is None else min(oldest_due, score)
-                else:
-                    counts[State.SCHEDULED] += 1
-                    next_due = score if next_due is None else min(next_due, score)
-        if exact:
-            st.dead, st.scheduled = counts[State.DEAD], counts[State.SCHEDULED]
-            st.ready += counts[State.READY]
-        else:
-            scale = total / max(1, read)
-            st.dead = round(counts[State.DEAD] * scale)
-            st.scheduled = round(counts[State.SCHEDULED] * scale)
-            st.ready += round(counts[State.READY] * scale)
-            st.warnings.append(f"{total:,} members: ready/scheduled/dead split estimated from {read:,} envelopes")
-        st.next_due_ms = next_due
-        if oldest_due is not None:
-            st.oldest_ready_since_ms = oldest_due
-            st.oldest_ready_age_ms = max(0, now - oldest_due)
+        return queue_status(self, now)
 
     def depth(self, state: State) -> int:
-        self.check_supported(state)
+        """As :meth:`Layout.depth`; suppressed: its ``ZCARD`` alone."""
         if state is State.SUPPRESSED:
             return self.client.zcard(self.keys.suppressed)
-        st = self.status()
-        return {State.READY: st.ready, State.SCHEDULED: st.scheduled, State.DEAD: st.dead}[state]
+        return super().depth(state)
 
     # -- listing -----------------------------------------------------------------------
     def list_jobs(self, state: State, limit: int = 20, now: int | None = None) -> list[JobRecord]:
@@ -479,65 +392,17 @@ class DelayedEvents(Layout):
 
     # -- operations ------------------------------------------------------------------------
     def plan(self, spec: OpSpec, now: int | None = None) -> Plan:
-        """Plan ``spec`` (promote, redrive, suppress, unsuppress, purge); reads
-        only.  Raises :class:`UsageError` for requeue (a handler's claim is not
-        in Redis) or ``--priority``."""
-        from .planning import plan_by_payload
+        """Plan ``spec`` (:func:`.delayed_events_ops.plan_operation`); reads only."""
+        from .delayed_events_ops import plan_operation
 
-        plan = plan_by_payload(self, spec, now_ms() if now is None else now, TRANSITIONS)
-        plan.redrive_note = ("the envelope's attempt is reset to 1 (as the library creates an event) and nothing "
-                             "else is added (its reader rejects unknown fields): the journal records the redrive")
-        return plan
+        return plan_operation(self, spec, now)
 
     def apply(self, plan: Plan, *, batch: int | None = None) -> Iterator[BatchResult]:
-        """Apply ``plan``, one ``de_move.lua`` call per batch; a batch refused
-        because the dispatcher held its lock is retried (:data:`LOCK_RETRIES`)."""
-        batch = batch or DEFAULT_BATCH
-        spec = plan.spec
-        for i in range(0, len(plan.jobs), batch):
-            chunk = plan.jobs[i:i + batch]
-            pending = list(chunk)
-            result = BatchResult()
-            for _ in range(LOCK_RETRIES + 1):
-                br = self._call(spec, pending)
-                locked = [j for j in pending if br.reasons.get(j.job_id) == "locked"]
-                result.moved += br.moved
-                result.failed += br.failed
-                result.skipped += [j for j in br.skipped if br.reasons[j] != "locked"]
-                result.reasons.update({j: r for j, r in br.reasons.items() if r != "locked"})
-                pending = locked
-                if not pending:
-                    break
-                time.sleep(LOCK_RETRY_S)
-            for j in pending:
-                result.skipped.append(j.job_id)
-                result.reasons[j.job_id] = "locked"
-            yield result
+        """Apply ``plan`` (:func:`.delayed_events_ops.apply_plan`)."""
+        from .delayed_events_ops import apply_plan
 
-    def _call(self, spec: OpSpec, jobs: list[PlannedJob]) -> BatchResult:
-        now = now_ms()
-        raws: list[Any] = [None] * len(jobs)
-        if spec.operation is Operation.PURGE:
-            mode, at = ("purge_suppressed" if spec.source is State.SUPPRESSED else "purge"), now
-        elif spec.operation is Operation.SUPPRESS:
-            mode, at = "suppress", now
-        elif spec.operation is Operation.UNSUPPRESS:
-            mode, at = "unsuppress", now
-        else:
-            mode = "score"
-            at = now + spec.delay_ms if spec.target is State.SCHEDULED else now
-            if spec.operation is Operation.REDRIVE:
-                raws = self.client.hmget(self.keys.events, [j.job_id for j in jobs])
-        args: list = [mode, at, len(jobs)]
-        for j, raw in zip(jobs, raws):
-            new = b""
-            if raw is not None and payload_sha1(raw) == j.sha1:
-                new = _reset_attempt(raw)
-            info = suppression_record(spec, now) if mode == "suppress" else b""
-            args += [j.job_id, str(j.score), j.sha1, new, info]
-        k = self.keys
-        return move_result(call_move(self.client, "de_move",
-                                     [k.zset, k.events, k.lock, k.suppressed, k.suppressed_info], args))
+        return apply_plan(self, plan, batch=batch)
+
 
 
 def _attempt_of(raw: bytes | None) -> int | None:
@@ -556,54 +421,3 @@ def _member_of(raw: bytes) -> str | None:
     if not isinstance(doc.get("type"), str) or not isinstance(payload, dict) or "id" not in payload:
         return None
     return delayed_event_member(doc["type"], str(payload["id"]))
-
-
-def _reset_attempt(raw: bytes) -> bytes:
-    """The envelope with ``attempt`` back to 1, as the library creates it;
-    nothing else changes (the library's JSON reader rejects unknown fields,
-    so the redrive is recorded in jobctl's journal only)."""
-    doc = orjson.loads(raw)
-    doc["attempt"] = 1
-    return orjson.dumps(doc)
-
-
-# -- discovery ----------------------------------------------------------------------------
-
-def recognize(keys: dict[str, bytes], client=None) -> list[tuple[Any, list[str]]]:
-    """Delayed-events services in a scanned keyspace (:mod:`jobctl.discovery`).
-
-    Evidence: a zset ``<prefix>delayed_events`` and a hash ``<prefix>events``
-    side by side; with a client, the zset's first members must look like
-    ``<class>###<id>``.  Claims the lock, jobctl's keys and the type lists
-    of the sampled classes (written to the config as ``event_lists``).
-    """
-    from ..config import QueueConfig
-
-    out = []
-    for key, typ in sorted(keys.items()):
-        if typ != b"zset" or not key.endswith(DELAYED_EVENTS_ZSET):
-            continue
-        prefix = key[: -len(DELAYED_EVENTS_ZSET)]
-        k = DelayedEventsKeys(prefix)
-        if keys.get(k.events) != b"hash":
-            continue
-        evidence = [k.zset, k.events]
-        opts: dict[str, Any] = {}
-        if prefix:
-            opts["prefix"] = prefix
-        if client is not None:
-            sample = [text(m) for m in client.zrange(k.zset, 0, 99)]
-            if not sample or not all(split_delayed_event_member(m) for m in sample):
-                continue
-            classes = {split_delayed_event_member(m)[0] for m in sample}  # type: ignore[index]
-            lists = sorted({k.type_list(c) for c in classes if keys.get(k.type_list(c)) == b"list"})
-            if lists:
-                opts["event_lists"] = lists
-                evidence += lists
-        for extra, want in ((k.lock, b"string"), (k.suppressed, b"zset"), (k.suppressed_info, b"hash"),
-                            (k.journal, b"stream")):
-            if keys.get(extra) == want:
-                evidence.append(extra)
-        name = f"{prefix}delayed_events"
-        out.append((QueueConfig(name=name, layout="delayed-events", options=opts, discovered=True), evidence))
-    return out

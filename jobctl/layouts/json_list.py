@@ -32,6 +32,9 @@ Config (``[queues.<name>]``): ``tag`` = key prefix (default ``jobs``);
 ``MAX_RETRIES``, default 3, shown as max attempts), ``type_field`` (the
 JSON field shown as the job type, default ``task``), ``tenant_field``
 (default none).
+
+Operations: :mod:`.json_list_ops`; checks: :mod:`.json_list_check`;
+discovery: :mod:`jobctl.discovery.json_list`.
 """
 
 from __future__ import annotations
@@ -44,13 +47,13 @@ import orjson
 
 from ..config import QueueConfig
 from ..errors import DataError, NotFound
-from ..keys import JSON_LIST_DEFAULT_PREFIX, JSON_LIST_SUFFIX_TYPES, JsonListKeys
+from ..keys import JSON_LIST_DEFAULT_PREFIX, JsonListKeys
 from ..model import Envelope, JobRecord, QueueStatus, State
 from .base import ListStatesLayout, now_ms
-from .common import json_object, score_ms, status_replies, suppression_info, text, wrongtype_errors
+from .common import score_ms, status_replies, suppression_info, text, wrongtype_errors
 from .walks import WINDOW, walk_list, walk_zset
 
-__all__ = ["JsonList", "recognize", "raw_sha1", "DEFAULT_VISIBILITY_MS", "MALFORMED_ID_PREFIX"]
+__all__ = ["JsonList", "raw_sha1", "DEFAULT_VISIBILITY_MS", "MALFORMED_ID_PREFIX"]
 
 #: The seed's ``PROCESSING_TIMEOUT`` (300 s).
 DEFAULT_VISIBILITY_MS = 300_000
@@ -116,10 +119,6 @@ class JsonList(ListStatesLayout):
         from .json_list_check import check_queue
 
         return check_queue(self, repair=repair)
-
-    @property
-    def journal_key(self) -> str:
-        return self.keys.journal
 
     # -- the model -------------------------------------------------------------
     def parse(self, raw: bytes) -> Envelope:
@@ -363,68 +362,3 @@ class JsonList(ListStatesLayout):
         for start, chunk in walk_list(self.client, self._list_key(state), from_right=from_right, batch=batch,
                                       sample=sample):
             yield self.records(chunk, state, [{"position": base + start + n} for n in range(len(chunk))])
-
-
-# -- discovery ------------------------------------------------------------------
-
-_SUFFIX_TYPES = JSON_LIST_SUFFIX_TYPES
-
-
-def recognize(keys: dict[str, bytes], *, client=None, rejected: list[str] | None = None
-              ) -> list[tuple[QueueConfig, list[str]]]:
-    """json-list queues among ``keys`` (key name -> TYPE reply).
-
-    A prefix counts as a queue only when at least one of its
-    ``<prefix>:pending|processing|dead`` keys is a list *and* one of its
-    bookkeeping keys has the seed's type: ``<prefix>:processing:times`` a
-    zset, ``<prefix>:attempts`` or ``<prefix>:errors`` a hash.  With a
-    ``client``, one element of one of its lists (``LINDEX -1``) must also be a
-    JSON object with an ``id``.  Keys named like one of those but of another
-    type go to ``rejected``.  Evidence: those keys plus jobctl's own
-    ``<prefix>:jobctl:*`` keys.
-
-    Real queues (issue 12, item 4): with workers down only ``<prefix>:pending``
-    may exist (the backlog that matters most): with a ``client``, lists
-    without bookkeeping keys count when their sampled element is a job;
-    a drained queue keeps only bookkeeping keys: two of them, or one with
-    jobctl's own keys, count.
-    """
-    found: dict[str, dict[str, str]] = {}
-    for key, typ in keys.items():
-        for suffix in (":processing:times", ":pending", ":processing", ":dead", ":attempts", ":errors"):
-            if key.endswith(suffix) and len(key) > len(suffix):
-                if typ == _SUFFIX_TYPES[suffix]:
-                    found.setdefault(key[:-len(suffix)], {})[suffix] = key
-                elif rejected is not None:
-                    rejected.append(key)
-                break
-    out = []
-    for prefix in sorted(found):
-        parts = found[prefix]
-        lists = [parts[s] for s in (":pending", ":processing", ":dead") if s in parts]
-        books = sum(s in parts for s in (":processing:times", ":attempts", ":errors"))
-        own = JsonListKeys(prefix)
-        ours = any(key in keys for key in (own.suppressed, own.journal))
-        if not lists:  # drained
-            if books >= 2 or (books and ours):
-                out.append((QueueConfig(name=prefix, layout="json-list", tag=prefix, discovered=True),
-                            sorted(parts.values()) + [k for k in (own.suppressed, own.journal) if k in keys]))
-            continue
-        if not books and (client is None or not _looks_like_a_job(client.lindex(lists[0], -1))):
-            continue  # a bare list of something else: not evidence, not rejected
-        if client is not None and not _looks_like_a_job(client.lindex(lists[0], -1)):
-            if rejected is not None:
-                rejected.append(lists[0])
-            continue
-        own = JsonListKeys(prefix)
-        jobctl = [key for key in (own.suppressed, own.suppressed_raw, own.suppressed_info, own.journal)
-                  if key in keys]
-        out.append((QueueConfig(name=prefix, layout="json-list", tag=prefix, discovered=True),
-                    sorted(parts.values()) + jobctl))
-    return out
-
-
-def _looks_like_a_job(raw: bytes | None) -> bool:
-    """A JSON object with an ``id`` (seed 002's job strings)."""
-    doc = None if raw is None else json_object(raw)
-    return doc is not None and doc.get("id") not in (None, "")

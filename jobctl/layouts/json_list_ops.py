@@ -45,7 +45,7 @@ from ..ops.plan import JobColumns, Plan, PlannedJob
 from ..ops.result import BatchResult
 from ..ops.spec import Operation, OpSpec
 from ..scripts import script
-from .moves import REQUEUE_BUDGET, call_move, move_result, requeue_calls
+from .moves import REQUEUE_BUDGET, call_move, move_result, requeue_calls, window_mode
 from .common import DEFAULT_BATCH, batch_result, suppression_record, text
 from .planning import TRANSITIONS_WITHOUT_SCHEDULED, check_operation, plan_from_walk, records_by_ids
 from .walks import WINDOW, lrem_chunk
@@ -139,12 +139,8 @@ def dead_sources(layout: "JsonList", spec: OpSpec) -> list[ListSource]:
     if not drives(spec):
         return []
     k = layout.keys
-    if spec.operation is Operation.PURGE:
-        mode, target = "purge", k.dead
-    elif spec.operation is Operation.SUPPRESS:
-        mode, target = "suppressed", k.suppressed
-    else:
-        mode, target = "ready", k.pending
+    mode = window_mode(spec)  # json-list has no scheduled state
+    target = {"purge": k.dead, "suppressed": k.suppressed, "ready": k.pending}[mode]
     info = (lambda now: suppression_record(spec, now)) if mode == "suppressed" else None
     return [ListSource(client=layout.client, kind="jl", tag=k.prefix, shard=0, dead=k.dead, hold=k.hold,
                        walk=k.walk, lease=k.lease, redriven=k.redriven, info_hash=k.suppressed_info, target=target,

@@ -23,15 +23,17 @@ in the next call.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from ..errors import DataError, JobctlError
+from ..model import State
 from ..ops.result import BatchResult
+from ..ops.spec import Operation, OpSpec
 from ..scripts import script
 from .common import text
 
-__all__ = ["call_move", "move_result", "requeue_calls", "REQUEUE_BUDGET", "FAILED_CODES"]
+__all__ = ["call_move", "move_result", "requeue_calls", "shard_chunks", "window_mode", "REQUEUE_BUDGET", "FAILED_CODES"]
 
 #: Elements of a processing list one requeue call may search (LPOS MAXLEN
 #: from the tail, then LREM -1 over the same elements: at most twice this
@@ -102,3 +104,28 @@ def requeue_calls(jobs: Sequence[J], batch: int, key_of: Callable[[J], str],
             reply = [x for i in range(0, len(reply), 2) if text(reply[i + 1]) != "deferred"
                      for x in (reply[i], reply[i + 1])]
         yield move_result(reply)
+
+
+def shard_chunks(jobs: Iterable[J], batch: int) -> Iterator[tuple[int, list[J]]]:
+    """``(shard, chunk)`` per script call over planned ``jobs``: grouped by
+    their ``shard`` (shards in the order they first appear, jobs in plan
+    order), at most ``batch`` jobs per chunk."""
+    by_shard: dict[int, list[J]] = {}
+    for job in jobs:
+        by_shard.setdefault(job.shard, []).append(job)  # type: ignore[attr-defined]
+    for shard, group in by_shard.items():
+        for i in range(0, len(group), batch):
+            yield shard, group[i:i + batch]
+
+
+def window_mode(spec: OpSpec) -> str:
+    """The ``list_window.lua`` mode of a dead-list operation the window
+    engine drives: ``purge``, ``suppressed``, ``scheduled`` (a redrive
+    ``--to scheduled``) or ``ready``."""
+    if spec.operation is Operation.PURGE:
+        return "purge"
+    if spec.target is State.SUPPRESSED:
+        return "suppressed"
+    if spec.target is State.SCHEDULED:
+        return "scheduled"
+    return "ready"

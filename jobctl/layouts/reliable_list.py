@@ -4,6 +4,8 @@ scheduled zset, a dead list and one JSON envelope string per job.
 
 A logical queue may span shard tags ``<tag>:00..`` (section 20); every read
 here is per shard and summed.  Keys come from :mod:`jobctl.keys` only.
+Operations: :mod:`.reliable_list_ops`; checks: :mod:`.reliable_list_check`;
+discovery: :mod:`jobctl.discovery.reliable_list`.
 """
 
 from __future__ import annotations
@@ -13,15 +15,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import DataError
-from ..keys import RELIABLE_LIST_SUFFIX_TYPES, ReliableListKeys, shard_tags
+from ..keys import ReliableListKeys
 from ..model import JobRecord, QueueStatus, State, parse_envelope
 from ..ops.lease import redrive_record
-from .base import Layout, now_ms
-from .common import (SCHEDULED_READS, first_found, fold_scheduled, merge_shard_lists, read_scheduled, score_ms,
-                     status_replies, text, wrongtype_errors)
+from .base import ShardedLayout, now_ms
+from .common import (SCHEDULED_READS, first_found, fold_count, fold_scheduled, merge_shard_lists, read_scheduled,
+                     score_ms, status_replies, text, wrongtype_errors)
 from .walks import walk_list, walk_zset
 
-__all__ = ["ReliableList", "recognize"]
+__all__ = ["ReliableList"]
 
 _RECORD_ATTRS = frozenset({"position", "score", "deadline_ms"})
 
@@ -34,32 +36,23 @@ class _ListRef:
     priority: str | None
 
 
-class ReliableList(Layout):
+class ReliableList(ShardedLayout):
     """A reliable-list queue; see the module docstring."""
 
     name = "reliable-list"
     states = (State.READY, State.SCHEDULED, State.PROCESSING, State.DEAD, State.SUPPRESSED, State.PAUSED)
-
-    def __init__(self, client, queue) -> None:
-        super().__init__(client, queue)
-        self.shards = [ReliableListKeys(t) for t in shard_tags(queue.base_tag, queue.shards)]
+    keys_class = ReliableListKeys
+    shards: list[ReliableListKeys]
 
     def sources(self, spec):
         from .reliable_list_ops import dead_sources
 
         return dead_sources(self, spec)
 
-    def shard_tags(self) -> list[str]:
-        return [k.tag for k in self.shards]
-
     def check(self, *, repair: bool = False):
         from .reliable_list_check import check_queue
 
         return check_queue(self, repair=repair)
-
-    @property
-    def journal_key(self) -> str:
-        return ReliableListKeys(self.queue.base_tag).journal
 
     # -- operations: pause/resume, migrate and transform in their own modules --
     def plan(self, spec, now: int | None = None):
@@ -102,9 +95,6 @@ class ReliableList(Layout):
         refs = [_ListRef(keys.ready_priority(p), f"p{p}") for p in range(self.queue.priorities or 0)]
         refs.append(_ListRef(keys.ready, None))
         return refs
-
-    def _pipeline(self):
-        return self.client.pipeline(transaction=False)
 
     def _shard_label(self, keys: ReliableListKeys) -> str:
         return keys.tag
@@ -160,7 +150,7 @@ class ReliableList(Layout):
 
         tails: list[tuple[ReliableListKeys, str]] = []
         for (what, key, extra), res in zip(plan, results):
-            if res is None:  # an error reply, or no ready tail
+            if res is None or fold_count(st, what, res):  # an error reply, no ready tail, or a count
                 continue
             if what == "ready_len":
                 st.ready += res
@@ -170,22 +160,10 @@ class ReliableList(Layout):
                 tails.append((extra[0], text(res)))
             elif what in SCHEDULED_READS:
                 fold_scheduled(st, what, res, now)
-            elif what == "processing":
-                st.processing += res
-            elif what == "stuck":
-                st.stuck += res
             elif what == "next_deadline":
                 if res:
                     d = int(res[0][1])
                     st.next_deadline_ms = d if st.next_deadline_ms is None else min(st.next_deadline_ms, d)
-            elif what == "dead":
-                st.dead += res
-            elif what == "suppressed":
-                st.suppressed += res
-            elif what == "paused":
-                st.paused += res
-            elif what == "migrating":
-                st.migrating += res
             elif what == "holds":
                 from .reliable_list_pause import holds_of
 
@@ -391,99 +369,3 @@ _SORT_KEYS = {
     State.SUPPRESSED: lambda r: -(r.score or 0),
     State.PAUSED: lambda r: r.position or 0,
 }
-
-
-# -- discovery (jobctl.discovery calls this; moved here from discovery.py) ----------
-
-#: Reliable-list state-key suffixes and the Redis type each must have.
-_EXPECTED_TYPE = RELIABLE_LIST_SUFFIX_TYPES
-
-
-def _looks_like_id(value: bytes | None) -> bool:
-    """A job id: 1-256 bytes of visible ASCII/UTF-8, no whitespace, not a
-    JSON document or quoted string."""
-    if not value or len(value) > 256 or value[:1] in (b"{", b"[", b'"'):
-        return False
-    return not any(c <= 0x20 or c == 0x7F for c in value)
-
-
-def recognize(keys: dict[str, bytes], client=None,
-              rejected: list[str] | None = None) -> list[tuple[Any, list[str]]]:
-    """Reliable-list queues among ``keys`` (key name -> TYPE reply).
-
-    A tag counts as a queue when at least one ``queue:{tag}:<state>`` key
-    has the name *and* the Redis type of a reliable-list state key
-    (layouts.md section 1); names that match with the wrong type go to
-    ``rejected``.  With a ``client``, one member of one state key per tag
-    (one pipelined round trip for all tags) must look like a job id, not
-    free text or JSON; a tag that fails goes to ``rejected`` too.  Tags ``<name>:NN`` group into one sharded queue (seed 000
-    section 20) when no plain ``<name>`` tag exists; ``ready:pN`` lists give
-    the priority count (section 18).  A drained queue whose state keys are
-    all gone (empty lists do not exist) is still found by jobctl's own
-    journal stream ``queue:{tag}:jobctl:journal``.
-    """
-    from ..config import QueueConfig
-    from ..keys import RELIABLE_LIST_KEY_RE, split_shard_tag
-    from ..keys import RELIABLE_LIST_PRIORITY_SUFFIX_RE as priority_re
-    tags: dict[str, dict[str, str]] = {}  # tag -> suffix -> key
-    journals: dict[str, str] = {}  # tag -> jobctl's journal stream (a drained queue may keep only it)
-    for key, typ in keys.items():
-        m = RELIABLE_LIST_KEY_RE.match(key)
-        if not m:
-            continue
-        tag, suffix = m.group(1), m.group(2)
-        if suffix == "jobctl:journal" and typ == b"stream":
-            journals[tag] = key
-            continue
-        expected = _EXPECTED_TYPE.get(suffix) or (b"list" if priority_re.match(suffix) else None)
-        if expected is None:
-            continue
-        if typ == expected:
-            tags.setdefault(tag, {})[suffix] = key
-        elif rejected is not None:
-            rejected.append(key)
-
-    if client is not None and tags:
-        pipe = client.pipeline(transaction=False)
-        order = sorted(tags)
-        for tag in order:
-            suffix, key = sorted(tags[tag].items())[0]
-            if keys[key] == b"list":
-                pipe.lindex(key, 0)
-            else:
-                pipe.zrange(key, 0, 0)
-        for tag, sample in zip(order, pipe.execute(raise_on_error=False)):
-            if isinstance(sample, list):
-                sample = sample[0] if sample else None
-            if isinstance(sample, Exception) or (sample is not None and not _looks_like_id(sample)):
-                if rejected is not None:
-                    rejected.extend(sorted(tags[tag].values()))
-                del tags[tag]
-    for tag, key in journals.items():  # drained: nothing but jobctl's journal of it is left
-        if tag not in tags:
-            tags[tag] = {"jobctl:journal": key}
-        else:
-            tags[tag]["jobctl:journal"] = key
-
-    def entry(name: str, shards: int | None, suffixes: dict[str, str]) -> Any:
-        prios = [int(p.group(1)) for s in suffixes if (p := priority_re.match(s))]
-        return QueueConfig(name=name, layout="reliable-list", tag=name, shards=shards,
-                           priorities=(max(prios) + 1) if prios else None, discovered=True)
-
-    groups: dict[str, dict[str, dict[str, str]]] = {}
-    for tag, suffixes in tags.items():
-        shard = split_shard_tag(tag)
-        groups.setdefault(shard[0] if shard else tag, {})[tag] = suffixes
-    out = []
-    for base, members in sorted(groups.items()):
-        nums = [split_shard_tag(t) for t in members]
-        if base in members or not all(n is not None for n in nums):
-            for tag, suffixes in sorted(members.items()):  # mixed: every tag is its own queue
-                out.append((entry(tag, None, suffixes), sorted(suffixes.values())))
-            continue
-        merged: dict[str, str] = {}
-        for suffixes in members.values():
-            merged.update(suffixes)
-        out.append((entry(base, max(n[1] for n in nums if n) + 1, merged),
-                    sorted(k for s in members.values() for k in s.values())))
-    return out

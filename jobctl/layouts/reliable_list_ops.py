@@ -31,7 +31,7 @@ from ..ops.plan import JobColumns, Plan, PlannedJob, TailRange, payload_sha1
 from ..ops.result import BatchResult
 from ..ops.spec import Operation, OpSpec
 from ..scripts import script
-from .moves import REQUEUE_BUDGET, call_move, move_result, requeue_calls
+from .moves import REQUEUE_BUDGET, call_move, move_result, requeue_calls, window_mode
 from .common import batch_result, check_transition, redrive_envelope, suppression_record, text
 from .planning import (TRANSITIONS_WITH_SCHEDULED, plan_from_walk, records_by_ids, require_requeue_scope,
                        shard_index)
@@ -249,13 +249,10 @@ def apply_plan(layout: "ReliableList", plan: Plan, *, batch: int = DEFAULT_BATCH
 
 def _dead_mode(layout: "ReliableList", keys: ReliableListKeys, spec: OpSpec) -> tuple[str, str]:
     """(list_window mode, target key) of a dead-list operation."""
-    if spec.operation is Operation.PURGE:
-        return "purge", keys.dead
-    if spec.target is State.SUPPRESSED:
-        return "suppressed", keys.suppressed
-    if spec.target is State.SCHEDULED:
-        return "scheduled", keys.scheduled
-    return "ready", _target_ready(layout, keys, spec)
+    mode = window_mode(spec)
+    if mode == "ready":
+        return mode, _target_ready(layout, keys, spec)
+    return mode, {"purge": keys.dead, "suppressed": keys.suppressed, "scheduled": keys.scheduled}[mode]
 
 
 def dead_sources(layout: "ReliableList", spec: OpSpec) -> list[ListSource]:

@@ -21,6 +21,7 @@ from ..ops.result import BatchResult
 from ..ops.spec import Operation, OpSpec
 from ..scripts import script
 from .common import batch_result, check_transition, text
+from .moves import shard_chunks
 from .planning import plan_from_walk, shard_index
 from .walks import WINDOW
 
@@ -81,43 +82,38 @@ def apply_plan(layout: "ReliableList", plan: Plan, *, batch: int = DEFAULT_BATCH
     now_fn = now_fn or now_ms
     spec = plan.spec
     rollback = _rollback_of(spec)
-    by_shard: dict[int, list[PlannedJob]] = {}
-    for job in plan.jobs:
-        by_shard.setdefault(job.shard, []).append(job)
     call = script(layout.client, "rl_transform")
-    for shard, jobs in by_shard.items():
+    for shard, chunk in shard_chunks(plan.jobs, batch):
         keys = layout.shards[shard]
-        for i in range(0, len(jobs), batch):
-            chunk = jobs[i:i + batch]
-            result = BatchResult()
-            args: list = []
-            sent: list[PlannedJob] = []
-            if rollback:
-                for j in chunk:
-                    args += [j.job_id, "", ""]
+        result = BatchResult()
+        args: list = []
+        sent: list[PlannedJob] = []
+        if rollback:
+            for j in chunk:
+                args += [j.job_id, "", ""]
+                sent.append(j)
+        else:
+            raws = layout.client.mget([keys.job(j.job_id) for j in chunk])
+            for j, raw in zip(chunk, raws):
+                new = spec.transform.apply_raw(raw) if raw is not None else None
+                if raw is None:
+                    reason = "gone"
+                elif payload_sha1(raw) != j.sha1:
+                    reason = "changed"
+                elif new is None:
+                    reason = "malformed"
+                else:
+                    args += [j.job_id, j.sha1, new]
                     sent.append(j)
-            else:
-                raws = layout.client.mget([keys.job(j.job_id) for j in chunk])
-                for j, raw in zip(chunk, raws):
-                    new = spec.transform.apply_raw(raw) if raw is not None else None
-                    if raw is None:
-                        reason = "gone"
-                    elif payload_sha1(raw) != j.sha1:
-                        reason = "changed"
-                    elif new is None:
-                        reason = "malformed"
-                    else:
-                        args += [j.job_id, j.sha1, new]
-                        sent.append(j)
-                        continue
-                    result.skipped.append(j.job_id)
-                    result.reasons[j.job_id] = reason
-            if sent:
-                res = call(keys=[keys.envelopes_before, *[keys.job(j.job_id) for j in sent]],
-                           args=["rollback" if rollback else "apply", rollback or spec.op_id, now_fn(),
-                                 len(sent), *args])
-                got = batch_result(res)
-                result.moved += got.moved
-                result.skipped += got.skipped
-                result.reasons.update(got.reasons)
-            yield result
+                    continue
+                result.skipped.append(j.job_id)
+                result.reasons[j.job_id] = reason
+        if sent:
+            res = call(keys=[keys.envelopes_before, *[keys.job(j.job_id) for j in sent]],
+                       args=["rollback" if rollback else "apply", rollback or spec.op_id, now_fn(),
+                             len(sent), *args])
+            got = batch_result(res)
+            result.moved += got.moved
+            result.skipped += got.skipped
+            result.reasons.update(got.reasons)
+        yield result

@@ -25,6 +25,7 @@ from ..ops.result import BatchResult
 from ..ops.spec import Operation, OpSpec
 from ..scripts import script
 from .common import batch_result, check_transition, text
+from .moves import shard_chunks
 from .planning import plan_from_walk, shard_index
 from .walks import WINDOW
 
@@ -84,17 +85,12 @@ def plan_replay(layout: "StreamGroup", spec: OpSpec, now: int) -> Plan:
 
 def apply_replay(layout: "StreamGroup", plan: Plan, *, batch: int = DEFAULT_BATCH) -> Iterator[BatchResult]:
     """One ``sg_replay.lua`` call per ``batch`` entries; result ids are job ids."""
-    by_shard: dict[int, list] = {}
-    for job in plan.jobs:
-        by_shard.setdefault(job.shard, []).append(job)
     call = script(layout.client, "sg_replay")
-    for shard, jobs in by_shard.items():
+    for shard, chunk in shard_chunks(plan.jobs, batch):
         keys = layout.shards[shard]
-        for i in range(0, len(jobs), batch):
-            chunk = jobs[i:i + batch]
-            reply = call(keys=[keys.stream, keys.replayed], args=[len(chunk), *[j.sha1 for j in chunk]])
-            by_entry = {j.sha1: j.job_id for j in chunk}
-            got = batch_result(reply)
-            out = BatchResult(moved=[by_entry[e] for e in got.moved], skipped=[by_entry[e] for e in got.skipped])
-            out.reasons = {by_entry[e]: r for e, r in got.reasons.items()}
-            yield out
+        reply = call(keys=[keys.stream, keys.replayed], args=[len(chunk), *[j.sha1 for j in chunk]])
+        by_entry = {j.sha1: j.job_id for j in chunk}
+        got = batch_result(reply)
+        out = BatchResult(moved=[by_entry[e] for e in got.moved], skipped=[by_entry[e] for e in got.skipped])
+        out.reasons = {by_entry[e]: r for e, r in got.reasons.items()}
+        yield out

@@ -1,8 +1,10 @@
 """Find queues of every layout in a keyspace with no catalogue.
 
 One bounded ``SCAN`` (``COUNT 1000``, never ``KEYS``) with a pipelined
-``TYPE`` per page gives a map key name -> Redis type.  Each layout module
-registered in :mod:`jobctl.layouts` may define::
+``TYPE`` per page gives a map key name -> Redis type.  Each layout
+registered in :mod:`jobctl.layouts` has a recognizer (a module of this
+package named for the layout, or the layout's own module; the table is
+:func:`recognizer_table`)::
 
     recognize(keys: dict[str, bytes], *, client=None, rejected=None)
         -> list[tuple[QueueConfig, list[str]]]
@@ -13,7 +15,7 @@ cheap sample checks, a list for keys whose name matched but whose type did
 not).  Recognizers run in registry order, the generic ones
 (:data:`GENERIC_LAST`) last; keys claimed as evidence by one are not offered
 to the next, so e.g. the scheduled zset of a stream-group queue is never
-taken for a reliable-list queue.  A module without ``recognize`` is skipped.
+taken for a reliable-list queue.  A layout without a recognizer is skipped.
 
 :func:`catalogue_toml` writes what was found as a ``[queues]`` catalogue
 that :func:`jobctl.config.load_config` reads.
@@ -24,14 +26,14 @@ from __future__ import annotations
 import inspect
 import json
 from dataclasses import dataclass, field, replace
-from importlib import import_module
 from typing import Any, Callable
 
-from .cluster import primaries
-from .config import QueueConfig, defaulted_visibility
-from .keys import RELIABLE_LIST_SCAN_PATTERN
+from ..cluster import primaries
+from ..config import QueueConfig, defaulted_visibility
+from ..keys import RELIABLE_LIST_SCAN_PATTERN
 
-__all__ = ["Discovery", "discover", "discover_reliable_lists", "scan_types", "recognizers", "catalogue_toml",
+__all__ = ["Discovery", "discover", "discover_reliable_lists", "scan_types", "recognizers", "recognizer_table",
+           "catalogue_toml",
            "DEFAULT_SCAN_LIMIT", "GENERIC_LAST"]
 
 #: At most this many keys are examined by one discovery.
@@ -89,24 +91,32 @@ def scan_types(client, *, limit: int = DEFAULT_SCAN_LIMIT, count: int = 1000,
     return types, scanned, True
 
 
+def recognizer_table() -> dict[str, Callable[..., Any]]:
+    """Layout name -> its recognizer (static imports; two layouts may share
+    one, e.g. delay-zset and redisson-delayed-queue)."""
+    from ..layouts import hash_job
+    from . import delay_zset, delayed_events, json_list, reliable_list, stream_group
+
+    return {"reliable-list": reliable_list.recognize, "stream-group": stream_group.recognize,
+            "delayed-events": delayed_events.recognize, "delay-zset": delay_zset.recognize,
+            "redisson-delayed-queue": delay_zset.recognize, "hash-job": hash_job.recognize,
+            "json-list": json_list.recognize}
+
+
 def recognizers(layouts: tuple[str, ...] | None = None) -> list[tuple[str, Callable[..., Any]]]:
     """``(layout, recognize)`` in the order discovery calls them: registry
-    order, :data:`GENERIC_LAST` last, one per module; ``layouts`` restricts
-    them to the modules of those layout names."""
-    from .layouts import _REGISTRY
+    order, :data:`GENERIC_LAST` last, each recognizer once; ``layouts``
+    restricts them to the recognizers of those layout names."""
+    from ..layouts import _REGISTRY
 
+    table = recognizer_table()
     names = [n for n in _REGISTRY if n not in GENERIC_LAST] + [n for n in GENERIC_LAST if n in _REGISTRY]
     out: list[tuple[str, Callable[..., Any]]] = []
-    seen: set[str] = set()
     for name in names:
         if layouts is not None and name not in layouts:
             continue
-        module = _REGISTRY[name].split(":")[0]
-        if module in seen:
-            continue
-        seen.add(module)
-        fn = getattr(import_module(module), "recognize", None)
-        if callable(fn):
+        fn = table.get(name)
+        if fn is not None and all(fn is not f for _, f in out):
             out.append((name, fn))
     return out
 
@@ -142,8 +152,8 @@ def discover(client, *, limit: int = DEFAULT_SCAN_LIMIT, count: int = 1000,
 
 def _note_cross_slot(client, out: Discovery) -> None:
     """On a cluster, note each queue whose keys span several slots."""
-    from .cluster import cross_slot_note, is_cluster
-    from .layouts import layout_for
+    from ..cluster import cross_slot_note, is_cluster
+    from ..layouts import layout_for
 
     if not is_cluster(client):
         return
