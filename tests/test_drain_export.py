@@ -230,3 +230,24 @@ def test_the_core_plans_a_drain_through_the_export_fence(redis_client, redis_url
     assert out.result.moved == 12
     assert exported(tmp_path / "core") == Counter(ids)
     assert in_redis(redis_client, ids) == set() and redis_client.llen(SRC.ready) == 3
+
+
+def test_retire_runbook_archives_a_queue_into_exports(redis_url, redis_client, tmp_path, capsys):
+    """The "retire or split a queue" runbook's `archive` step: drain --export-to, scheduled then ready."""
+    from test_runbooks import run_book, steps_journaled
+
+    ready = enqueue(redis_client, "email", 30)
+    rng, due = random.Random(3), wall_ms() + 3_600_000
+    producer = Producer(redis_client, "email")
+    for i in range(5):
+        producer.enqueue(new_envelope(f"s{i}", "webhook.deliver", "t1", wall_ms(), rng, not_before_ms=due + i))
+    out_dir = tmp_path / "retired"
+    assert run_book(redis_url, "retire-or-split-queue", "email", "--step", "archive", "--set",
+                    f"export_dir={out_dir}", yes=False) == 0  # a dry run: nothing exported, nothing removed
+    assert redis_client.llen(SRC.ready) == 30 and not out_dir.exists()
+    assert run_book(redis_url, "retire-or-split-queue", "email", "--step", "archive", "--set",
+                    f"export_dir={out_dir}") == 0
+    assert exported(out_dir / "ready") == Counter(ready)
+    assert exported(out_dir / "scheduled") == Counter(f"s{i}" for i in range(5))
+    assert in_redis(redis_client, ready + [f"s{i}" for i in range(5)]) == set()
+    assert "archive" in {s["step"] for s in steps_journaled("retire-or-split-queue")}
