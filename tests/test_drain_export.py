@@ -251,3 +251,51 @@ def test_retire_runbook_archives_a_queue_into_exports(redis_url, redis_client, t
     assert exported(out_dir / "scheduled") == Counter(f"s{i}" for i in range(5))
     assert in_redis(redis_client, ready + [f"s{i}" for i in range(5)]) == set()
     assert "archive" in {s["step"] for s in steps_journaled("retire-or-split-queue")}
+
+
+def test_drain_export_to_under_a_live_worker_pool(redis_client, run, tmp_path):
+    """Workers keep claiming while the queue is drained: each job is either
+    claimed by a worker or removed by the drain, never both; every removed
+    job is in the export (exactly once), and Redis holds none at the end."""
+    import threading
+
+    import redis as redis_py
+
+    from jobctl_fixtures.protocol import Worker
+
+    ids = enqueue(redis_client, "email", 1500)
+    stop, claimed, lock = threading.Event(), [], threading.Lock()
+
+    def work() -> None:
+        worker = Worker(redis_py.Redis(connection_pool=redis_client.connection_pool), "email")
+        while not stop.is_set():
+            job = worker.claim(block_s=0.05)
+            if job is not None:
+                with lock:
+                    claimed.append(job.job_id)
+                worker.ack(job.job_id)
+
+    threads = [threading.Thread(target=work, daemon=True) for _ in range(2)]
+    for t in threads:
+        t.start()
+    try:
+        code, out, err = run("drain", "email", "--export-to", str(tmp_path / "live"), "--export-format", "jsonl",
+                             "--yes", "--batch", "16", "--json")
+        assert code in (0, 8), err
+        deadline = time.monotonic() + 30
+        while redis_client.llen(SRC.ready) and time.monotonic() < deadline:
+            time.sleep(0.01)  # the workers take what the drain left (arrived after the export's walk)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(5)
+    doc = json.loads(out)
+    assert set(doc["skipped_reasons"]) <= {"moved", "no longer ready"}  # only jobs a worker claimed first
+    entry = json.loads(redis_client.xrange(SRC.journal)[-1][1][b"entry"])
+    moved = Path(entry["moved_ids_file"]).read_text().split() if entry["moved_ids_file"] else []
+    assert len(moved) == doc["moved"] > 0
+    in_export = exported(tmp_path / "live")
+    assert max(in_export.values()) == 1 and set(moved) <= set(in_export)
+    assert not set(moved) & set(claimed)
+    assert Counter(moved + claimed) == Counter(ids)  # every job exactly once: drained or served
+    assert in_redis(redis_client, ids) == set()
