@@ -136,7 +136,8 @@ def plan_operation(layout: "ReliableList", spec: OpSpec, now: int) -> Plan:
     for keys in layout.shards:
         left = migrating(layout, keys, 1)
         was = left[0][1].get("dst") if left else None
-        if was not in (None, name):
+        same_export = _export_dir(was) is not None and _export_dir(was) == _export_dir(name)
+        if was not in (None, name) and not same_export:
             again = (f"drain {layout.queue_name} --export-to {was[len(EXPORT_DST):]}"
                      if str(was).startswith(EXPORT_DST) else f"migrate {layout.queue_name} {was}")
             raise UsageError(f"an earlier `jobctl {again}` did not finish: run it again first")
@@ -152,6 +153,16 @@ def plan_operation(layout: "ReliableList", spec: OpSpec, now: int) -> Plan:
             for job in left:  # a drain's export fence holds them: not "no longer ready", they are planned
                 plan.fence_skipped.pop(job.job_id, None)
     return plan
+
+
+def _export_dir(dst_name: Any) -> str | None:
+    """The absolute export directory of an ``export:DIR`` record ``dst``
+    (``None`` for a queue): a rerun may name DIR relatively or absolutely."""
+    import os
+
+    if not str(dst_name).startswith(EXPORT_DST):
+        return None
+    return os.path.abspath(str(dst_name)[len(EXPORT_DST):])
 
 
 def _dst_name(spec: OpSpec, dst: "ReliableList | None") -> str:
