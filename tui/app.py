@@ -437,5 +437,5 @@ def queue_wide_requests(name: str, filter_text: str = "") -> list[ActionRequest]
         ActionRequest(Operation.PAUSE, name, State.READY, f"every ready job{suffix}", filter_text),
         ActionRequest(Operation.RESUME, name, State.PAUSED, f"every paused job{suffix}", filter_text),
         ActionRequest(Operation.MIGRATE, name, State.READY, f"every ready job{suffix}", filter_text),
-        ActionRequest(Operation.DRAIN, name, State.READY, f"every ready job{suffix}, into an export", filter_text),
+        ActionRequest(Operation.DRAIN, name, State.READY, f"every ready job{suffix}", filter_text),
     ]
