@@ -28,7 +28,8 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Label, ProgressBar, Static
+from textual.suggester import SuggestFromList
+from textual.widgets import Button, Input, Label, OptionList, ProgressBar, Static
 
 from jobctl.model import State
 from jobctl.ops.catalog import OPERATIONS, TYPED_CONFIRM_OVER, OpInfo, needs_typed_count
@@ -37,7 +38,7 @@ from jobctl.ops.request import OpRequest
 from jobctl.ops.spec import Operation
 
 __all__ = ["ActionRequest", "OPERATIONS", "OpInfo", "operation_bindings", "TYPED_CONFIRM_OVER", "needs_typed_count", "PlanModal",
-           "RunModal", "ReasonModal"]
+           "RunModal", "ReasonModal", "TargetModal", "ScopeModal"]
 
 @dataclass
 class ActionRequest:
@@ -46,7 +47,10 @@ class ActionRequest:
     ``scope`` says in words what it applies to ("triage group ...", "3
     selected jobs", "every stuck job"); ``filter_text`` ("" for none),
     ``ids`` and ``stuck_only`` become the core's :class:`OpRequest`
-    (:meth:`request`).
+    (:meth:`request`).  ``destination``: the queue a migrate (``drain
+    --to``) moves the jobs to; ``export_to``: the directory a drain
+    (``drain --export-to``) exports them to first (both asked by
+    :class:`TargetModal` when missing).
     """
 
     operation: Operation
@@ -57,12 +61,17 @@ class ActionRequest:
     ids: tuple[str, ...] = ()
     stuck_only: bool = False
     reason: str | None = None
+    destination: str | None = None
+    export_to: str | None = None
 
     def request(self, export_to: str | None = None) -> OpRequest:
         """The core's :class:`OpRequest`; ``export_to``: where a purge
-        exports the jobs first (the CLI's ``--export-to``)."""
-        return OpRequest(self.operation, self.queue, source=self.source, filter_text=self.filter_text or None,
-                         ids=self.ids, stuck_only=self.stuck_only, reason=self.reason, export_to=export_to)
+        exports the jobs first (the CLI's ``--export-to``; a drain's own
+        :attr:`export_to` otherwise).  A migrate keeps the jobs' state."""
+        target = self.source if self.operation is Operation.MIGRATE else None
+        return OpRequest(self.operation, self.queue, source=self.source, target=target,
+                         filter_text=self.filter_text or None, ids=self.ids, stuck_only=self.stuck_only,
+                         reason=self.reason, export_to=export_to or self.export_to, destination=self.destination)
 
 
 def operation_bindings(**labels: str) -> list[Binding]:
@@ -148,9 +157,14 @@ class PlanModal(ModalScreen[bool]):
                                  "(see jobctl check)", style="yellow")
                 if info.destructive:
                     where = Path(self.prepared.exported).name if self.prepared.exported else None
-                    extra.append("\npurge deletes jobs for good (index entry and payload); "
-                                 + (f"exported first to …/{where}: only those jobs, each if unchanged, are purged"
-                                    if where else "there is no export"), style="bold red")
+                    if plan.spec.operation is Operation.DRAIN:
+                        extra.append(f"\ndrain removes the jobs from Redis (index entry and payload); exported "
+                                     f"first to …/{where}: only those jobs, each if unchanged, are removed",
+                                     style="bold red")
+                    else:
+                        extra.append("\npurge deletes jobs for good (index entry and payload); "
+                                     + (f"exported first to …/{where}: only those jobs, each if unchanged, are "
+                                        "purged" if where else "there is no export"), style="bold red")
                 yield Static(extra, id="plan-extra")
             if self.typed_required:
                 yield Input(placeholder=f"type {plan.planned:,} to confirm", id="typed")
@@ -208,6 +222,93 @@ class ReasonModal(ModalScreen[str | None]):
             self.dismiss(event.value.strip())
         else:
             self.app.notify(f"a reason is required to {OPERATIONS[self.request.operation].verb}", severity="warning")
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class TargetModal(ModalScreen[str | None]):
+    """Asks where the jobs go: the destination queue of a migrate (``kind``
+    ``"queue"``, completed from ``suggestions``) or the export directory of
+    a drain (``"export"``, prefilled with ``default``).  Dismisses with the
+    text, or ``None`` (escape)."""
+
+    DEFAULT_CSS = """
+    TargetModal { align: center middle; }
+    TargetModal > Vertical { width: 96; max-width: 100%; height: auto; border: thick $warning;
+                             background: $surface; padding: 0 1; }
+    TargetModal .note { padding: 0; }
+    """
+
+    BINDINGS = [Binding("escape", "cancel", "cancel")]
+
+    def __init__(self, request: ActionRequest, kind: str, *, default: str = "",
+                 suggestions: list[str] | None = None) -> None:
+        super().__init__()
+        self.request = request
+        self.kind = kind
+        self.default = default
+        self.suggestions = list(suggestions or [])
+
+    def compose(self) -> ComposeResult:
+        verb = OPERATIONS[self.request.operation].verb.capitalize()
+        with Vertical():
+            yield Label(f"{verb} — {self.request.scope} of queue {self.request.queue}", id="target-title")
+            if self.kind == "queue":
+                note = ("to which queue? (reliable-list; copy-then-delete, crash-safe; without a filter this "
+                        "is `jobctl drain --to`)" + (f"  queues: {', '.join(self.suggestions)}"
+                                                     if self.suggestions else ""))
+                placeholder = "destination queue (enter to plan, esc to cancel)"
+            else:
+                note = ("export to which directory? the jobs are exported there first (as `jobctl export` "
+                        "does), then exactly the exported jobs leave Redis")
+                placeholder = "export directory (enter to export and plan, esc to cancel)"
+            yield Static(note, classes="note")
+            suggester = SuggestFromList(self.suggestions, case_sensitive=True) if self.suggestions else None
+            yield Input(self.default, placeholder=placeholder, id="target", suggester=suggester)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        value = event.value.strip()
+        if value:
+            self.dismiss(value)
+        else:
+            self.app.notify("a destination queue is required" if self.kind == "queue"
+                            else "an export directory is required", severity="warning")
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class ScopeModal(ModalScreen[int | None]):
+    """Picks what a pause/resume from a triage group applies to: one of
+    ``scopes`` (``(label, filter text)``, from the core's grouping:
+    :meth:`jobctl.dashboard.TriageGroup.scopes`).  Dismisses with its index,
+    or ``None`` (escape)."""
+
+    DEFAULT_CSS = """
+    ScopeModal { align: center middle; }
+    ScopeModal > Vertical { width: 96; max-width: 100%; height: auto; border: thick $warning;
+                            background: $surface; padding: 0 1; }
+    ScopeModal OptionList { height: auto; max-height: 10; }
+    """
+
+    BINDINGS = [Binding("escape", "cancel", "cancel")]
+
+    def __init__(self, title: str, scopes: list[tuple[str, str]]) -> None:
+        super().__init__()
+        self.title_text = title
+        self.scopes = scopes
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label(self.title_text, id="scope-title")
+            yield OptionList(*[Text.assemble(label, "   ", (text, "cyan")) for label, text in self.scopes],
+                             id="scopes")
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        self.dismiss(event.option_index)
 
     def action_cancel(self) -> None:
         self.dismiss(None)

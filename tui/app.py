@@ -26,7 +26,7 @@ from jobctl.ops.core import check_request
 from jobctl.ops.spec import Operation
 from jobctl.session import Session
 
-from .actions import OPERATIONS, ActionRequest, PlanModal, ReasonModal, RunModal
+from .actions import OPERATIONS, ActionRequest, PlanModal, ReasonModal, RunModal, TargetModal
 
 __all__ = ["JobctlApp", "MIN_REFRESH_S", "REFRESH_STEPS", "ReadDone"]
 
@@ -295,7 +295,11 @@ class JobctlApp(App):
 
             self.push_screen(ReasonModal(req), got_reason)
             return
-        request = req.request(export_to=self._export_dir(req) if info.destructive else None)
+        if (req.operation is Operation.MIGRATE and not req.destination) or \
+                (req.operation is Operation.DRAIN and not req.export_to):
+            self._ask_target(req, after)
+            return
+        request = req.request(export_to=self._export_dir(req) if req.operation is Operation.PURGE else None)
         try:
             check_request(request, self.session)
         except ReadOnlyRefused as exc:
@@ -322,8 +326,28 @@ class JobctlApp(App):
 
         self.read(lambda: self.dash.prepare(request), planned, key="plan", failed=failed)
 
+    def _ask_target(self, req: ActionRequest, after: Callable[[], None] | None) -> None:
+        """:class:`TargetModal`: the destination queue of a migrate, the
+        export directory of a drain (a new one under :attr:`export_root`
+        offered); then :meth:`start_action` again."""
+        def got(value: str | None) -> None:
+            if not value:
+                self.notify(f"{req.operation.value} cancelled: nothing was changed")
+                return
+            if req.operation is Operation.MIGRATE:
+                req.destination = value
+            else:
+                req.export_to = value
+            self.start_action(req, after)
+
+        if req.operation is Operation.MIGRATE:
+            names = [r.name for r in self.snapshot.rows if r.name != req.queue] if self.snapshot else []
+            self.push_screen(TargetModal(req, "queue", suggestions=names), got)
+        else:
+            self.push_screen(TargetModal(req, "export", default=self._export_dir(req)), got)
+
     def _export_dir(self, req: ActionRequest) -> str:
-        """A new folder under :attr:`export_root` for a purge's export
+        """A new folder under :attr:`export_root` for a purge's (or drain's) export
         (``<queue>-<state>-<UTC stamp>``, ``-2``... when that one exists)."""
         import time
         from pathlib import Path
@@ -384,11 +408,18 @@ class JobctlApp(App):
         for name in names:
             for req in queue_wide_requests(name):
                 yield SystemCommand(f"{req.operation.value.capitalize()} {req.scope} of {name}",
-                                    "Plan first, confirm, then apply (journaled)",
+                                    _PALETTE_HELP.get(req.operation, "Plan first, confirm, then apply (journaled)"),
                                     lambda r=req: self.start_action(r), discover=False)
         extra = getattr(screen, "palette_commands", None)
         if extra is not None:
             yield from extra()
+
+
+#: Palette help of the operations that ask where the jobs go first.
+_PALETTE_HELP = {
+    Operation.MIGRATE: "To another queue (asks which; jobctl migrate / drain --to): plan, confirm, apply",
+    Operation.DRAIN: "Export to a directory first, then remove exactly those (jobctl drain --export-to)",
+}
 
 
 def queue_wide_requests(name: str, filter_text: str = "") -> list[ActionRequest]:
@@ -405,4 +436,6 @@ def queue_wide_requests(name: str, filter_text: str = "") -> list[ActionRequest]
         ActionRequest(Operation.PURGE, name, State.DEAD, f"every dead job{suffix}", filter_text),
         ActionRequest(Operation.PAUSE, name, State.READY, f"every ready job{suffix}", filter_text),
         ActionRequest(Operation.RESUME, name, State.PAUSED, f"every paused job{suffix}", filter_text),
+        ActionRequest(Operation.MIGRATE, name, State.READY, f"every ready job{suffix}", filter_text),
+        ActionRequest(Operation.DRAIN, name, State.READY, f"every ready job{suffix}", filter_text),
     ]

@@ -1,8 +1,10 @@
 """The dashboard: every queue on one screen.
 
-Columns: ready, scheduled (overdue), processing, stuck, dead, suppressed,
+Columns: ready (with ``+N paused, M held`` when ``jobctl pause`` holds jobs
+back), scheduled (overdue), processing, stuck, dead, suppressed,
 oldest-ready age, DLQ growth rate, and sparklines of ready depth and
-oldest-ready age since the TUI opened.  Cells are coloured by the queue's
+oldest-ready age since the TUI opened; below the table, each active hold
+(its filter, age and reason).  Cells are coloured by the queue's
 SLO (:class:`jobctl.dashboard.Slo`): yellow at ``warn``, red at ``breach``.
 """
 
@@ -123,6 +125,11 @@ class DashboardScreen(Screen):
             if r.status is not None:
                 for w in r.status.warnings:  # DLQ loss (status_truth): dead jobs about to disappear
                     notes.append(f"{r.name}: {w}\n", style="bold red" if w.startswith("DLQ") else "yellow")
+                for h in r.status.held_filters:  # jobctl pause --hold: each active hold with its age
+                    notes.append(f"{r.name}: held ", style="yellow")
+                    notes.append(h.get("filter") or "every job", style="cyan")
+                    notes.append(f" for {fmt.age(h.get('age_ms'))}" + (f" ({h['reason']})" if h.get("reason") else "")
+                                 + f", {r.status.paused:,} paused · W resumes\n", style="yellow")
         ops = [i for i in OPERATIONS.values() if i.key]
         keys = "/".join(i.key for i in ops)
         verbs = "/".join("requeue stuck" if i.operation is Operation.REQUEUE else i.verb for i in ops)

@@ -33,6 +33,7 @@ KEYS: list[tuple[str, list[tuple[str, str]]]] = [
         ("enter / l", "open the highlighted queue"),
         ("t", "triage view of its dead-letter queue"),
         (_OP_KEYS, " / ".join("requeue stuck" if i.verb == "requeue" else i.verb for i in _OPS) + ", whole queue"),
+        ("Z / W", "pause / resume every ready (paused) job of the queue (asks why)"),
     ]),
     ("queue screen", [
         ("1 2 3 4 5", "overview, processing, triage, jobs, journal"),
@@ -43,6 +44,9 @@ KEYS: list[tuple[str, list[tuple[str, str]]]] = [
         ("s", "jobs tab: next state (dead, ready, scheduled, processing, suppressed)"),
         ("c", "clear the filter and the selection"),
         (_OP_KEYS, "on the highlighted triage group, else the selection, else the filter"),
+        ("Z / W", "pause / resume; triage: the ready jobs of the group's job type or one of its tenants"),
+        ("M", "migrate the ready jobs passing the filter to another queue (no filter: drain --to); asks which"),
+        ("D", "drain the ready jobs into an export (drain --export-to); asks the directory"),
     ]),
     ("job inspector", [
         ("escape / h", "back"),
@@ -51,7 +55,7 @@ KEYS: list[tuple[str, list[tuple[str, str]]]] = [
     ("operations", [
         ("", "every operation shows its plan first (count, breakdown, sample ids); focus is on Cancel"),
         ("", f"over {TYPED_CONFIRM_OVER:,} jobs, or any purge: type the count to confirm"),
-        ("", "purge exports the jobs first (like jobctl purge --export-to), then purges exactly those"),
+        ("", "purge and drain D export the jobs first (like --export-to), then remove exactly those"),
         ("", "it runs with a progress bar; Stop ends it after the current batch"),
         ("", "same operations core, engine and journal as the CLI; read-only mode refuses with a notice"),
     ]),

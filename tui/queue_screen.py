@@ -7,6 +7,11 @@ Actions (``U`` requeue, ``P`` promote, ``R`` redrive, ``S`` suppress, ``X``
 purge) apply to what the tab shows: the highlighted triage group, the
 selected jobs (``space``), else every job of the listed state that passes
 the ``/`` filter.  On the overview tab they apply to the whole queue.
+``M`` migrates the ready (jobs tab: the listed ready or scheduled) jobs that
+pass the ``/`` filter to another queue (no filter: ``drain --to``), ``D``
+drains them into an export (``drain --export-to``); both ask where first.
+``Z``/``W`` on a triage group pause/resume the ready jobs of its job type or
+one of its tenants (the scopes come from the core's grouping).
 """
 
 from __future__ import annotations
@@ -35,6 +40,9 @@ TABS = ("overview", "processing", "triage", "jobs", "journal")
 JOB_STATES = (State.DEAD, State.READY, State.SCHEDULED, State.PROCESSING, State.SUPPRESSED, State.PAUSED)
 #: Jobs listed at most.
 LIST_LIMIT = 200
+#: The list tabs after the overview: (tab id, note id, table id), keys 2..5.
+_LIST_TABS = (("processing", "proc-note", "proc"), ("triage", "triage-note", "groups"),
+              ("jobs", "jobs-note", "jobs-table"), ("journal", "journal-note", "journal-table"))
 
 _TAB_SOURCE = {"processing": State.PROCESSING, "triage": State.DEAD}
 
@@ -98,6 +106,8 @@ class QueueScreen(Screen):
         Binding("c", "clear", "clear", show=False),
         Binding("Z", "op('pause')", "pause", show=False),
         Binding("W", "op('resume')", "resume (wake)", show=False),
+        Binding("M", "op('migrate')", "migrate / drain to a queue", show=False),
+        Binding("D", "op('drain')", "drain to an export", show=False),
         *operation_bindings(),
     ]
 
@@ -140,18 +150,10 @@ class QueueScreen(Screen):
                     with Vertical(id="due-box"):
                         yield Static("scheduled: due in", classes="box-title")
                         yield VimTable(id="due")
-            with TabPane("2 processing", id="processing"):
-                yield Static("", id="proc-note", classes="note")
-                yield VimTable(id="proc")
-            with TabPane("3 triage", id="triage"):
-                yield Static("", id="triage-note", classes="note")
-                yield VimTable(id="groups")
-            with TabPane("4 jobs", id="jobs"):
-                yield Static("", id="jobs-note", classes="note")
-                yield VimTable(id="jobs-table")
-            with TabPane("5 journal", id="journal"):
-                yield Static("", id="journal-note", classes="note")
-                yield VimTable(id="journal-table")
+            for n, (tab, note, table) in enumerate(_LIST_TABS, start=2):
+                with TabPane(f"{n} {tab}", id=tab):
+                    yield Static("", id=note, classes="note")
+                    yield VimTable(id=table)
         yield Footer()
 
     def on_mount(self) -> None:
@@ -182,9 +184,8 @@ class QueueScreen(Screen):
         return self.tabs.active
 
     def _focus_tab(self, tab: str) -> None:
-        table_id = {"overview": "#hist", "processing": "#proc", "triage": "#groups", "jobs": "#jobs-table",
-                    "journal": "#journal-table"}[tab]
-        self.query_one(table_id, VimTable).focus()
+        table_id = {"overview": "hist", **{t: table for t, _, table in _LIST_TABS}}[tab]
+        self.query_one(f"#{table_id}", VimTable).focus()
 
     # -- loading -------------------------------------------------------------------------
     def reload(self) -> None:
@@ -223,6 +224,13 @@ class QueueScreen(Screen):
             part("dead", fmt.count(st.dead), lv.get("dead"))
             part("DLQ growth", fmt.rate(row.dead_growth_per_min), lv.get("dead_growth"))
             part("suppressed", fmt.count(st.suppressed))
+            if st.paused or st.held_filters:
+                part("paused", fmt.count(st.paused))
+            for h in st.held_filters:  # jobctl pause --hold: the active holds with their age
+                out.append("\nheld: ", style="bold yellow")
+                out.append(h.get("filter") or "every job", style="cyan")
+                out.append(f" for {fmt.age(h.get('age_ms'))}"
+                           + (f" ({h['reason']})" if h.get("reason") else ""))
         if not self.filter.is_match_all:
             out.append("\nfilter: ", style="bold")
             out.append(self.filter.text, style="cyan")
@@ -350,8 +358,8 @@ class QueueScreen(Screen):
         if tri.filter_text:
             note.append(f" · {tri.matched:,} match the filter", style="cyan")
         note.append(f" · as of {fmt.clock(tri.now_ms)}", style="dim")
-        note.append("\nenter: the group's jobs · R redrive / S suppress / X purge the highlighted group",
-                    style="dim")
+        note.append("\nenter: the group's jobs · R redrive / S suppress / X purge the highlighted group · "
+                    "Z/W pause/resume the ready jobs of its job type or a tenant", style="dim")
         self.query_one("#triage-note", Static).update(note)
 
     def _jobs_done(self, page: JobPage) -> None:
@@ -503,6 +511,9 @@ class QueueScreen(Screen):
             from .app import queue_wide_requests
 
             return next(r for r in queue_wide_requests(self.queue, flt_text) if r.operation is operation)
+        if tab == "triage" and operation in (Operation.PAUSE, Operation.RESUME):
+            self._triage_scope(operation)
+            return None
         if tab == "triage":
             if State.DEAD not in info.sources:
                 self.app.notify(f"{info.verb} does not apply to dead jobs (overview tab: whole queue)",
@@ -526,6 +537,10 @@ class QueueScreen(Screen):
                             f"shows {source.value} jobs" + (" (s: next state)" if tab == "jobs" else ""),
                             severity="warning")
             return None
+        if self.selection and operation in (Operation.MIGRATE, Operation.DRAIN):
+            self.app.notify(f"{info.verb} takes every listed job (and the / filter), not selected jobs: "
+                            "c clears the selection", severity="warning")
+            return None
         if self.selection:
             ids = tuple(sorted(self.selection))
             return ActionRequest(operation, self.queue, source, f"{len(ids):,} selected {source.value} job(s)",
@@ -536,6 +551,33 @@ class QueueScreen(Screen):
                                  stuck_only=True)
         scope = f"every {source.value} job" + (f" matching {flt_text}" if flt_text else "")
         return ActionRequest(operation, self.queue, source, scope, flt_text)
+
+    def _triage_scope(self, operation: Operation) -> None:
+        """Pause (resume) from a triage group: pick its job type or one of its
+        tenants (:meth:`TriageGroup.scopes`, the core's grouping), then the
+        ready (paused) jobs of that filter go through the usual flow."""
+        from .actions import ScopeModal
+
+        key = self.query_one("#groups", VimTable).current_key
+        g = self.triage.group(key) if self.triage and key else None
+        if g is None:
+            self.app.notify("no triage group highlighted", severity="warning")
+            return
+        scopes = g.scopes()
+        source = State.READY if operation is Operation.PAUSE else State.PAUSED
+        verb = OPERATIONS[operation].verb
+
+        def chosen(index: int | None) -> None:
+            if index is None:
+                return
+            label, text = scopes[index]
+            req = ActionRequest(operation, self.queue, source,
+                                f"every {source.value} job of {label} (triage group {g.job_type or '(none)'} × "
+                                f"{g.error or '(none)'})", text)
+            self.app.start_action(req, after=self._after_action)
+
+        self.app.push_screen(ScopeModal(f"{verb.capitalize()} the {source.value} jobs of … (queue {self.queue})",
+                                        scopes), chosen)
 
     def action_op(self, operation: str) -> None:
         req = self.request_for(Operation(operation))
@@ -552,6 +594,12 @@ class QueueScreen(Screen):
 
         yield SystemCommand("Filter jobs (/)", "Filter language of the CLI's --filter", self.action_filter)
         yield SystemCommand("Clear filter and selection", "", self.action_clear)
+        yield SystemCommand(f"Migrate / drain {self.queue} to another queue (M)",
+                            "The ready jobs that pass the / filter (jobs tab: the listed state); asks which queue",
+                            lambda: self.action_op("migrate"))
+        yield SystemCommand(f"Drain {self.queue} into an export (D)",
+                            "Every ready job (jobs tab: the listed state); asks the directory, exports first",
+                            lambda: self.action_op("drain"))
         for tab in TABS:
             yield SystemCommand(f"Show {tab}", f"Tab {tab} of queue {self.queue}",
                                 lambda t=tab: self.action_tab(t))

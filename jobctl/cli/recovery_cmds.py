@@ -1,5 +1,5 @@
 """Recovery commands: ``jobctl pause``, ``jobctl resume``, ``jobctl hold run``,
-``jobctl migrate``, ``jobctl drain``.
+``jobctl migrate``, ``jobctl drain`` (``--to QUEUE`` or ``--export-to DIR``).
 
 Pause and resume run through the operations core like every operation
 (plan, ``--dry-run``, confirmation, fenced bounded script calls, ``--rate``,
@@ -29,7 +29,7 @@ from ..model import State
 from ..ops.request import OpRequest
 from ..ops.spec import Operation, operator_name
 from ..session import Session
-from . import render
+from . import options, render
 from .ops_cmds import _StopFlag, _common, _filter_option, execute, invocation
 
 __all__ = ["COMMANDS"]
@@ -339,16 +339,40 @@ def _print_samples(session: Session, req: OpRequest, n: int = 3) -> None:
 
 @click.command()
 @click.argument("queue")
-@click.option("--to", "to", metavar="QUEUE", required=True, help="The reliable-list queue to move the jobs to.")
+@click.option("--to", "to", metavar="QUEUE", default=None, help="The reliable-list queue to move the jobs to.")
+@click.option("--export-to", metavar="DIR", type=options.OUT_DIR, default=None,
+              help="Export the jobs to DIR first (as `jobctl export` does; an export already in DIR is used), "
+                   "then remove exactly the exported jobs.")
+@click.option("--export-format", type=click.Choice(["parquet", "jsonl", "csv"]), default="parquet",
+              show_default=True, help="Format of the --export-to export.")
 @click.option("--state", type=click.Choice(["ready", "scheduled"]), default="ready", show_default=True,
               help="Which state to empty.")
 @_common
 @pass_session
-def drain(session: Session, queue, to, state, limit, rate, batch, dry_run, yes, as_json) -> int:
-    """Empty QUEUE's ready (or scheduled) state into another queue: `jobctl
-    migrate QUEUE TO` without a filter (retire a queue, move work away from a
-    broken consumer).  Jobs that arrive meanwhile stay: run it again."""
-    req = _migrate_request(session, queue, to, state, None, limit, dry_run)
+def drain(session: Session, queue, to, export_to, export_format, state, limit, rate, batch, dry_run, yes,
+          as_json) -> int:
+    """Empty QUEUE's ready (or scheduled) state into another queue (--to) or
+    into an export (--export-to), to retire a queue or move work away from
+    a broken consumer.  Jobs that arrive meanwhile stay: run it again.
+
+    --to QUEUE: `jobctl migrate QUEUE TO` without a filter.
+
+    --export-to DIR: the jobs are first exported to DIR (the files and
+    manifest.json `jobctl export` writes; an interrupted export is
+    finished, a complete one is used as it is), then exactly the exported
+    jobs whose payload (and due time) is unchanged leave the queue, index
+    entry and payload, in bounded fenced calls.  After Ctrl-C or kill -9 the
+    same command finishes: nothing is exported twice, nothing removed that
+    the export does not hold.  A new DIR drains the jobs that arrived since.
+    """
+    if (to is None) == (export_to is None):
+        raise UsageError("drain needs exactly one of --to QUEUE and --export-to DIR")
+    if to is not None:
+        req = _migrate_request(session, queue, to, state, None, limit, dry_run)
+    else:
+        _pausable(session, queue, "drain --export-to")
+        req = OpRequest(Operation.DRAIN, queue, source=State(state), limit=limit, dry_run=dry_run,
+                        export_to=export_to, export_format=export_format)
     return execute(session, req, yes=yes, as_json=as_json, rate=rate, batch=batch)
 
 

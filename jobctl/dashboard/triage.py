@@ -17,7 +17,8 @@ from ..ops.catalog import group_key
 if TYPE_CHECKING:
     from ..layouts.base import Layout
 
-__all__ = ["TriageGroup", "Triage", "triage", "group_filter_text", "quote_filter_value", "TRIAGE_EXACT_BOUND"]
+__all__ = ["TriageGroup", "Triage", "triage", "group_filter_text", "field_filter_text", "quote_filter_value",
+           "TRIAGE_EXACT_BOUND", "SCOPE_TENANTS"]
 
 #: Dead jobs read exactly by :func:`triage`; beyond, a sample is scaled up.
 TRIAGE_EXACT_BOUND = 50_000
@@ -55,6 +56,17 @@ def group_filter_text(job_type: str | None, error: str | None, *, by_message: bo
     return " and ".join(parts)
 
 
+def field_filter_text(name: str, value: str | None) -> str:
+    """The filter selecting the jobs whose field ``name`` (``type``,
+    ``tenant``) is ``value``: ``type = "webhook.deliver"``; ``None`` (the
+    field is missing) gives ``not type ~ "*"``."""
+    return f'not {name} ~ "*"' if value is None else f"{name} = {quote_filter_value(value)}"
+
+
+#: Tenants of a triage group offered as a pause/resume scope (the largest first).
+SCOPE_TENANTS = 3
+
+
 @dataclass
 class TriageGroup:
     """Dead jobs sharing a job type and last error code (else the first
@@ -88,6 +100,18 @@ class TriageGroup:
 
     def top_tenants(self, n: int = 2) -> list[tuple[str, int]]:
         return self.tenants.most_common(n)
+
+    def scopes(self, tenants: int = SCOPE_TENANTS) -> list[tuple[str, str]]:
+        """What a pause or resume started from this group applies to, as
+        ``(label, filter text)``: the group's job type, then its ``tenants``
+        largest tenants (``("tenant t1 (62% of the group)", 'tenant = "t1"')``).
+        The filters select on the job type or tenant only (never the error:
+        ready jobs have none), so they match the group's ready jobs."""
+        out = [(f"job type {self.job_type or '(none)'}", field_filter_text("type", self.job_type))]
+        read = max(1, sum(self.tenants.values()))
+        for tenant, n in self.tenants.most_common(tenants):
+            out.append((f"tenant {tenant} ({n * 100 / read:.0f}% of the group)", field_filter_text("tenant", tenant)))
+        return out
 
 
 @dataclass

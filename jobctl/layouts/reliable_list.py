@@ -60,7 +60,7 @@ class ReliableList(ShardedLayout):
             from .reliable_list_pause import plan_operation
 
             return plan_operation(self, spec, now_ms() if now is None else now)
-        if spec.operation.value == "migrate":
+        if spec.operation.value in ("migrate", "drain"):
             from .reliable_list_migrate import plan_operation as plan_migrate
 
             return plan_migrate(self, spec, now_ms() if now is None else now)
@@ -77,7 +77,7 @@ class ReliableList(ShardedLayout):
             from . import reliable_list_pause as pause
 
             return pause.apply_plan(self, plan, batch=batch or pause.DEFAULT_BATCH)
-        if plan.spec.operation.value == "migrate":
+        if plan.spec.operation.value in ("migrate", "drain"):
             from . import reliable_list_migrate as migrate
 
             return migrate.apply_plan(self, plan, batch=batch or migrate.DEFAULT_BATCH)

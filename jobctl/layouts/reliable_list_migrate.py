@@ -24,6 +24,16 @@ in two queues:
    migrating list's served end and its source payload key is deleted; then
    the destination marker is removed (``HDEL``).
 
+``jobctl drain SRC --export-to DIR`` takes the same path without step 2:
+the operations core first writes (or finishes) the export in DIR and fences
+the plan to its rows (:func:`jobctl.export.fence.export_fence`, as ``purge
+--export-to`` does); step 1 takes out only the exported jobs whose payload
+SHA1 (or due time) is still the exported one, with the record's ``dst``
+``export:DIR``, and step 3 deletes them.  A job killed between 1 and 3 is
+in the export and in the migrating list: the next ``drain --export-to DIR``
+deletes it first; a ``migrate`` (or a drain into another export) refuses
+until then.
+
 Between steps 2 and 3 a job exists in both queues; a crash there (kill -9)
 leaves it in the source's migrating list, and the next ``jobctl migrate``
 (or ``drain``) of the same source finishes those jobs first (step 2 finds
@@ -53,20 +63,27 @@ from .walks import WINDOW, walk_list
 if TYPE_CHECKING:
     from .reliable_list import ReliableList
 
-__all__ = ["MIGRATE_TRANSITIONS", "plan_operation", "apply_plan", "migrating", "DEFAULT_BATCH"]
+__all__ = ["MIGRATE_TRANSITIONS", "plan_operation", "apply_plan", "migrating", "DEFAULT_BATCH", "EXPORT_DST"]
 
 #: (operation, source) -> allowed targets: a job keeps its state.
 MIGRATE_TRANSITIONS: dict[tuple[Operation, State], tuple[State, ...]] = {
     (Operation.MIGRATE, State.READY): (State.READY,),
     (Operation.MIGRATE, State.SCHEDULED): (State.SCHEDULED,),
+    (Operation.DRAIN, State.READY): (None,),
+    (Operation.DRAIN, State.SCHEDULED): (None,),
 }
 
 DEFAULT_BATCH = 128
 #: ``PlannedJob.score`` of a job an interrupted run left in the migrating list.
 LEFTOVER = -1
+#: The ``dst`` of a take-out record of ``drain --export-to DIR``: ``export:DIR``.
+EXPORT_DST = "export:"
 
 
-def _destination(layout: "ReliableList", spec: OpSpec) -> "ReliableList":
+def _destination(layout: "ReliableList", spec: OpSpec) -> "ReliableList | None":
+    """The destination queue's layout; ``None`` for ``drain --export-to``."""
+    if spec.operation is Operation.DRAIN:
+        return None
     dst = spec.destination
     if dst is None:
         raise UsageError("migrate needs a destination queue")
@@ -114,22 +131,43 @@ def plan_operation(layout: "ReliableList", spec: OpSpec, now: int) -> Plan:
     check_transition(layout.name, MIGRATE_TRANSITIONS, spec)
     dst = _destination(layout, spec)
     if spec.ids or spec.priority is not None:
-        raise UsageError("migrate takes --filter, not --ids or --priority")
+        raise UsageError(f"{spec.operation.value} takes --filter, not --ids or --priority")
+    name = _dst_name(spec, dst)
     for keys in layout.shards:
         left = migrating(layout, keys, 1)
-        if left and left[0][1].get("dst") not in (None, dst.queue_name):
-            raise UsageError(f"an earlier migrate of {layout.queue_name} to {left[0][1].get('dst')} did not finish: "
-                             "run it again first")
+        was = left[0][1].get("dst") if left else None
+        same_export = _export_dir(was) is not None and _export_dir(was) == _export_dir(name)
+        if was not in (None, name) and not same_export:
+            again = (f"drain {layout.queue_name} --export-to {was[len(EXPORT_DST):]}"
+                     if str(was).startswith(EXPORT_DST) else f"migrate {layout.queue_name} {was}")
+            raise UsageError(f"an earlier `jobctl {again}` did not finish: run it again first")
     plan = plan_moves(layout, spec, now)
-    if dst.queue_name == layout.queue_name:  # reshard: only the jobs whose shard changes
+    if dst is not None and dst.queue_name == layout.queue_name:  # reshard: only the jobs whose shard changes
         target = _shard_of(dst)
         plan.jobs = [j for j in plan.jobs if target(j.job_id).tag != layout.shards[j.shard].tag]
     # jobs an interrupted run left between the queues are finished first: planned too
     for n, keys in enumerate(layout.shards):
         for _, chunk in walk_list(layout.client, keys.migrating, from_right=True, batch=WINDOW):
-            plan.jobs.extend(PlannedJob(job_id=text(x), shard=n, position=None, score=LEFTOVER, sha1="")
-                             for x in chunk)
+            left = [PlannedJob(job_id=text(x), shard=n, position=None, score=LEFTOVER, sha1="") for x in chunk]
+            plan.jobs.extend(left)
+            for job in left:  # a drain's export fence holds them: not "no longer ready", they are planned
+                plan.fence_skipped.pop(job.job_id, None)
     return plan
+
+
+def _export_dir(dst_name: Any) -> str | None:
+    """The absolute export directory of an ``export:DIR`` record ``dst``
+    (``None`` for a queue): a rerun may name DIR relatively or absolutely."""
+    import os
+
+    if not str(dst_name).startswith(EXPORT_DST):
+        return None
+    return os.path.abspath(str(dst_name)[len(EXPORT_DST):])
+
+
+def _dst_name(spec: OpSpec, dst: "ReliableList | None") -> str:
+    """The take-out record's ``dst``: the destination queue, or ``export:DIR``."""
+    return dst.queue_name if dst is not None else f"{EXPORT_DST}{spec.destination}"
 
 
 def _record(dst_name: str):
@@ -150,7 +188,7 @@ def apply_plan(layout: "ReliableList", plan: Plan, *, batch: int = DEFAULT_BATCH
     now_fn = now_fn or now_ms
     spec = plan.spec
     dst = _destination(layout, spec)
-    record = _record(dst.queue_name)
+    record = _record(_dst_name(spec, dst))
     by_group: dict[tuple[int, int], list[PlannedJob]] = {}
     for job in plan.jobs:
         if job.score == LEFTOVER:
@@ -179,21 +217,22 @@ def apply_plan(layout: "ReliableList", plan: Plan, *, batch: int = DEFAULT_BATCH
             yield from _finish(layout, keys, dst, batch, planned=planned)
 
 
-def _finish(layout: "ReliableList", keys: ReliableListKeys, dst: "ReliableList", batch: int,
+def _finish(layout: "ReliableList", keys: ReliableListKeys, dst: "ReliableList | None", batch: int,
             planned: set[str] | None = None) -> Iterator[BatchResult]:
     """Copy in and delete out every job of the shard's migrating list, served
-    end first, ``batch`` per call pair.  Jobs left by an earlier run count
+    end first, ``batch`` per call pair (``dst`` ``None``: a drain into an
+    export, delete out only).  Jobs left by an earlier run count
     as moved only when ``planned`` is None or holds them (they were planned
     again: the rerun's plan does not see them, so they are reported apart)."""
     client = layout.client
-    target_of = _shard_of(dst)
-    move_in = script(dst.client, "rl_migrate_in")
+    target_of = _shard_of(dst) if dst is not None else None
+    move_in = script(dst.client, "rl_migrate_in") if dst is not None else None
     move_out = script(client, "rl_migrate_out")
     while True:
         entries = migrating(layout, keys, batch)
         if not entries:
             return
-        raws = client.mget([keys.job(i) for i, _ in entries])
+        raws = client.mget([keys.job(i) for i, _ in entries]) if dst is not None else []
         per_shard: dict[str, tuple[ReliableListKeys, list[str], list[Any]]] = {}
         for (job_id, doc), raw in zip(entries, raws):
             if raw is None:
@@ -232,7 +271,7 @@ def _finish(layout: "ReliableList", keys: ReliableListKeys, dst: "ReliableList",
         by_tag: dict[str, list[str]] = {}
         for job_id in done_in:
             by_tag.setdefault(target_of(job_id).migrated_in, []).append(job_id)
-        for marker, ids in by_tag.items():
+        for marker, ids in by_tag.items():  # (none when draining into an export)
             dst.client.hdel(marker, *ids)
         yield result
         if not any(text(reply[i + 1]) in ("moved", "back") for i in range(0, len(reply), 2)):

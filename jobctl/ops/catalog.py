@@ -72,6 +72,8 @@ OPERATIONS: dict[Operation, OpInfo] = {
                                 State.DEAD, "transform"),
     Operation.REPLAY: OpInfo(Operation.REPLAY, "", (State.HISTORY,), State.READY, "replay"),
     Operation.MIGRATE: OpInfo(Operation.MIGRATE, "", (State.READY, State.SCHEDULED), State.READY, "migrate"),
+    # drain --export-to: the jobs leave Redis (index entry and payload) for an export written first
+    Operation.DRAIN: OpInfo(Operation.DRAIN, "", (State.READY, State.SCHEDULED), None, "drain", destructive=True),
 }
 
 

@@ -18,7 +18,8 @@ Policies (each only here):
 * export before purge: a purge needs ``export_to`` (export there first, or
   use the complete export there, then purge exactly the exported ids, each
   while unchanged) or an explicit ``no_export``; ``export_to`` excludes
-  ``limit``;
+  ``limit``; ``drain --export-to`` takes the same export-then-fence path
+  (a whole state: no filter, no limit);
 * fences from files (``redrive --plan``, export manifests) and the re-filter
   "never an id outside the fence", whatever the layout;
 * confirmation thresholds: typed count over
@@ -77,6 +78,12 @@ def check_request(req: OpRequest, session: "Session | None" = None) -> None:
         if not req.no_export and not req.export_to and not req.dry_run:
             raise UsageError("purge deletes jobs for good: pass --export-to DIR to export them first, "
                              "or --no-export to confirm you do not need an export")
+    if op is Operation.DRAIN:  # drain --export-to (drain --to is a migrate)
+        if not req.export_to:
+            raise UsageError("drain needs --to QUEUE or --export-to DIR")
+        if req.limit is not None or req.filter_text:
+            raise UsageError("drain --export-to empties the state: no --limit or --filter (the export holds "
+                             "every job, and the drain removes exactly what it holds)")
     if session is not None and not req.dry_run:
         session.require_writable(op.value)
 
@@ -179,19 +186,25 @@ class OperationCore:
             from ..export.fence import read_redrive_plan
 
             fence = read_redrive_plan(req.plan_file, req.queue)
-        elif req.operation is Operation.PURGE and req.export_to:
+        elif req.operation in (Operation.PURGE, Operation.DRAIN) and req.export_to:
             from ..export.fence import export_fence
 
+            say = note
+            if note is not None and req.operation is Operation.DRAIN:  # the fence's sentences say "purging"
+                def say(sentence: str) -> None:
+                    note(sentence.replace("purging", "draining"))
             fence = export_fence(self.session, req.queue, req.source, text, req.export_to,
-                                 fmt=req.export_format, dry_run=req.dry_run, note=note, progress=progress)
+                                 fmt=req.export_format, dry_run=req.dry_run, note=say, progress=progress)
             exported = req.export_to if fence is not None else None
         spec = OpSpec(req.operation, req.queue, req.source, req.target, filter=flt, ids=tuple(req.ids),
                       stuck_only=req.stuck_only, limit=req.limit, delay_ms=req.delay_ms,
                       reset_attempts=req.reset_attempts, reason=req.reason, priority=req.priority, fence=fence)
         with self.session.errors():
             layout = self.session.layout(req.queue)
-            if req.destination:  # migrate/drain: the destination queue, resolved like the source
+            if req.destination:  # migrate/drain --to: the destination queue, resolved like the source
                 spec.destination = self.session.layout(req.destination)
+            elif req.operation is Operation.DRAIN:  # drain --export-to: where the drained jobs are
+                spec.destination = str(req.export_to)
             spec.transform, spec.replay_range = req.transform, req.replay_range
             plan = layout.plan(spec, now=self.clock() if self.clock else None)
         if spec.fence is not None:  # whatever the layout: never an id outside the fence

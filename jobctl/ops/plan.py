@@ -222,6 +222,9 @@ class Plan:
             what = f"move {self.planned:,} job(s) from {src} to {dst}"
         if s.operation.value == "transform" and s.transform is not None:
             what = f"rewrite {self.planned:,} {src} envelope(s) in place: {s.transform.describe()}"
+        elif s.operation.value == "drain":
+            what = (f"remove {self.planned:,} {src} job(s) from the queue (index entry and payload), each only "
+                    f"as the export in {s.destination} holds it")
         elif s.operation.value == "migrate" and s.destination is not None:
             what = f"move {self.planned:,} {src} job(s) to queue {s.destination.queue_name}, payloads with them"
         if s.operation.value == "redrive" and self.redrive_note:

@@ -31,7 +31,8 @@ class OpRequest:
     ``redrive-plan.jsonl`` (redrive only those ids, each while unchanged).
     ``older_than_ms``: purge only jobs dead for at least that long.  A purge
     needs ``export_to`` (export there first, then purge exactly those) or
-    ``no_export`` unless ``dry_run``.  ``limit`` caps the planned jobs.
+    ``no_export`` unless ``dry_run``; a drain (``drain --export-to``) needs
+    ``export_to``.  ``limit`` caps the planned jobs.
     """
 
     operation: Operation
@@ -52,7 +53,7 @@ class OpRequest:
     export_format: str = "parquet"
     no_export: bool = False
     dry_run: bool = False
-    #: migrate/drain: the destination queue's name (reshard: its QueueConfig with the new shard count)
+    #: migrate/drain --to: the destination queue's name (reshard: its QueueConfig with the new shard count)
     destination: object | None = None
     #: migrate --transform: the parsed transformation (:class:`jobctl.ops.transform.Transform`)
     transform: object | None = None
@@ -80,6 +81,10 @@ def equivalent_command(req: OpRequest, program: str = "jobctl-tui") -> list[str]
     """The CLI command line that does what ``req`` does, shell-quoted (the
     journal's ``command`` of an operation started outside the CLI)."""
     argv = [program, req.operation.value, req.queue]
+    if req.operation is Operation.MIGRATE and isinstance(req.destination, str):
+        argv += [req.destination, "--state", req.source.value]
+    if req.operation is Operation.DRAIN:
+        argv += ["--state", req.source.value, "--export-to", str(req.export_to)]
     if req.operation is Operation.PURGE:
         argv += ["--state", req.source.value]
         argv += ["--export-to", req.export_to] if req.export_to else ["--no-export"]

@@ -32,6 +32,7 @@ class Operation(str, Enum):
     PAUSE = "pause"
     RESUME = "resume"
     MIGRATE = "migrate"
+    DRAIN = "drain"
     TRANSFORM = "transform"
     REPLAY = "replay"
 
@@ -90,7 +91,8 @@ class OpSpec:
     op_id: str = ""
     #: pause ``--hold`` cycles: the hold record's id; a call moves nothing once it is gone
     hold_id: str | None = None
-    #: migrate/drain: the destination queue's layout (set by the operations core)
+    #: migrate/drain --to: the destination queue's layout (set by the operations core);
+    #: drain --export-to: the export directory (``str``) the drained jobs are in
     destination: Any = None
     #: migrate --transform: the :class:`~jobctl.ops.transform.Transform` applied to each envelope
     transform: Any = None
