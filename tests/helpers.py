@@ -18,8 +18,8 @@ from jobctl.ops.spec import Operation, OpSpec
 from jobctl_fixtures.scenarios import load_scenario
 
 __all__ = ["wall_ms", "cli", "run_with_config", "queues_toml", "write_config", "cli_runner", "config_fixtures",
-           "assert_batches_cover", "assert_every_state_batched",
-           "TUI_T0", "TUI_EXPORTS", "tui_export_root", "load_spike", "spike_queues", "export_dead", "purge_exported", "drain", "claim_and_ack"]
+           "drain", "claim_and_ack", "assert_batches_cover", "assert_every_state_batched", "export_dead",
+           "purge_exported", "TUI_T0", "TUI_EXPORTS", "tui_export_root", "load_spike", "spike_queues"]
 
 
 def wall_ms() -> int:
@@ -125,7 +125,6 @@ def assert_batches_cover(lay, state, batch: int = 7) -> list:
     return records
 
 
-
 def assert_every_state_batched(lay, queue: str, batch: int = 7) -> list:
     """Suppress two dead jobs of ``queue`` (``lay`` its layout; so that the
     suppressed state has jobs), then :func:`assert_batches_cover` for each
@@ -133,6 +132,7 @@ def assert_every_state_batched(lay, queue: str, batch: int = 7) -> list:
     run_plan(lay, lay.plan(OpSpec(Operation.SUPPRESS, queue, State.DEAD, State.SUPPRESSED, limit=2, reason="x")),
              journal=False)
     return [r for state in lay.states for r in assert_batches_cover(lay, state, batch=batch)]
+
 
 def export_dead(base: list[str], queue: str, out) -> set[str]:
     """``jobctl *base export QUEUE --state dead --out OUT --format jsonl``

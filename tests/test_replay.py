@@ -12,7 +12,7 @@ import orjson
 import pytest
 
 from jobctl.keys import StreamGroupKeys
-from helpers import cli_runner, write_config
+from helpers import cli_runner, queues_toml, write_config
 
 K = StreamGroupKeys("ev")
 GROUP = "workers"
@@ -20,8 +20,8 @@ GROUP = "workers"
 
 @pytest.fixture
 def run(redis_url, tmp_path: Path, capsys):
-    cfg = write_config(tmp_path, '[queues.ev]\nlayout = "stream-group"\ntag = "ev"\n\n[queues.email]\nlayout = "reliable-list"\n')
-    return cli_runner(capsys, redis_url, cfg)
+    toml = queues_toml(ev={"layout": "stream-group", "tag": "ev"}, email={"layout": "reliable-list"})
+    return cli_runner(capsys, redis_url, write_config(tmp_path, toml))
 
 
 def history(client, n: int, acked: int, pending: int) -> list[str]:
