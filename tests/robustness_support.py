@@ -44,6 +44,17 @@ def _zset(client, key: str) -> list[str]:
     return [_s(m) for m in client.zrange(key, 0, -1)]
 
 
+def _members(client, lists=(), zsets=()) -> Counter:
+    """How many times each job stands in the lists ``lists`` and the sorted
+    sets ``zsets`` (keys of another type count as empty)."""
+    out: Counter = Counter()
+    for key in lists:
+        out.update(_list(client, key))
+    for key in zsets:
+        out.update(_zset(client, key))
+    return out
+
+
 def _json_id(raw: str) -> str:
     """A json-list job string's id; ``sha1:<hex>`` of its bytes when it has
     none (how jobctl names a malformed string)."""
@@ -68,16 +79,11 @@ def census(client, layout) -> Counter:
             assert isinstance(k, ReliableListKeys)
             lists = [k.ready, k.processing, k.dead, *_hold(k)]
             lists += [k.ready_priority(p) for p in range(layout.queue.priorities or 0)]
-            for key in lists:
-                where.update(_list(client, key))
-            for key in (k.scheduled, k.suppressed):
-                where.update(_zset(client, key))
+            where.update(_members(client, lists, (k.scheduled, k.suppressed)))
     elif name == "hash-job":
         k = layout.keys
         assert isinstance(k, HashJobKeys)
-        for key in (*k.state_lists, *_hold(k)):
-            where.update(_list(client, key))
-        where.update(_zset(client, k.suppressed))
+        where.update(_members(client, (*k.state_lists, *_hold(k)), (k.suppressed,)))
     elif name == "json-list":
         k = layout.keys
         assert isinstance(k, JsonListKeys)
@@ -91,10 +97,8 @@ def census(client, layout) -> Counter:
             if layout.dead_kind == "stream":
                 where.update(_entry_job(f) for _, f in client.xrange(k.dead_stream))
             else:
-                for key in (k.dead, *_hold(k)):
-                    where.update(_list(client, key))
-            for key in (k.scheduled, k.suppressed):
-                where.update(_zset(client, key))
+                where.update(_members(client, lists=(k.dead, *_hold(k))))
+            where.update(_members(client, zsets=(k.scheduled, k.suppressed)))
     elif name == "delayed-events":
         k = layout.keys
         assert isinstance(k, DelayedEventsKeys)

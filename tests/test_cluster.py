@@ -18,7 +18,7 @@ import pytest
 import redis
 
 import cluster_servers as cs
-from helpers import wall_ms
+from helpers import queues_toml, wall_ms, write_config
 from jobctl.cli.main import main
 from jobctl.connection import Target, make_client
 from jobctl.keys import ReliableListKeys, shard_tags
@@ -38,13 +38,7 @@ def run(capsys, url: str, cfg, *argv: str) -> tuple[int, object, str]:
 
 
 def config(tmp_path, queues: dict[str, dict]) -> str:
-    lines = []
-    for name, q in queues.items():
-        lines.append(f"[queues.{name}]")
-        lines += [f"{k} = {json.dumps(v)}" for k, v in q.items()]
-    path = tmp_path / "jobctl.toml"
-    path.write_text("\n".join(lines) + "\n")
-    return str(path)
+    return write_config(tmp_path, queues_toml(**queues))
 
 
 def tags_on_distinct_nodes(client, n: int, prefix: str = "q") -> list[str]:
@@ -279,6 +273,26 @@ def _after_first_batch(monkeypatch, action):
     monkeypatch.setattr(engine, "drive", lambda *a, **k: once(original_drive(*a, **k)))
 
 
+def _redrive_through(monkeypatch, capsys, url: str, cfg, queue: str, action, tags, every) -> None:
+    """Redrive ``queue`` in batches of 5 with ``action`` run after the first
+    batch: exit 0 (the client followed) or 3 (stopped between calls, one line
+    saying "run again"); the same command again finishes, and every job of
+    ``every`` is then on the shards ``tags`` exactly once."""
+    _after_first_batch(monkeypatch, action)
+    code, _, err = run(capsys, url, cfg, "redrive", queue, "--yes", "--batch", "5")
+    assert code in (0, 3), err  # MOVED followed, or stopped between calls with "run again"
+    if code == 3:
+        assert "run the same command again" in err and err.count("\n") == 1
+    monkeypatch.undo()
+    code, _, err = run(capsys, url, cfg, "redrive", queue, "--yes")
+    assert code == 0, err
+    fresh = make_client(Target(url, "test"))
+    try:
+        assert all_ids(fresh, tags) == Counter({i: 1 for i in every})
+    finally:
+        fresh.close()
+
+
 @pytest.mark.slow
 def test_cluster_failover_during_redrive_then_rerun(cluster, cc, cluster_url, tmp_path, capsys, monkeypatch):
     truth = load_scenario(cc, "dlq-spike", queue="fo", shards=8, size=200, seed=8, now_ms=wall_ms())
@@ -297,19 +311,9 @@ def test_cluster_failover_during_redrive_then_rerun(cluster, cc, cluster_url, tm
         cs.wait_until(lambda: replica.info("replication")["role"] == "master", what="replica promoted")
         cs.wait_until(lambda: primary.info("replication")["role"] == "slave", what="old primary demoted")
 
-    _after_first_batch(monkeypatch, failover)
-    code, _, err = run(capsys, cluster_url, cfg, "redrive", "fo", "--yes", "--batch", "5")
-    assert code in (0, 3), err  # MOVED followed, or stopped between calls with "run again"
-    if code == 3:
-        assert "run the same command again" in err and err.count("\n") == 1
-    monkeypatch.undo()
-    code, _, err = run(capsys, cluster_url, cfg, "redrive", "fo", "--yes")
-    assert code == 0, err
-    fresh = make_client(Target(cluster_url, "test"))
-    assert all_ids(fresh, tags) == Counter({i: 1 for i in every})
+    _redrive_through(monkeypatch, capsys, cluster_url, cfg, "fo", failover, tags, every)
     st = status_of(run(capsys, cluster_url, cfg, "status", "--json")[1], "fo")
     assert st["dead"] == 0 and st["ready"] == truth.expected["ready"] + truth.expected["dead"]
-    fresh.close()
 
 
 @pytest.mark.slow
@@ -403,18 +407,8 @@ def test_sentinel_failover_during_redrive_then_rerun(sentinel_deployment, tmp_pa
         cs.wait_until(lambda: primary.info("replication")["role"] == "slave", timeout_s=30,
                       what="old primary demoted")
 
-    _after_first_batch(monkeypatch, failover)
-    code, _, err = run(capsys, url, cfg, "redrive", "sq", "--yes", "--batch", "5")
-    assert code in (0, 3), err
-    if code == 3:
-        assert "run the same command again" in err and err.count("\n") == 1
-    monkeypatch.undo()
-    code, _, err = run(capsys, url, cfg, "redrive", "sq", "--yes")
-    assert code == 0, err
-    fresh = make_client(Target(url, "test"))
-    assert all_ids(fresh, ["sq"]) == Counter({i: 1 for i in every})
+    _redrive_through(monkeypatch, capsys, url, cfg, "sq", failover, ["sq"], every)
     assert status_of(run(capsys, url, cfg, "status", "--json")[1], "sq")["dead"] == 0
-    fresh.close()
     client.close()
     sentinel.close()
 

@@ -13,7 +13,6 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
@@ -27,7 +26,7 @@ from jobctl.ops.engine import run_plan
 from jobctl.ops.spec import Operation, OpSpec
 from jobctl_fixtures.envelopes import new_envelope
 from jobctl_fixtures.protocol import Producer, Worker
-from helpers import wall_ms
+from helpers import claim_and_ack, config_fixtures, wall_ms
 from test_pause import enqueue, partition, tail_first, tenant_of
 
 QUEUES_TOML = """
@@ -49,22 +48,7 @@ tag = "sg"
 SRC, DST = ReliableListKeys("email"), ReliableListKeys("email-v2")
 
 
-@pytest.fixture
-def cfg(tmp_path: Path) -> str:
-    path = tmp_path / "jobctl.toml"
-    path.write_text(QUEUES_TOML)
-    return str(path)
-
-
-@pytest.fixture
-def run(redis_url, cfg, capsys):
-    from jobctl.cli.main import main
-
-    def _run(*args: str) -> tuple[int, str, str]:
-        code = main(["--url", redis_url, "--config", cfg, *args])
-        out, err = capsys.readouterr()
-        return code, out, err
-    return _run
+cfg, run = config_fixtures(QUEUES_TOML)
 
 
 def both(client) -> dict[str, list[str]]:
@@ -174,11 +158,7 @@ def test_a_crash_between_copy_and_delete_is_finished_by_a_rerun(redis_client, ru
     assert {i for i, (key,) in where.items() if key == DST.ready} == set(moved)
     assert redis_client.hlen(DST.migrated_in) == 0
     assert tail_first(redis_client, DST.ready) == moved  # order kept across the crash
-    worker = Worker(redis_client, "email-v2")
-    claimed = []
-    while (job := worker.claim()) is not None:
-        claimed.append(job.job_id)
-        worker.ack(job.job_id)
+    claimed = claim_and_ack(Worker(redis_client, "email-v2"))
     assert claimed == moved  # exactly once
 
 

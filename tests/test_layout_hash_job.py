@@ -22,6 +22,7 @@ from jobctl.ops.engine import run_plan
 from jobctl.ops.spec import Operation, OpSpec
 from jobctl_fixtures.layouts.hash_job import (ADAPTER, MAX_ATTEMPTS, VISIBILITY_TIMEOUT_MS, HashJobQueue,
                                               load_scenario)
+from helpers import assert_every_state_batched, export_dead, purge_exported, write_config
 
 Q = "jobs"
 SIZE = 120
@@ -279,18 +280,7 @@ def test_check_finds_and_repairs(redis_client):
 @pytest.mark.parametrize("scenario", ["healthy", "dlq-spike", "stuck-workers"])
 def test_iter_batches_covers_every_state(redis_client, scenario):
     load_scenario(redis_client, scenario, queue=Q, size=SIZE, now_ms=NOW)
-    lay = layout(redis_client)
-    apply(lay, OpSpec(Operation.SUPPRESS, Q, State.DEAD, State.SUPPRESSED, limit=2, reason="x"))
-    for state in lay.states:
-        depth = lay.depth(state)
-        batches = list(lay.iter_batches(state, batch=7))
-        assert sum(len(b) for b in batches) == depth, state
-        assert all(len(b) <= 7 for b in batches)
-        assert {r.state for b in batches for r in b} <= {state}
-        ids = [r.job_id for b in batches for r in b]
-        assert len(set(ids)) == depth
-        sampled = [r for b in lay.iter_batches(state, batch=100, sample=(2, 5)) for r in b]
-        assert len(sampled) <= 10 and set(r.job_id for r in sampled) <= set(ids)
+    assert_every_state_batched(layout(redis_client), Q, batch=7)
 
 
 def test_cli_status_ls_inspect(redis_client, redis_url, tmp_path, capsys):
@@ -342,19 +332,14 @@ def test_discover_checks_a_sample(redis_client):
 
 def test_export_then_purge_exactly_the_export(redis_client, redis_url, tmp_path, capsys):
     exp = load_scenario(redis_client, "dlq-spike", queue=Q, size=60)
-    cfg = tmp_path / "jobctl.toml"
-    cfg.write_text(f'[queues.jobs]\nlayout = "hash-job"\nvisibility_timeout_ms = {VT}\n')
-    base = ["--url", redis_url, "--config", str(cfg)]
+    base = ["--url", redis_url, "--config",
+            write_config(tmp_path, f'[queues.jobs]\nlayout = "hash-job"\nvisibility_timeout_ms = {VT}\n')]
     out = tmp_path / "export"
-    assert main(base + ["export", "jobs", "--state", "dead", "--out", str(out), "--format", "jsonl"]) == 0
-    rows = [json.loads(line) for part in sorted(out.glob("part-*.jsonl")) for line in part.read_text().splitlines()]
-    assert {r["job_id"] for r in rows} == exp["ids_by_state"]["dead"]
+    assert export_dead(base, "jobs", out) == exp["ids_by_state"]["dead"]
     q = HashJobQueue(redis_client, Q, max_attempts=1)  # a job fails for good after the export...
     late = q.claim()
     assert q.fail(late, "boom")
-    capsys.readouterr()
-    assert main(base + ["purge", "jobs", "--state", "dead", "--export-to", str(out), "--yes", "--json"]) == 0
-    res = json.loads(capsys.readouterr().out)
+    res = purge_exported(capsys, base, "jobs", out)
     assert res["moved"] == exp["dead"] - len(exp["dangling_ids"])
     left = {x.decode() for x in redis_client.lrange(HashJobKeys(Q).failed, 0, -1)}
     assert left == exp["dangling_ids"] | {late.id}       # ...is not purged

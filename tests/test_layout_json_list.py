@@ -23,6 +23,7 @@ from jobctl.ops.engine import run_plan
 from jobctl.ops.spec import Operation, OpSpec
 from jobctl_fixtures.layouts.json_list import (ADAPTER, MALFORMED_DEAD, MAX_RETRIES, VISIBILITY_TIMEOUT_MS,
                                                JsonListQueue, load_scenario)
+from helpers import assert_every_state_batched, export_dead, purge_exported, write_config
 
 P = "jobs"
 SIZE = 120
@@ -241,16 +242,8 @@ def test_check_finds_and_repairs(redis_client):
 @pytest.mark.parametrize("scenario", ["healthy", "dlq-spike", "stuck-workers"])
 def test_iter_batches_covers_every_state(redis_client, scenario):
     load_scenario(redis_client, scenario, prefix=P, size=SIZE, now_ms=NOW)
-    lay = layout(redis_client)
-    apply(lay, OpSpec(Operation.SUPPRESS, P, State.DEAD, State.SUPPRESSED, limit=2, reason="x"))
-    for state in lay.states:
-        depth = lay.depth(state)
-        batches = list(lay.iter_batches(state, batch=7))
-        assert sum(len(b) for b in batches) == depth, state
-        assert {r.state for b in batches for r in b} <= {state}
-        assert all(r.raw is not None and r.meta["sha1"] == raw_sha1(r.raw) for b in batches for r in b)
-        sampled = [r for b in lay.iter_batches(state, batch=100, sample=(2, 5)) for r in b]
-        assert len(sampled) <= 10
+    records = assert_every_state_batched(layout(redis_client), P, batch=7)
+    assert all(r.raw is not None and r.meta["sha1"] == raw_sha1(r.raw) for r in records)
 
 
 def test_attempts_histogram_from_the_attempts_hash(redis_client, redis_url, tmp_path, capsys):
@@ -296,18 +289,13 @@ def test_discover_checks_a_sample(redis_client):
 
 def test_export_then_purge_exactly_the_export(redis_client, redis_url, tmp_path, capsys):
     exp = load_scenario(redis_client, "dlq-spike", prefix=P, size=60)
-    cfg = tmp_path / "jobctl.toml"
-    cfg.write_text(f'[queues.work]\nlayout = "json-list"\ntag = "{P}"\nvisibility_timeout_ms = {VT}\n')
-    base = ["--url", redis_url, "--config", str(cfg)]
+    base = ["--url", redis_url, "--config", write_config(
+        tmp_path, f'[queues.work]\nlayout = "json-list"\ntag = "{P}"\nvisibility_timeout_ms = {VT}\n')]
     out = tmp_path / "export"
-    assert main(base + ["export", "work", "--state", "dead", "--out", str(out), "--format", "jsonl"]) == 0
-    rows = [json.loads(line) for part in sorted(out.glob("part-*.jsonl")) for line in part.read_text().splitlines()]
-    assert {r["job_id"] for r in rows} == exp["ids_by_state"]["dead"]
+    assert export_dead(base, "work", out) == exp["ids_by_state"]["dead"]
     late = b'{"id": "late", "task": "sync_crm"}'
     redis_client.rpush(JsonListKeys(P).dead, late)        # dead-lettered after the export: not purged
-    capsys.readouterr()
-    assert main(base + ["purge", "work", "--state", "dead", "--export-to", str(out), "--yes", "--json"]) == 0
-    res = json.loads(capsys.readouterr().out)
+    res = purge_exported(capsys, base, "work", out)
     assert res["moved"] == exp["dead"]
     assert dead_list(redis_client) == [late]
 

@@ -207,17 +207,22 @@ def test_redrive_suppress_unsuppress_purge(redis_client, redis_url, tmp_path, ca
     assert layout(redis_client).check().ok
 
 
-def test_dead_stream_variant(redis_client):
+def dead_stream_queue(redis_client):
+    """A stream-group queue whose dead letters are a stream: five entries
+    carrying their job, one (d9) with a payload key.  ``(keys, layout)``."""
     keys = StreamGroupKeys("email")
-    producer = StreamProducer(redis_client, keys)
-    producer.ensure_group()
+    StreamProducer(redis_client, keys).ensure_group()
     for i in range(5):
         redis_client.xadd(keys.dead_stream, {"jobId": f"d{i}", "jobType": "webhook.deliver",
                                              "payload": json.dumps({"n": i}), "lastErrorCode": "HTTP_503"})
     redis_client.set(keys.job("d9"), orjson.dumps({"jobId": "d9", "jobType": "webhook.deliver",
                                                    "createdAtEpochMs": 1}))
     redis_client.xadd(keys.dead_stream, {"jobId": "d9"})
-    lay = layout(redis_client, dead="stream")
+    return keys, layout(redis_client, dead="stream")
+
+
+def test_dead_stream_variant(redis_client):
+    keys, lay = dead_stream_queue(redis_client)
     assert lay.status().dead == 6
     dead = lay.list_jobs(State.DEAD, limit=10)
     assert dead[0].job_id == "d9" and dead[1].envelope.payload == {"n": 4}

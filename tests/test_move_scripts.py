@@ -156,25 +156,11 @@ def test_requeue_search_stays_within_its_budget(redis_client):
 
 
 def _dead_stream_queue(redis_client):
-    """A stream-group queue whose dead letters are a stream: five entries
-    carrying their job, one (d9) with a payload key."""
-    import json
+    """A stream-group queue whose dead letters are a stream (see
+    ``test_layout_stream_group.dead_stream_queue``)."""
+    from test_layout_stream_group import dead_stream_queue
 
-    import orjson
-
-    from jobctl.keys import StreamGroupKeys
-    from jobctl_fixtures.layouts.stream_group import StreamProducer
-    from test_layout_stream_group import layout as sg_layout
-
-    keys = StreamGroupKeys("email")
-    StreamProducer(redis_client, keys).ensure_group()
-    for i in range(5):
-        redis_client.xadd(keys.dead_stream, {"jobId": f"d{i}", "jobType": "webhook.deliver",
-                                             "payload": json.dumps({"n": i}), "lastErrorCode": "HTTP_503"})
-    redis_client.set(keys.job("d9"), orjson.dumps({"jobId": "d9", "jobType": "webhook.deliver",
-                                                   "createdAtEpochMs": 1}))
-    redis_client.xadd(keys.dead_stream, {"jobId": "d9"})
-    return keys, sg_layout(redis_client, dead="stream")
+    return dead_stream_queue(redis_client)
 
 
 def test_dead_stream_wrong_type_target_and_injected_error(redis_client, limited):

@@ -41,7 +41,7 @@ from jobctl_fixtures.envelopes import new_envelope, record_dead
 from jobctl_fixtures.ids import shard_index
 from jobctl_fixtures.protocol import Producer, ProtocolScripts, Worker, ready_list_for
 from jobctl_fixtures.scenarios import load_scenario
-from helpers import wall_ms
+from helpers import config_fixtures, queues_toml, wall_ms
 
 #: Scripts that read one window of a list with LRANGE, capped inside the script (rl_pause_move.lua).
 BOUNDED_WINDOW_SCRIPTS = {"rl_pause_move"}
@@ -58,18 +58,8 @@ def redrive_record(client, tag: str, job_id: str) -> dict | None:
     op, at, count = orjson.loads(raw)
     return {"operation": op, "at_ms": at, "count": count}
 
-QUEUES_TOML = """
-[queues.email]
-layout = "reliable-list"
-
-[queues.shq]
-layout = "reliable-list"
-shards = 4
-
-[queues.pq]
-layout = "reliable-list"
-priorities = 3
-"""
+RL = {"layout": "reliable-list"}
+QUEUES_TOML = queues_toml(email=RL, shq={**RL, "shards": 4}, pq={**RL, "priorities": 3})
 
 
 # -- shared helpers --------------------------------------------------------------
@@ -220,21 +210,8 @@ def bulk_dead(client, tag: str, n: int, *, code_of=lambda i: "HTTP_503", prefix:
     return out
 
 
-@pytest.fixture
-def cfg(tmp_path: Path) -> str:
-    path = tmp_path / "jobctl.toml"
-    path.write_text(QUEUES_TOML)
-    return str(path)
-
-
-@pytest.fixture
-def run(redis_url, cfg, capsys):
-    """``run(*args)`` -> (exit code, stdout, stderr) of ``jobctl --url .. --config .. args``."""
-    def _run(*args: str, url: str | None = None) -> tuple[int, str, str]:
-        code = main(["--url", url or redis_url, "--config", cfg, *args])
-        out, err = capsys.readouterr()
-        return code, out, err
-    return _run
+#: ``run(*args)`` -> (exit code, stdout, stderr) of ``jobctl --url .. --config .. args``.
+cfg, run = config_fixtures(QUEUES_TOML)
 
 
 def layout(client, name: str = "email", shards=None, priorities=None) -> ReliableList:
@@ -244,6 +221,15 @@ def layout(client, name: str = "email", shards=None, priorities=None) -> Reliabl
 def redrive_spec(queue: str = "email", flt: str | None = None, **kw) -> OpSpec:
     return OpSpec(Operation.REDRIVE, queue, State.DEAD, kw.pop("target", State.READY),
                   filter=compile_filter(flt) if flt else compile_filter("id ~ '*'"), **kw)
+
+
+def planned_503_redrive(client, n: int, codes=("HTTP_503", "HTTP_400", "HTTP_400")) -> tuple:
+    """``n`` dead jobs on email (see :func:`simple_dead`; by default one in
+    three failed with HTTP_503) and the plan of their ``error = HTTP_503``
+    redrive: ``(jobs, layout, plan)``."""
+    jobs = simple_dead(client, "email", n, codes=codes)
+    lay = layout(client)
+    return jobs, lay, lay.plan(redrive_spec(flt="error = HTTP_503"))
 
 
 # -- redrive ------------------------------------------------------------------------
@@ -761,9 +747,7 @@ def test_lua_scripts_have_headers_and_never_read_a_whole_key():
 @pytest.mark.parametrize("batch", [1, 7, 256, 1000])
 def test_batches_bound_each_call(redis_client, batch):
     k = ReliableListKeys("email")
-    jobs = simple_dead(redis_client, "email", 40, codes=("HTTP_503", "HTTP_400", "HTTP_400"))
-    lay = layout(redis_client)
-    plan = lay.plan(redrive_spec(flt="error = HTTP_503"))
+    jobs, lay, plan = planned_503_redrive(redis_client, 40)
     sizes = []
     for br in lay.apply(plan, batch=batch):
         sizes.append(len(br.moved) + len(br.skipped))
@@ -798,9 +782,7 @@ def test_limit_caps_the_jobs_touched(redis_client, run):
 
 def test_stop_between_batches_leaves_a_consistent_state_and_a_rerun_finishes(redis_client, run):
     k = ReliableListKeys("email")
-    jobs = simple_dead(redis_client, "email", 90, codes=("HTTP_503", "HTTP_400", "HTTP_400"))
-    lay = layout(redis_client)
-    plan = lay.plan(redrive_spec(flt="error = HTTP_503"))
+    jobs, lay, plan = planned_503_redrive(redis_client, 90)
     calls = []
     res = run_plan(lay, plan, batch=10, progress=lambda done, total: calls.append(done),
                    stop=lambda: len(calls) >= 3, journal=False)
@@ -851,9 +833,7 @@ def test_window_larger_than_the_old_carry_limit_moves_everything(redis_client):
 
 def test_jobs_dead_lettered_during_the_apply_are_never_moved(redis_client):
     k = ReliableListKeys("email")
-    jobs = simple_dead(redis_client, "email", 60, codes=("HTTP_503", "HTTP_400"))
-    lay = layout(redis_client)
-    plan = lay.plan(redrive_spec(flt="error = HTTP_503"))
+    jobs, lay, plan = planned_503_redrive(redis_client, 60, codes=("HTTP_503", "HTTP_400"))
     late: list[str] = []
 
     def progress(done, total):  # a worker dead-letters two jobs between every two calls
@@ -970,9 +950,7 @@ def test_suppress_and_purge_windows_under_interference(redis_client, op, seed):
 def test_new_dead_letters_crowding_the_head_during_a_walk_keep_the_order(redis_client):
     # the window engine's hold is restored at the tail, never behind the new dead letters
     k = ReliableListKeys("email")
-    jobs = simple_dead(redis_client, "email", 40, codes=("HTTP_503", "HTTP_400"))
-    lay = layout(redis_client)
-    plan = lay.plan(redrive_spec(flt="error = HTTP_503"))
+    jobs, lay, plan = planned_503_redrive(redis_client, 40, codes=("HTTP_503", "HTTP_400"))
     late: list[str] = []
     res = run_plan(lay, plan, batch=4, journal=False,
                    progress=lambda d, t: late.extend(simple_dead(redis_client, "email", 5, prefix=f"l{len(late)}")))

@@ -60,6 +60,32 @@ def assert_redriven_exactly_once(client, jobs: list[str]) -> None:
     assert set(ids(client, K.dead)) == {j for n, j in enumerate(jobs) if code_of(n) == "HTTP_400"}
 
 
+def started_redrive(client, redis_url: str, cfg: str, moved: int) -> tuple[list[str], subprocess.Popen]:
+    """3,000 bulk dead jobs (see :func:`code_of`) and a ``redrive`` of the
+    HTTP_503 ones at 500 jobs/s, batch 50, in a child process, returned once
+    ``moved`` jobs are ready: ``(jobs, proc)``.  The child is killed when it
+    does not get that far."""
+    jobs = bulk_dead(client, "email", 3_000, code_of=code_of)
+    proc = jobctl(redis_url, cfg, "redrive", "email", "--filter", FILTER, "--yes", "--rate", "500",
+                  "--batch", "50")
+    try:
+        wait_until(lambda: client.llen(K.ready) >= moved, what="the redrive to start")
+    except BaseException:
+        proc.kill()
+        proc.communicate(timeout=30)
+        raise
+    return jobs, proc
+
+
+def assert_rerun_finishes(client, run, jobs: list[str], moved_before: int) -> None:
+    """The same redrive again moves the rest of the 2,500 HTTP_503 jobs, each
+    redriven exactly once."""
+    code, out, err = run("redrive", "email", "--filter", FILTER, "--yes", "--json")
+    assert code == 0, err
+    assert json.loads(out)["moved"] == 2_500 - moved_before
+    assert_redriven_exactly_once(client, jobs)
+
+
 @pytest.mark.slow
 def test_redrive_100k_dead_jobs_while_a_worker_pool_runs(redis_client, redis_url, run):  # noqa: F811
     started = time.monotonic()
@@ -136,32 +162,21 @@ def test_two_redrives_of_the_same_dlq_at_once(redis_client, redis_url, cfg, run)
 
 
 def test_kill_9_mid_redrive_then_rerun(redis_client, redis_url, cfg, run):  # noqa: F811
-    jobs = bulk_dead(redis_client, "email", 3_000, code_of=code_of)
-    proc = jobctl(redis_url, cfg, "redrive", "email", "--filter", FILTER, "--yes", "--rate", "500",
-                  "--batch", "50")
-    try:
-        wait_until(lambda: redis_client.llen(K.ready) >= 500, what="the redrive to start")
-    finally:
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.communicate(timeout=30)
+    jobs, proc = started_redrive(redis_client, redis_url, cfg, 500)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=30)
     assert proc.returncode == -signal.SIGKILL
     moved_before = redis_client.llen(K.ready)
     assert 500 <= moved_before < 2_500
     assert_consistent(redis_client, ["email"])
-    code, out, err = run("redrive", "email", "--filter", FILTER, "--yes", "--json")
-    assert code == 0, err
-    assert json.loads(out)["moved"] == 2_500 - moved_before
-    assert_redriven_exactly_once(redis_client, jobs)
+    assert_rerun_finishes(redis_client, run, jobs, moved_before)
     code, out, err = run("redrive", "email", "--filter", FILTER, "--yes")
     assert code == 0 and "nothing to do" in err
 
 
 def test_connection_dropped_mid_redrive(redis_client, redis_url, cfg, run):  # noqa: F811
-    jobs = bulk_dead(redis_client, "email", 3_000, code_of=code_of)
-    proc = jobctl(redis_url, cfg, "redrive", "email", "--filter", FILTER, "--yes", "--rate", "500",
-                  "--batch", "50")
+    jobs, proc = started_redrive(redis_client, redis_url, cfg, 400)
     try:
-        wait_until(lambda: redis_client.llen(K.ready) >= 400, what="the redrive to start")
         victims = [c["id"] for c in redis_client.client_list() if c.get("name") == "jobctl"]
         assert victims
         for client_id in victims:
@@ -183,18 +198,12 @@ def test_connection_dropped_mid_redrive(redis_client, redis_url, cfg, run):  # n
     assert local[-1]["error"] and local[-1]["interrupted"] is False
     # (a call whose reply the kill cut off did run: its jobs are moved but not counted)
     assert 0 <= moved_before - local[-1]["moved"] <= 50
-    code, out, err = run("redrive", "email", "--filter", FILTER, "--yes", "--json")
-    assert code == 0, err
-    assert json.loads(out)["moved"] == 2_500 - moved_before
-    assert_redriven_exactly_once(redis_client, jobs)
+    assert_rerun_finishes(redis_client, run, jobs, moved_before)
 
 
 def test_ctrl_c_stops_between_batches_and_a_rerun_finishes(redis_client, redis_url, cfg, run):  # noqa: F811
-    jobs = bulk_dead(redis_client, "email", 3_000, code_of=code_of)
-    proc = jobctl(redis_url, cfg, "redrive", "email", "--filter", FILTER, "--yes", "--rate", "500",
-                  "--batch", "50")
+    jobs, proc = started_redrive(redis_client, redis_url, cfg, 300)
     try:
-        wait_until(lambda: redis_client.llen(K.ready) >= 300, what="the redrive to start")
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=30)
     finally:
@@ -209,10 +218,7 @@ def test_ctrl_c_stops_between_batches_and_a_rerun_finishes(redis_client, redis_u
     stays = [j for n, j in reversed(list(enumerate(jobs))) if code_of(n) == "HTTP_400"]
     stays_set = set(stays)
     assert [j for j in ids(redis_client, K.dead) if j in stays_set] == stays
-    code, out, err = run("redrive", "email", "--filter", FILTER, "--yes", "--json")
-    assert code == 0, err
-    assert json.loads(out)["moved"] == 2_500 - moved_before
-    assert_redriven_exactly_once(redis_client, jobs)
+    assert_rerun_finishes(redis_client, run, jobs, moved_before)
 
 
 def test_check_repair_on_a_live_queue_loses_nothing(redis_client, redis_url, run):  # noqa: F811

@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pytest
 
-from jobctl.cli.main import main
 from jobctl.config import QueueConfig
 from jobctl.filter import compile_filter
 from jobctl.keys import ReliableListKeys, shard_tags
@@ -29,24 +28,11 @@ from jobctl.ops.spec import Operation, OpSpec
 from jobctl_fixtures.envelopes import new_envelope
 from jobctl_fixtures.ids import shard_index
 from jobctl_fixtures.protocol import Producer, Worker
-from helpers import wall_ms
+from helpers import claim_and_ack, cli_runner, queues_toml, wall_ms, write_config
 
-QUEUES_TOML = """
-[queues.email]
-layout = "reliable-list"
-
-[queues.shq]
-layout = "reliable-list"
-shards = 3
-
-[queues.pq]
-layout = "reliable-list"
-priorities = 2
-
-[queues.sg]
-layout = "stream-group"
-tag = "sg"
-"""
+RL = {"layout": "reliable-list"}
+QUEUES_TOML = queues_toml(email=RL, shq={**RL, "shards": 3}, pq={**RL, "priorities": 2},
+                          sg={"layout": "stream-group", "tag": "sg"})
 
 TENANTS = ("t1", "t2", "t3")
 
@@ -54,14 +40,7 @@ TENANTS = ("t1", "t2", "t3")
 @pytest.fixture
 def run(redis_url, tmp_path: Path, capsys):
     """``run(*args)`` -> (exit code, stdout, stderr) of ``jobctl --url .. --config .. args``."""
-    cfg = tmp_path / "jobctl.toml"
-    cfg.write_text(QUEUES_TOML)
-
-    def _run(*args: str) -> tuple[int, str, str]:
-        code = main(["--url", redis_url, "--config", str(cfg), *args])
-        out, err = capsys.readouterr()
-        return code, out, err
-    return _run
+    return cli_runner(capsys, redis_url, write_config(tmp_path, QUEUES_TOML))
 
 
 def _s(v) -> str:
@@ -412,11 +391,7 @@ def test_pause_a_tenant_under_a_live_worker_pool(redis_client, run):
         t.join(5)
     assert run("resume", "email", "--yes", "--batch", "16")[0] == 0
     assert tail_first(redis_client, k.ready) == paused  # next served, original order
-    worker = Worker(redis_client, "email")
-    rest = []
-    while (job := worker.claim()) is not None:
-        rest.append(job.job_id)
-        worker.ack(job.job_id)
+    rest = claim_and_ack(Worker(redis_client, "email"))
     assert rest == paused
     every = [i for i, _ in pool.claims] + rest
     assert Counter(every) == Counter(ids)  # exactly once

@@ -12,6 +12,7 @@ import orjson
 import pytest
 
 from jobctl.keys import StreamGroupKeys
+from helpers import cli_runner, queues_toml, write_config
 
 K = StreamGroupKeys("ev")
 GROUP = "workers"
@@ -19,16 +20,8 @@ GROUP = "workers"
 
 @pytest.fixture
 def run(redis_url, tmp_path: Path, capsys):
-    from jobctl.cli.main import main
-
-    cfg = tmp_path / "jobctl.toml"
-    cfg.write_text('[queues.ev]\nlayout = "stream-group"\ntag = "ev"\n\n[queues.email]\nlayout = "reliable-list"\n')
-
-    def _run(*args: str) -> tuple[int, str, str]:
-        code = main(["--url", redis_url, "--config", str(cfg), *args])
-        out, err = capsys.readouterr()
-        return code, out, err
-    return _run
+    toml = queues_toml(ev={"layout": "stream-group", "tag": "ev"}, email={"layout": "reliable-list"})
+    return cli_runner(capsys, redis_url, write_config(tmp_path, toml))
 
 
 def history(client, n: int, acked: int, pending: int) -> list[str]:

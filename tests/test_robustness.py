@@ -125,6 +125,19 @@ def _assert_once(where) -> None:
     assert not twice, f"{len(twice)} job(s) not in exactly one state, e.g. {list(twice.items())[:3]}"
 
 
+def _census_kept(conf: Conformance, layout, case: str, before) -> dict:
+    """The census after an operation of ``case``: each job in exactly one
+    state, every job of the census ``before`` still there (a purge may only
+    remove jobs)."""
+    after = census(conf.client, layout)
+    _assert_once(after)
+    if OPS[case][2] is Operation.PURGE:
+        assert set(after) <= set(before)
+    else:
+        assert set(after) == set(before)
+    return after
+
+
 @pytest.fixture
 def conf(request, redis_client, redis_url, tmp_path, capsys) -> Conformance:
     return Conformance(ADAPTERS[request.param], redis_client, redis_url, tmp_path, capsys)
@@ -178,12 +191,7 @@ def test_wrong_type_payload_mid_batch(conf: Conformance, case: str):
     assert res.moved + res.skipped + res.failed == plan.planned
     assert res.moved >= plan.planned - 1, res.to_json()  # the others are unaffected
 
-    after = census(conf.client, layout)
-    _assert_once(after)
-    if OPS[case][2] is Operation.PURGE:
-        assert set(after) <= set(before)
-    else:
-        assert set(after) == set(before)
+    after = _census_kept(conf, layout, case, before)
     restore_key(conf.client, pkey)
     if res.moved < plan.planned:  # the script met the payload: the job stays where it was, whole
         assert victim in after
@@ -244,12 +252,7 @@ def test_kill_9_then_rerun(conf: Conformance, case: str):
 
     code, out, err = conf.run(*argv)  # the same command again finishes the work
     assert code in (0, 8), (killed, code, err)
-    after = census(conf.client, layout)
-    _assert_once(after)
-    if OPS[case][2] is Operation.PURGE:
-        assert set(after) <= set(before)
-    else:
-        assert set(after) == set(before)
+    _census_kept(conf, layout, case, before)
     assert conf.json(*argv[:-1], "--dry-run")["planned"] == 0, "nothing left to do after the rerun"
     conf.check_ok()
 

@@ -8,20 +8,26 @@ import random
 from jobctl.keys import ReliableListKeys
 from jobctl_fixtures.envelopes import new_envelope
 from jobctl_fixtures.protocol import Producer, Worker, now_ms
+from helpers import claim_and_ack
 from test_runbooks import check_ok, run_book, status_of, steps_journaled
+
+
+def _enqueue(client, rng, created: int, n: int, prefix: str, tenant_of) -> list[tuple[str, str]]:
+    """``n`` ready jobs ``<prefix>0000..`` on email, job ``i`` of tenant
+    ``tenant_of(i)`` created at ``created + i``; ``(id, tenant)`` pairs, oldest first."""
+    producer = Producer(client, "email")
+    ids = []
+    for i in range(n):
+        job_id, tenant = f"{prefix}{i:04d}", tenant_of(i)
+        producer.enqueue(new_envelope(job_id, "webhook.deliver", tenant, created + i, rng))
+        ids.append((job_id, tenant))
+    return ids
 
 
 def test_noisy_tenant(redis_url, redis_client, capsys):
     # one tenant floods the queue: 3 of every 4 ready jobs are t1's
-    rng = random.Random(5)
-    producer = Producer(redis_client, "email")
     created = now_ms() - 600_000
-    ids = []
-    for i in range(400):
-        tenant = "t1" if i % 4 else f"t{2 + i % 3}"
-        job_id = f"n{i:04d}"
-        producer.enqueue(new_envelope(job_id, "webhook.deliver", tenant, created + i, rng))
-        ids.append((job_id, tenant))
+    ids = _enqueue(redis_client, random.Random(5), created, 400, "n", lambda i: "t1" if i % 4 else f"t{2 + i % 3}")
     t1 = [j for j, t in ids if t == "t1"]
     others = [j for j, t in ids if t != "t1"]
     before = status_of(redis_url, "email", capsys)
@@ -38,10 +44,7 @@ def test_noisy_tenant(redis_url, redis_client, capsys):
 
     # the other tenants drain: a worker takes only their jobs
     worker = Worker(redis_client, "email")
-    served = []
-    while (job := worker.claim()) is not None:
-        served.append(job.job_id)
-        worker.ack(job.job_id)
+    served = claim_and_ack(worker)
     assert served == others
 
     assert run_book(redis_url, "noisy-tenant", "email", "--step", "resume") == 0
@@ -50,23 +53,15 @@ def test_noisy_tenant(redis_url, redis_client, capsys):
     k = ReliableListKeys("email")
     assert [x.decode() for x in reversed(redis_client.lrange(k.ready, 0, -1))] == t1  # oldest first
     assert check_ok(redis_url, "email", capsys)
-    served = []
-    while (job := worker.claim()) is not None:
-        served.append(job.job_id)
-        worker.ack(job.job_id)
+    served = claim_and_ack(worker)
     assert served == t1
     assert {s["step"] for s in steps_journaled("noisy-tenant")} >= {"pause", "verify-paused", "resume"}
 
 
 def test_retire_or_split_queue(redis_url, redis_client, capsys):
     rng = random.Random(6)
-    producer = Producer(redis_client, "email")
     created = now_ms() - 600_000
-    ids = []
-    for i in range(120):
-        tenant = ("t1", "t2", "t3")[i % 3]
-        producer.enqueue(new_envelope(f"m{i:04d}", "webhook.deliver", tenant, created + i, rng))
-        ids.append((f"m{i:04d}", tenant))
+    ids = _enqueue(redis_client, rng, created, 120, "m", lambda i: ("t1", "t2", "t3")[i % 3])
     Producer(redis_client, "email-v2").enqueue(new_envelope("keep", "webhook.deliver", "t9", created, rng))
     t1 = [j for j, t in ids if t == "t1"]
 

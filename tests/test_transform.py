@@ -18,6 +18,7 @@ from jobctl.model import State
 from jobctl.ops.engine import run_plan
 from jobctl.ops.spec import Operation, OpSpec
 from jobctl.ops.transform import load_transform
+from helpers import cli_runner, write_config
 from test_pause import enqueue, partition, tail_first
 
 K = ReliableListKeys("email")
@@ -36,16 +37,7 @@ delete = ["payloadRef"]
 
 @pytest.fixture
 def run(redis_url, tmp_path: Path, capsys):
-    from jobctl.cli.main import main
-
-    cfg = tmp_path / "jobctl.toml"
-    cfg.write_text('[queues.email]\nlayout = "reliable-list"\n')
-
-    def _run(*args: str) -> tuple[int, str, str]:
-        code = main(["--url", redis_url, "--config", str(cfg), *args])
-        out, err = capsys.readouterr()
-        return code, out, err
-    return _run
+    return cli_runner(capsys, redis_url, write_config(tmp_path, '[queues.email]\nlayout = "reliable-list"\n'))
 
 
 @pytest.fixture

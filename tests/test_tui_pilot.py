@@ -4,6 +4,7 @@ on the app's state, what Redis holds afterwards, and the notices shown."""
 from __future__ import annotations
 
 import asyncio
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -23,17 +24,9 @@ from jobctl_tui.inspector import InspectorScreen
 from jobctl_tui.queue_screen import QueueScreen
 from jobctl_tui.testing import settle, wait_for
 from jobctl_tui.widgets import FilterBar, TopBar
+from helpers import TUI_EXPORTS, TUI_T0, load_spike, spike_queues, tui_export_root  # noqa: F401 - autouse fixture
 
-#: Where a purge started from the TUI exports first (a folder of each test's own).
-_EXPORTS: dict[str, str] = {}
-
-
-@pytest.fixture(autouse=True)
-def _export_root(tmp_path):
-    _EXPORTS["root"] = str(tmp_path / "tui-exports")
-
-
-T0 = 1_790_000_000_000
+T0 = TUI_T0
 SIZE = (140, 40)
 
 
@@ -50,27 +43,18 @@ def app_for(session: Session, **kw):
     kw.setdefault("refresh_s", 3600)
     kw.setdefault("clock", lambda: T0 + 1000)
     kw.setdefault("server_label", "redis://test")
-    kw.setdefault("export_root", _EXPORTS["root"])
+    kw.setdefault("export_root", TUI_EXPORTS["root"])
     return make_app(session, **kw)
 
 
 @pytest.fixture
 def spike(redis_client):
     """dlq-spike on email (2 shards), stuck-workers on billing, scheduler-lag on reports."""
-    truths = {
-        "email": load_scenario(redis_client, "dlq-spike", queue="email", shards=2, size=600, seed=11, now_ms=T0,
-                               malformed=4),
-        "billing": load_scenario(redis_client, "stuck-workers", queue="billing", size=300, seed=12, now_ms=T0),
-        "reports": load_scenario(redis_client, "scheduler-lag", queue="reports", size=200, seed=13, now_ms=T0),
-    }
-    return truths
+    return load_spike(redis_client, now_ms=T0)
 
 
 def spike_session(url: str, **kw) -> Session:
-    return session_for(url, email=QueueConfig("email", shards=2,
-                                              options={"slo": {"dead": {"warn": 100, "breach": 1000},
-                                                               "oldest_ready_age": "10m"}}),
-                       billing=QueueConfig("billing"), reports=QueueConfig("reports"), **kw)
+    return session_for(url, **spike_queues(), **kw)
 
 
 def dead_depth(client, tag: str, shards: int | None = None) -> int:
@@ -83,14 +67,29 @@ def run(coro):
     return asyncio.run(coro)
 
 
+@asynccontextmanager
+async def piloted(app, queue: str | None = None, tab: str | None = None):
+    """``app.run_test(size=SIZE)``'s pilot once the app has settled (on the
+    screen of ``queue`` at ``tab`` when a queue is given); the app's session
+    is closed afterwards."""
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            if queue is not None:
+                app.open_queue(queue, tab=tab)
+                await settle(pilot)
+            yield pilot
+    finally:
+        app.session.close()
+
+
 # -- dashboard ------------------------------------------------------------------------------
 
 
 def test_dashboard_shows_every_queue_with_slo_levels_and_badge(redis_url, spike) -> None:
     async def go():
         app = app_for(spike_session(redis_url, environment="production"))
-        async with app.run_test(size=SIZE) as pilot:
-            await settle(pilot)
+        async with piloted(app) as pilot:
             assert isinstance(app.screen, DashboardScreen)
             table = app.screen.table
             assert [k.value for k in table.rows] == ["email", "billing", "reports"]
@@ -106,7 +105,6 @@ def test_dashboard_shows_every_queue_with_slo_levels_and_badge(redis_url, spike)
             top = app.screen.query_one(TopBar).text
             assert "PRODUCTION" in top and "redis://test" in top and "updated" in top
             assert app.trouble is None
-        app.session.close()
 
     run(go())
 
@@ -117,8 +115,7 @@ def test_pause_refresh_interval_floor_and_sparklines(redis_url, redis_client, sp
     async def go():
         app = app_for(spike_session(redis_url), clock=lambda: clock[0], refresh_s=0.1)
         assert app.refresh_s == 0.5  # the floor
-        async with app.run_test(size=SIZE) as pilot:
-            await settle(pilot)
+        async with piloted(app) as pilot:
             await pilot.press("p")
             assert app.paused
             assert "PAUSED" in app.screen.query_one(TopBar).text
@@ -145,7 +142,6 @@ def test_pause_refresh_interval_floor_and_sparklines(redis_url, redis_client, sp
             assert len(row.depth_series) >= 2
             cells = [str(c) for c in app.screen.table.get_row("email")]
             assert "+60.0/min" in cells
-        app.session.close()
 
     run(go())
 
@@ -153,8 +149,7 @@ def test_pause_refresh_interval_floor_and_sparklines(redis_url, redis_client, sp
 def test_vim_keys_help_and_command_palette(redis_url, spike) -> None:
     async def go():
         app = app_for(spike_session(redis_url))
-        async with app.run_test(size=SIZE) as pilot:
-            await settle(pilot)
+        async with piloted(app) as pilot:
             table = app.screen.table
             await pilot.press("j")
             assert table.cursor_row == 1
@@ -178,7 +173,6 @@ def test_vim_keys_help_and_command_palette(redis_url, spike) -> None:
             await pilot.press("l")
             await settle(pilot)
             assert isinstance(app.screen, QueueScreen) and app.screen.queue == "email"
-        app.session.close()
 
     run(go())
 
@@ -189,10 +183,7 @@ def test_vim_keys_help_and_command_palette(redis_url, spike) -> None:
 def test_queue_screen_histogram_due_times_and_processing(redis_url, spike) -> None:
     async def go():
         app = app_for(spike_session(redis_url))
-        async with app.run_test(size=SIZE) as pilot:
-            await settle(pilot)
-            app.open_queue("reports")
-            await settle(pilot)
+        async with piloted(app, "reports") as pilot:
             scr = app.screen
             truth = spike["reports"]
             for state in ("dead", "scheduled", "processing"):
@@ -216,7 +207,6 @@ def test_queue_screen_histogram_due_times_and_processing(redis_url, spike) -> No
             first = scr.query_one("#proc").get_row_at(0)
             assert "STUCK" in str(first[5]) and "red" in str(first[5].style)
             assert f"{n_stuck:,} stuck" in str(scr.query_one("#proc-note").render())
-        app.session.close()
 
     run(go())
 
@@ -224,8 +214,7 @@ def test_queue_screen_histogram_due_times_and_processing(redis_url, spike) -> No
 def test_triage_view_drill_down_and_filter(redis_url, spike) -> None:
     async def go():
         app = app_for(spike_session(redis_url))
-        async with app.run_test(size=SIZE) as pilot:
-            await settle(pilot)
+        async with piloted(app) as pilot:
             await pilot.press("t")
             await settle(pilot)
             scr = app.screen
@@ -264,7 +253,6 @@ def test_triage_view_drill_down_and_filter(redis_url, spike) -> None:
             await pilot.press("c")
             await settle(pilot)
             assert scr.filter.is_match_all and scr.triage.matched == truth.expected["dead"] - 2
-        app.session.close()
 
     run(go())
 
@@ -272,10 +260,7 @@ def test_triage_view_drill_down_and_filter(redis_url, spike) -> None:
 def test_job_inspector_envelope_and_raw_bytes(redis_url, spike) -> None:
     async def go():
         app = app_for(spike_session(redis_url))
-        async with app.run_test(size=SIZE) as pilot:
-            await settle(pilot)
-            app.open_queue("email", tab="jobs")
-            await settle(pilot)
+        async with piloted(app, "email", tab="jobs") as pilot:
             scr = app.screen
             first = scr.page.records[0]
             await pilot.press("enter")
@@ -303,7 +288,6 @@ def test_job_inspector_envelope_and_raw_bytes(redis_url, spike) -> None:
                     text = "".join(str(r) for r in getattr(body, "renderables", [body]))
                     assert ("hex dump" in text) == (kind == "non-utf8")
                 await pilot.press("h")
-        app.session.close()
 
     run(go())
 
@@ -319,8 +303,7 @@ def test_acceptance_redrive_one_triage_group_from_the_keyboard(redis_url, redis_
 
     async def go():
         app = app_for(spike_session(redis_url))
-        async with app.run_test(size=SIZE) as pilot:
-            await settle(pilot)
+        async with piloted(app) as pilot:
             await pilot.press("enter")          # open email
             await settle(pilot)
             await pilot.press("3")              # triage tab
@@ -341,7 +324,6 @@ def test_acceptance_redrive_one_triage_group_from_the_keyboard(redis_url, redis_
             await pilot.press("5")
             await settle(pilot)
             assert app.screen.journal[0]["operation"] == "redrive"
-        app.session.close()
 
     run(go())
     assert dead_depth(redis_client, "email", 2) == truth.expected["dead"] - n
@@ -364,8 +346,7 @@ def test_cancel_changes_nothing_and_read_only_refuses(redis_url, redis_client, s
 
     async def go(read_only: bool):
         app = app_for(spike_session(redis_url, read_only=read_only))
-        async with app.run_test(size=SIZE) as pilot:
-            await settle(pilot)
+        async with piloted(app) as pilot:
             await pilot.press("R")   # whole-queue redrive from the dashboard
             await settle(pilot)
             if read_only:
@@ -379,7 +360,6 @@ def test_cancel_changes_nothing_and_read_only_refuses(redis_url, redis_client, s
                 await settle(pilot)
                 assert isinstance(app.screen, DashboardScreen)
                 assert any("cancelled: nothing was changed" in m for _, m in app.notices)
-        app.session.close()
 
     run(go(read_only=True))
     run(go(read_only=False))
@@ -392,10 +372,7 @@ def test_requeue_stuck_and_promote_a_selection(redis_url, redis_client, spike) -
 
     async def go():
         app = app_for(spike_session(redis_url))
-        async with app.run_test(size=SIZE) as pilot:
-            await settle(pilot)
-            app.open_queue("billing", tab="processing")
-            await settle(pilot)
+        async with piloted(app, "billing", tab="processing") as pilot:
             await pilot.press("U")
             await settle(pilot)
             assert isinstance(app.screen, PlanModal) and app.screen.plan.planned == len(stuck)
@@ -424,7 +401,6 @@ def test_requeue_stuck_and_promote_a_selection(redis_url, redis_client, spike) -
             # redrive is refused on a scheduled list, with a notice
             await pilot.press("R")
             assert any("redrive works on dead jobs" in m for _, m in app.notices)
-        app.session.close()
 
     run(go())
     assert redis_client.zcount(ReliableListKeys("billing").deadline, "-inf", f"({T0}") == 0
@@ -440,10 +416,7 @@ def test_suppress_asks_a_reason_and_purge_needs_the_count(redis_url, redis_clien
 
     async def go():
         app = app_for(spike_session(redis_url))
-        async with app.run_test(size=SIZE) as pilot:
-            await settle(pilot)
-            app.open_queue("email", tab="triage")
-            await settle(pilot)
+        async with piloted(app, "email", tab="triage") as pilot:
             await pilot.press("S")
             assert isinstance(app.screen, ReasonModal)
             await pilot.press(*"known outage", "enter")
@@ -473,7 +446,6 @@ def test_suppress_asks_a_reason_and_purge_needs_the_count(redis_url, redis_clien
             await pilot.press("enter")
             await settle(pilot)
             assert isinstance(app.screen, QueueScreen)
-        app.session.close()
 
     run(go())
     sup = sum(redis_client.zcard(ReliableListKeys(t).suppressed) for t in ("email:00", "email:01"))
@@ -497,10 +469,7 @@ def test_acceptance_tui_purge_exports_first_like_the_cli(redis_url, redis_client
 
     async def go():
         app = app_for(spike_session(redis_url), export_root=str(tmp_path))
-        async with app.run_test(size=SIZE) as pilot:
-            await settle(pilot)
-            app.open_queue("email", tab="triage")
-            await settle(pilot)
+        async with piloted(app, "email", tab="triage") as pilot:
             await pilot.press("X")
             await settle(pilot)
             modal = app.screen
@@ -514,7 +483,6 @@ def test_acceptance_tui_purge_exports_first_like_the_cli(redis_url, redis_client
             await pilot.press("tab", "enter")
             await settle(pilot)
             assert isinstance(app.screen, QueueScreen)
-        app.session.close()
 
     run(go())
     m = load_manifest(seen["dir"])
@@ -534,8 +502,7 @@ def test_large_plan_needs_the_count_and_a_run_can_be_stopped(redis_url, redis_cl
 
     async def go():
         app = app_for(session_for(redis_url, big=QueueConfig("big")), op_rate=200)
-        async with app.run_test(size=SIZE) as pilot:
-            await settle(pilot)
+        async with piloted(app) as pilot:
             await pilot.press("R")
             await settle(pilot)
             modal = app.screen
@@ -549,7 +516,6 @@ def test_large_plan_needs_the_count_and_a_run_can_be_stopped(redis_url, redis_cl
             await settle(pilot)
             assert isinstance(app.screen, DashboardScreen)
             assert any("interrupted" in m for _, m in app.notices)
-        app.session.close()
 
     run(go())
     left = redis_client.llen(ReliableListKeys("big").dead)
@@ -564,8 +530,7 @@ def test_large_plan_needs_the_count_and_a_run_can_be_stopped(redis_url, redis_cl
 def test_unreachable_server_shows_a_banner_and_the_ui_keeps_running() -> None:
     async def go():
         app = app_for(session_for("redis://127.0.0.1:1/0", timeout_s=0.5, q=QueueConfig("q")))
-        async with app.run_test(size=SIZE) as pilot:
-            await settle(pilot)
+        async with piloted(app) as pilot:
             assert app.trouble and "cannot reach redis://127.0.0.1:1/0" in app.trouble
             banner = app.screen.query_one("#banner")
             assert banner.display and "Redis trouble" in str(banner.render())
@@ -574,7 +539,6 @@ def test_unreachable_server_shows_a_banner_and_the_ui_keeps_running() -> None:
             await pilot.press("escape", "r")
             await settle(pilot)
             assert app.trouble and isinstance(app.screen, DashboardScreen)
-        app.session.close()
 
     run(go())
 
@@ -582,8 +546,7 @@ def test_unreachable_server_shows_a_banner_and_the_ui_keeps_running() -> None:
 def test_timeout_banner_then_reconnect(redis_url, redis_client, spike) -> None:
     async def go():
         app = app_for(spike_session(redis_url, timeout_s=0.3))
-        async with app.run_test(size=SIZE) as pilot:
-            await settle(pilot)
+        async with piloted(app) as pilot:
             assert app.trouble is None
             redis_client.client_pause(1200, all=True)
             app.refresh_status()
@@ -596,7 +559,6 @@ def test_timeout_banner_then_reconnect(redis_url, redis_client, spike) -> None:
             await settle(pilot)
             assert app.trouble is None and not app.screen.query_one("#banner").has_class("-shown")
             assert any("Redis answers again" in m for _, m in app.notices)
-        app.session.close()
 
     run(go())
 
@@ -610,11 +572,9 @@ def test_acl_denial_shows_a_banner(redis_url, redis_client, spike) -> None:
 
         async def go():
             app = app_for(spike_session(url))
-            async with app.run_test(size=SIZE) as pilot:
-                await settle(pilot)
+            async with piloted(app) as pilot:
                 assert app.trouble and "permission denied" in app.trouble
                 assert "pw@" not in app.trouble
-            app.session.close()
 
         run(go())
     finally:
@@ -641,10 +601,7 @@ def test_queue_screen_on_a_layout_without_a_dlq(redis_url, redis_client) -> None
 
     async def go():
         app = app_for(session_for(redis_url, dz=adapter.queue_config("dz")), clock=lambda: now)
-        async with app.run_test(size=SIZE) as pilot:
-            await settle(pilot)
-            app.open_queue("dz", tab="jobs")
-            await settle(pilot)
+        async with piloted(app, "dz", tab="jobs") as pilot:
             scr = app.screen
             assert scr.page.state == "ready" and len(scr.page.records) == expected["ready"]
             await pilot.press("s")
@@ -654,7 +611,6 @@ def test_queue_screen_on_a_layout_without_a_dlq(redis_url, redis_client) -> None
             await settle(pilot)
             assert scr.page.state == "ready"
             assert scr.triage.groups == [] and not [m for sev, m in app.notices if sev == "error"]
-        app.session.close()
 
     run(go())
 

@@ -11,33 +11,25 @@ variant (no worker, no ETA).  Update after a deliberate change with
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 
 import pytest
 from pytest_textual_snapshot import SVGImageExtension
 from textual._doc import take_svg_screenshot
 
-from jobctl.config import Config, Profile, QueueConfig
+from jobctl.config import Config, Profile
 from jobctl.filter import MATCH_ALL
 from jobctl.model import State
 from jobctl.ops.plan import Plan
 from jobctl.ops.spec import Operation, OpSpec
 from jobctl.session import Session
-from jobctl_fixtures.scenarios import load_scenario
 from jobctl_tui import make_app
 from jobctl_tui.actions import RunModal, RunProgress
 from jobctl_tui.testing import settle
+from helpers import TUI_EXPORTS, TUI_T0, load_spike, spike_queues, tui_export_root  # noqa: F401 - autouse fixture
 
-#: Where a purge started from the TUI exports first (a folder of each test's own).
-_EXPORTS: dict[str, str] = {}
-
-
-@pytest.fixture(autouse=True)
-def _export_root(tmp_path):
-    _EXPORTS["root"] = str(tmp_path / "tui-exports")
-
-
-T0 = 1_790_000_000_000
+T0 = TUI_T0
 SIZE = (130, 36)
 
 
@@ -63,152 +55,99 @@ def snap(snapshot):
 
 @pytest.fixture
 def loaded(redis_client, redis_url):
-    truths = {
-        "email": load_scenario(redis_client, "dlq-spike", queue="email", shards=2, size=600, seed=11, now_ms=T0,
-                               malformed=4),
-        "billing": load_scenario(redis_client, "stuck-workers", queue="billing", size=300, seed=12, now_ms=T0),
-        "reports": load_scenario(redis_client, "scheduler-lag", queue="reports", size=200, seed=13, now_ms=T0),
-    }
-    return redis_url, truths
+    return redis_url, load_spike(redis_client, now_ms=T0)
 
 
 def make(url: str, *, environment: str | None = "production", read_only: bool = False, **kw):
-    queues = {
-        "email": QueueConfig("email", shards=2, options={"slo": {"dead": {"warn": 100, "breach": 1000},
-                                                                 "oldest_ready_age": "10m"}}),
-        "billing": QueueConfig("billing"),
-        "reports": QueueConfig("reports"),
-    }
     s = Session(profile="ops", read_only_flag=read_only, timeout_s=1.0)
-    s._config = Config(queues=queues, profiles={"ops": Profile("ops", url=url, environment=environment)})
+    s._config = Config(queues=spike_queues(), profiles={"ops": Profile("ops", url=url, environment=environment)})
     kw.setdefault("refresh_s", 3600)
-    kw.setdefault("export_root", _EXPORTS["root"])  # a purge exports first
+    kw.setdefault("export_root", TUI_EXPORTS["root"])  # a purge exports first
     return make_app(s, clock=lambda: T0 + 1000, server_label="redis://test", **kw)
+
+
+def before(*steps, then=None):
+    """A ``run_before``: settle, then each step settling after it, then
+    ``then`` followed by one pause (no settle).  A step (or ``then``) is a
+    tuple of keys to press or a function of the pilot (awaited when it
+    returns an awaitable)."""
+    async def do(pilot, step) -> None:
+        if isinstance(step, tuple):
+            await pilot.press(*step)
+        elif inspect.isawaitable(result := step(pilot)):
+            await result
+
+    async def run_before(pilot) -> None:
+        await settle(pilot)
+        for step in steps:
+            await do(pilot, step)
+            await settle(pilot)
+        if then is not None:
+            await do(pilot, then)
+            await pilot.pause()
+
+    return run_before
 
 
 def test_dashboard(snap, loaded) -> None:
     url, _ = loaded
-
-    async def before(pilot):
-        await settle(pilot)
-
-    assert snap(make(url, read_only=True), before)
+    assert snap(make(url, read_only=True), before())
 
 
 def test_queue_overview(snap, loaded) -> None:
     url, _ = loaded
-
-    async def before(pilot):
-        await settle(pilot)
-        await pilot.press("enter")
-        await settle(pilot)
-
-    assert snap(make(url), before)
+    assert snap(make(url), before(("enter",)))
 
 
 def test_queue_processing(snap, loaded) -> None:
     url, _ = loaded
-
-    async def before(pilot):
-        await settle(pilot)
-        pilot.app.open_queue("billing", tab="processing")
-        await settle(pilot)
-
-    assert snap(make(url), before)
+    assert snap(make(url), before(lambda pilot: pilot.app.open_queue("billing", tab="processing")))
 
 
 def test_queue_triage(snap, loaded) -> None:
     url, _ = loaded
-
-    async def before(pilot):
-        await settle(pilot)
-        await pilot.press("t")
-        await settle(pilot)
-
-    assert snap(make(url), before)
+    assert snap(make(url), before(("t",)))
 
 
 def test_queue_jobs_drill_down_with_selection(snap, loaded) -> None:
     url, _ = loaded
-
-    async def before(pilot):
-        await settle(pilot)
-        await pilot.press("t")
-        await settle(pilot)
-        await pilot.press("j", "enter")
-        await settle(pilot)
-        await pilot.press("space", "space")
-        await pilot.pause()
-
-    assert snap(make(url), before)
+    assert snap(make(url), before(("t",), ("j", "enter"), then=("space", "space")))
 
 
 def test_filter_error(snap, loaded) -> None:
     url, _ = loaded
 
-    async def before(pilot):
-        await settle(pilot)
-        pilot.app.open_queue("email", tab="jobs")
-        await settle(pilot)
+    async def type_a_bad_filter(pilot):
         await pilot.press("slash")
         bar = pilot.app.screen.query_one("FilterBar")
         bar.input.cursor_blink = False
         bar.input.value = "tenant = tenant_1 and"
         await pilot.press("enter")
-        await pilot.pause()
 
-    assert snap(make(url), before)
+    assert snap(make(url), before(lambda pilot: pilot.app.open_queue("email", tab="jobs"), then=type_a_bad_filter))
 
 
 def test_inspector_envelope(snap, loaded) -> None:
     url, truths = loaded
     job_id = sorted(truths["email"].ids_by_state["dead"] - truths["email"].malformed_ids)[0]
-
-    async def before(pilot):
-        await settle(pilot)
-        pilot.app.open_job("email", job_id)
-        await settle(pilot)
-
-    assert snap(make(url), before)
+    assert snap(make(url), before(lambda pilot: pilot.app.open_job("email", job_id)))
 
 
 def test_inspector_raw_bytes(snap, loaded) -> None:
     url, truths = loaded
     t = truths["email"]
     job_id = sorted(i for i in t.malformed_ids if t.malformed_kinds[i] == "non-utf8")[0]
-
-    async def before(pilot):
-        await settle(pilot)
-        pilot.app.open_job("email", job_id)
-        await settle(pilot)
-
-    assert snap(make(url), before)
+    assert snap(make(url), before(lambda pilot: pilot.app.open_job("email", job_id)))
 
 
 def test_plan_modal(snap, loaded) -> None:
     url, _ = loaded
-
-    async def before(pilot):
-        await settle(pilot)
-        await pilot.press("t")
-        await settle(pilot)
-        await pilot.press("R")
-        await settle(pilot)
-
-    assert snap(make(url), before)
+    assert snap(make(url), before(("t",), ("R",)))
 
 
 def test_plan_modal_typed_purge(snap, loaded) -> None:
     url, _ = loaded
-
-    async def before(pilot):
-        await settle(pilot)
-        await pilot.press("t")
-        await settle(pilot)
-        await pilot.press("j", "j", "X")
-        await settle(pilot)
-
-    assert snap(make(url), before)
+    assert snap(make(url), before(("t",), ("j", "j", "X")))
 
 
 def test_run_modal_static(snap, loaded) -> None:
@@ -217,29 +156,18 @@ def test_run_modal_static(snap, loaded) -> None:
                             op_id="redrive-snapshot"), now_ms=T0)
     plan.jobs = [None] * 180  # only the count is shown
 
-    async def before(pilot):
-        await settle(pilot)
+    async def show_the_modal(pilot):
         modal = RunModal(plan, autostart=False)
         await pilot.app.push_screen(modal)
         modal.post_message(RunProgress(64, 180))
-        await pilot.pause()
 
-    assert snap(make(url), before)
+    assert snap(make(url), before(then=show_the_modal))
 
 
 def test_help(snap, loaded) -> None:
     url, _ = loaded
-
-    async def before(pilot):
-        await settle(pilot)
-        await pilot.press("question_mark")
-        await pilot.pause()
-
-    assert snap(make(url, environment="staging"), before)
+    assert snap(make(url, environment="staging"), before(then=("question_mark",)))
 
 
 def test_trouble_banner(snap) -> None:
-    async def before(pilot):
-        await settle(pilot)
-
-    assert snap(make("redis://127.0.0.1:1/0", environment=None), before)
+    assert snap(make("redis://127.0.0.1:1/0", environment=None), before())
