@@ -207,7 +207,67 @@ local function hold_it(code, i)
   if i then met[#met + 1] = i; met[#met + 1] = code end
 end
 
+-- tail mode, ready and purge: the bulk path.  From the walk's position on,
+-- the run of entries whose element is the expected id (and, to ready, whose
+-- payload key exists: one EXISTS over the run) leaves the tail in one RPOP
+-- with a count (<= BULK) and reaches the target in one LPUSH of the run
+-- (the order of one LMOVE each) / has its payload keys unlinked in one
+-- UNLINK (purge).  The LPUSH runs under redis.pcall: if it fails (OOM) the
+-- run goes back to the tail as it was and the per-job loops below take the
+-- rest of the call (each job's error then moves nothing of that job).  An
+-- element that ends the run is left to the per-job loops for one position.
+local BULK = 1000
+local bulk_on = width == 0 and kind == 'rl' and (mode == 'ready' or mode == 'purge')
+
+local function push_back(els, from, to)
+  -- els[from..to] back at the tail, els[from] the tail again
+  local back, m = {}, 0
+  for j = to, from, -1 do m = m + 1; back[m] = els[j] end
+  if m > 0 then redis.call('RPUSH', dead, unpack(back)) end
+end
+
+local function bulk_step()
+  local i = popped - first + 1
+  if i < 1 or i > n then return 0 end
+  local k = math.min(limit - popped, n - i + 1, BULK)
+  if k < 1 then return 0 end
+  local els = redis.call('RPOP', dead, k)
+  if not els then return 0 end
+  local run = 0
+  for j = 1, #els do
+    if KEYS[9 + i + j] ~= prefix .. els[j] then break end
+    run = j
+  end
+  if run > 0 and mode == 'ready' and redis.call('EXISTS', unpack(KEYS, 10 + i, 9 + i + run)) ~= run then
+    local ok = 0
+    for j = 1, run do
+      if redis.call('EXISTS', KEYS[9 + i + j]) == 0 then break end
+      ok = j
+    end
+    run = ok
+  end
+  push_back(els, run + 1, #els)
+  if run == 0 then return 0 end
+  if mode == 'ready' then
+    local r = redis.pcall('LPUSH', target, unpack(els, 1, run))
+    if type(r) == 'table' and r['err'] then
+      push_back(els, 1, run)
+      bulk_on = false
+      return 0
+    end
+    for j = 1, run do moved_ids[#moved_ids + 1] = els[j] end
+  else
+    redis.pcall('UNLINK', unpack(KEYS, 10 + i, 9 + i + run))
+  end
+  moved = moved + run
+  popped = popped + run
+  this = this + run
+  return run
+end
+
 while width == 0 and mode == 'ready' and popped < limit do
+  if bulk_on and popped < limit then bulk_step() end
+  if popped >= limit then break end
   -- the common case in two commands a job, no table or closure per job:
   -- EXISTS of the expected entry's payload key, then one LMOVE whose reply
   -- is checked against the expected id (another element is put back and held)
@@ -240,6 +300,8 @@ while width == 0 and mode == 'ready' and popped < limit do
 end
 
 while width == 0 and mode ~= 'ready' and popped < limit do
+  if bulk_on then bulk_step() end
+  if popped >= limit then break end
   local el = redis.call('LINDEX', dead, tail)
   if not el then ended = 1; break end
   local e, i = tail_entry(el)
@@ -313,20 +375,24 @@ redis.call('SET', lease, lease_value, 'PX', ttl)  -- renewed (and taken back if 
 -- JSON array [op id, redriven at (epoch ms), count]
 if mode == 'ready' or mode == 'stream' or mode == 'scheduled' then
   if #moved_ids > 0 then
-    local prev = redis.call('HMGET', redriven, unpack(moved_ids))
-    local args, head, first_time = {}, '[' .. op_json .. ',' .. now .. ',', '[' .. op_json .. ',' .. now .. ',1]'
-    local k = 0
-    for j = 1, #moved_ids do
-      args[k + 1] = moved_ids[j]
-      if prev[j] then
-        local count = tonumber(string.match(prev[j], ',(%d+)%]$')) or 0
-        args[k + 2] = head .. (count + 1) .. ']'
-      else
-        args[k + 2] = first_time  -- the common case: no earlier redrive, one shared string
+    local head, first_time = '[' .. op_json .. ',' .. now .. ',', '[' .. op_json .. ',' .. now .. ',1]'
+    for c = 1, #moved_ids, BULK do  -- in chunks of BULK ids (unpack's limit)
+      local last = math.min(c + BULK - 1, #moved_ids)
+      local prev = redis.call('HMGET', redriven, unpack(moved_ids, c, last))
+      local args, k = {}, 0
+      for j = c, last do
+        args[k + 1] = moved_ids[j]
+        local p = prev[j - c + 1]
+        if p then
+          local count = tonumber(string.match(p, ',(%d+)%]$')) or 0
+          args[k + 2] = head .. (count + 1) .. ']'
+        else
+          args[k + 2] = first_time  -- the common case: no earlier redrive, one shared string
+        end
+        k = k + 2
       end
-      k = k + 2
+      redis.pcall('HSET', redriven, unpack(args))
     end
-    redis.pcall('HSET', redriven, unpack(args))
   end
 end
 

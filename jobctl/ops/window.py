@@ -78,7 +78,7 @@ WINDOW = 128
 #: Tail positions one window call of an unfiltered plan (tail mode) pops when
 #: ``--batch`` sets none: ~0.5-0.6 ms of server time per call (about 2 µs a
 #: moved job: EXISTS, LMOVE and its share of the redriven hash's HMGET/HSET).
-TAIL_WINDOW = 256
+TAIL_WINDOW = 1000
 #: Elements one restore call moves back.
 RESTORE_MAX = 2000
 
