@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import Busy, DataError, JobctlError
-from ..ops.plan import JobColumns, Plan, PlannedJob, TailRange
+from ..ops.plan import JobColumns, Plan, PlannedJob, PredicateRange, TailRange
 from ..ops.result import BatchResult
 from ..ops.spec import Operation, OpSpec
 from ..scripts import script
@@ -279,8 +279,13 @@ def drive(sources: list[ListSource], plan: Plan, *, batch: int | None = None, de
     if isinstance(plan.jobs, TailRange):
         from .window_tail import drive_tail
 
+        if isinstance(plan.jobs, PredicateRange):  # the plan's windows: its digests and match bitmaps
+            yield from drive_tail(sources, plan.jobs.walked, value, spec.queue,  # a call takes <= 1,000 (one RPOP)
+                                  max(1, min(batch or plan.jobs.window, 1000)),
+                                  depth, now_fn, windows=plan.jobs.windows, plan_window=plan.jobs.window)
+            return
         yield from drive_tail(sources, plan.jobs.walked, value, spec.queue, max(1, batch or TAIL_WINDOW), depth,
-                               now_fn)
+                              now_fn)
         return
     batch = max(1, batch or WINDOW)
     jobs = _Jobs(plan.jobs)
