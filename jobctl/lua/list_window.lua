@@ -271,7 +271,8 @@ local function bulk_step()
       bulk_on = false
       return 0
     end
-    for j = 1, run do moved_ids[#moved_ids + 1] = els[j] end
+    local m = #moved_ids
+    for j = 1, run do moved_ids[m + j] = els[j] end
   else
     redis.pcall('UNLINK', unpack(KEYS, 10 + i, 9 + i + run))
   end

@@ -276,8 +276,7 @@ class Plan:
             what += "; envelopes get redrivenAtEpochMs, redriveOperation and redriveCount"
             what += ", attempt reset to 0" if s.reset_attempts else ", attempt kept"
         if isinstance(self.jobs, PredicateRange):
-            what += (f"; the filter evaluated server-side on {self.scanned:,} envelope(s), again as each job moves"
-                     f" (breakdown from a sample of {self.breakdown_sampled:,})")
+            pass  # the very plan the client-side evaluation makes: the same words
         elif isinstance(self.jobs, TailRange):
             what += (f"; the {self.planned:,} oldest dead job(s) by position, envelopes not read"
                      f" (breakdown from a sample of {self.breakdown_sampled:,}); ids without a payload"
