@@ -41,11 +41,11 @@ from .common import text
 
 __all__ = ["plan_dead_predicate", "predicate_applies", "SCAN_WINDOW", "SCAN_DEPTH"]
 
-#: Tail positions one ``list_scan.lua`` call judges (about 4-5 µs of server
-#: time each on an idle server: the envelope read into Lua and decoded by
-#: cjson, so ~1 ms a call), and calls per round trip.  The window engine
+#: Tail positions one ``list_scan.lua`` call judges (about 5-6 µs of server
+#: time each on a lightly loaded server: the envelope read into Lua and
+#: decoded by cjson, so ~0.7 ms a call), and calls per round trip.  The window engine
 #: applies the plan in windows of the same size.
-SCAN_WINDOW = 200
+SCAN_WINDOW = 120
 SCAN_DEPTH = 16
 
 

@@ -76,10 +76,10 @@ DEPTH = 8
 #: of server time per call (about 4-5 µs of server CPU a moved job, ~1.5 µs a held one).
 WINDOW = 128
 #: Tail positions one window call of an unfiltered plan (tail mode) pops when
-#: ``--batch`` sets none: ~0.5-0.8 ms of server time per call on an idle
+#: ``--batch`` sets none: ~0.4-0.6 ms of server time per call on an idle
 #: server (about 1-1.5 µs a moved job on the bulk path: its share of one RPOP,
 #: one EXISTS, one LPUSH and the redriven hash's HMGET/HSET; purge: UNLINK).
-TAIL_WINDOW = 500
+TAIL_WINDOW = 400
 #: Elements one restore call moves back.
 RESTORE_MAX = 2000
 
