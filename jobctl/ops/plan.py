@@ -245,6 +245,8 @@ class Plan:
         """The planned ids, in plan order."""
         if isinstance(self.jobs, JobColumns):
             return (self.jobs.job_id(n) for n in range(len(self.jobs)))
+        if isinstance(self.jobs, PredicateRange):
+            return (j.job_id for j in self.jobs)
         if isinstance(self.jobs, TailRange):
             raise TypeError("an unfiltered dead-list plan keeps no per-job data (TailRange)")
         return (j.job_id for j in self.jobs)
