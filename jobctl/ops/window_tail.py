@@ -150,12 +150,16 @@ def _walk_tail(src: ListSource, value: str, total: int, batch: int, depth: int, 
         if planned is None:
             return lrange(-count, -1)[::-1]
         out: list[bytes] = []
-        for w in range(g0 // plan_window, (g0 + count - 1) // plan_window + 1):
+        wins = range(g0 // plan_window, (g0 + count - 1) // plan_window + 1)
+        todo = [w for w in wins if w not in wbuf]  # the last ones: one LRANGE for all of them
+        if todo:
+            first = todo[0] * plan_window
+            got = lrange(-(min((todo[-1] + 1) * plan_window, total) - g0), -(first - g0 + 1))[::-1]
+            for w in todo:
+                wbuf[w] = got[w * plan_window - first:(w + 1) * plan_window - first]
+                check(w * plan_window, wbuf[w])
+        for w in wins:
             ws = w * plan_window
-            if w not in wbuf:
-                we = min(ws + plan_window, total)
-                wbuf[w] = lrange(-(we - g0), -(ws - g0 + 1))[::-1]
-                check(ws, wbuf[w])
             a, b = max(g0, ws) - ws, min(g0 + count, ws + plan_window) - ws
             out += wbuf[w][a:b]
         for w in [w for w in wbuf if (w + 1) * plan_window <= g0]:
