@@ -56,6 +56,12 @@ def source(name: str) -> str:
     if PRELUDE_MARK in text:
         prelude = "\n".join(lua.joinpath("prelude", f).read_text("utf-8") for f in PRELUDE_FILES)
         text = "\n".join(prelude if line.strip() == PRELUDE_MARK else line for line in text.split("\n"))
+    if PRELUDE_MARK + " " in text:  # "--@prelude <name>": prelude/<name>.lua
+        lines = text.split("\n")
+        for n, line in enumerate(lines):
+            if line.startswith(PRELUDE_MARK + " "):
+                lines[n] = lua.joinpath("prelude", f"{line.split()[1]}.lua").read_text("utf-8")
+        text = "\n".join(lines)
     return text
 
 

@@ -114,6 +114,12 @@ def plan_operation(layout: "ReliableList", spec: OpSpec, now: int) -> Plan:
         return plan_tail(layout, spec, now)
     if dead and not spec.ids and spec.fence is None:
         from .lean_plan import plan_dead_filtered
+        from .predicate_plan import plan_dead_predicate, predicate_applies
+
+        if predicate_applies(spec):  # the filter run server-side, else client-side below
+            plan = plan_dead_predicate(layout, spec, now)
+            if plan is not None:
+                return plan
 
         return plan_dead_filtered(layout, spec, now)
     plan = Plan(spec=spec, now_ms=now, redrive_record="hash" if dead else "envelope",

@@ -51,6 +51,15 @@
 --          at ARGV[14] + i - 1, read by the client just before: an element
 --          that differs is held, "not at its planned position"), ARGV[15]
 --          the payload-key prefix (entry i's id is KEYS[10+i] without it)
+--          W = 0 with a filtered plan (jobctl.ops.plan.PredicateRange, mode
+--          ready): ARGV[16] the plan's matches among the entries, a bitmap
+--          (bit 7 - (i-1) % 8 of byte (i-1) // 8 + 1 for entry i), ARGV[17]
+--          "1" when the client found the entries' plan window unchanged
+--          (its digest), else "0"; with "1" the matches whose tail element
+--          is the expected id and whose payload key exists move, the rest is
+--          held without a code; with "0" nothing moves (the matches: "not at
+--          its planned position").  The reply then has a pair for each match
+--          (code "moved" included)
 -- returns  { popped_by_this_call, popped_total, ended, moved, held,
 --          i1, code1, ..., iM, codeM }: ended 1 when the dead list ran out;
 --          one (entry index, code) pair per planned entry met (tail mode:
@@ -84,7 +93,14 @@ if width ~= '3' and width ~= '5' and width ~= '0' then return redis.error_reply(
 width = tonumber(width)
 local reset, info = ARGV[9] == '1', ARGV[10]
 local nargs = width == 0 and 15 or 13 + width * n
+if width == 0 and #ARGV == 17 then nargs = 17 end
 if #ARGV ~= nargs then return redis.error_reply('BADARG expected ' .. nargs .. ' arguments') end
+local prog, bits = nil, ''
+if nargs == 17 then
+  bits, prog = ARGV[16], ARGV[17]
+  if mode ~= 'ready' or kind ~= 'rl' then return redis.error_reply('BADARG a filtered tail plan needs mode ready') end
+  if #bits < math.ceil(n / 8) then return redis.error_reply('BADARG bitmap shorter than the entries') end
+end
 local first, prefix = 0, ''
 if width == 0 then
   if kind ~= 'rl' then return redis.error_reply('BADARG tail mode needs kind rl') end
@@ -207,7 +223,138 @@ local function hold_it(code, i)
   if i then met[#met + 1] = i; met[#met + 1] = code end
 end
 
-while width == 0 and mode == 'ready' and popped < limit do
+-- tail mode, ready and purge: the bulk path.  From the walk's position on,
+-- the run of entries whose element is the expected id (and, to ready, whose
+-- payload key exists: one EXISTS over the run) leaves the tail in one RPOP
+-- with a count (<= BULK) and reaches the target in one LPUSH of the run
+-- (the order of one LMOVE each) / has its payload keys unlinked in one
+-- UNLINK (purge).  The LPUSH runs under redis.pcall: if it fails (OOM) the
+-- run goes back to the tail as it was and the per-job loops below take the
+-- rest of the call (each job's error then moves nothing of that job).  An
+-- element that ends the run is left to the per-job loops for one position.
+local BULK = 1000
+local bulk_on = width == 0 and kind == 'rl' and (mode == 'ready' or mode == 'purge') and not prog
+
+local function push_back(els, from, to)
+  -- els[from..to] back at the tail, els[from] the tail again
+  local back, m = {}, 0
+  for j = to, from, -1 do m = m + 1; back[m] = els[j] end
+  if m > 0 then redis.call('RPUSH', dead, unpack(back)) end
+end
+
+local function bulk_step()
+  local i = popped - first + 1
+  if i < 1 or i > n then return 0 end
+  local k = math.min(limit - popped, n - i + 1, BULK)
+  if k < 1 then return 0 end
+  local els = redis.call('RPOP', dead, k)
+  if not els then return 0 end
+  local run = 0
+  for j = 1, #els do
+    if KEYS[9 + i + j] ~= prefix .. els[j] then break end
+    run = j
+  end
+  if run > 0 and mode == 'ready' and redis.call('EXISTS', unpack(KEYS, 10 + i, 9 + i + run)) ~= run then
+    local ok = 0
+    for j = 1, run do
+      if redis.call('EXISTS', KEYS[9 + i + j]) == 0 then break end
+      ok = j
+    end
+    run = ok
+  end
+  push_back(els, run + 1, #els)
+  if run == 0 then return 0 end
+  if mode == 'ready' then
+    local r = redis.pcall('LPUSH', target, unpack(els, 1, run))
+    if type(r) == 'table' and r['err'] then
+      push_back(els, 1, run)
+      bulk_on = false
+      return 0
+    end
+    local m = #moved_ids
+    for j = 1, run do moved_ids[m + j] = els[j] end
+  else
+    redis.pcall('UNLINK', unpack(KEYS, 10 + i, 9 + i + run))
+  end
+  moved = moved + run
+  popped = popped + run
+  this = this + run
+  return run
+end
+
+-- tail mode with a filtered plan (W = 0 and ARGV[16..17]): the window's
+-- elements leave the tail in one RPOP with a count (the window is <= BULK:
+-- the client's plan windows), each checked against its expected id; then
+-- in runs, in the order of one LMOVE each: the plan's matches to the target
+-- (one LPUSH under redis.pcall: a refused one sends its run to the hold,
+-- each job with code "error:<msg>"), everything else to the hold.
+local function pred_runs(els, acts)
+  local m, j = #els, 1
+  while j <= m do
+    local a = acts[j]
+    local e = j
+    while e < m and (acts[e + 1] == 'move') == (a == 'move') do e = e + 1 end
+    local run = { unpack(els, j, e) }
+    local failed = nil
+    if a == 'move' then
+      local r = redis.pcall('LPUSH', target, unpack(run))
+      if type(r) == 'table' and r['err'] then failed = 'error:' .. tostring(r['err']) end
+    end
+    if a == 'move' and not failed then
+      for x = 1, #run do
+        moved_ids[#moved_ids + 1] = run[x]
+        met[#met + 1] = j + x - 1; met[#met + 1] = 'moved'
+      end
+      moved = moved + #run
+    else
+      redis.call('LPUSH', hold, unpack(run))
+      held = held + #run
+      for x = j, e do
+        local code = failed or acts[x]
+        if code ~= 'hold' then met[#met + 1] = x; met[#met + 1] = code end
+      end
+    end
+    j = e + 1
+  end
+end
+
+if prog then
+  -- the window as planned (the client checked its digest), then each tail element
+  local same = prog == '1'
+  local k = math.min(limit - popped, n - (popped - first), BULK)
+  if popped ~= first or k < 1 then same = false; k = math.max(k, 0) end
+  local els = {}
+  if k >= 1 then els = redis.call('RPOP', dead, k) or {} end  -- tail first
+  local m = #els
+  local acts, planned = {}, {}
+  for j = 1, m do
+    local byte = string.byte(bits, math.floor((j - 1) / 8) + 1)
+    local on = bit.band(byte, bit.rshift(128, (j - 1) % 8)) ~= 0
+    if not on then acts[j] = 'hold'
+    elseif same and KEYS[10 + j] == prefix .. els[j] then acts[j] = 'move'; planned[#planned + 1] = j
+    else acts[j] = 'not at its planned position' end
+  end
+  if #planned > 0 then  -- payload keys: one EXISTS for all, per key only when some are gone
+    local keys = {}
+    for x = 1, #planned do keys[x] = KEYS[10 + planned[x]] end
+    if redis.call('EXISTS', unpack(keys)) ~= #keys then
+      for x = 1, #planned do
+        if redis.call('EXISTS', keys[x]) == 0 then acts[planned[x]] = 'gone' end
+      end
+    end
+  end
+  pred_runs(els, acts)
+  popped = popped + m; this = this + m
+  if m < k then ended = 1 end
+  while popped < limit do  -- past the entries the client read: held
+    if not redis.call('LMOVE', dead, hold, near, far) then ended = 1; break end
+    held = held + 1; popped = popped + 1; this = this + 1
+  end
+end
+
+while width == 0 and mode == 'ready' and not prog and popped < limit do
+  if bulk_on and popped < limit then bulk_step() end
+  if popped >= limit then break end
   -- the common case in two commands a job, no table or closure per job:
   -- EXISTS of the expected entry's payload key, then one LMOVE whose reply
   -- is checked against the expected id (another element is put back and held)
@@ -240,6 +387,8 @@ while width == 0 and mode == 'ready' and popped < limit do
 end
 
 while width == 0 and mode ~= 'ready' and popped < limit do
+  if bulk_on then bulk_step() end
+  if popped >= limit then break end
   local el = redis.call('LINDEX', dead, tail)
   if not el then ended = 1; break end
   local e, i = tail_entry(el)
@@ -313,20 +462,24 @@ redis.call('SET', lease, lease_value, 'PX', ttl)  -- renewed (and taken back if 
 -- JSON array [op id, redriven at (epoch ms), count]
 if mode == 'ready' or mode == 'stream' or mode == 'scheduled' then
   if #moved_ids > 0 then
-    local prev = redis.call('HMGET', redriven, unpack(moved_ids))
-    local args, head, first_time = {}, '[' .. op_json .. ',' .. now .. ',', '[' .. op_json .. ',' .. now .. ',1]'
-    local k = 0
-    for j = 1, #moved_ids do
-      args[k + 1] = moved_ids[j]
-      if prev[j] then
-        local count = tonumber(string.match(prev[j], ',(%d+)%]$')) or 0
-        args[k + 2] = head .. (count + 1) .. ']'
-      else
-        args[k + 2] = first_time  -- the common case: no earlier redrive, one shared string
+    local head, first_time = '[' .. op_json .. ',' .. now .. ',', '[' .. op_json .. ',' .. now .. ',1]'
+    for c = 1, #moved_ids, BULK do  -- in chunks of BULK ids (unpack's limit)
+      local last = math.min(c + BULK - 1, #moved_ids)
+      local prev = redis.call('HMGET', redriven, unpack(moved_ids, c, last))
+      local args, k = {}, 0
+      for j = c, last do
+        args[k + 1] = moved_ids[j]
+        local p = prev[j - c + 1]
+        if p then
+          local count = tonumber(string.match(p, ',(%d+)%]$')) or 0
+          args[k + 2] = head .. (count + 1) .. ']'
+        else
+          args[k + 2] = first_time  -- the common case: no earlier redrive, one shared string
+        end
+        k = k + 2
       end
-      k = k + 2
+      redis.pcall('HSET', redriven, unpack(args))
     end
-    redis.pcall('HSET', redriven, unpack(args))
   end
 end
 

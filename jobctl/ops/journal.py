@@ -70,10 +70,15 @@ class MovedIds:
         """Record ``ids`` (str, surrogate-escaped for undecodable bytes, or bytes)."""
         if not ids:
             return
-        raw = [i if isinstance(i, bytes) else str(i).encode("utf-8", "surrogateescape") for i in ids]
+        try:  # the common case, every id a str: one join and one encode
+            blob = "\n".join(ids).encode("utf-8", "surrogateescape")
+        except TypeError:
+            raw = [i if isinstance(i, bytes) else str(i).encode("utf-8", "surrogateescape") for i in ids]
+            blob = b"\n".join(raw)
         if len(self.sample) < self._room:
-            self.sample += [i.decode("utf-8", "surrogateescape") for i in raw[:self._room - len(self.sample)]]
-        self.count += len(raw)
+            head = ids[:self._room - len(self.sample)]
+            self.sample += [i.decode("utf-8", "surrogateescape") if isinstance(i, bytes) else str(i) for i in head]
+        self.count += len(ids)
         if self._fh is None and self.problem is None:
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -81,7 +86,7 @@ class MovedIds:
             except OSError as exc:
                 self.problem = f"moved ids file {self.path}: {exc.strerror or exc}"
         if self._fh is not None:
-            self._fh.write(b"\n".join(raw) + b"\n")
+            self._fh.write(blob + b"\n")
 
     def close(self) -> None:
         if self._fh is not None:

@@ -17,7 +17,7 @@ from typing import Any
 
 from .spec import OpSpec
 
-__all__ = ["PlannedJob", "Plan", "JobColumns", "TailRange", "payload_sha1"]
+__all__ = ["PlannedJob", "Plan", "JobColumns", "TailRange", "PredicateRange", "payload_sha1"]
 
 
 def payload_sha1(raw: bytes | None) -> str:
@@ -154,6 +154,48 @@ class TailRange:
         raise TypeError("an unfiltered dead-list plan keeps no per-job data (TailRange)")
 
 
+
+class PredicateRange(TailRange):
+    """The planned jobs of a filtered dead-list plan whose filter ran
+    server-side (:mod:`jobctl.layouts.predicate_plan`): per shard the
+    ``walked`` tail positions in windows of ``window`` positions, and per
+    window ``(digest, bitmap, ids)``: the SHA1 of the window's payload keys
+    joined by ``"\n"`` (its fence: the window engine moves nothing of a window
+    that changed), the matches, one bit per position (bit ``7 - i % 8`` of
+    byte ``i // 8``), and the matches' ids joined by ``"\n"`` (bytes, to name
+    them when their window changed).  ``count`` matches in all; one bit per
+    walked position plus the matches' ids, no object per job; ``sample``
+    holds the first matches' ids."""
+
+    __slots__ = ("count", "window", "windows")
+
+    def __init__(self, walked: dict[int, int], count: int, window: int,
+                 windows: dict[int, list[tuple[str, bytes, bytes]]], sample: list[str] | None = None) -> None:
+        super().__init__(walked, sample)
+        self.count = count
+        self.window = window
+        self.windows = windows
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __iter__(self) -> Iterator[PlannedJob]:
+        """The matches in walk order (built from the bitmaps: for tests and
+        small plans; the window engine never iterates)."""
+        for shard, wins in sorted(self.windows.items()):
+            for w, (_digest, bitmap, ids) in enumerate(wins):
+                names = iter(ids.split(b"\n"))
+                for i in range(len(bitmap) * 8):
+                    if bitmap[i // 8] & (128 >> (i % 8)):
+                        job_id = next(names).decode("utf-8", "surrogateescape")
+                        yield PlannedJob(job_id=job_id, shard=shard, position=w * self.window + i, score=None,
+                                         sha1="")
+
+    def __getitem__(self, key):
+        if isinstance(key, slice):
+            return list(self)[key]
+        raise TypeError("a server-side filtered plan keeps no per-job columns (PredicateRange)")
+
 @dataclass
 class Plan:
     """The result of planning ``spec`` at ``now_ms``.
@@ -203,6 +245,8 @@ class Plan:
         """The planned ids, in plan order."""
         if isinstance(self.jobs, JobColumns):
             return (self.jobs.job_id(n) for n in range(len(self.jobs)))
+        if isinstance(self.jobs, PredicateRange):
+            return (j.job_id for j in self.jobs)
         if isinstance(self.jobs, TailRange):
             raise TypeError("an unfiltered dead-list plan keeps no per-job data (TailRange)")
         return (j.job_id for j in self.jobs)
@@ -236,7 +280,9 @@ class Plan:
         elif s.operation.value == "redrive":
             what += "; envelopes get redrivenAtEpochMs, redriveOperation and redriveCount"
             what += ", attempt reset to 0" if s.reset_attempts else ", attempt kept"
-        if isinstance(self.jobs, TailRange):
+        if isinstance(self.jobs, PredicateRange):
+            pass  # the very plan the client-side evaluation makes: the same words
+        elif isinstance(self.jobs, TailRange):
             what += (f"; the {self.planned:,} oldest dead job(s) by position, envelopes not read"
                      f" (breakdown from a sample of {self.breakdown_sampled:,}); ids without a payload"
                      " stay dead (gone)")

@@ -1,0 +1,109 @@
+-- prelude/predicate.lua: a filter compiled by jobctl/filter/lua_predicate.py,
+-- evaluated server-side over reliable-list envelopes to rule jobs out
+-- (inlined by jobctl/scripts.py at a line "--@prelude predicate").  Reads only.
+--
+--   jc_pred_load(text)  the program built (a closure) from its text: cjson
+--       of a list in postfix order of {"c", field, op, value} (a clause:
+--       field "" is the job id, else an envelope key; op = != < <= > >=;
+--       value a string or a number), {"and"}, {"or"}, {"not"}
+--   jc_pred_verdict(prog, id, raw, skip_bad, needs_doc)
+--       0 the job cannot match: its payload key is missing, or cjson
+--         reads a clean envelope the filter rejects;
+--       3 malformed (skip_bad): a non-object, a field of the wrong type
+--         or a required field missing: it never matches;
+--       1 cjson reads a clean envelope the filter matches, 2 undecided
+--         (cjson refused it, an integer beyond 2^53, a numeric jobId):
+--         both are candidates the client confirms with jobctl's own reader
+--         (orjson and Filter.matches), so every match is decided by the
+--         Python filter and the server only rules jobs out.
+--
+-- Sound because a document orjson reads is read alike by cjson (strings,
+-- integers below 2^53, null, nesting), and one orjson refuses is malformed
+-- for jobctl, which never matches when skip_bad.
+
+local JC_INT_FIELDS = { 'jobVersion', 'createdAtEpochMs', 'notBeforeEpochMs', 'deadlineEpochMs', 'attempt',
+                        'maxAttempts', 'lastAttemptAtEpochMs', 'nextAttemptAtEpochMs' }
+local JC_STR_FIELDS = { 'jobId', 'jobType', 'tenantId', 'idempotencyKey', 'traceId', 'correlationId',
+                        'payloadRef', 'lastErrorCode', 'lastErrorMessage' }
+local JC_REQUIRED = { 'jobId', 'jobType', 'createdAtEpochMs' }
+local JC_EXACT = 9007199254740992  -- 2^53
+
+-- 'clean', 'malformed' or 'undecided' for a decoded document
+local function jc_pred_clean(doc)
+  if type(doc) ~= 'table' then return 'malformed' end
+  for j = 1, #JC_INT_FIELDS do
+    local v = doc[JC_INT_FIELDS[j]]
+    if v ~= nil and v ~= cjson.null then
+      if type(v) ~= 'number' or v ~= math.floor(v) then return 'malformed' end
+      if v >= JC_EXACT or v <= -JC_EXACT then return 'undecided' end
+    end
+  end
+  for j = 1, #JC_STR_FIELDS do
+    local v = doc[JC_STR_FIELDS[j]]
+    if v ~= nil and v ~= cjson.null and type(v) ~= 'string' then
+      if JC_STR_FIELDS[j] == 'jobId' and type(v) == 'number' then return 'undecided' end
+      return 'malformed'
+    end
+  end
+  for j = 1, #JC_REQUIRED do
+    local v = doc[JC_REQUIRED[j]]
+    if v == nil or v == cjson.null then return 'malformed' end
+  end
+  return 'clean'
+end
+
+-- the program as one closure eval(id, doc), built once per call (no
+-- table per job): the filter's value on a clean document
+local function jc_pred_build(prog)
+  local st, sp = {}, 0
+  for j = 1, #prog do
+    local t = prog[j]
+    local k = t[1]
+    if k == 'and' or k == 'or' then
+      local b = st[sp]; sp = sp - 1
+      local a = st[sp]
+      if k == 'and' then st[sp] = function(id, d) return a(id, d) and b(id, d) end
+      else st[sp] = function(id, d) return a(id, d) or b(id, d) end end
+    elseif k == 'not' then
+      local a = st[sp]
+      st[sp] = function(id, d) return not a(id, d) end
+    else
+      local key, op, x = t[2], t[3], t[4]
+      local get
+      if key == '' then get = function(id, d) return id end else get = function(id, d) return d[key] end end
+      local tx = type(x)
+      local e
+      -- a missing (or null) value, or one of another type, matches only !=
+      if op == '=' then e = function(id, d) return get(id, d) == x end
+      elseif op == '!=' then e = function(id, d) return get(id, d) ~= x end
+      elseif op == '<' then e = function(id, d) local v = get(id, d); return type(v) == tx and v < x end
+      elseif op == '<=' then e = function(id, d) local v = get(id, d); return type(v) == tx and v <= x end
+      elseif op == '>' then e = function(id, d) local v = get(id, d); return type(v) == tx and v > x end
+      else e = function(id, d) local v = get(id, d); return type(v) == tx and v >= x end end
+      sp = sp + 1
+      st[sp] = e
+    end
+  end
+  return st[1]
+end
+
+local function jc_pred_load(text)
+  return jc_pred_build(cjson.decode(text))
+end
+
+local function jc_pred_verdict(prog, id, raw, skip_bad, needs_doc)
+  if not raw then return 0 end  -- a dangling id: never planned
+  if not needs_doc then
+    return prog(id, nil) and 1 or 0
+  end
+  if not string.find(raw, '^%s*{') then return skip_bad and 3 or 2 end
+  -- bytes orjson may refuse and cjson takes (invalid UTF-8, raw control
+  -- bytes): undecided; one anchored scan (a C loop in the pattern matcher)
+  if not string.find(raw, '^[ -~]*$') then return 2 end
+  local ok, doc = pcall(cjson.decode, raw)
+  if not ok then return 2 end
+  local c = jc_pred_clean(doc)
+  if c == 'undecided' then return 2 end
+  if c == 'malformed' then return skip_bad and 3 or 2 end
+  return prog(id, doc) and 1 or 0
+end
