@@ -383,25 +383,28 @@ class ReliableList(Layout):
     def _raw_walk(self, keys: ReliableListKeys, state: State, batch: int, sample: tuple[int, int] | None
                   ) -> Iterator[tuple[list[str], list[bytes | None], str, list[int]]]:
         """``(ids, payload values, "position" or "score", positions or scores)`` per window."""
-        def window(ids: list[str], attr: str, values: list[int]):
-            return ids, (self.client.mget([keys.job(i) for i in ids]) if ids else []), attr, values
+        prefix = keys.job_prefix.encode("utf-8", "surrogateescape")
+
+        def window(members: list, attr: str, values: list[int]):
+            # payload keys as bytes: the id's exact bytes, and no encoding work in the packer
+            names = [prefix + m if isinstance(m, bytes) else keys.job(m) for m in members]
+            return [text(m) for m in members], (self.client.mget(names) if names else []), attr, values
 
         for key in self._state_keys(keys, state):
             if state in (State.SCHEDULED, State.SUPPRESSED):
                 for _, pairs in walk_zset(self.client, key, batch=batch, sample=sample):
-                    yield window([text(m) for m, _ in pairs], "score", [score_ms(sc) for _, sc in pairs])
+                    yield window([m for m, _ in pairs], "score", [score_ms(sc) for _, sc in pairs])
                 continue
             # walk from the tail with negative indexes: LPUSHes at the head
             # during the walk do not shift them.  Dead: the hold, then the
             # dead list, positions counted on from the hold's.
             base = self.client.llen(key) if key == keys.hold and state is State.DEAD else 0
             for start, chunk in walk_list(self.client, key, from_right=True, batch=batch, sample=sample):
-                yield window([text(x) for x in chunk], "position", list(range(start, start + len(chunk))))
+                yield window(chunk, "position", list(range(start, start + len(chunk))))
             if base:
                 offset = base
                 for start, chunk in walk_list(self.client, keys.dead, from_right=True, batch=batch, sample=sample):
-                    yield window([text(x) for x in chunk], "position",
-                                 list(range(offset + start, offset + start + len(chunk))))
+                    yield window(chunk, "position", list(range(offset + start, offset + start + len(chunk))))
                 return
 
 
