@@ -128,6 +128,12 @@ class ParquetPartWriter(PartWriter):
     def _write(self, rows: list[tuple]) -> None:
         self._write_batch(rows_columns(rows))
 
+    def abort(self) -> None:
+        """Drop the buffered rows, wait for the row group in flight, close
+        and delete the temporary file."""
+        self._buffer, self._buffered = [], 0
+        super().abort()
+
     def _close(self) -> None:
         if self._pq is None:
             return
