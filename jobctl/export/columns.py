@@ -55,8 +55,8 @@ _FIELDS: dict[str, tuple[str, str]] = {
     "next_attempt_at": ("nextAttemptAtEpochMs", "timestamp"), "last_error_code": ("lastErrorCode", "string"),
     "last_error_message": ("lastErrorMessage", "string"),
 }
-#: envelope keys parse_envelope requires (a missing one is a problem)
-_REQUIRED = ("jobId", "jobType", "createdAtEpochMs")
+#: columns of the envelope keys parse_envelope requires (a missing one is a problem)
+_REQUIRED = tuple(name for name, (key, _kind) in _FIELDS.items() if key in ("jobId", "jobType", "createdAtEpochMs"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,8 +164,8 @@ def window_columns(w: RawWindow, queue: str, layout: str) -> ColumnBatch | None:
         elif not _ints_ok(values, *((TS_MIN_MS, TS_MAX_MS) if kind == "timestamp" else (_I64_MIN, _I64_MAX))):
             return None
         out[name] = values
-    for key in _REQUIRED:
-        if None in out[_column_of[key]]:
+    for name in _REQUIRED:
+        if None in out[name]:
             return None
     payloads = list(map(get, docs, repeat("payload", n)))
     out["payload_json"] = [None if p is None else _dumps(p) for p in payloads]
@@ -187,5 +187,3 @@ def window_columns(w: RawWindow, queue: str, layout: str) -> ColumnBatch | None:
         out["extra_json"] = out["redriven_at"] = out["redrive_count"] = Const(None)
     return ColumnBatch(n, [out[name] for name in NAMES], raw_is_bytes=True)
 
-
-_column_of = {key: name for name, (key, _kind) in _FIELDS.items()}
