@@ -1,6 +1,6 @@
 """The streaming read side of an export: a layout's states, batch by batch.
 
-Memory is bounded by one batch (plus the one read ahead): each batch comes
+Memory is bounded by one batch (plus the two read ahead): each batch comes
 from :meth:`jobctl.layouts.base.Layout.iter_batches` (one bounded range read
 and one MGET per batch in the reliable-list layout), or unparsed from the
 layout's ``iter_raw_windows`` where it has one, is filtered and handed on.
@@ -61,8 +61,8 @@ def walk(layout: "Layout", states: list[State], batch: int = 1000, *, raw: bool 
 
     With ``raw``, a layout that offers ``iter_raw_windows`` (same windows as
     ``iter_batches``, unparsed) yields batches with a ``window``.  The next
-    window is read (two bounded commands) in a background thread while the
-    caller works on the current one.
+    two windows are read (two bounded commands each) in a background thread
+    while the caller works on the current one.
 
     Raises :class:`~jobctl.errors.UsageError` for a state the layout lacks,
     before reading anything.
@@ -83,7 +83,7 @@ def walk(layout: "Layout", states: list[State], batch: int = 1000, *, raw: bool 
                     yield SourceBatch(0, state, loaded=records)
 
     # the next window is read while the current one is parsed and written
-    for ordinal, sb in enumerate(prefetched(batches()), start=1):
+    for ordinal, sb in enumerate(prefetched(batches(), depth=2), start=1):
         sb.ordinal = ordinal
         yield sb
 
