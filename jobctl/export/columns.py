@@ -20,9 +20,9 @@ both paths write the same rows.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass
+from hashlib import sha1
 from itertools import repeat
 from typing import Any
 
@@ -147,7 +147,7 @@ def window_columns(w: RawWindow, queue: str, layout: str) -> ColumnBatch | None:
         "state": Const(w.state.value), "job_id": w.ids, "visibility_deadline": Const(None),
         "malformed": Const(False), "problems": Const(None), "raw_base64": Const(None), "raw": raws,
         "raw_bytes": list(map(len, raws)),
-        "payload_sha1": [hashlib.sha1(r).hexdigest() for r in raws],
+        "payload_sha1": [sha1(r).hexdigest() for r in raws],
     }
     for name, values in (("position", w.positions), ("score_ms", w.scores)):
         if values is None:
