@@ -257,7 +257,7 @@ def main() -> int:
             summary = _print_size(n, runs, idle, floor)
             results["sizes"][str(n)] = {"memory_only": memory_only, "runs": runs, **summary}
         results["rss_by_size"] = _print_rss(results["sizes"])
-        srv.admin.flushall()
+        srv.admin.flushall(asynchronous=True)  # a synchronous FLUSHALL of 5M jobs outlasts the socket timeout
         path = write_results("bulk_compare", vars(args) | {"sizes": sizes, "parts": sorted(parts)}, env, results)
         note(f"results: {path}")
         for e in errors:
