@@ -2,7 +2,8 @@
 
 ``jobctl export`` (seed 000 section 22, "export: send to audit/object
 storage") walks one or more states of a queue in bounded batches
-(:meth:`jobctl.layouts.base.Layout.iter_batches`) and writes typed rows
+(:meth:`jobctl.layouts.base.Layout.iter_batches`, or unparsed windows
+where the layout has them: :mod:`.columns`) and writes typed rows
 (:mod:`.schema`) to part files in one of three formats (:mod:`.writer`),
 with a ``manifest.json`` (:mod:`.manifest`) that records the selector, the
 counts per state, the schema version, the snapshot time, the source server

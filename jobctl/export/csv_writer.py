@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+from .columns import ColumnBatch
 from .rows import iso_ms
 from .schema import COLUMNS, NAMES
 from .writer import PartWriter
@@ -45,6 +46,20 @@ class CsvWriter(PartWriter):
 
     def _write(self, rows: list[tuple]) -> None:
         self._csv.writerows(encode_values(r) for r in rows)
+
+    def _write_batch(self, batch: ColumnBatch) -> None:
+        """The same fields as :func:`encode_values`, converted column by column."""
+        cols = []
+        for i in range(len(NAMES)):
+            col = batch.column(i)
+            if i in _TS_COLUMNS:
+                col = ["" if v is None else iso_ms(v) for v in col]
+            elif i in _BOOL_COLUMNS:
+                col = ["" if v is None else "true" if v else "false" for v in col]
+            elif None in col:
+                col = ["" if v is None else v for v in col]
+            cols.append(col)
+        self._csv.writerows(zip(*cols))
 
     def _close(self) -> None:
         if not self._f.closed:

@@ -11,11 +11,14 @@ from pathlib import Path
 
 import orjson
 
+from .columns import ColumnBatch
 from .rows import iso_ms
 from .schema import NAMES, TIMESTAMP_COLUMNS
 from .writer import PartWriter
 
 __all__ = ["JsonlWriter", "encode_row"]
+
+_NEWLINE = orjson.OPT_APPEND_NEWLINE
 
 
 def encode_row(row: tuple) -> bytes:
@@ -36,6 +39,14 @@ class JsonlWriter(PartWriter):
 
     def _write(self, rows: list[tuple]) -> None:
         self._f.write(b"".join(encode_row(r) for r in rows))
+
+    def _write_batch(self, batch: ColumnBatch) -> None:
+        """The same lines as :func:`encode_row`, times converted column by column."""
+        cols = [batch.column(i) for i in range(len(NAMES))]
+        for i in TIMESTAMP_COLUMNS:
+            cols[i] = [None if v is None else iso_ms(v) for v in cols[i]]
+        dumps, names = orjson.dumps, NAMES
+        self._f.write(b"".join([dumps(dict(zip(names, row)), option=_NEWLINE) for row in zip(*cols)]))
 
     def _close(self) -> None:
         if not self._f.closed:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 from datetime import datetime, timedelta, timezone
+from functools import lru_cache
 from typing import Any
 
 import orjson
@@ -28,9 +29,16 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 def iso_ms(ms: int) -> str:
     """Epoch ms -> ``2026-11-21T10:04:05.123Z`` (UTC, always milliseconds)."""
-    dt = _EPOCH + timedelta(milliseconds=ms)
-    return (f"{dt.year:04d}-{dt.month:02d}-{dt.day:02d}T{dt.hour:02d}:{dt.minute:02d}:"
-            f"{dt.second:02d}.{dt.microsecond // 1000:03d}Z")
+    seconds, milli = divmod(ms, 1000)
+    return f"{_iso_seconds(seconds)}.{milli:03d}Z"
+
+
+@lru_cache(maxsize=1 << 16)
+def _iso_seconds(seconds: int) -> str:
+    """Epoch seconds -> ``2026-11-21T10:04:05`` (cached: a DLQ's times repeat
+    their seconds, and the text formats write six times per row)."""
+    dt = _EPOCH + timedelta(seconds=seconds)
+    return f"{dt.year:04d}-{dt.month:02d}-{dt.day:02d}T{dt.hour:02d}:{dt.minute:02d}:{dt.second:02d}"
 
 
 def parse_iso_ms(text: str) -> int:

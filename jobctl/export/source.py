@@ -1,8 +1,9 @@
 """The streaming read side of an export: a layout's states, batch by batch.
 
-Memory is bounded by one batch: each batch comes from
-:meth:`jobctl.layouts.base.Layout.iter_batches` (one bounded range read and
-one MGET per batch in the reliable-list layout), is filtered and handed on.
+Memory is bounded by one batch (plus the two read ahead): each batch comes
+from :meth:`jobctl.layouts.base.Layout.iter_batches` (one bounded range read
+and one MGET per batch in the reliable-list layout), or unparsed from the
+layout's ``iter_raw_windows`` where it has one, is filtered and handed on.
 Batches are numbered (1-based, over all states in order) so that a resumed
 export can skip what its committed parts already hold.
 """
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..filter import Filter
+from ..layouts.raw import RawWindow
 from ..model import JobRecord, State
 
 if TYPE_CHECKING:
@@ -25,15 +27,42 @@ __all__ = ["SourceBatch", "walk", "selects"]
 @dataclass
 class SourceBatch:
     """One batch read from the source: its 1-based ``ordinal``, the
-    ``state`` walked and the ``records`` read (all of them, matching or not)."""
+    ``state`` walked, and either the ``window`` read (unparsed, from a layout
+    with ``iter_raw_windows``) or the ``records`` read (all of them,
+    matching or not; built from the window on first use)."""
 
     ordinal: int
     state: State
-    records: list[JobRecord]
+    loaded: list[JobRecord] | None = None
+    window: RawWindow | None = None
+
+    @property
+    def records(self) -> list[JobRecord]:
+        """Every job of the batch as a :class:`~jobctl.model.JobRecord`."""
+        if self.loaded is None:
+            self.loaded = self.window.records() if self.window is not None else []
+        return self.loaded
+
+    @property
+    def size(self) -> int:
+        """How many jobs the batch holds."""
+        return len(self.window.ids) if self.window is not None else len(self.records)
+
+    @property
+    def last_id(self) -> str | None:
+        """The id of the batch's last job (``None`` when empty)."""
+        if self.window is not None:
+            return self.window.ids[-1] if self.window.ids else None
+        return self.records[-1].job_id if self.records else None
 
 
-def walk(layout: "Layout", states: list[State], batch: int = 1000) -> Iterator[SourceBatch]:
+def walk(layout: "Layout", states: list[State], batch: int = 1000, *, raw: bool = False) -> Iterator[SourceBatch]:
     """Every job of ``states`` (in that order), in batches of at most ``batch``.
+
+    With ``raw``, a layout that offers ``iter_raw_windows`` (same windows as
+    ``iter_batches``, unparsed) yields batches with a ``window``.  The next
+    two windows are read (two bounded commands each) in a background thread
+    while the caller works on the current one.
 
     Raises :class:`~jobctl.errors.UsageError` for a state the layout lacks,
     before reading anything.
@@ -42,14 +71,21 @@ def walk(layout: "Layout", states: list[State], batch: int = 1000) -> Iterator[S
         layout.check_supported(state)
     from ..layouts.walks import prefetched
 
-    def batches() -> Iterator[tuple[State, list[JobRecord]]]:
-        for state in states:
-            for records in layout.iter_batches(state, batch=batch):
-                yield state, records
+    raw_windows = getattr(layout, "iter_raw_windows", None) if raw else None
 
-    # the next window is read (and parsed) while the current one is written
-    for ordinal, (state, records) in enumerate(prefetched(batches()), start=1):
-        yield SourceBatch(ordinal, state, records)
+    def batches() -> Iterator[SourceBatch]:
+        for state in states:
+            if raw_windows is not None:
+                for w in raw_windows(state, batch=batch):
+                    yield SourceBatch(0, state, window=w)
+            else:
+                for records in layout.iter_batches(state, batch=batch):
+                    yield SourceBatch(0, state, loaded=records)
+
+    # the next window is read while the current one is parsed and written
+    for ordinal, sb in enumerate(prefetched(batches(), depth=2), start=1):
+        sb.ordinal = ordinal
+        yield sb
 
 
 def selects(flt: Filter, record: JobRecord, now_ms: int) -> bool:

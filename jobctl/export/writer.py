@@ -12,9 +12,13 @@ from __future__ import annotations
 import hashlib
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import UsageError
 from . import FORMATS
+
+if TYPE_CHECKING:
+    from .columns import ColumnBatch
 
 __all__ = ["PartWriter", "open_writer", "part_name", "temp_name", "sha256_file", "fsync_dir",
            "EXTENSIONS"]
@@ -75,6 +79,12 @@ class PartWriter:
             self._write(rows)
             self.rows += len(rows)
 
+    def write_batch(self, batch: "ColumnBatch") -> None:
+        """Append the rows of ``batch`` (:class:`~jobctl.export.columns.ColumnBatch`)."""
+        if batch.n:
+            self._write_batch(batch)
+            self.rows += batch.n
+
     def commit(self) -> tuple[int, str]:
         """Close, fsync and rename to the final name; returns ``(bytes, sha256)``."""
         self._close()
@@ -103,6 +113,10 @@ class PartWriter:
 
     def _close(self) -> None:  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def _write_batch(self, batch: "ColumnBatch") -> None:
+        """Text formats: the batch's rows (Parquet overrides it: columns)."""
+        self._write(list(batch.rows()))
 
 
 def open_writer(fmt: str, directory: Path, index: int, **options) -> PartWriter:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from ..errors import DataError
@@ -21,6 +22,7 @@ from ..ops.lease import redrive_record
 from .base import ShardedLayout, now_ms
 from .common import (SCHEDULED_READS, first_found, fold_count, fold_scheduled, merge_shard_lists, read_scheduled,
                      score_ms, status_replies, text, wrongtype_errors)
+from .raw import RawWindow
 from .walks import walk_list, walk_zset
 
 __all__ = ["ReliableList"]
@@ -104,7 +106,11 @@ class ReliableList(ShardedLayout):
         """Load envelopes of ``ids`` (one pipelined round trip) into records."""
         if not ids:
             return []
-        raws = self.client.mget([keys.job(i) for i in ids])
+        return self._records_from(keys, ids, self.client.mget([keys.job(i) for i in ids]), state, extra)
+
+    def _records_from(self, keys: ReliableListKeys, ids: list[str], raws: list[bytes | None],
+                      state: State | None, extra: list[dict[str, Any]] | None = None) -> list[JobRecord]:
+        """Records of ``ids`` whose payload values ``raws`` were read already."""
         out = []
         for n, (job_id, raw) in enumerate(zip(ids, raws)):
             env = parse_envelope(raw)
@@ -336,24 +342,47 @@ class ReliableList(ShardedLayout):
                         sample: tuple[int, int] | None = None) -> Iterator[list[JobRecord]]:
         """:meth:`iter_batches` for one shard.  Lists are walked from the tail
         (``position`` counts from it); zsets by rank (``score`` set)."""
+        for ids, raws, attr, values in self._raw_walk(keys, state, batch, sample):
+            yield self._records_from(keys, ids, raws, state, [{attr: v} for v in values])
+
+    def iter_raw_windows(self, state: State, batch: int = 1000) -> Iterator[RawWindow]:
+        """The windows of :meth:`iter_batches` (same order, same reads: one
+        range read and one ``MGET`` each), unparsed: ids and payload values
+        as stored, for readers that parse only what they need (export)."""
+        self.check_supported(state)
+        for keys in self.shards:
+            for ids, raws, attr, values in self._raw_walk(keys, state, batch, None):
+                yield RawWindow(state=state, shard=self._shard_label(keys), ids=ids, raws=raws,
+                                positions=values if attr == "position" else None,
+                                scores=values if attr == "score" else None,
+                                records=partial(self._records_from, keys, ids, raws, state,
+                                                [{attr: v} for v in values]))
+
+    def _raw_walk(self, keys: ReliableListKeys, state: State, batch: int, sample: tuple[int, int] | None
+                  ) -> Iterator[tuple[list[str], list[bytes | None], str, list[int]]]:
+        """``(ids, payload values, "position" or "score", positions or scores)`` per window."""
+        prefix = keys.job_prefix.encode("utf-8", "surrogateescape")
+
+        def window(members: list, attr: str, values: list[int]):
+            # payload keys as bytes: the id's exact bytes, and no encoding work in the packer
+            names = [prefix + m if isinstance(m, bytes) else keys.job(m) for m in members]
+            return [text(m) for m in members], (self.client.mget(names) if names else []), attr, values
+
         for key in self._state_keys(keys, state):
             if state in (State.SCHEDULED, State.SUPPRESSED):
                 for _, pairs in walk_zset(self.client, key, batch=batch, sample=sample):
-                    yield self._records(keys, [text(m) for m, _ in pairs], state,
-                                        [{"score": score_ms(sc)} for _, sc in pairs])
+                    yield window([m for m, _ in pairs], "score", [score_ms(sc) for _, sc in pairs])
                 continue
             # walk from the tail with negative indexes: LPUSHes at the head
             # during the walk do not shift them.  Dead: the hold, then the
             # dead list, positions counted on from the hold's.
             base = self.client.llen(key) if key == keys.hold and state is State.DEAD else 0
             for start, chunk in walk_list(self.client, key, from_right=True, batch=batch, sample=sample):
-                yield self._records(keys, [text(x) for x in chunk], state,
-                                    [{"position": start + n} for n in range(len(chunk))])
+                yield window(chunk, "position", list(range(start, start + len(chunk))))
             if base:
                 offset = base
                 for start, chunk in walk_list(self.client, keys.dead, from_right=True, batch=batch, sample=sample):
-                    yield self._records(keys, [text(x) for x in chunk], state,
-                                        [{"position": offset + start + n} for n in range(len(chunk))])
+                    yield window(chunk, "position", list(range(offset + start, offset + start + len(chunk))))
                 return
 
 

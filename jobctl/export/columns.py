@@ -1,0 +1,191 @@
+"""Export columns built straight from the stored values: no per-row objects.
+
+A :class:`ColumnBatch` holds one source window's export rows column by
+column (:data:`~jobctl.export.schema.COLUMNS` order): a Python list per
+column, or a :class:`Const` for a column that holds one value for the whole
+window (queue, layout, shard, state, and the nulls of a clean window).
+
+:func:`window_columns` builds it from a :class:`~jobctl.layouts.raw.RawWindow`
+in one pass per column: each payload value is parsed once (``orjson``), each
+envelope field taken with ``dict.get`` into its column, typed by checking
+the set of Python types a column holds and its minimum and maximum, and
+``payload_sha1`` is ``hashlib.sha1`` of the stored bytes (C, no
+re-encoding).  It takes only *clean* windows: every value a JSON object that
+:func:`jobctl.model.parse_envelope` would parse without a problem and
+:func:`jobctl.export.rows.record_row` would type without a problem.  For any
+other window it returns ``None`` and the caller builds the rows record by
+record (:func:`rows_columns` of :func:`~jobctl.export.rows.record_row`), so
+both paths write the same rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from hashlib import sha1
+from itertools import repeat
+from typing import Any
+
+import orjson
+
+from ..layouts.raw import RawWindow
+from ..model import ENVELOPE_FIELDS
+from .rows import TS_MAX_MS, TS_MIN_MS, _dumps, _int, _ts, _utf8
+from .schema import COLUMNS, NAMES, column_index
+
+__all__ = ["Const", "ColumnBatch", "window_columns", "rows_columns"]
+
+_I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
+_NONE = type(None)
+_STR_TYPES = frozenset({str, _NONE})
+_INT_TYPES = frozenset({int, _NONE})
+_KNOWN = frozenset(ENVELOPE_FIELDS)
+_RAW = column_index("raw")
+_MALFORMED = column_index("malformed")
+
+#: column name -> (envelope key, kind) of the typed envelope fields
+_FIELDS: dict[str, tuple[str, str]] = {
+    "envelope_job_id": ("jobId", "string"), "job_type": ("jobType", "string"),
+    "job_version": ("jobVersion", "int64"), "tenant_id": ("tenantId", "string"),
+    "idempotency_key": ("idempotencyKey", "string"), "created_at": ("createdAtEpochMs", "timestamp"),
+    "not_before": ("notBeforeEpochMs", "timestamp"), "deadline": ("deadlineEpochMs", "timestamp"),
+    "attempt": ("attempt", "int64"), "max_attempts": ("maxAttempts", "int64"),
+    "trace_id": ("traceId", "string"), "correlation_id": ("correlationId", "string"),
+    "payload_ref": ("payloadRef", "string"), "last_attempt_at": ("lastAttemptAtEpochMs", "timestamp"),
+    "next_attempt_at": ("nextAttemptAtEpochMs", "timestamp"), "last_error_code": ("lastErrorCode", "string"),
+    "last_error_message": ("lastErrorMessage", "string"),
+}
+#: columns of the envelope keys parse_envelope requires (a missing one is a problem)
+_REQUIRED = tuple(name for name, (key, _kind) in _FIELDS.items() if key in ("jobId", "jobType", "createdAtEpochMs"))
+
+
+@dataclass(frozen=True, slots=True)
+class Const:
+    """A column that holds ``value`` in every row of its batch."""
+
+    value: Any
+
+
+@dataclass(slots=True)
+class ColumnBatch:
+    """``n`` export rows as ``columns`` (one list of ``n`` values or a
+    :class:`Const` per column, in :data:`~jobctl.export.schema.COLUMNS`
+    order).  ``raw_is_bytes``: the ``raw`` column holds the stored bytes,
+    known to be UTF-8 (text formats decode them, Parquet takes them as they
+    are)."""
+
+    n: int
+    columns: list[list | Const]
+    raw_is_bytes: bool = False
+
+    def column(self, index: int) -> list:
+        """Column ``index`` as a list of ``n`` values."""
+        col = self.columns[index]
+        if isinstance(col, Const):
+            return [col.value] * self.n
+        if index == _RAW and self.raw_is_bytes:
+            return [None if v is None else v.decode("utf-8") for v in col]
+        return col
+
+    def rows(self) -> Iterator[tuple]:
+        """The rows as tuples, as :func:`~jobctl.export.rows.record_row` gives them."""
+        cols = [repeat(c.value, self.n) if isinstance(c, Const) else c for c in self.columns]
+        if self.raw_is_bytes:
+            cols[_RAW] = self.column(_RAW)
+        return zip(*cols)
+
+    @property
+    def malformed(self) -> int:
+        """How many rows are flagged ``malformed``."""
+        col = self.columns[_MALFORMED]
+        if isinstance(col, Const):
+            return self.n if col.value else 0
+        return sum(1 for v in col if v)
+
+
+def rows_columns(rows: list[tuple]) -> ColumnBatch:
+    """A :class:`ColumnBatch` of row tuples (the record-by-record path)."""
+    if not rows:
+        return ColumnBatch(0, [Const(None) for _ in COLUMNS])
+    return ColumnBatch(len(rows), [list(c) for c in zip(*rows)])
+
+
+def _ints_ok(values: list, lo: int, hi: int) -> bool:
+    """Whether ``values`` holds only ints (not bools) in ``lo..hi`` and ``None``."""
+    types = set(map(type, values))
+    if not types <= _INT_TYPES:
+        return False
+    if _NONE in types:
+        values = [v for v in values if v is not None]
+        if not values:
+            return True
+    return lo <= min(values) and max(values) <= hi
+
+
+def window_columns(w: RawWindow, queue: str, layout: str) -> ColumnBatch | None:
+    """The export rows of every job of ``w`` as columns, or ``None`` when the
+    window holds a value the fast path does not take (then build the rows
+    with :func:`~jobctl.export.rows.record_row` from ``w.records()``).
+
+    ``queue`` and ``layout`` are the layout's names.  Never raises for odd
+    contents.
+    """
+    n = len(w.ids)
+    raws = w.raws
+    if n == 0 or len(raws) != n or set(map(type, raws)) != {bytes}:  # None: a dangling id
+        return None
+    try:
+        docs = list(map(orjson.loads, raws))
+        "".join(w.ids).encode("utf-8")  # an id with undecodable bytes is escaped on the slow path
+    except (orjson.JSONDecodeError, TypeError, UnicodeEncodeError):
+        return None
+    if set(map(type, docs)) != {dict}:
+        return None
+    get = dict.get
+    out: dict[str, list | Const] = {
+        "queue": Const(_utf8(queue)), "layout": Const(_utf8(layout)), "shard": Const(_utf8(w.shard)),
+        "state": Const(w.state.value), "job_id": w.ids, "visibility_deadline": Const(None),
+        "malformed": Const(False), "problems": Const(None), "raw_base64": Const(None), "raw": raws,
+        "raw_bytes": list(map(len, raws)),
+        "payload_sha1": [sha1(r).hexdigest() for r in raws],
+    }
+    for name, values in (("position", w.positions), ("score_ms", w.scores)):
+        if values is None:
+            out[name] = Const(None)
+        elif len(values) != n or not _ints_ok(values, _I64_MIN, _I64_MAX):
+            return None
+        else:
+            out[name] = values
+    for name, (key, kind) in _FIELDS.items():
+        values = list(map(get, docs, repeat(key, n)))
+        if kind == "string":
+            if not set(map(type, values)) <= _STR_TYPES:
+                return None
+        elif not _ints_ok(values, *((TS_MIN_MS, TS_MAX_MS) if kind == "timestamp" else (_I64_MIN, _I64_MAX))):
+            return None
+        out[name] = values
+    for name in _REQUIRED:
+        if None in out[name]:
+            return None
+    payloads = list(map(get, docs, repeat("payload", n)))
+    out["payload_json"] = [None if p is None else _dumps(p) for p in payloads]
+    # one union of every key of the window first: a window without unknown keys is the common case
+    odd = [] if _KNOWN.issuperset(set().union(*docs)) else [i for i, d in enumerate(docs)
+                                                            if not _KNOWN.issuperset(d)]
+    if odd:
+        problems: list[str] = []
+        extra_json: list = [None] * n
+        redriven: list = [None] * n
+        count: list = [None] * n
+        for i in odd:
+            extra = {k: v for k, v in docs[i].items() if k not in _KNOWN}
+            extra_json[i] = _dumps(extra)
+            redriven[i] = _ts(extra.get("redrivenAtEpochMs"), "redrivenAtEpochMs", problems)
+            count[i] = _int(extra.get("redriveCount"), "redriveCount", problems)
+        if problems:
+            return None
+        out["extra_json"], out["redriven_at"], out["redrive_count"] = extra_json, redriven, count
+    else:
+        out["extra_json"] = out["redriven_at"] = out["redrive_count"] = Const(None)
+    return ColumnBatch(n, [out[name] for name in NAMES], raw_is_bytes=True)
+

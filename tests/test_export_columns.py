@@ -1,0 +1,119 @@
+"""The export's column path (:mod:`jobctl.export.columns`): built straight
+from the stored values, it must give exactly the rows
+:func:`~jobctl.export.rows.record_row` gives, and hand every window it does
+not take to the record-by-record path.  Real test server.
+"""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+
+from jobctl.config import QueueConfig
+from jobctl.export.columns import window_columns
+from jobctl.export.exporter import run_export
+from jobctl.export.reader import iter_rows
+from jobctl.export.rows import record_row
+from jobctl.export.schema import column_index
+from jobctl.keys import ReliableListKeys
+from jobctl.layouts import layout_for
+from jobctl.model import State
+
+from test_export import GOLDEN_DEAD, NOW, _env, _expected_rows, _layout, _load_golden
+
+K = ReliableListKeys("cols")
+
+#: values the fast path takes (clean envelopes, odd but well-typed contents)
+CLEAN = [
+    orjson.dumps(_env("job_c1")),
+    orjson.dumps(_env("job_c2", tenantId="tenant_\u00e9\u4e2d", payload={"note": "a\nb \"q\""}, traceId=None)),
+    orjson.dumps(_env("job_c3", redrivenAtEpochMs=NOW - 1, redriveCount=2, stackTraceHash="x", other=None)),
+    orjson.dumps(_env("job_c4", redriveCount=2.0, redrivenAtEpochMs="yesterday")),  # typed as record_row does
+    orjson.dumps(_env("job_c5", payload=None, nextAttemptAtEpochMs=NOW, jobVersion=-(1 << 63))),
+    orjson.dumps(_env("job_c6", payload=[1, "two", None], createdAtEpochMs=-62_135_596_800_000)),
+    b'  {"jobId": "job_c7", "jobType": "t", "createdAtEpochMs": 1}  ',
+]
+#: values it must leave to the record path (each makes its window odd)
+ODD = [
+    orjson.dumps(_env("job_o1", attempt=3.0)),              # parse_envelope turns it into 3
+    orjson.dumps(_env("job_o2", attempt=True)),             # a problem
+    orjson.dumps(_env("job_o3", jobId=17)),                 # jobId as a number: made a string
+    orjson.dumps(_env("job_o4", createdAtEpochMs=10**17)),  # out of the timestamp range
+    orjson.dumps(_env("job_o5", jobVersion=1 << 63)),        # out of int64
+    orjson.dumps(_env("job_o6", redriveCount=1 << 63)),      # extra out of int64
+    orjson.dumps({"jobId": "job_o7"}),                      # missing fields
+    b"[1, 2]",                                              # not an object
+    b'{"jobId": "job_o9", "x": "\xff"}',                    # not UTF-8
+    b"",                                                    # empty value
+    None,                                                   # dangling id
+]
+
+
+def _fill(client, values: list[bytes | None], prefix: str) -> list[str]:
+    ids = []
+    for n, raw in enumerate(values):
+        job_id = f"{prefix}{n}"
+        if raw is not None:
+            client.set(K.job(job_id), raw)
+        client.lpush(K.dead, job_id)
+        ids.append(job_id)
+    return ids
+
+
+def _windows(client, batch: int):
+    return list(layout_for(client, QueueConfig(name="cols", tag="cols")).iter_raw_windows(State.DEAD, batch=batch))
+
+
+def test_clean_window_gives_record_rows(redis_client):
+    _fill(redis_client, CLEAN, "c")
+    [w] = _windows(redis_client, 100)
+    cols = window_columns(w, "cols", "reliable-list")
+    assert cols is not None and cols.n == len(CLEAN) and cols.malformed == 0
+    assert list(cols.rows()) == [record_row(r) for r in w.records()]
+
+
+@pytest.mark.parametrize("raw", ODD, ids=[f"odd{n}" for n in range(len(ODD))])
+def test_odd_value_leaves_the_window_to_records(redis_client, raw):
+    _fill(redis_client, [CLEAN[0], raw, CLEAN[1]], "o")
+    [w] = _windows(redis_client, 100)
+    assert window_columns(w, "cols", "reliable-list") is None
+
+
+def test_undecodable_id_leaves_the_window_to_records(redis_client):
+    redis_client.set(K.job("ok"), CLEAN[0])
+    redis_client.set(K.job("bad\udcff".encode("utf-8", "surrogateescape")), CLEAN[1])
+    redis_client.lpush(K.dead, b"ok", b"bad\xff")
+    [w] = _windows(redis_client, 100)
+    assert window_columns(w, "cols", "reliable-list") is None
+
+
+def test_windows_match_iter_batches(redis_client):
+    _fill(redis_client, CLEAN + ODD, "m")
+    layout = layout_for(redis_client, QueueConfig(name="cols", tag="cols"))
+    raw = [[(r.job_id, r.position, r.raw) for r in w.records()] for w in layout.iter_raw_windows(State.DEAD, batch=4)]
+    parsed = [[(r.job_id, r.position, r.raw) for r in b] for b in layout.iter_batches(State.DEAD, batch=4)]
+    assert raw == parsed and len(raw) == 5
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "jsonl", "csv"])
+@pytest.mark.parametrize("batch", [1, 3])
+def test_mixed_windows_export_the_record_rows(redis_client, tmp_path, fmt, batch):
+    """Windows of one job: the clean ones take the column path, the golden
+    file's odd ones the record path; batches of 3 mix both in a window."""
+    _load_golden(redis_client)
+    res = run_export(_layout(redis_client), tmp_path / "x", states=[State.DEAD, State.SUPPRESSED], fmt=fmt,
+                     snapshot_ms=NOW, server="s", batch=batch)
+    assert res.manifest.rows == len(GOLDEN_DEAD) + 1
+    assert list(iter_rows(tmp_path / "x", res.manifest)) == _expected_rows(redis_client)
+    assert res.manifest.malformed == sum(1 for r in _expected_rows(redis_client) if r[column_index("malformed")])
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "jsonl"])
+def test_clean_and_odd_export_round_trip(redis_client, tmp_path, fmt):
+    _fill(redis_client, CLEAN * 3 + ODD + CLEAN, "r")
+    layout = layout_for(redis_client, QueueConfig(name="cols", tag="cols"))
+    res = run_export(layout, tmp_path / "y", fmt=fmt, snapshot_ms=NOW, server="s", batch=5,
+                     writer_options={"row_group_rows": 4} if fmt == "parquet" else None)
+    expected = [record_row(r) for b in layout.iter_batches(State.DEAD) for r in b]
+    assert list(iter_rows(tmp_path / "y", res.manifest)) == expected
+
