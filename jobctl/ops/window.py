@@ -88,8 +88,11 @@ class ListSource:
     """One dead list the window engine walks (a :class:`~jobctl.layouts.base.WindowSource`).
 
     ``kind`` ``"rl"`` (elements are ids, payload at ``payload_key(id)``:
-    reliable-list, stream-group) or ``"jl"`` (elements are the JSON
-    strings; ``raw``/``attempts``/``errors`` hashes keyed by job id).
+    reliable-list, stream-group), ``"jl"`` (elements are the JSON
+    strings; ``raw``/``attempts``/``errors`` hashes keyed by job id) or
+    ``"hj"`` (hash-job failed list: ids, job hash at ``payload_key(id)``,
+    fenced by the SHA1 of ``fence_fields``; modes ``ready``,
+    ``suppressed``, ``purge``).
     ``mode`` is the window script's mode (``ready``: LMOVE to a list,
     ``stream``: XADD jobId <id>, ``scheduled``, ``suppressed``, ``purge``);
     ``target`` its target key; ``shard`` the index of the plan's shard it
@@ -123,6 +126,9 @@ class ListSource:
     new_payloads: Callable[[list[PlannedJob], int], dict[str, tuple[bytes, str]]] | None = None
     #: ``now -> suppressed-info JSON`` (suppress)
     info: Callable[[int], bytes] | None = None
+    #: kind ``"hj"`` (hash-job failed list): the job-hash fields whose SHA1 is
+    #: the fence (:data:`jobctl.layouts.hash_job.FENCE_FIELDS`), passed as ARGV
+    fence_fields: tuple[str, ...] = ()
 
     def fixed_keys(self) -> list[str]:
         """KEYS[1..10] of ``list_window.lua``."""
@@ -362,15 +368,18 @@ def _walk(src: ListSource, value: str, jobs: _Jobs, order: array, met: bytearray
             keys = src.fixed_keys()
             args: list = [src.kind, src.mode, spec_op, value, LEASE_TTL_MS, hi, now,
                           now + src.delay_ms, "1" if src.reset_attempts else "0", src.info(now) if src.info else b"",
-                          SLACK, len(idx), 5 if payloads else 3]
+                          SLACK, len(idx), 5 if payloads else (4 if src.fence_fields else 3)]
             for n in idx:
                 job_id = jobs.job_id(n)
                 ident = src.ident(jobs.job(n)) if src.kind != "rl" else job_id
                 args += [ident, jobs.position(n), "" if ident == job_id else job_id]
                 if payloads:
                     args += payloads.get(job_id, (b"", ""))
-                if src.kind == "rl":
+                elif src.fence_fields:
+                    args.append(jobs.job(n).sha1)
+                if src.kind != "jl":
                     keys.append(src.payload_key(job_id))
+            args += src.fence_fields
             calls.append((keys, args))
         replies = pipelined(src.client, window, calls)
         start = _entries_for(jobs, order, group[-1][1], group[-1][1], start)[0]
