@@ -636,3 +636,21 @@ def test_hash_job_wrong_type_target_moves_nothing(redis_client):
     assert snapshot(redis_client) == before
     redis_client.delete(HJ.pending)
     assert lay.check().ok
+
+
+def test_stream_group_unfiltered_plan_is_a_tail_range(redis_client):
+    from jobctl.ops.plan import TailRange
+
+    SG_ADAPTER.load(redis_client, "dlq-spike", queue="email", size=300, seed=5)
+    sg = StreamGroupKeys("email")
+    lay = sg_layout(redis_client)
+    dead_before = [x.decode() for x in redis_client.lrange(sg.dead, 0, -1)]
+    plan = lay.plan(OpSpec(Operation.SUPPRESS, "email", State.DEAD, State.SUPPRESSED, reason="r"))  # no filter
+    assert isinstance(plan.jobs, TailRange) and plan.planned == len(dead_before)
+    assert plan.walked == {0: len(dead_before)}
+    res = run_plan(lay, plan, batch=16, journal=False)
+    gone = {j for j in dead_before if not redis_client.exists(sg.job(j))}  # dangling ids stay dead
+    assert res.moved == len(dead_before) - len(gone) and res.failed == 0
+    assert [x.decode() for x in redis_client.lrange(sg.dead, 0, -1)] == [j for j in dead_before if j in gone]
+    assert {m.decode() for m in redis_client.zrange(sg.suppressed, 0, -1)} == set(dead_before) - gone
+    assert not redis_client.exists(sg.hold) and not redis_client.exists(sg.lease)

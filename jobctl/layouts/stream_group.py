@@ -637,6 +637,11 @@ class StreamGroup(Layout):
         refuse_priority(self.name, spec)
         require_requeue_scope(spec)
         on_engine = spec.source is State.DEAD and self.dead_kind == "list"  # the window engine
+        if on_engine:  # unfiltered: the tail length only, ids read by the engine (reliable-list's TailRange)
+            from .reliable_list_ops import plan_tail, unfiltered_tail
+
+            if unfiltered_tail(spec):
+                return plan_tail(self, spec, now)
         plan = Plan(spec=spec, now_ms=now, redrive_record="hash" if on_engine else "envelope")
 
         def fence(rec: JobRecord) -> str:
