@@ -212,28 +212,49 @@ end
 --   suppressed  ZADD suppressed now id; HSET info id (ARGV[10] + "ttl_ms":
 --               the hash's remaining TTL, -1 for none); PERSIST
 --   purge       the id leaves the list, then DEL the hash, HDEL info id
+-- one HMGET a job reads the fence fields and, for a redrive, the fields it
+-- rewrites (their old values undo it): the name list is built once per call
+local hj_names, hj_at = {}, {}
+local hj_redrive = { 'status', 'claim_token', 'claimed_at_ms', 'redriven_at_ms', 'redrive_operation',
+                     'redrive_count', 'attempts' }
+if kind == 'hj' then
+  for j = 1, #fence_fields do hj_names[j] = fence_fields[j]; hj_at[fence_fields[j]] = hj_at[fence_fields[j]] or j end
+  if mode == 'ready' then
+    for j = 1, #hj_redrive do
+      local f = hj_redrive[j]
+      if not hj_at[f] then hj_names[#hj_names + 1] = f; hj_at[f] = #hj_names end
+    end
+  end
+end
+local nfence = #fence_fields
+
 local function step_hj(e, el, undo)
   local key = e.key
-  local t = redis.call('TYPE', key)
-  t = type(t) == 'table' and t['ok'] or t
-  if t == 'none' then return 'gone' end
-  if t ~= 'hash' then return 'wrongtype' end
+  local vals = redis.pcall('HMGET', key, unpack(hj_names))
+  if vals['err'] then return 'wrongtype' end
+  local any = false
+  for j = 1, #hj_names do if vals[j] then any = true; break end end
+  if not any and redis.call('EXISTS', key) == 0 then return 'gone' end
   if e.sha ~= '' then
-    local vals = redis.call('HMGET', key, unpack(fence_fields))
-    for j = 1, #fence_fields do if not vals[j] then vals[j] = '' end end
-    if redis.sha1hex(table.concat(vals, '\31')) ~= e.sha then return 'changed' end
+    local fv = {}
+    for j = 1, nfence do fv[j] = vals[j] or '' end
+    if redis.sha1hex(table.concat(fv, '\31')) ~= e.sha then return 'changed' end
+  end
+  if mode == 'purge' then
+    try(pop_cmd, dead)
+    redis.pcall('DEL', key); redis.pcall('HDEL', info_hash, e.id)
+    return 'moved'
   end
   local ttl = redis.call('PTTL', key)
   if mode == 'ready' then
-    local names = { 'status', 'claim_token', 'claimed_at_ms', 'redriven_at_ms', 'redrive_operation',
-                    'redrive_count', 'attempts' }
-    local old = redis.call('HMGET', key, unpack(names))
     local back, gone = { 'HSET', key }, { 'HDEL', key }
-    for j = 1, #names do
-      if old[j] then back[#back + 1] = names[j]; back[#back + 1] = old[j] else gone[#gone + 1] = names[j] end
+    for j = 1, #hj_redrive do
+      local f = hj_redrive[j]
+      local old = vals[hj_at[f]]
+      if old then back[#back + 1] = f; back[#back + 1] = old else gone[#gone + 1] = f end
     end
     local w = { 'HSET', key, 'status', 'pending', 'claim_token', '', 'claimed_at_ms', 0, 'redriven_at_ms', now,
-                'redrive_operation', op, 'redrive_count', (tonumber(old[6]) or 0) + 1 }
+                'redrive_operation', op, 'redrive_count', (tonumber(vals[hj_at['redrive_count']]) or 0) + 1 }
     if reset then w[#w + 1] = 'attempts'; w[#w + 1] = 0 end
     try(unpack(w))
     if #back > 2 then undo[1] = back end
@@ -241,16 +262,13 @@ local function step_hj(e, el, undo)
     if ttl > 0 then try('PERSIST', key); undo[3] = { 'PEXPIRE', key, ttl } end
     try('LMOVE', dead, target, near, 'LEFT')
     return 'moved'
-  elseif mode == 'suppressed' then
-    try('ZADD', target, score, e.id); undo[1] = { 'ZREM', target, e.id }
-    local rec = info ~= '' and (string.sub(info, 1, -2) .. ',"ttl_ms":' .. ttl .. '}') or ('{"ttl_ms":' .. ttl .. '}')
-    try('HSET', info_hash, e.id, rec); undo[2] = { 'HDEL', info_hash, e.id }
-    if ttl > 0 then try('PERSIST', key); undo[3] = { 'PEXPIRE', key, ttl } end
-  elseif mode ~= 'purge' then
-    error('BADARG mode ' .. mode .. ' for a hash-job failed list', 0)
   end
+  -- suppressed
+  try('ZADD', target, score, e.id); undo[1] = { 'ZREM', target, e.id }
+  local rec = info ~= '' and (string.sub(info, 1, -2) .. ',"ttl_ms":' .. ttl .. '}') or ('{"ttl_ms":' .. ttl .. '}')
+  try('HSET', info_hash, e.id, rec); undo[2] = { 'HDEL', info_hash, e.id }
+  if ttl > 0 then try('PERSIST', key); undo[3] = { 'PEXPIRE', key, ttl } end
   try(pop_cmd, dead)
-  if mode == 'purge' then redis.pcall('DEL', key); redis.pcall('HDEL', info_hash, e.id) end
   return 'moved'
 end
 
