@@ -54,13 +54,13 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from ..model import JobRecord, State
-from ..ops.plan import Plan
+from ..ops.plan import JobColumns, Plan
 from ..ops.result import BatchResult
 from ..ops.spec import Operation, OpSpec
 from .common import DEFAULT_BATCH, batch_result, suppression_record, text
 from .planning import TRANSITIONS_WITHOUT_SCHEDULED, check_operation, plan_from_walk, records_by_ids
 from .moves import REQUEUE_BUDGET, call_move, move_result, requeue_calls
-from .walks import WINDOW, walk_list, walk_zset
+from .walks import WINDOW, prefetched, walk_list, walk_zset
 from ..ops.window import ListSource, drive, drives
 
 if TYPE_CHECKING:
@@ -103,17 +103,26 @@ def plan_operation(layout: "HashJob", spec: OpSpec, now: int) -> Plan:
     from .hash_job import fence_of
 
     check_operation(layout.name, TRANSITIONS, spec)
-    fences: dict[str, str] = {}
+    hashes: dict[str, dict] = {}  # the current window's hashes: memory does not grow with the source
 
     def batches():
-        for window in _walk(layout, spec):
+        walk = _walk(layout, spec)
+        if not spec.ids and spec.source is State.DEAD:
+            walk = prefetched(walk)  # the next window is read while this one is filtered
+        for window in walk:
+            hashes.clear()
             for rec, fields in window:
-                fences[rec.job_id] = fence_of(fields) if fields else ""
+                hashes[rec.job_id] = fields
             yield [rec for rec, _ in window]
+
+    def fence(rec) -> str:
+        fields = hashes.get(rec.job_id)
+        return fence_of(fields) if fields else ""
 
     note = ("job hashes get status pending, redriven_at_ms, redrive_operation and redrive_count (+1), claim_token "
             "cleared, " + ("attempts reset to 0" if spec.reset_attempts else "attempts kept"))
-    return plan_from_walk(Plan(spec=spec, now_ms=now, redrive_note=note), batches(), lambda rec: fences[rec.job_id],
+    plan = Plan(spec=spec, now_ms=now, redrive_note=note, jobs=JobColumns() if spec.source is State.DEAD else [])
+    return plan_from_walk(plan, batches(), fence,
                           is_stuck=lambda rec: rec.deadline_ms is not None and rec.deadline_ms < now)
 
 
