@@ -63,6 +63,8 @@ _STATUS_WINDOW = 1_000
 #: kind ``hj`` for the failed list; the other ``hj_*.lua``).
 FENCE_FIELDS = ("status", "attempts", "claim_token", "claimed_at_ms", "last_error_at_ms", "payload")
 
+_FENCE_KEYS = tuple(f.encode() for f in FENCE_FIELDS)
+
 #: Hash fields shown as layout metadata (``meta``), in display order.
 _META_FIELDS = ("status", "attempts", "claim_token", "enqueued_at_ms", "claimed_at_ms", "reclaimed_at_ms",
                 "completed_at_ms", "last_error", "last_error_at_ms", "redriven_at_ms", "redrive_operation",
@@ -101,7 +103,8 @@ def unstamped_claim(state: State | None, fields: dict[bytes, bytes]) -> bool:
 
 def fence_of(fields: dict[bytes, bytes]) -> str:
     """The SHA1 fence of a job hash (see :data:`FENCE_FIELDS`)."""
-    joined = b"\x1f".join(fields.get(f.encode(), b"") for f in FENCE_FIELDS)
+    get = fields.get
+    joined = b"\x1f".join([get(f, b"") for f in _FENCE_KEYS])
     return hashlib.sha1(joined).hexdigest()
 
 

@@ -122,6 +122,10 @@ def plan_operation(layout: "HashJob", spec: OpSpec, now: int) -> Plan:
     note = ("job hashes get status pending, redriven_at_ms, redrive_operation and redrive_count (+1), claim_token "
             "cleared, " + ("attempts reset to 0" if spec.reset_attempts else "attempts kept"))
     plan = Plan(spec=spec, now_ms=now, redrive_note=note, jobs=JobColumns() if spec.source is State.DEAD else [])
+    from .hash_job_plan import lean_failed_plan, plan_failed_lean
+
+    if lean_failed_plan(spec):  # unfiltered: no record per job
+        return plan_failed_lean(layout, plan)
     return plan_from_walk(plan, batches(), fence,
                           is_stuck=lambda rec: rec.deadline_ms is not None and rec.deadline_ms < now)
 
