@@ -705,7 +705,8 @@ class StreamGroup(Layout):
                 target=target, mode=mode, payload_key=keys.job,
                 new_payloads=reset_payloads(self.client, keys, spec, mode) if reset else None,
                 info=(lambda now: suppression_record(spec, now)) if mode == "suppressed" else None,
-                delay_ms=spec.delay_ms if mode == "scheduled" else 0))
+                delay_ms=spec.delay_ms if mode == "scheduled" else 0,
+                window=128))  # an XADD a job: ~2x a reliable-list LMOVE, so half its tail window
         return out
 
     def apply(self, plan: Plan, *, batch: int | None = None) -> Iterator[BatchResult]:

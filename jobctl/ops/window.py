@@ -129,7 +129,8 @@ class ListSource:
     #: kind ``"hj"`` (hash-job failed list): the job-hash fields whose SHA1 is
     #: the fence (:data:`jobctl.layouts.hash_job.FENCE_FIELDS`), passed as ARGV
     fence_fields: tuple[str, ...] = ()
-    #: tail positions per window call when ``--batch`` sets none (0: :data:`WINDOW`)
+    #: tail positions per window call when ``--batch`` sets none (0: :data:`WINDOW`,
+    #: tail mode :data:`TAIL_WINDOW`)
     window: int = 0
 
     def fixed_keys(self) -> list[str]:
@@ -287,8 +288,8 @@ def drive(sources: list[ListSource], plan: Plan, *, batch: int | None = None, de
     if isinstance(plan.jobs, TailRange):
         from .window_tail import drive_tail
 
-        yield from drive_tail(sources, plan.jobs.walked, value, spec.queue, max(1, batch or TAIL_WINDOW), depth,
-                               now_fn)
+        batch = max(1, batch or min([s.window for s in sources if s.window] or [TAIL_WINDOW]))
+        yield from drive_tail(sources, plan.jobs.walked, value, spec.queue, batch, depth, now_fn)
         return
     batch = max(1, batch or min([s.window for s in sources if s.window] or [WINDOW]))
     jobs = _Jobs(plan.jobs)
