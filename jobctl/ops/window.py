@@ -2,7 +2,7 @@
 
 A :class:`ListSource` is one dead list of one shard (reliable-list and
 stream-group: ids, tail at the right; json-list: JSON strings, tail at the
-left).  Applying a
+left; hash-job's failed list: ids, tail at the right, kind ``"hj"``).  Applying a
 plan on it (:func:`drive`) is, per source:
 
 1. take the lease (:mod:`.lease`, ``lease.lua``: ``<op id> <host> <pid>``,
@@ -34,6 +34,9 @@ identity (an id; json-list: the SHA1 of the string) met at a
 tail position within ``[p - SLACK, p]`` of the position ``p`` the plan saw
 it at.  It is sound because workers only push at the dead list's other end
 and no second jobctl operation can walk it (the lease); see docs/layouts.md.
+Hash-job adds the SHA1 of the job hash's fence fields (the field list in
+ARGV, :attr:`ListSource.fence_fields`), computed server-side: workers
+rewrite that hash in place.
 """
 
 from __future__ import annotations
