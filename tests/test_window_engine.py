@@ -654,3 +654,21 @@ def test_stream_group_unfiltered_plan_is_a_tail_range(redis_client):
     assert [x.decode() for x in redis_client.lrange(sg.dead, 0, -1)] == [j for j in dead_before if j in gone]
     assert {m.decode() for m in redis_client.zrange(sg.suppressed, 0, -1)} == set(dead_before) - gone
     assert not redis_client.exists(sg.hold) and not redis_client.exists(sg.lease)
+
+
+def test_hash_job_window_call_without_fence_fields_is_refused(redis_client):
+    import redis as redis_lib
+
+    from jobctl.scripts import script
+
+    _, jobs = hj_failed(redis_client, 3)
+    lay = hj_layout(redis_client)
+    [src] = lay.sources(hj_spec("purge", flt="id ~ '*'"))
+    before = snapshot(redis_client)
+    window_script = script(redis_client, "list_window")
+    base = ["hj", "purge", "op", "v", 1000, 3, NOW, NOW, "0", b"", 64, 1]
+    for width, extra in ((4, []), (3, list(FENCE_FIELDS)), (0, list(FENCE_FIELDS))):
+        entry = [jobs[0], 0, "", ""][:width] if width else [0, src.payload_key("")]
+        with pytest.raises(redis_lib.ResponseError, match="BADARG"):
+            window_script(keys=src.fixed_keys() + [src.payload_key(jobs[0])], args=base + [width] + entry + extra)
+    assert snapshot(redis_client) == before

@@ -50,8 +50,8 @@
 -- ARGV[11] slack (positions a planned job may have shifted towards the tail)
 -- ARGV[12] N, the number of planned entries passed
 -- ARGV[13] W, fields per entry: 3, or 5 when new payloads are passed, or 0
---          (tail mode, reliable-list and hash-job: an unfiltered plan), or
---          4 (hash-job: the 4th field is the fence, SHA1 hex, "" for none)
+--          (tail mode, reliable-list and stream-group only: an unfiltered plan), or
+--          4 (hash-job, always: the 4th field is the fence, SHA1 hex, "" for none)
 -- ARGV[14+W(i-1)..] per entry i: identity, tail position at plan time, job
 --          id ("": the identity), and with W = 5: the new payload ("" keeps
 --          the stored one) and the SHA1 of the stored payload it replaces
@@ -59,7 +59,7 @@
 --          at ARGV[14] + i - 1, read by the client just before: an element
 --          that differs is held, "not at its planned position"), ARGV[15]
 --          the payload-key prefix (entry i's id is KEYS[10+i] without it)
--- ARGV[14+W*N..] (W = 0: ARGV[16..]) hash-job only: the fence field list
+-- ARGV[14+4N..] hash-job only (W = 4): the fence field list
 --          (jobctl.layouts.hash_job.FENCE_FIELDS, passed from Python)
 -- returns  { popped_by_this_call, popped_total, ended, moved, held,
 --          i1, code1, ..., iM, codeM }: ended 1 when the dead list ran out;
@@ -94,7 +94,7 @@ score, err = jc_int(ARGV[8], 'score', 0); if not score then return redis.error_r
 slack, err = jc_int(ARGV[11], 'slack', 0); if not slack then return redis.error_reply(err) end
 n, err = jc_int(ARGV[12], 'entries', 0); if not n then return redis.error_reply(err) end
 local width = ARGV[13]
-if width ~= '3' and width ~= '5' and width ~= '0' and not (kind == 'hj' and width == '4') then
+if (kind == 'hj' and width ~= '4') or (kind ~= 'hj' and width ~= '3' and width ~= '5' and width ~= '0') then
   return redis.error_reply('BADARG width ' .. tostring(width))
 end
 width = tonumber(width)
@@ -110,7 +110,7 @@ end
 if #ARGV ~= nargs then return redis.error_reply('BADARG expected ' .. nargs .. ' arguments') end
 local first, prefix = 0, ''
 if width == 0 then
-  if kind == 'jl' then return redis.error_reply('BADARG tail mode needs kind rl or hj') end
+  if kind ~= 'rl' then return redis.error_reply('BADARG tail mode needs kind rl') end
   first, err = jc_int(ARGV[14], 'first', 0); if not first then return redis.error_reply(err) end
   prefix = ARGV[15]
 end
@@ -300,7 +300,7 @@ local function hold_it(code, i)
   if i then met[#met + 1] = i; met[#met + 1] = code end
 end
 
-while width == 0 and mode == 'ready' and kind == 'rl' and popped < limit do
+while width == 0 and mode == 'ready' and popped < limit do
   -- the common case in two commands a job, no table or closure per job:
   -- EXISTS of the expected entry's payload key, then one LMOVE whose reply
   -- is checked against the expected id (another element is put back and held)
@@ -332,7 +332,7 @@ while width == 0 and mode == 'ready' and kind == 'rl' and popped < limit do
   this = this + 1
 end
 
-while width == 0 and (mode ~= 'ready' or kind == 'hj') and popped < limit do
+while width == 0 and mode ~= 'ready' and popped < limit do
   local el = redis.call('LINDEX', dead, tail)
   if not el then ended = 1; break end
   local e, i = tail_entry(el)
