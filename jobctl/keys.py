@@ -504,6 +504,22 @@ class HashJobKeys:
         return f"queue:{self.name}:jobctl:journal"
 
     @property
+    def hold(self) -> str:
+        """jobctl's hold list: failed ids a window-engine walk set aside,
+        counted as dead by every read (restored to the failed list's tail)."""
+        return f"queue:{self.name}:jobctl:hold"
+
+    @property
+    def walk(self) -> str:
+        """jobctl's hash of the running failed-list walk: op, total, popped."""
+        return f"queue:{self.name}:jobctl:walk"
+
+    @property
+    def lease(self) -> str:
+        """jobctl's lease string (``<op id> <host> <pid>``, PX TTL)."""
+        return f"queue:{self.name}:jobctl:lease"
+
+    @property
     def state_lists(self) -> tuple[str, ...]:
         """The four state lists, in a stable order."""
         return (self.pending, self.processing, self.completed, self.failed)

@@ -33,7 +33,7 @@ SCRIPT_NAMES += ("rl_pause_move", "rl_migrate_in", "rl_migrate_out", "rl_transfo
 SCRIPT_NAMES += ("de_move",)  # delayed-events
 SCRIPT_NAMES += ("dz_move",)  # delay-zset
 SCRIPT_NAMES += ("hj_requeue",)  # hash-job: processing -> pending, bounded
-SCRIPT_NAMES += ("hj_list_move", "hj_suppressed_move", "hj_repair")  # hash-job
+SCRIPT_NAMES += ("hj_suppressed_move", "hj_repair")  # hash-job (failed list: list_window, kind "hj")
 SCRIPT_NAMES += ("list_window", "list_restore", "lease")  # the window engine (jobctl.ops.window)
 SCRIPT_NAMES += ("jl_requeue", "jl_suppressed_move", "jl_repair")  # json-list
 

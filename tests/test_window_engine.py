@@ -18,14 +18,18 @@ from jobctl.config import QueueConfig
 from jobctl.errors import Busy, DataError
 from jobctl.exitcodes import ExitCode
 from jobctl.filter import compile_filter
-from jobctl.keys import JsonListKeys, ReliableListKeys, StreamGroupKeys
+from jobctl.keys import HashJobKeys, JsonListKeys, ReliableListKeys, StreamGroupKeys
 from jobctl.layouts import layout_for
+from jobctl.layouts.hash_job import FENCE_FIELDS
 from jobctl.layouts.reliable_list import ReliableList
 from jobctl.model import State
 from jobctl.ops import window
 from jobctl.ops.engine import run_plan
 from jobctl.ops.spec import Operation, OpSpec
 from jobctl_fixtures.layouts.json_list import ADAPTER, MAX_RETRIES, VISIBILITY_TIMEOUT_MS, JsonListQueue
+from jobctl_fixtures.layouts.hash_job import ADAPTER as HJ_ADAPTER
+from jobctl_fixtures.layouts.hash_job import VISIBILITY_TIMEOUT_MS as HJ_VT
+from jobctl_fixtures.layouts.hash_job import HashJobQueue
 from jobctl_fixtures.layouts.stream_group import ADAPTER as SG_ADAPTER
 from test_operations import (  # noqa: F401 - fixtures
     assert_consistent, cfg, ids, redrive_spec, run, simple_dead,
@@ -441,3 +445,230 @@ def test_lean_filtered_plan_matches_the_record_plan(redis_client):
         assert [(j.job_id, j.position) for j in lean.jobs] == [(j.job_id, j.position) for j in ref.jobs]
         assert lean.breakdown == ref.breakdown and lean.walked == ref.walked
         assert (lean.scanned, lean.malformed, lean.dangling) == (ref.scanned, ref.malformed, ref.dangling)
+
+
+# -- hash-job failed list on the same engine ------------------------------------------------
+
+HJ = HashJobKeys("jobs")
+
+
+def hj_failed(client, n: int, *, history: int = 10_000) -> tuple[HashJobQueue, list[str]]:
+    """``n`` jobs failed for good by the seed's worker (``fail`` with retries
+    exhausted: LPUSH failed + LTRIM to ``history``); oldest failure first."""
+    q = HashJobQueue(client, "jobs", visibility_ms=HJ_VT, completed_ttl_s=86_400, history=history,
+                     max_attempts=1)
+    out = []
+    for i in range(n):
+        job_id = q.enqueue({"kind": "webhook" if i % 3 == 0 else "email", "n": i}, job_id=f"h{i:04d}", now=NOW + i)
+        job = q.claim(now=NOW + i)
+        assert job is not None and job.id == job_id
+        assert q.fail(job, "HTTP 503", now=NOW + i)
+        out.append(job_id)
+    return q, out
+
+
+def hj_layout(client):
+    return layout_for(client, HJ_ADAPTER.queue_config("jobs"))
+
+
+@pytest.fixture
+def hj_run(redis_url, tmp_path, capsys):
+    """``hj_run(*args)`` -> (exit code, stdout, stderr) of ``jobctl`` with the hash-job queue ``jobs``."""
+    from jobctl.cli.main import main
+
+    cfg = tmp_path / "hj.toml"
+    cfg.write_text(f'[queues.jobs]\nlayout = "hash-job"\nvisibility_timeout_ms = {HJ_VT}\n')
+
+    def _run(*args: str) -> tuple[int, str, str]:
+        code = main(["--url", redis_url, "--config", str(cfg), *args])
+        out, err = capsys.readouterr()
+        return code, out, err
+    return _run
+
+
+def hj_spec(op: str, flt: str = 'type = "webhook"') -> OpSpec:
+    return spec_for(op, "jobs", flt=flt)
+
+
+def test_hash_job_failed_list_goes_through_the_window_engine(redis_client):
+    _, jobs = hj_failed(redis_client, 90)
+    lay = hj_layout(redis_client)
+    plan = lay.plan(hj_spec("redrive"))
+    [src] = lay.sources(plan.spec)
+    assert src.kind == "hj" and src.dead == HJ.failed and tuple(src.fence_fields) == FENCE_FIELDS
+    results = list(window.drive([src], plan, batch=8, depth=3))
+    assert all(len(br.moved) + len(br.skipped) <= 8 + window.SLACK for br in results)
+    webhooks = jobs[0::3]
+    assert sum(len(br.moved) for br in results) == 30
+    assert ids(redis_client, HJ.pending) == list(reversed(webhooks))  # the oldest failure at the served tail
+    assert ids(redis_client, HJ.failed) == [j for j in reversed(jobs) if j not in set(webhooks)]  # order kept
+    fields = redis_client.hgetall(HJ.job(webhooks[0]))
+    assert fields[b"status"] == b"pending" and fields[b"redrive_count"] == b"1"
+    assert fields[b"redrive_operation"].decode() == plan.spec.op_id and redis_client.ttl(HJ.job(webhooks[0])) == -1
+    assert not redis_client.exists(HJ.hold) and not redis_client.exists(HJ.walk) and not redis_client.exists(HJ.lease)
+    assert lay.check().ok
+
+
+def test_hash_job_fence_is_computed_server_side_from_the_field_list(redis_client):
+    _, jobs = hj_failed(redis_client, 30)
+    lay = hj_layout(redis_client)
+    plan = lay.plan(hj_spec("suppress", flt="id ~ '*'"))
+    assert plan.planned == 30
+    # a worker touches two jobs after the plan: their fence no longer holds
+    redis_client.hset(HJ.job(jobs[4]), "attempts", 9)
+    redis_client.hset(HJ.job(jobs[20]), "last_error_at_ms", NOW + 99)
+    res = run_plan(lay, plan, batch=7, journal=False)
+    assert (res.moved, res.skipped, res.failed) == (28, 2, 0) and res.skipped_reasons == {"changed": 2}
+    assert ids(redis_client, HJ.failed) == [jobs[20], jobs[4]]
+    info = json.loads(redis_client.hget(HJ.suppressed_info, jobs[0]))
+    assert info["operation"] == plan.spec.op_id and info["ttl_ms"] > 0
+    # the field list comes from Python (FENCE_FIELDS as ARGV), never written again in the script
+    from jobctl.scripts import script
+
+    source = script(redis_client, "list_window").script
+    assert "last_error_at_ms" not in source and "'claim_token', 'claimed_at_ms', 'last_error" not in source
+
+
+HJ_CRASH = """
+import os, signal, sys
+import redis
+from jobctl.filter import compile_filter
+from jobctl.layouts import layout_for
+from jobctl.model import State
+from jobctl.ops import window
+from jobctl.ops.spec import Operation, OpSpec
+from jobctl_fixtures.layouts.hash_job import ADAPTER
+
+client = redis.Redis.from_url(sys.argv[1])
+lay = layout_for(client, ADAPTER.queue_config("jobs"))
+plan = lay.plan(OpSpec(Operation.PURGE, "jobs", State.DEAD, None, filter=compile_filter('type = "webhook"')))
+for n, br in enumerate(window.drive(lay.sources(plan.spec), plan, batch=5, depth=2)):
+    if n == 3:
+        os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_hash_job_crash_mid_walk_reads_count_the_hold_then_rerun(redis_client, redis_url, hj_run):
+    _, jobs = hj_failed(redis_client, 60)
+    proc = subprocess.run([sys.executable, "-c", HJ_CRASH, redis_url], stdin=subprocess.DEVNULL,
+                          capture_output=True, timeout=60)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr.decode()
+    held = [x.decode() for x in redis_client.lrange(HJ.hold, 0, -1)]
+    assert held and redis_client.exists(HJ.lease) and redis_client.exists(HJ.walk)
+    lay = hj_layout(redis_client)
+    logical = ids(redis_client, HJ.failed) + held  # the hold is the oldest part of the failed list
+    assert logical == [j for j in reversed(jobs) if j in set(logical)]
+    assert lay.depth(State.DEAD) == len(logical)
+    code, out, err = hj_run("status", "jobs", "--json")
+    assert code == 0, err
+    assert json.loads(out)["queues"][0]["dead"] == len(logical)
+    assert [r.job_id for r in lay.list_jobs(State.DEAD, limit=100)] == logical
+    rec = lay.inspect(held[0])
+    assert rec.state is State.DEAD and rec.position == logical.index(held[0])
+    assert [r.job_id for b in lay.iter_batches(State.DEAD, batch=7) for r in b] == list(reversed(logical))
+    assert lay.check().ok
+    # the rerun takes the dead process's lease over, puts the hold back, then finishes
+    code, out, err = hj_run("purge", "jobs", "--state", "dead", "--filter", 'type = "webhook"', "--no-export",
+                         "--yes", "--json")
+    assert code == 0, err
+    assert json.loads(out)["skipped"] == 0
+    assert ids(redis_client, HJ.failed) == [j for j in reversed(jobs) if j not in set(jobs[0::3])]
+    assert not any(redis_client.exists(HJ.job(j)) for j in jobs[0::3])
+    assert not redis_client.exists(HJ.hold) and not redis_client.exists(HJ.walk) and not redis_client.exists(HJ.lease)
+    assert lay.check().ok
+
+
+def test_hash_job_workers_ltrim_while_jobctl_holds(redis_client):
+    q, jobs = hj_failed(redis_client, 40, history=40)
+    lay = hj_layout(redis_client)
+    plan = lay.plan(hj_spec("redrive"))
+    walk = window.drive(lay.sources(plan.spec), plan, batch=6, depth=1)
+    moved = list(next(walk).moved)
+    held = [x.decode() for x in redis_client.lrange(HJ.hold, 0, -1)]
+    assert moved and held
+    # the workers fail 10 more jobs meanwhile: the seed's fail (LPUSH at the head, LTRIM to 40 at the
+    # tail) trims the oldest ids still in the failed list, never the ones jobctl holds
+    newer = [f"n{i}" for i in range(10)]
+    for job_id in newer:
+        redis_client.hset(HJ.job(job_id), mapping={"id": job_id, "payload": "{}", "status": "failed", "attempts": 1})
+        redis_client.lpush(HJ.failed, job_id)
+        redis_client.ltrim(HJ.failed, 0, 39)
+    trimmed = set(jobs) - set(moved) - set(held) - set(ids(redis_client, HJ.failed))
+    assert trimmed
+    for br in walk:
+        moved += br.moved
+    failed = ids(redis_client, HJ.failed)
+    assert not redis_client.exists(HJ.hold) and len(set(failed)) == len(failed)
+    assert failed[-len(held):] == held  # the hold kept them dead: back at the tail, in order
+    assert set(newer) <= set(failed) and not set(failed) & (set(moved) | trimmed)
+    assert set(moved) == set(jobs[0::3]) - trimmed  # the trimmed ones were the workers' to drop
+    assert set(ids(redis_client, HJ.pending)) == set(moved)
+    # the next failure trims the list back to its cap, from the oldest end: the held ones go first
+    redis_client.delete(HJ.pending)
+    q.enqueue({"kind": "email"}, job_id="last", now=NOW + 200)
+    assert q.fail(q.claim(now=NOW + 200), "boom", now=NOW + 200)
+    assert ids(redis_client, HJ.failed) == (["last"] + failed)[:40]
+
+
+def test_hash_job_second_operation_is_refused_while_one_walks(redis_client, hj_run):
+    hj_failed(redis_client, 45)
+    lay = hj_layout(redis_client)
+    first = lay.plan(hj_spec("redrive"))
+    walk = window.drive(lay.sources(first.spec), first, batch=5, depth=1)
+    moved = len(next(walk).moved)
+    before = snapshot(redis_client)
+    code, out, err = hj_run("purge", "jobs", "--state", "dead", "--no-export", "--yes")
+    assert code == ExitCode.BUSY and len(err.strip().splitlines()) == 1, err
+    assert snapshot(redis_client) == before
+    moved += sum(len(br.moved) for br in walk)
+    assert moved == 15 and not redis_client.exists(HJ.lease)
+
+
+def test_hash_job_wrong_type_target_moves_nothing(redis_client):
+    hj_failed(redis_client, 20)
+    lay = hj_layout(redis_client)
+    plan = lay.plan(hj_spec("redrive"))
+    redis_client.set(HJ.pending, "wrong type")
+    before = snapshot(redis_client)
+    with pytest.raises(DataError) as exc:
+        run_plan(lay, plan, journal=False)
+    assert exc.value.exit_code == ExitCode.DATA and HJ.pending in str(exc.value)
+    assert snapshot(redis_client) == before
+    redis_client.delete(HJ.pending)
+    assert lay.check().ok
+
+
+def test_stream_group_unfiltered_plan_is_a_tail_range(redis_client):
+    from jobctl.ops.plan import TailRange
+
+    SG_ADAPTER.load(redis_client, "dlq-spike", queue="email", size=300, seed=5)
+    sg = StreamGroupKeys("email")
+    lay = sg_layout(redis_client)
+    dead_before = [x.decode() for x in redis_client.lrange(sg.dead, 0, -1)]
+    plan = lay.plan(OpSpec(Operation.SUPPRESS, "email", State.DEAD, State.SUPPRESSED, reason="r"))  # no filter
+    assert isinstance(plan.jobs, TailRange) and plan.planned == len(dead_before)
+    assert plan.walked == {0: len(dead_before)}
+    res = run_plan(lay, plan, batch=16, journal=False)
+    gone = {j for j in dead_before if not redis_client.exists(sg.job(j))}  # dangling ids stay dead
+    assert res.moved == len(dead_before) - len(gone) and res.failed == 0
+    assert [x.decode() for x in redis_client.lrange(sg.dead, 0, -1)] == [j for j in dead_before if j in gone]
+    assert {m.decode() for m in redis_client.zrange(sg.suppressed, 0, -1)} == set(dead_before) - gone
+    assert not redis_client.exists(sg.hold) and not redis_client.exists(sg.lease)
+
+
+def test_hash_job_window_call_without_fence_fields_is_refused(redis_client):
+    import redis as redis_lib
+
+    from jobctl.scripts import script
+
+    _, jobs = hj_failed(redis_client, 3)
+    lay = hj_layout(redis_client)
+    [src] = lay.sources(hj_spec("purge", flt="id ~ '*'"))
+    before = snapshot(redis_client)
+    window_script = script(redis_client, "list_window")
+    base = ["hj", "purge", "op", "v", 1000, 3, NOW, NOW, "0", b"", 64, 1]
+    for width, extra in ((4, []), (3, list(FENCE_FIELDS)), (0, list(FENCE_FIELDS))):
+        entry = [jobs[0], 0, "", ""][:width] if width else [0, src.payload_key("")]
+        with pytest.raises(redis_lib.ResponseError, match="BADARG"):
+            window_script(keys=src.fixed_keys() + [src.payload_key(jobs[0])], args=base + [width] + entry + extra)
+    assert snapshot(redis_client) == before

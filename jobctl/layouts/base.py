@@ -19,12 +19,12 @@ the exporter):
   s (one per shard) of a (layout, source state) that the window engine
   (:mod:`jobctl.ops.window`) drives: bounded, pipelined Lua window calls
   with a jobctl-owned hold list, server-side walk bookkeeping and a lease
-  (reliable-list and json-list dead lists today).  A layout (or source
+  (the reliable-list, stream-group and json-list dead lists and the
+  hash-job failed list today).  A layout (or source
   state) without one returns ``[]`` and the engine falls back to
   :meth:`Layout.apply`, which yields one
   :class:`~jobctl.ops.result.BatchResult` per script call.  To move a
-  source onto the engine (the zsets, the PEL, the stream-group and
-  hash-job dead lists), implement :class:`WindowSource` for it and return
+  source onto the engine (the zsets, the PEL), implement :class:`WindowSource` for it and return
   them from :meth:`Layout.sources`;
 * **checks**: :meth:`Layout.check` (the layout's own audit module,
   imported statically by the override).
@@ -301,7 +301,8 @@ class WindowSource(Protocol):
     """
 
     client: Any
-    #: ``"rl"`` (elements are ids) or ``"jl"`` (elements are the payloads)
+    #: ``"rl"`` (elements are ids), ``"jl"`` (elements are the payloads) or
+    #: ``"hj"`` (hash-job ids, fenced by their job hash's fields)
     kind: str
     #: index of the plan's shard this source walks
     shard: int

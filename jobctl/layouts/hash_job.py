@@ -59,8 +59,11 @@ _STATUS_WINDOW = 1_000
 
 #: Hash fields a worker or the reclaimer changes: an operation's fence is the
 #: SHA1 of their values joined by ``\x1f`` (missing fields as ""), computed
-#: the same way in Lua (``hj_*.lua``).
+#: the same way in Lua from this list, passed as ARGV (``list_window.lua``
+#: kind ``hj`` for the failed list; the other ``hj_*.lua``).
 FENCE_FIELDS = ("status", "attempts", "claim_token", "claimed_at_ms", "last_error_at_ms", "payload")
+
+_FENCE_KEYS = tuple(f.encode() for f in FENCE_FIELDS)
 
 #: Hash fields shown as layout metadata (``meta``), in display order.
 _META_FIELDS = ("status", "attempts", "claim_token", "enqueued_at_ms", "claimed_at_ms", "reclaimed_at_ms",
@@ -100,7 +103,8 @@ def unstamped_claim(state: State | None, fields: dict[bytes, bytes]) -> bool:
 
 def fence_of(fields: dict[bytes, bytes]) -> str:
     """The SHA1 fence of a job hash (see :data:`FENCE_FIELDS`)."""
-    joined = b"\x1f".join(fields.get(f.encode(), b"") for f in FENCE_FIELDS)
+    get = fields.get
+    joined = b"\x1f".join([get(f, b"") for f in _FENCE_KEYS])
     return hashlib.sha1(joined).hexdigest()
 
 
@@ -124,6 +128,11 @@ class HashJob(ListStatesLayout):
         from .base import now_ms
 
         return ops.plan_operation(self, spec, now_ms() if now is None else now)
+
+    def sources(self, spec):
+        from .hash_job_ops import dead_sources
+
+        return dead_sources(self, spec)
 
     def apply(self, plan, *, batch: int | None = None):
         from . import hash_job_ops as ops
@@ -257,11 +266,12 @@ class HashJob(ListStatesLayout):
         pipe.lrange(k.processing, -_STATUS_WINDOW, -1)
         pipe.llen(k.failed)
         pipe.zcard(k.suppressed)
-        names = [k.pending, k.pending, k.processing, k.processing, k.failed, k.suppressed]
+        pipe.llen(k.hold)  # failed ids a window-engine walk set aside: still dead
+        names = [k.pending, k.pending, k.processing, k.processing, k.failed, k.suppressed, k.hold]
         val = status_replies(st, pipe.execute(raise_on_error=False), names)
         st.ready = val[0] or 0
         st.processing = val[2] or 0
-        st.dead = val[4] or 0
+        st.dead = (val[4] or 0) + (val[6] or 0)
         st.suppressed = val[5] or 0
         tail = text(val[1]) if val[1] is not None else None
         window = [text(x) for x in (val[3] or [])]
@@ -305,6 +315,26 @@ class HashJob(ListStatesLayout):
             st.oldest_ready_age_ms = max(0, now - st.oldest_ready_since_ms)
         return st
 
+    def depth(self, state: State) -> int:
+        """As :meth:`ListStatesLayout.depth`; dead counts jobctl's hold too."""
+        if state is State.DEAD:
+            return self.client.llen(self.keys.failed) + self.client.llen(self.keys.hold)
+        return super().depth(state)
+
+    def dead_windows(self, batch: int = 1000, sample: tuple[int, int] | None = None
+                     ) -> Iterator[tuple[int, list[bytes]]]:
+        """``(tail position of the first, ids)`` windows of the dead state
+        from its tail: jobctl's hold (the oldest failed ids, set aside by a
+        window-engine walk), then the failed list, positions counted on
+        from the hold's (the window engine's tail positions)."""
+        base = 0
+        for key in (self.keys.hold, self.keys.failed):
+            length = 0
+            for start, chunk in walk_list(self.client, key, from_right=True, batch=batch, sample=sample):
+                yield base + start, chunk
+                length = start + len(chunk)
+            base += self.client.llen(key) if sample else length
+
     def _list_key(self, state: State) -> str:
         k = self.keys
         return {State.READY: k.pending, State.PROCESSING: k.processing, State.DEAD: k.failed,
@@ -325,6 +355,8 @@ class HashJob(ListStatesLayout):
             ids = [text(x) for x in reversed(self.client.lrange(key, -limit, -1))]
         else:
             ids = [text(x) for x in self.client.lrange(key, 0, limit - 1)]
+            if state is State.DEAD and len(ids) < limit:  # the hold (a walk in progress): the oldest failed ids
+                ids += [text(x) for x in self.client.lrange(self.keys.hold, 0, limit - 1 - len(ids))]
         recs = self.records(ids, state, [{"position": n} for n in range(len(ids))])
         if state is State.PROCESSING:
             recs.sort(key=lambda r: (r.deadline_ms is None, r.deadline_ms or 0))
@@ -337,6 +369,7 @@ class HashJob(ListStatesLayout):
         and completed hashes), suppression record, and every hash field."""
         k = self.keys
         lists = [(k.pending, State.READY), (k.processing, State.PROCESSING), (k.failed, State.DEAD),
+                 (k.hold, State.DEAD),  # the hold: failed ids a window-engine walk set aside
                  (k.completed, State.HISTORY)]
         pipe = self.client.pipeline(transaction=False)
         pipe.hgetall(k.job(job_id))
@@ -358,6 +391,8 @@ class HashJob(ListStatesLayout):
             if idx is None:
                 continue
             pos = length - 1 - idx if state in (State.READY, State.PROCESSING) else idx
+            if key == k.hold:  # after the failed list's own elements
+                pos += res[2 + 2 * (n - 1) + 1] or 0
             found.append((state, {"position": pos, "key": key}))
         supp, info = res[-2], res[-1]
         if supp is not None:
@@ -391,8 +426,9 @@ class HashJob(ListStatesLayout):
             for _, pairs in walk_zset(self.client, self.keys.suppressed, batch=batch, sample=sample):
                 yield self.records([text(m) for m, _ in pairs], state, [{"score": score_ms(s)} for _, s in pairs])
             return
-        for start, chunk in walk_list(self.client, self._list_key(state), from_right=True, batch=batch,
-                                      sample=sample):
+        windows = self.dead_windows(batch, sample) if state is State.DEAD else \
+            walk_list(self.client, self._list_key(state), from_right=True, batch=batch, sample=sample)
+        for start, chunk in windows:
             yield self.records([text(x) for x in chunk], state,
                                [{"position": start + n} for n in range(len(chunk))])
 
@@ -449,7 +485,7 @@ def recognize(keys: dict[str, bytes], *, client=None, rejected: list[str] | None
         if rejected is not None:
             rejected.extend(sorted(odd.get(name, [])))
         own = HashJobKeys(name)
-        jobctl = [key for key in (own.suppressed, own.suppressed_info, own.journal) if key in keys]
+        jobctl = [key for key in (own.suppressed, own.suppressed_info, own.journal, own.hold) if key in keys]
         evidence = sorted(lists.get(name, [])) + sorted(hashes.get(name, [])) + jobctl
         out.append((QueueConfig(name=name, layout="hash-job", tag=name, discovered=True), evidence))
     return out

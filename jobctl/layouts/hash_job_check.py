@@ -3,7 +3,8 @@ the repairs that are unambiguous.
 
 Invariants:
 
-* every job id is in exactly one of pending, processing, failed,
+* every job id is in exactly one of pending, processing, failed (or
+  jobctl's hold: failed ids a window-engine walk set aside, dead too),
   suppressed and completed (``multiple_states``);
 * no id appears twice in one list (``duplicate``; repair: drop the extra
   copies from the tail);
@@ -79,7 +80,8 @@ def check_queue(layout: "HashJob", *, repair: bool = False) -> CheckReport:
     report = HashJobCheckReport(queue=layout.queue_name, layout=layout.name)
     shard = k.name
     where: dict[str, list[tuple[str, str]]] = defaultdict(list)  # id -> [(state, key)]
-    lists = [(k.pending, "ready"), (k.processing, "processing"), (k.failed, "dead"), (k.completed, "history")]
+    lists = [(k.pending, "ready"), (k.processing, "processing"), (k.failed, "dead"), (k.hold, "dead"),
+             (k.completed, "history")]
     expected_status = {"ready": "pending", "processing": "processing", "dead": "failed", "history": "completed",
                        "suppressed": "failed"}
     for key, state in lists:
@@ -169,7 +171,8 @@ def _recheck(layout: "HashJob", report: CheckReport, expected_status: dict[str, 
     if not report.problems:
         return
     client, k = layout.client, layout.keys
-    lists = [(k.pending, "ready"), (k.processing, "processing"), (k.failed, "dead"), (k.completed, "history")]
+    lists = [(k.pending, "ready"), (k.processing, "processing"), (k.failed, "dead"), (k.hold, "dead"),
+             (k.completed, "history")]
     snaps: dict[str, dict] = {}
     for job_id in list(dict.fromkeys(p.job_id for p in report.problems))[:RECHECK_MAX]:
         pipe = client.pipeline(transaction=True)  # one atomic read per job

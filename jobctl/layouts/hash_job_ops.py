@@ -9,26 +9,43 @@ changes, :data:`~.hash_job.FENCE_FIELDS`):
   ``HSET status pending, reclaimed_at_ms now, claim_token "", claimed_at_ms
   0`` -- exactly the seed's reclaimer.  The old claimant's complete/fail then
   fails its own claim-token check.
-* redrive (failed -> ready): ``LREM failed``, ``LPUSH pending``, ``HSET
-  status pending, claim_token "", claimed_at_ms 0, redriven_at_ms,
-  redrive_operation``, ``HINCRBY redrive_count``, ``PERSIST`` (a failed hash
-  carries the workers' TTL; a pending job must not expire).  ``attempts`` is
-  kept (the worker's next failure then fails it for good) unless
-  ``--reset-attempts`` sets it to 0.
-* suppress (failed -> suppressed): ``LREM failed``, ``ZADD`` jobctl's
-  suppressed zset, the record (who, when, why, the hash's remaining TTL) in
-  jobctl's info hash, ``PERSIST`` (kept for audit).  unsuppress puts the id
-  back at the head of ``failed`` and restores the remaining TTL.
+* redrive (failed -> ready): ``HSET status pending, claim_token "",
+  claimed_at_ms 0, redriven_at_ms, redrive_operation, redrive_count`` (+1),
+  ``PERSIST`` (a failed hash carries the workers' TTL; a pending job must
+  not expire), then the id moves from the failed list's tail to the head of
+  ``pending`` (one ``LMOVE``).  ``attempts`` is kept (the worker's next
+  failure then fails it for good) unless ``--reset-attempts`` sets it to 0.
+* suppress (failed -> suppressed): ``ZADD`` jobctl's suppressed zset, the
+  record (who, when, why, the hash's remaining TTL) in jobctl's info hash,
+  ``PERSIST`` (kept for audit), then the id leaves the failed list.
+  unsuppress puts the id back at the head of ``failed`` and restores the
+  remaining TTL.
 * purge (failed or suppressed -> gone): the id and the job hash together.
 
-Cost: each job is one ``LREM`` on the source list, O(length): the failed
-list is capped by the workers (``LTRIM``, 50 in the seed) and processing by
-their concurrency; a requeue call searches at most
-:data:`~.moves.REQUEUE_BUDGET` processing elements, any other call takes at
-most ``LREM_BUDGET / length`` jobs
-(:func:`~.walks.lrem_chunk`), so a call stays bounded even on a long list.
-``LREM`` keeps the order of the jobs that stay, which the workers' ``LTRIM``
-relies on.
+The failed list is the window engine's (:mod:`jobctl.ops.window`,
+:func:`dead_sources`, kind ``"hj"`` of ``list_window.lua``), like every
+other layout's dead list: pipelined window calls pop it from its tail (the
+oldest failures, the right end: workers ``LPUSH`` at the head), a planned
+id moves when it is met within :data:`~jobctl.ops.window.SLACK` positions of
+where the plan saw it *and* the SHA1 of its job hash's fence fields is the
+plan's (computed server-side; the field list comes from
+:data:`~.hash_job.FENCE_FIELDS` as ARGV); every other id waits on jobctl's
+hold list (``queue:<n>:jobctl:hold``, counted as failed by every read) and
+``list_restore.lua`` puts it back at the tail in order.  No call searches the
+list: each costs O(batch) whatever its length.
+
+The workers ``LTRIM`` the failed list to its cap at the tail (50 in the
+seed).  An id on the hold is out of their reach: a failure that would have
+trimmed it trims the next oldest id still in the list instead (that one
+shifts the planned positions towards the tail by one, within the slack),
+and the held id stays dead until the restore puts it back at the tail,
+where the workers' next ``LTRIM`` drops it as it would have.  jobctl never
+trims: the hold keeps such a job dead, and the journal records what the
+operation moved and skipped.
+
+Processing is bounded by the workers' concurrency: a requeue call searches
+at most :data:`~.moves.REQUEUE_BUDGET` processing elements
+(``hj_requeue.lua``).
 """
 
 from __future__ import annotations
@@ -37,19 +54,19 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from ..model import JobRecord, State
-from ..ops.plan import Plan
+from ..ops.plan import JobColumns, Plan
 from ..ops.result import BatchResult
 from ..ops.spec import Operation, OpSpec
-from ..scripts import script
 from .common import DEFAULT_BATCH, batch_result, suppression_record, text
 from .planning import TRANSITIONS_WITHOUT_SCHEDULED, check_operation, plan_from_walk, records_by_ids
 from .moves import REQUEUE_BUDGET, call_move, move_result, requeue_calls
-from .walks import lrem_chunk, walk_list, walk_zset
+from .walks import WINDOW, prefetched, walk_list, walk_zset
+from ..ops.window import ListSource, drive, drives
 
 if TYPE_CHECKING:
     from .hash_job import HashJob
 
-__all__ = ["TRANSITIONS", "DEFAULT_BATCH", "plan_operation", "apply_plan"]
+__all__ = ["TRANSITIONS", "DEFAULT_BATCH", "plan_operation", "apply_plan", "dead_sources"]
 
 #: (operation, source) -> allowed targets (None: purge).  No scheduled state.
 TRANSITIONS = TRANSITIONS_WITHOUT_SCHEDULED
@@ -59,6 +76,8 @@ def _walk(layout: "HashJob", spec: OpSpec) -> Iterator[list[tuple[JobRecord, dic
     """(record, hash) windows of the source state, each hash read once."""
     if spec.ids:
         for [rec] in records_by_ids(layout, spec):
+            if spec.source is State.DEAD and rec.position is not None:
+                rec.position = layout.depth(State.DEAD) - 1 - rec.position  # inspect counts from the newest
             yield [(rec, layout.load([rec.job_id])[0])]
         return
     if spec.source is State.SUPPRESSED:
@@ -67,8 +86,11 @@ def _walk(layout: "HashJob", spec: OpSpec) -> Iterator[list[tuple[JobRecord, dic
             fields = layout.load(ids)
             yield [(layout.record(i, f, spec.source, score=int(s)), f) for i, f, (_, s) in zip(ids, fields, pairs)]
         return
-    key = layout.keys.processing if spec.source is State.PROCESSING else layout.keys.failed
-    for start, chunk in walk_list(layout.client, key, from_right=True):
+    if spec.source is State.PROCESSING:
+        windows = walk_list(layout.client, layout.keys.processing, from_right=True)
+    else:  # the hold first, then the failed list: the window engine's tail positions
+        windows = layout.dead_windows(WINDOW)
+    for start, chunk in windows:
         ids = [text(x) for x in chunk]
         fields = layout.load(ids)
         yield [(layout.record(i, f, spec.source, position=start + n), f)
@@ -81,17 +103,30 @@ def plan_operation(layout: "HashJob", spec: OpSpec, now: int) -> Plan:
     from .hash_job import fence_of
 
     check_operation(layout.name, TRANSITIONS, spec)
-    fences: dict[str, str] = {}
+    hashes: dict[str, dict] = {}  # the current window's hashes: memory does not grow with the source
 
     def batches():
-        for window in _walk(layout, spec):
+        walk = _walk(layout, spec)
+        if not spec.ids and spec.source is State.DEAD:
+            walk = prefetched(walk)  # the next window is read while this one is filtered
+        for window in walk:
+            hashes.clear()
             for rec, fields in window:
-                fences[rec.job_id] = fence_of(fields) if fields else ""
+                hashes[rec.job_id] = fields
             yield [rec for rec, _ in window]
+
+    def fence(rec) -> str:
+        fields = hashes.get(rec.job_id)
+        return fence_of(fields) if fields else ""
 
     note = ("job hashes get status pending, redriven_at_ms, redrive_operation and redrive_count (+1), claim_token "
             "cleared, " + ("attempts reset to 0" if spec.reset_attempts else "attempts kept"))
-    return plan_from_walk(Plan(spec=spec, now_ms=now, redrive_note=note), batches(), lambda rec: fences[rec.job_id],
+    plan = Plan(spec=spec, now_ms=now, redrive_note=note, jobs=JobColumns() if spec.source is State.DEAD else [])
+    from .hash_job_plan import lean_failed_plan, plan_failed_lean
+
+    if lean_failed_plan(spec):  # unfiltered: no record per job
+        return plan_failed_lean(layout, plan)
+    return plan_from_walk(plan, batches(), fence,
                           is_stuck=lambda rec: rec.deadline_ms is not None and rec.deadline_ms < now)
 
 
@@ -113,34 +148,46 @@ def apply_plan(layout: "HashJob", plan: Plan, *, batch: int = DEFAULT_BATCH) -> 
 
         yield from requeue_calls(jobs, batch, lambda j: j.job_id, requeue)
         return
-    i = 0
-    while i < len(jobs):
-        if spec.source is State.SUPPRESSED:
-            chunk = jobs[i:i + batch]
-            mode = "purge" if spec.operation is Operation.PURGE else "unsuppress"
-            args: list = [mode, " ".join(FENCE_FIELDS), len(chunk)]
-            for j in chunk:
-                args += [j.job_id, str(j.score), j.sha1]
-            res = call_move(layout.client, "hj_suppressed_move",
-                            [k.suppressed, k.suppressed_info, k.failed] + [k.job(j.job_id) for j in chunk], args)
-            i += len(chunk)
-            yield move_result(res)
-            continue
-        else:
-            source = k.failed
-            chunk = jobs[i:i + lrem_chunk(batch, layout.client.llen(source))]
-            now = now_ms()
-            if spec.operation is Operation.PURGE:
-                mode, info = "purge", b""
-            elif spec.operation is Operation.SUPPRESS:
-                mode, info = "suppress", suppression_record(spec, now)
-            else:
-                mode, info = "redrive", b""
-            args = [mode, now, spec.op_id, "1" if spec.reset_attempts else "0", info, len(chunk)]
-            for j in chunk:
-                args += [j.job_id, j.sha1]
-            res = script(layout.client, "hj_list_move")(
-                keys=[source, k.pending, k.suppressed, k.suppressed_info] + [k.job(j.job_id) for j in chunk],
-                args=args)
-        i += len(chunk)
-        yield move_result(res)
+    if spec.source is State.DEAD:
+        yield from drive(dead_sources(layout, spec), plan, batch=batch, depth=1)
+        return
+    for i in range(0, len(jobs), batch):  # suppressed: unsuppress, purge
+        chunk = jobs[i:i + batch]
+        mode = "purge" if spec.operation is Operation.PURGE else "unsuppress"
+        args: list = [mode, " ".join(FENCE_FIELDS), len(chunk)]
+        for j in chunk:
+            args += [j.job_id, str(j.score), j.sha1]
+        yield move_result(call_move(layout.client, "hj_suppressed_move",
+                                    [k.suppressed, k.suppressed_info, k.failed] + [k.job(j.job_id) for j in chunk],
+                                    args))
+
+
+# -- the failed list -------------------------------------------------------------
+
+#: Failed-list positions one window call pops when ``--batch`` sets none: a
+#: moved job costs one HMGET (fence fields + the payload), a SHA1, PTTL, HSET
+#: and LMOVE (~8-12 us of server time on a loaded 2-core host, twice a
+#: reliable-list job), so half the engine's default keeps a call near 0.5 ms.
+HJ_WINDOW = 64
+
+def dead_sources(layout: "HashJob", spec: OpSpec) -> list[ListSource]:
+    """The window-engine source of the failed list for ``spec`` (an
+    operation from dead; ``[]`` otherwise): ids (kind ``"hj"``), the job hash
+    of each in KEYS, fenced by the SHA1 of :data:`~.hash_job.FENCE_FIELDS`
+    (passed to ``list_window.lua`` as ARGV) on top of identity + position."""
+    from .hash_job import FENCE_FIELDS
+
+    if not drives(spec):
+        return []
+    k = layout.keys
+    if spec.operation is Operation.PURGE:
+        mode, target = "purge", k.failed
+    elif spec.operation is Operation.SUPPRESS:
+        mode, target = "suppressed", k.suppressed
+    else:
+        mode, target = "ready", k.pending
+    info = (lambda now: suppression_record(spec, now)) if mode == "suppressed" else None
+    return [ListSource(client=layout.client, kind="hj", tag=k.name, shard=0, dead=k.failed, hold=k.hold,
+                       walk=k.walk, lease=k.lease, redriven=k.suppressed_info, info_hash=k.suppressed_info,
+                       target=target, mode=mode, payload_key=k.job, info=info, reset_attempts=spec.reset_attempts,
+                       fence_fields=FENCE_FIELDS, window=HJ_WINDOW)]

@@ -71,6 +71,11 @@ def plan_operation(layout: StreamGroup, spec: OpSpec, now: int | None = None) ->
     refuse_priority(layout.name, spec)
     require_requeue_scope(spec)
     on_engine = spec.source is State.DEAD and layout.dead_kind == "list"  # the window engine
+    if on_engine:  # unfiltered: the tail length only, ids read by the engine (reliable-list's TailRange)
+        from .reliable_list_ops import plan_tail, unfiltered_tail
+
+        if unfiltered_tail(spec):
+            return plan_tail(layout, spec, now)
     plan = Plan(spec=spec, now_ms=now, redrive_record="hash" if on_engine else "envelope")
 
     def fence(rec: JobRecord) -> str:
@@ -136,7 +141,8 @@ def dead_sources(layout: StreamGroup, spec: OpSpec) -> list:
             target=target, mode=mode, payload_key=keys.job,
             new_payloads=reset_payloads(layout.client, keys, spec, mode) if reset else None,
             info=(lambda now: suppression_record(spec, now)) if mode == "suppressed" else None,
-            delay_ms=spec.delay_ms if mode == "scheduled" else 0))
+            delay_ms=spec.delay_ms if mode == "scheduled" else 0,
+            window=128))  # an XADD a job: ~2x a reliable-list LMOVE, so half its tail window
     return out
 
 

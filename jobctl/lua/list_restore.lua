@@ -9,17 +9,17 @@
 -- is in exactly one of the two lists.  When the hold is empty the walk hash
 -- is deleted.  Moves at most ARGV[2] elements per call.
 --
--- KEYS[1]  dead list             queue:{t}:dead | <p>:dead
+-- KEYS[1]  dead list             queue:{t}:dead | <p>:dead | queue:<n>:failed
 -- KEYS[2]  hold list (jobctl)    queue:{t}:jobctl:hold
 -- KEYS[3]  walk hash (jobctl)    queue:{t}:jobctl:walk
--- ARGV[1]  kind: "rl" (tail = right) | "jl" (tail = left)
+-- ARGV[1]  kind: "rl", "hj" (tail = right) | "jl" (tail = left)
 -- ARGV[2]  max elements to move back (>= 1)
 -- returns  { moved_back, left_in_hold }
 
 --@prelude
 
 local dead, hold, walk = KEYS[1], KEYS[2], KEYS[3]
-local kind, err = jc_one_of(ARGV[1], 'kind', { rl = true, jl = true })
+local kind, err = jc_one_of(ARGV[1], 'kind', { rl = true, jl = true, hj = true })
 if not kind then return redis.error_reply(err) end
 local max_move
 max_move, err = jc_int(ARGV[2], 'max', 1)

@@ -1,12 +1,14 @@
 -- list_window.lua: one bounded window of the window engine over a dead list
--- (jobctl.ops.window; reliable-list and json-list: redrive, suppress, purge).
+-- (jobctl.ops.window; reliable-list, stream-group and json-list dead lists,
+-- the hash-job failed list: redrive, suppress, purge).
 --
 -- The walk pops the dead list from its tail (the end workers never push at:
--- reliable-list the right, json-list the left), one element at a time, up to
+-- reliable-list and hash-job the right, json-list the left), one element at a time, up to
 -- tail position ARGV[6] of the walk.  Each popped element is either
 --   * a planned job whose fence holds (identity = the id, or the SHA1 of a
 --     json-list string, met at a tail position p' with p - slack <= p' <= p,
---     p being the position the plan saw it at) -> moved in one step run
+--     p being the position the plan saw it at; hash-job also: the SHA1 of
+--     its job hash's fence fields equals the plan's) -> moved in one step run
 --     under redis.pcall: the target is written first, then the element leaves
 --     the dead list; a failing step writes nothing of that job (its partial
 --     writes are undone) and the job stays dead with code "error:<msg>";
@@ -20,19 +22,24 @@
 -- walk.  Every key's type and every argument is checked before the first
 -- write; a failed check is an error reply and nothing is written.
 --
--- KEYS[1]  dead list                    queue:{t}:dead | <p>:dead
+-- KEYS[1]  dead list                    queue:{t}:dead | <p>:dead | queue:<n>:failed
 -- KEYS[2]  hold list (jobctl)           queue:{t}:jobctl:hold
 -- KEYS[3]  walk hash (jobctl)           queue:{t}:jobctl:walk
 -- KEYS[4]  lease string (jobctl)        queue:{t}:jobctl:lease
 -- KEYS[5]  target: ready list | stream (stream-group: XADD jobId <id>) |
 --          scheduled zset | suppressed zset | (purge) KEYS[1]
+--          (hash-job: queue:<n>:pending | queue:<n>:jobctl:suppressed | KEYS[1])
 -- KEYS[6]  redriven hash (jobctl)       queue:{t}:jobctl:redriven
+--          (hash-job: KEYS[7], unused: a redrive is recorded on the job hash)
 -- KEYS[7]  suppressed-info hash (jobctl)
--- KEYS[8]  json-list: suppressed-raw hash (jobctl); reliable-list: KEYS[1]
--- KEYS[9]  json-list: attempts hash; reliable-list: KEYS[1]
--- KEYS[10] json-list: errors hash; reliable-list: KEYS[1]
--- KEYS[10+i] reliable-list: payload key of planned entry i (job:{t}:<id>)
+-- KEYS[8]  json-list: suppressed-raw hash (jobctl); reliable-list, hash-job: KEYS[1]
+-- KEYS[9]  json-list: attempts hash; reliable-list, hash-job: KEYS[1]
+-- KEYS[10] json-list: errors hash; reliable-list, hash-job: KEYS[1]
+-- KEYS[10+i] reliable-list: payload key of planned entry i (job:{t}:<id>);
+--          hash-job: job hash of entry i (queue:<n>:job:<id>)
 -- ARGV[1]  kind: "rl" (elements are ids) | "jl" (elements are JSON strings)
+--          | "hj" (hash-job failed list: ids, job hashes, modes ready,
+--          suppressed, purge; the failed list's tail is its right end)
 -- ARGV[2]  mode: "ready" | "stream" | "scheduled" | "suppressed" | "purge"
 -- ARGV[3]  operation id (owner of the walk)
 -- ARGV[4]  lease value (owner of the lease) and ARGV[5] lease TTL (ms)
@@ -43,7 +50,8 @@
 -- ARGV[11] slack (positions a planned job may have shifted towards the tail)
 -- ARGV[12] N, the number of planned entries passed
 -- ARGV[13] W, fields per entry: 3, or 5 when new payloads are passed, or 0
---          (tail mode, reliable-list only: an unfiltered plan)
+--          (tail mode, reliable-list and stream-group only: an unfiltered plan), or
+--          4 (hash-job, always: the 4th field is the fence, SHA1 hex, "" for none)
 -- ARGV[14+W(i-1)..] per entry i: identity, tail position at plan time, job
 --          id ("": the identity), and with W = 5: the new payload ("" keeps
 --          the stored one) and the SHA1 of the stored payload it replaces
@@ -60,25 +68,31 @@
 --          held without a code; with "0" nothing moves (the matches: "not at
 --          its planned position").  The reply then has a pair for each match
 --          (code "moved" included)
+-- ARGV[14+4N..] hash-job only (W = 4): the fence field list
+--          (jobctl.layouts.hash_job.FENCE_FIELDS, passed from Python)
 -- returns  { popped_by_this_call, popped_total, ended, moved, held,
 --          i1, code1, ..., iM, codeM }: ended 1 when the dead list ran out;
 --          one (entry index, code) pair per planned entry met (tail mode:
 --          per entry not moved; the others moved): "moved",
 --          "gone" (payload key missing), "changed" (payload differs from the
---          one the new payload replaces), "duplicate" (already suppressed),
---          "wrongtype" (payload key of the wrong type), "error:<msg>"
+--          one the new payload replaces; hash-job: the fence differs),
+--          "duplicate" (already suppressed),
+--          "wrongtype" (payload key or job hash of the wrong type), "error:<msg>"
 
 --@prelude
 
 local dead, hold, walk, lease, target = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local redriven, info_hash, raw_hash, attempts, errors = KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
 
-local kind, err = jc_one_of(ARGV[1], 'kind', { rl = true, jl = true })
+local kind, err = jc_one_of(ARGV[1], 'kind', { rl = true, jl = true, hj = true })
 if not kind then return redis.error_reply(err) end
 local mode
 mode, err = jc_one_of(ARGV[2], 'mode', { ready = true, stream = true, scheduled = true, suppressed = true,
                                          purge = true })
 if not mode then return redis.error_reply(err) end
+if kind == 'hj' and (mode == 'stream' or mode == 'scheduled') then
+  return redis.error_reply('BADARG mode ' .. mode .. ' for kind hj')
+end
 local op, lease_value = ARGV[3], ARGV[4]
 local op_json = cjson.encode(op)
 local ttl, upto, now, score, slack, n
@@ -89,14 +103,23 @@ score, err = jc_int(ARGV[8], 'score', 0); if not score then return redis.error_r
 slack, err = jc_int(ARGV[11], 'slack', 0); if not slack then return redis.error_reply(err) end
 n, err = jc_int(ARGV[12], 'entries', 0); if not n then return redis.error_reply(err) end
 local width = ARGV[13]
-if width ~= '3' and width ~= '5' and width ~= '0' then return redis.error_reply('BADARG width ' .. tostring(width)) end
+if (kind == 'hj' and width ~= '4') or (kind ~= 'hj' and width ~= '3' and width ~= '5' and width ~= '0') then
+  return redis.error_reply('BADARG width ' .. tostring(width))
+end
 width = tonumber(width)
 local reset, info = ARGV[9] == '1', ARGV[10]
 local nargs = width == 0 and 15 or 13 + width * n
 if width == 0 and #ARGV == 17 then nargs = 17 end
+-- hash-job: the fence field list (jobctl.layouts.hash_job.FENCE_FIELDS) follows
+local fence_fields = {}
+if kind == 'hj' then
+  for j = nargs + 1, #ARGV do fence_fields[#fence_fields + 1] = ARGV[j] end
+  if #fence_fields == 0 then return redis.error_reply('BADARG hj needs the fence field list') end
+  nargs = #ARGV
+end
 if #ARGV ~= nargs then return redis.error_reply('BADARG expected ' .. nargs .. ' arguments') end
 local prog, bits = nil, ''
-if nargs == 17 then
+if width == 0 and nargs == 17 then
   bits, prog = ARGV[16], ARGV[17]
   if mode ~= 'ready' or kind ~= 'rl' then return redis.error_reply('BADARG a filtered tail plan needs mode ready') end
   if #bits < math.ceil(n / 8) then return redis.error_reply('BADARG bitmap shorter than the entries') end
@@ -107,7 +130,7 @@ if width == 0 then
   first, err = jc_int(ARGV[14], 'first', 0); if not first then return redis.error_reply(err) end
   prefix = ARGV[15]
 end
-if kind == 'rl' and #KEYS ~= 10 + n then return redis.error_reply('BADARG expected ' .. (10 + n) .. ' keys') end
+if kind ~= 'jl' and #KEYS ~= 10 + n then return redis.error_reply('BADARG expected ' .. (10 + n) .. ' keys') end
 
 local target_type = (mode == 'ready' or mode == 'purge') and 'list' or (mode == 'stream' and 'stream' or 'zset')
 err = jc_check_types({ { dead, 'list' }, { hold, 'list' }, { walk, 'hash' }, { lease, 'string' },
@@ -136,7 +159,8 @@ for i = 1, (width == 0 and 0 or n) do
   if id == '' then id = ident end
   local e = { i = i, pos = pos, id = id, payload = '', sha = '' }
   if width == 5 then e.payload, e.sha = ARGV[b + 3], ARGV[b + 4] end
-  if kind == 'rl' then e.key = KEYS[10 + i] end
+  if width == 4 then e.sha = ARGV[b + 3] end
+  if kind ~= 'jl' then e.key = KEYS[10 + i] end
   local list = planned[ident]
   if not list then planned[ident] = { e } else list[#list + 1] = e end
 end
@@ -195,11 +219,80 @@ local function step(e, el, undo)
   return 'moved'
 end
 
+-- hash-job (kind "hj"): the element is the id, e.key its job hash.  Fence:
+-- the SHA1 of the fence fields' values joined by \31 (missing as ""), when
+-- the plan gives one.  Today's seed-001 writes, then the id leaves the tail:
+--   ready       HSET status pending, claim_token "", claimed_at_ms 0,
+--               redriven_at_ms now, redrive_operation op, redrive_count +1
+--               (attempts 0 with ARGV[9]); PERSIST; LMOVE failed -> pending head
+--   suppressed  ZADD suppressed now id; HSET info id (ARGV[10] + "ttl_ms":
+--               the hash's remaining TTL, -1 for none); PERSIST
+--   purge       the id leaves the list, then DEL the hash, HDEL info id
+-- one HMGET a job reads the fence fields and, for a redrive, the fields it
+-- rewrites (their old values undo it): the name list is built once per call
+local hj_names, hj_at = {}, {}
+local hj_redrive = { 'status', 'claim_token', 'claimed_at_ms', 'redriven_at_ms', 'redrive_operation',
+                     'redrive_count', 'attempts' }
+if kind == 'hj' then
+  for j = 1, #fence_fields do hj_names[j] = fence_fields[j]; hj_at[fence_fields[j]] = hj_at[fence_fields[j]] or j end
+  if mode == 'ready' then
+    for j = 1, #hj_redrive do
+      local f = hj_redrive[j]
+      if not hj_at[f] then hj_names[#hj_names + 1] = f; hj_at[f] = #hj_names end
+    end
+  end
+end
+local nfence = #fence_fields
+
+local function step_hj(e, el, undo)
+  local key = e.key
+  local vals = redis.pcall('HMGET', key, unpack(hj_names))
+  if vals['err'] then return 'wrongtype' end
+  local any = false
+  for j = 1, #hj_names do if vals[j] then any = true; break end end
+  if not any and redis.call('EXISTS', key) == 0 then return 'gone' end
+  if e.sha ~= '' then
+    local fv = {}
+    for j = 1, nfence do fv[j] = vals[j] or '' end
+    if redis.sha1hex(table.concat(fv, '\31')) ~= e.sha then return 'changed' end
+  end
+  if mode == 'purge' then
+    try(pop_cmd, dead)
+    redis.pcall('DEL', key); redis.pcall('HDEL', info_hash, e.id)
+    return 'moved'
+  end
+  local ttl = redis.call('PTTL', key)
+  if mode == 'ready' then
+    local back, gone = { 'HSET', key }, { 'HDEL', key }
+    for j = 1, #hj_redrive do
+      local f = hj_redrive[j]
+      local old = vals[hj_at[f]]
+      if old then back[#back + 1] = f; back[#back + 1] = old else gone[#gone + 1] = f end
+    end
+    local w = { 'HSET', key, 'status', 'pending', 'claim_token', '', 'claimed_at_ms', 0, 'redriven_at_ms', now,
+                'redrive_operation', op, 'redrive_count', (tonumber(vals[hj_at['redrive_count']]) or 0) + 1 }
+    if reset then w[#w + 1] = 'attempts'; w[#w + 1] = 0 end
+    try(unpack(w))
+    if #back > 2 then undo[1] = back end
+    if #gone > 2 then undo[2] = gone end
+    if ttl > 0 then try('PERSIST', key); undo[3] = { 'PEXPIRE', key, ttl } end
+    try('LMOVE', dead, target, near, 'LEFT')
+    return 'moved'
+  end
+  -- suppressed
+  try('ZADD', target, score, e.id); undo[1] = { 'ZREM', target, e.id }
+  local rec = info ~= '' and (string.sub(info, 1, -2) .. ',"ttl_ms":' .. ttl .. '}') or ('{"ttl_ms":' .. ttl .. '}')
+  try('HSET', info_hash, e.id, rec); undo[2] = { 'HDEL', info_hash, e.id }
+  if ttl > 0 then try('PERSIST', key); undo[3] = { 'PEXPIRE', key, ttl } end
+  try(pop_cmd, dead)
+  return 'moved'
+end
+
 local function run_step(e, el)
   local undo = {}
-  local ok, res = pcall(step, e, el, undo)
+  local ok, res = pcall(kind == 'hj' and step_hj or step, e, el, undo)
   if ok then return res end
-  for j = 4, 1, -1 do if undo[j] then redis.pcall(unpack(undo[j])) end end
+  for j = table.maxn(undo), 1, -1 do if undo[j] then redis.pcall(unpack(undo[j])) end end
   if type(res) == 'table' then res = res['err'] or res['message'] or 'error' end
   return 'error:' .. tostring(res)
 end
@@ -460,7 +553,7 @@ redis.call('SET', lease, lease_value, 'PX', ttl)  -- renewed (and taken back if 
 
 -- where a redrive is recorded: one HMGET + one HSET per call, the value the
 -- JSON array [op id, redriven at (epoch ms), count]
-if mode == 'ready' or mode == 'stream' or mode == 'scheduled' then
+if kind ~= 'hj' and (mode == 'ready' or mode == 'stream' or mode == 'scheduled') then
   if #moved_ids > 0 then
     local head, first_time = '[' .. op_json .. ',' .. now .. ',', '[' .. op_json .. ',' .. now .. ',1]'
     for c = 1, #moved_ids, BULK do  -- in chunks of BULK ids (unpack's limit)

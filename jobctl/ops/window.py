@@ -2,7 +2,7 @@
 
 A :class:`ListSource` is one dead list of one shard (reliable-list and
 stream-group: ids, tail at the right; json-list: JSON strings, tail at the
-left).  Applying a
+left; hash-job's failed list: ids, tail at the right, kind ``"hj"``).  Applying a
 plan on it (:func:`drive`) is, per source:
 
 1. take the lease (:mod:`.lease`, ``lease.lua``: ``<op id> <host> <pid>``,
@@ -34,6 +34,9 @@ identity (an id; json-list: the SHA1 of the string) met at a
 tail position within ``[p - SLACK, p]`` of the position ``p`` the plan saw
 it at.  It is sound because workers only push at the dead list's other end
 and no second jobctl operation can walk it (the lease); see docs/layouts.md.
+Hash-job adds the SHA1 of the job hash's fence fields (the field list in
+ARGV, :attr:`ListSource.fence_fields`), computed server-side: workers
+rewrite that hash in place.
 """
 
 from __future__ import annotations
@@ -89,8 +92,11 @@ class ListSource:
     """One dead list the window engine walks (a :class:`~jobctl.layouts.base.WindowSource`).
 
     ``kind`` ``"rl"`` (elements are ids, payload at ``payload_key(id)``:
-    reliable-list, stream-group) or ``"jl"`` (elements are the JSON
-    strings; ``raw``/``attempts``/``errors`` hashes keyed by job id).
+    reliable-list, stream-group), ``"jl"`` (elements are the JSON
+    strings; ``raw``/``attempts``/``errors`` hashes keyed by job id) or
+    ``"hj"`` (hash-job failed list: ids, job hash at ``payload_key(id)``,
+    fenced by the SHA1 of ``fence_fields``; modes ``ready``,
+    ``suppressed``, ``purge``).
     ``mode`` is the window script's mode (``ready``: LMOVE to a list,
     ``stream``: XADD jobId <id>, ``scheduled``, ``suppressed``, ``purge``);
     ``target`` its target key; ``shard`` the index of the plan's shard it
@@ -124,6 +130,12 @@ class ListSource:
     new_payloads: Callable[[list[PlannedJob], int], dict[str, tuple[bytes, str]]] | None = None
     #: ``now -> suppressed-info JSON`` (suppress)
     info: Callable[[int], bytes] | None = None
+    #: kind ``"hj"`` (hash-job failed list): the job-hash fields whose SHA1 is
+    #: the fence (:data:`jobctl.layouts.hash_job.FENCE_FIELDS`), passed as ARGV
+    fence_fields: tuple[str, ...] = ()
+    #: tail positions per window call when ``--batch`` sets none (0: :data:`WINDOW`,
+    #: tail mode :data:`TAIL_WINDOW`)
+    window: int = 0
 
     def fixed_keys(self) -> list[str]:
         """KEYS[1..10] of ``list_window.lua``."""
@@ -285,10 +297,10 @@ def drive(sources: list[ListSource], plan: Plan, *, batch: int | None = None, de
                                   max(1, min(batch or plan.jobs.window, 1000)),
                                   depth, now_fn, windows=plan.jobs.windows, plan_window=plan.jobs.window)
             return
-        yield from drive_tail(sources, plan.jobs.walked, value, spec.queue, max(1, batch or TAIL_WINDOW), depth,
-                              now_fn)
+        batch = max(1, batch or min([s.window for s in sources if s.window] or [TAIL_WINDOW]))
+        yield from drive_tail(sources, plan.jobs.walked, value, spec.queue, batch, depth, now_fn)
         return
-    batch = max(1, batch or WINDOW)
+    batch = max(1, batch or min([s.window for s in sources if s.window] or [WINDOW]))
     jobs = _Jobs(plan.jobs)
     orders = _shard_orders(jobs)
     met = bytearray(len(jobs))
@@ -368,15 +380,18 @@ def _walk(src: ListSource, value: str, jobs: _Jobs, order: array, met: bytearray
             keys = src.fixed_keys()
             args: list = [src.kind, src.mode, spec_op, value, LEASE_TTL_MS, hi, now,
                           now + src.delay_ms, "1" if src.reset_attempts else "0", src.info(now) if src.info else b"",
-                          SLACK, len(idx), 5 if payloads else 3]
+                          SLACK, len(idx), 5 if payloads else (4 if src.fence_fields else 3)]
             for n in idx:
                 job_id = jobs.job_id(n)
                 ident = src.ident(jobs.job(n)) if src.kind != "rl" else job_id
                 args += [ident, jobs.position(n), "" if ident == job_id else job_id]
                 if payloads:
                     args += payloads.get(job_id, (b"", ""))
-                if src.kind == "rl":
+                elif src.fence_fields:
+                    args.append(jobs.job(n).sha1)
+                if src.kind != "jl":
                     keys.append(src.payload_key(job_id))
+            args += src.fence_fields
             calls.append((keys, args))
         replies = pipelined(src.client, window, calls)
         start = _entries_for(jobs, order, group[-1][1], group[-1][1], start)[0]

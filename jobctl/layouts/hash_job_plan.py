@@ -1,0 +1,101 @@
+"""Lean unfiltered plans of a hash-job failed list (seed 001): no
+:class:`~jobctl.model.JobRecord` or :class:`~jobctl.model.Envelope` per
+scanned job.
+
+The walk is the one every dead read does (jobctl's hold first, then the
+failed list, positions counted from the tail: the window engine's
+positions), one ``LRANGE`` and one pipelined ``HMGET`` of
+:data:`~.hash_job.FENCE_FIELDS` + ``last_error`` per window of
+:data:`~.walks.WINDOW` ids, read ahead in a background thread
+(:func:`~.walks.prefetched`).  Per id: the fence (the SHA1 of the fence
+fields, as :func:`~.hash_job.fence_of`), the payload parsed once with orjson
+for the breakdown's job type; an id without a payload (hash expired) is
+dangling and a payload that is not JSON is malformed, set aside exactly as
+:func:`~.planning.plan_from_walk` does for full records.  The plan keeps
+:class:`~jobctl.ops.plan.JobColumns`: its memory does not grow with the DLQ
+beyond a few bytes per planned job.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import orjson
+
+from ..model import State
+from ..ops.catalog import GROUP_MESSAGE_CHARS
+from ..ops.plan import JobColumns, Plan, PlannedJob
+from ..ops.spec import OpSpec
+from .common import text
+from .walks import WINDOW, prefetched
+
+if TYPE_CHECKING:
+    from .hash_job import HashJob
+
+__all__ = ["lean_failed_plan", "plan_failed_lean"]
+
+
+def lean_failed_plan(spec: OpSpec) -> bool:
+    """Whether ``spec`` plans through :func:`plan_failed_lean`: from dead
+    (the failed list), no filter, no ``--ids``, no fence file."""
+    return (spec.source is State.DEAD and spec.filter.is_match_all and not spec.ids and spec.fence is None
+            and not spec.stuck_only)
+
+
+def _windows(layout: "HashJob", names: tuple[str, ...]) -> Iterator[tuple[int, list[str], list[list]]]:
+    """``(tail position of the first, ids, HMGET replies)`` windows."""
+    k = layout.keys
+    for start, chunk in layout.dead_windows(WINDOW):
+        ids = [text(x) for x in chunk]
+        pipe = layout.client.pipeline(transaction=False)
+        for job_id in ids:
+            pipe.hmget(k.job(job_id), *names)
+        yield start, ids, pipe.execute()
+
+
+def plan_failed_lean(layout: "HashJob", plan: Plan) -> Plan:
+    """Fill ``plan`` (an unfiltered dead ``plan.spec``, see
+    :func:`lean_failed_plan`) from the failed list and return it: the same
+    plan :func:`~.planning.plan_from_walk` makes from full records (dangling
+    and malformed ids set aside, the breakdown by job type and last error,
+    ``walked``, ``--limit``)."""
+    from .hash_job import FENCE_FIELDS
+
+    spec = plan.spec
+    plan.jobs = JobColumns()
+    names = tuple(dict.fromkeys((*FENCE_FIELDS, "payload", "last_error")))
+    nf, pay, err_at = len(FENCE_FIELDS), names.index("payload"), names.index("last_error")
+    type_field = layout.type_field
+    skip_bad = spec.skips_malformed
+    walked = 0
+    sha1 = hashlib.sha1
+    for start, ids, replies in prefetched(_windows(layout, names), depth=2):
+        for n, (job_id, vals) in enumerate(zip(ids, replies)):
+            plan.scanned += 1
+            raw = vals[pay]
+            if raw is None:
+                plan.dangling.append(job_id)
+                continue
+            try:
+                doc = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                if skip_bad:
+                    plan.malformed.append(job_id)
+                    continue
+                doc = None
+            job_type = doc.get(type_field) if type(doc) is dict else None
+            err = vals[err_at]
+            err = text(err)[:GROUP_MESSAGE_CHARS] if err else None
+            fence = sha1(b"\x1f".join([v if v is not None else b"" for v in vals[:nf]])).hexdigest()
+            plan.jobs.append(PlannedJob(job_id=job_id, shard=0, position=start + n, score=None, sha1=fence))
+            plan.breakdown[(job_type if isinstance(job_type, str) else "?", err or "-")] += 1
+            walked = start + n + 1
+            if spec.limit is not None and plan.planned >= spec.limit:
+                plan.truncated = True
+                plan.walked[0] = walked
+                return plan
+    if walked:
+        plan.walked[0] = walked
+    return plan
