@@ -63,7 +63,14 @@ _STATUS_WINDOW = 1_000
 #: kind ``hj`` for the failed list; the other ``hj_*.lua``).
 FENCE_FIELDS = ("status", "attempts", "claim_token", "claimed_at_ms", "last_error_at_ms", "payload")
 
-_FENCE_KEYS = tuple(f.encode() for f in FENCE_FIELDS)
+_fence_keys: tuple[tuple, tuple] = ((), ())  # (FENCE_FIELDS, their bytes), rebuilt if the list is replaced
+
+
+def _fence_key_bytes() -> tuple:
+    global _fence_keys
+    if _fence_keys[0] is not FENCE_FIELDS:
+        _fence_keys = (FENCE_FIELDS, tuple(f.encode() for f in FENCE_FIELDS))
+    return _fence_keys[1]
 
 #: Hash fields shown as layout metadata (``meta``), in display order.
 _META_FIELDS = ("status", "attempts", "claim_token", "enqueued_at_ms", "claimed_at_ms", "reclaimed_at_ms",
@@ -104,7 +111,7 @@ def unstamped_claim(state: State | None, fields: dict[bytes, bytes]) -> bool:
 def fence_of(fields: dict[bytes, bytes]) -> str:
     """The SHA1 fence of a job hash (see :data:`FENCE_FIELDS`)."""
     get = fields.get
-    joined = b"\x1f".join([get(f, b"") for f in _FENCE_KEYS])
+    joined = b"\x1f".join([get(f, b"") for f in _fence_key_bytes()])
     return hashlib.sha1(joined).hexdigest()
 
 

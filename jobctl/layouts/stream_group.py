@@ -315,6 +315,14 @@ class StreamGroup(ShardedLayout):
         for keys in self.shards:
             yield from walk_shard(self, keys, state, batch, cap=cap, sample=sample)
 
+    def iter_batches_of(self, keys: StreamGroupKeys, state: State, batch: int = 1000,
+                        sample: tuple[int, int] | None = None) -> Iterator[list[JobRecord]]:
+        """:meth:`iter_batches` for one shard (the walk reliable-list's
+        unfiltered dead-list plan samples: :func:`.reliable_list_ops.plan_tail`)."""
+        from .stream_group_walk import walk_shard
+
+        yield from walk_shard(self, keys, state, batch, sample=sample)
+
     # -- operations --------------------------------------------------------------------
     def plan(self, spec: OpSpec, now: int | None = None) -> Plan:
         """Plan ``spec`` (:func:`.stream_group_ops.plan_operation`).  Reads only."""
