@@ -140,6 +140,8 @@ class PlanModal(ModalScreen[bool]):
                 body.append(f"\nfilter: {plan.spec.filter.text}")
             if plan.spec.reason:
                 body.append(f"\nreason: {plan.spec.reason}")
+            for h in getattr(self.prepared, "holds", ()):
+                body.append(f"\nlifts hold {h['id']} ({h['filter'] or 'every job'}: {h['reason']})", style="yellow")
             with VerticalScroll(can_focus=False):
                 yield Static(body, id="plan-body")
                 if plan.breakdown:

@@ -313,7 +313,7 @@ class JobctlApp(App):
         def planned(prepared) -> None:
             self.activity = ""
             plan = prepared.plan
-            if plan.planned == 0:
+            if plan.planned == 0 and not prepared.holds:  # a resume with holds to lift still asks
                 extra = ""
                 if plan.malformed:
                     extra = f" ({len(plan.malformed):,} malformed envelope(s) excluded)"
@@ -369,12 +369,15 @@ class JobctlApp(App):
         if not ok:
             self.notify(f"{prepared.plan.spec.operation.value} cancelled: nothing was changed")
             return
-        self.push_screen(RunModal(prepared), lambda outcome: self._applied(outcome, after))
+        self.push_screen(RunModal(prepared), lambda outcome: self._applied(outcome, after, prepared))
 
-    def _applied(self, outcome, after) -> None:
+    def _applied(self, outcome, after, prepared=None) -> None:
         res, error = outcome
         if error is not None:
             self.report_error(error)
+        elif prepared is not None:
+            for h in prepared.holds:  # resume: lifted by the core before the jobs moved
+                self.notify(f"hold {h['id']} lifted ({h['filter'] or 'every job'})")
         if res is not None:
             reasons = ", ".join(f"{k}: {v:,}" for k, v in res.skipped_reasons.items())
             text = (f"{res.operation} {res.queue}: planned {res.planned:,}, moved {res.moved:,}, "

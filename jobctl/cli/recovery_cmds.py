@@ -175,41 +175,17 @@ def _hold_loop(session: Session, layout, records: list[dict], *, budget: int, in
 def resume(session: Session, queue, filter_text, limit, rate, batch, dry_run, yes, as_json) -> int:
     """Put paused jobs back where a worker takes them next, in their order.
 
-    Lifts the holds of the same filter (every hold without --filter): with
-    --yes before it moves anything, so that no hold cycle pauses them again;
-    when confirmed at the prompt, after the jobs moved.  Jobs paused from scheduled go
-    back to scheduled with their due time.
+    Lifts the holds of the same filter (every hold without --filter) once
+    confirmed, before any job moves, so that no hold cycle pauses them
+    again (the operations core: jobctl.ops.core).  Jobs paused from
+    scheduled go back to scheduled with their due time.
     """
-    from ..layouts.reliable_list_pause import lift_holds
-
-    layout = _pausable(session, queue, "resume")
+    _pausable(session, queue, "resume")
     req = OpRequest(Operation.RESUME, queue, source=State.PAUSED, target=State.READY, filter_text=filter_text,
                     limit=limit, dry_run=dry_run)
     if not dry_run:
         session.require_writable("resume")
-    with session.errors():
-        lifted = lift_holds(layout, filter_text, dry_run=True)
-    if lifted and dry_run:
-        render.note(f"would lift {len(lifted)} hold(s): " + ", ".join(h["id"] for h in lifted))
-        lifted = []
-    if lifted and yes:
-        # confirmed on the command line: lifted before the plan, so that a hold
-        # cycle running now moves nothing more
-        _lift(session, layout, filter_text, lifted)
-        lifted = []
-    code = execute(session, req, yes=yes, as_json=as_json, rate=rate, batch=batch)
-    if lifted and code in (ExitCode.OK, ExitCode.PARTIAL):  # confirmed at the prompt
-        _lift(session, layout, filter_text, lifted)
-    return code
-
-
-def _lift(session: Session, layout, filter_text, lifted: list[dict]) -> None:
-    from ..layouts.reliable_list_pause import lift_holds
-
-    with session.errors():
-        lift_holds(layout, filter_text)
-    for h in lifted:
-        render.note(f"hold {h['id']} lifted ({h['filter'] or 'every job'})")
+    return execute(session, req, yes=yes, as_json=as_json, rate=rate, batch=batch)
 
 
 @click.group()
