@@ -295,6 +295,9 @@ class JobctlApp(App):
 
             self.push_screen(ReasonModal(req), got_reason)
             return
+        if req.operation in (Operation.REPLAY, Operation.TRANSFORM) and not (req.replay_range or req.transform):
+            self._ask_recovery(req, after)
+            return
         if (req.operation is Operation.MIGRATE and not req.destination) or \
                 (req.operation is Operation.DRAIN and not req.export_to):
             self._ask_target(req, after)
@@ -345,6 +348,36 @@ class JobctlApp(App):
             self.push_screen(TargetModal(req, "queue", suggestions=names), got)
         else:
             self.push_screen(TargetModal(req, "export", default=self._export_dir(req)), got)
+
+    def _ask_recovery(self, req: ActionRequest, after: Callable[[], None] | None) -> None:
+        """Replay: :class:`ReplayModal` (from/to), after the layout check
+        (the core's refusal, before asking); migrate --transform:
+        :class:`TransformModal` (file or operation id to roll back).  Then
+        :meth:`start_action` again."""
+        from jobctl.ops.core import check_layout
+
+        from .recovery_modals import ReplayModal, TransformModal
+
+        try:
+            check_layout(req.operation, self.session.layout(req.queue))
+        except JobctlError as exc:
+            self.notify(str(exc), severity="error")
+            return
+
+        def got(value) -> None:
+            if value is None:
+                self.notify(f"{req.operation.value} cancelled: nothing was changed")
+                return
+            if req.operation is Operation.REPLAY:
+                req.replay_range = value
+            else:
+                req.transform = value
+            self.start_action(req, after)
+
+        if req.operation is Operation.REPLAY:
+            self.push_screen(ReplayModal(req.queue, now_ms=self.clock()), got)
+        else:
+            self.push_screen(TransformModal(req.queue, req.scope), got)
 
     def _export_dir(self, req: ActionRequest) -> str:
         """A new folder under :attr:`export_root` for a purge's (or drain's) export

@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from .engine import RunResult
     from .plan import Plan
 
-__all__ = ["OperationCore", "Prepared", "Outcome", "check_request", "breakdown_rows"]
+__all__ = ["OperationCore", "Prepared", "Outcome", "check_request", "check_layout", "breakdown_rows"]
 
 Note = Callable[[str], None]
 
@@ -91,6 +91,15 @@ def check_request(req: OpRequest, session: "Session | None" = None) -> None:
         session.require_writable(op.value)
 
 
+def check_layout(operation: Operation, layout: "Layout") -> None:
+    """The layout-level refusals, before anything is asked or read: replay
+    needs the stream-group layout (an acknowledged history).  Raises
+    :class:`UsageError`."""
+    if operation is Operation.REPLAY and layout.name != "stream-group":
+        raise UsageError(f"replay is for the stream-group layout; {layout.queue_name} is {layout.name} (no "
+                         "acknowledged history to replay)")
+
+
 def breakdown_rows(plan: "Plan", top: int) -> list[tuple[str, str, str]]:
     """The plan's breakdown as display rows ``(job type, error, jobs)``, the
     ``top`` largest groups first, then one ``("…", "N more groups", jobs)``
@@ -123,6 +132,8 @@ class Prepared:
     typed_count: bool = False
     exported: str | None = None
     holds: list[dict[str, Any]] = field(default_factory=list)
+    #: migrate --transform: the before/after diff lines of the first planned envelopes
+    samples: list[str] = field(default_factory=list)
 
     @property
     def needs_confirmation(self) -> bool:
@@ -173,6 +184,22 @@ def _holds_to_lift(req: OpRequest, layout: "Layout") -> list[dict[str, Any]]:
     return lift_holds(layout, req.filter_text, dry_run=True)
 
 
+def _transform_samples(layout: "Layout", plan: "Plan", transform, n: int = 3) -> list[str]:
+    """The before/after diff of the first ``n`` planned envelopes of a
+    ``migrate --transform`` (a rollback: none); reads ``n`` payloads."""
+    if plan.spec.operation is not Operation.TRANSFORM or not hasattr(transform, "apply_raw"):
+        return []
+    from .transform import diff_lines
+
+    lines: list[str] = []
+    for job in plan.jobs[:n]:
+        raw = layout.client.get(layout.shards[job.shard].job(job.job_id))
+        new = transform.apply_raw(raw) if raw is not None else None
+        if new is not None:
+            lines += diff_lines(job.job_id, raw, new)
+    return lines
+
+
 class OperationCore:
     """Plans, confirms and applies :class:`OpRequest` on ``session``.
 
@@ -219,6 +246,7 @@ class OperationCore:
                       reset_attempts=req.reset_attempts, reason=req.reason, priority=req.priority, fence=fence)
         with self.session.errors():
             layout = self.session.layout(req.queue)
+            check_layout(req.operation, layout)
             if req.destination:  # migrate/drain --to: the destination queue, resolved like the source
                 spec.destination = self.session.layout(req.destination)
             elif req.operation is Operation.DRAIN:  # drain --export-to: where the drained jobs are
@@ -226,12 +254,13 @@ class OperationCore:
             spec.transform, spec.replay_range = req.transform, req.replay_range
             plan = layout.plan(spec, now=self.clock() if self.clock else None)
             holds = _holds_to_lift(req, layout)
+            samples = _transform_samples(layout, plan, req.transform)
         if spec.fence is not None:  # whatever the layout: never an id outside the fence
             plan.jobs = [j for j in plan.jobs if j.job_id in spec.fence]
         if holds and req.dry_run and note is not None:
             note(f"would lift {len(holds)} hold(s): " + ", ".join(h["id"] for h in holds))
         return Prepared(req, spec, layout, plan, typed_count=needs_typed_count(plan), exported=exported,
-                        holds=holds)
+                        holds=holds, samples=samples)
 
     def apply(self, prepared: Prepared, *, stop: Callable[[], bool] | None = None,
               progress: Callable[[int, int], None] | None = None, rate: float | None = None,
