@@ -171,3 +171,55 @@ def test_envelope_migration_and_rollback_from_the_queue_screen(redis_url, redis_
     entries = read_entries(redis_client, [SRC.journal])
     assert [e["operation"] for e in entries] == ["transform", "transform"]
     assert any(f"--rollback {op['id']}" in e["command"] for e in entries)
+
+
+def test_reshard_from_the_queue_screen(redis_url, redis_client, tmp_path) -> None:
+    from jobctl_fixtures.ids import shard_index
+
+    from jobctl_tui.recovery_modals import ShardsModal
+    from test_pause import partition
+
+    ids = enqueue(redis_client, "rs", 24, shards=2)
+    rs = QueueConfig("rs", shards=2, options={"shard_rule": "java-hashcode-floormod"})
+
+    async def go():
+        app = app_for(redis_url, tmp_path, rs=rs, email=QueueConfig("email"))
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            app.open_queue("rs")
+            await settle(pilot)
+            screen = app.screen
+            await pilot.press("H")
+            await settle(pilot)
+            modal = app.screen
+            assert isinstance(modal, ShardsModal)
+            await pilot.press("2", "enter")         # the count it has: the core's refusal, the question stays
+            await settle(pilot)
+            assert app.screen is modal and notices(app)[-1] == "rs already has 2 shard(s)"
+            modal.query_one("#shards").value = "4"
+            await pilot.press("enter")
+            await settle(pilot)
+            plan = app.screen
+            assert isinstance(plan, PlanModal) and plan.plan.spec.destination.queue.shards == 4
+            moving = plan.plan.planned
+            assert 0 < moving <= len(ids)
+            await pilot.press("tab", "enter")
+            await settle(pilot)
+            assert app.screen is screen
+            assert any(m.startswith(f"migrate rs: planned {moving}, moved {moving}") for m in notices(app))
+            await pilot.press("escape")             # not sharded / no shard_rule: refused before asking
+            await settle(pilot)
+            await open_email(pilot)
+            await pilot.press("H")
+            await settle(pilot)
+            assert not isinstance(app.screen, ShardsModal) and "shard" in notices(app)[-1]
+        app.session.close()
+
+    run(go())
+    where = partition(redis_client, [f"rs:{i:02d}" for i in range(4)])
+    assert set(where) == set(ids)
+    for job_id, (key,) in where.items():
+        assert key.startswith(f"queue:{{rs:{shard_index(job_id, 4):02d}}}:"), (job_id, key)
+    journals = [k.decode() for k in redis_client.scan_iter("*journal*")]
+    entry = read_entries(redis_client, journals)[0]
+    assert entry["command"].startswith("jobctl-tui reshard rs --shards 4 --state ready")

@@ -379,6 +379,31 @@ class JobctlApp(App):
         else:
             self.push_screen(TransformModal(req.queue, req.scope), got)
 
+    def start_reshard(self, req: ActionRequest, after: Callable[[], None] | None = None) -> None:
+        """Reshard (a migrate to the same queue with N shards): refused
+        with the core's notice on other layouts or without a shard_rule,
+        else :class:`ShardsModal`, then :meth:`start_action`."""
+        from jobctl.ops.reshard import reshard_destination
+
+        from .recovery_modals import ShardsModal
+
+        try:
+            layout = self.session.layout(req.queue)
+            reshard_destination(layout, len(layout.shards) + 1)  # the layout and shard_rule refusals now
+        except JobctlError as exc:
+            self.notify(str(exc), severity="error")
+            return
+
+        def got(value) -> None:
+            if value is None:
+                self.notify("reshard cancelled: nothing was changed")
+                return
+            req.destination = value
+            req.scope = f"{req.scope} to {value.shards} shard(s)"
+            self.start_action(req, after)
+
+        self.push_screen(ShardsModal(layout, req.scope), got)
+
     def _export_dir(self, req: ActionRequest) -> str:
         """A new folder under :attr:`export_root` for a purge's (or drain's) export
         (``<queue>-<state>-<UTC stamp>``, ``-2``... when that one exists)."""

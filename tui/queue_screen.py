@@ -110,6 +110,7 @@ class QueueScreen(Screen):
         Binding("D", "op('drain')", "drain to an export", show=False),
         Binding("Y", "op('replay')", "replay history (stream-group)", show=False),
         Binding("T", "op('transform')", "migrate envelopes (--transform / --rollback)", show=False),
+        Binding("H", "reshard", "reshard (--shards N)", show=False),
         *operation_bindings(),
     ]
 
@@ -592,6 +593,16 @@ class QueueScreen(Screen):
         if req is not None:
             self.app.start_action(req, after=self._after_action)
 
+    def action_reshard(self) -> None:
+        """Reshard the listed state (jobs tab: ready or scheduled; else ready)."""
+        source = self.jobs_state if self.active_tab == "jobs" else State.READY
+        if source not in (State.READY, State.SCHEDULED):
+            self.app.notify(f"reshard moves ready or scheduled jobs; this list shows {source.value} jobs "
+                            "(s: next state)", severity="warning")
+            return
+        self.app.start_reshard(ActionRequest(Operation.MIGRATE, self.queue, source, f"every {source.value} job"),
+                               after=self._after_action)
+
     def _after_action(self) -> None:
         self.selection.clear()
         self._redraw_summary()
@@ -614,6 +625,9 @@ class QueueScreen(Screen):
         yield SystemCommand(f"Migrate {self.queue}'s envelopes (T)",
                             "Asks a transformation file (or an operation id to roll back); shows a sample diff",
                             lambda: self.action_op("transform"))
+        yield SystemCommand(f"Reshard {self.queue} (H)",
+                            "Sharded reliable-list: asks --shards N; each job to the shard its id hashes to",
+                            self.action_reshard)
         for tab in TABS:
             yield SystemCommand(f"Show {tab}", f"Tab {tab} of queue {self.queue}",
                                 lambda t=tab: self.action_tab(t))

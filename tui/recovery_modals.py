@@ -4,7 +4,9 @@ or a destination (issue 14): the range of a replay (:class:`ReplayModal`,
 migration (:class:`TransformModal`, ``jobctl migrate --transform FILE`` or
 ``--rollback OPERATION``).  Each validates with the CLI's own parser
 (:func:`jobctl.ops.stream_bounds.replay_range`,
-:func:`jobctl.ops.transform.load_transform`): a bad value is a one-line
+:func:`jobctl.ops.transform.load_transform`), and the shard count of a
+reshard (:class:`ShardsModal`, ``jobctl reshard --shards N``, checked by
+:func:`jobctl.ops.reshard.reshard_destination`): a bad value is a one-line
 notice and the question stays open; nothing is read or changed until the
 plan modal (:class:`~.actions.PlanModal`) is confirmed."""
 
@@ -21,7 +23,7 @@ from textual.widgets import Input, Label, Static
 
 from jobctl.errors import JobctlError
 
-__all__ = ["ReplayModal", "TransformModal", "diff_text"]
+__all__ = ["ReplayModal", "TransformModal", "ShardsModal", "diff_text"]
 
 _CSS = """
 {name} {{ align: center middle; }}
@@ -127,6 +129,48 @@ class TransformModal(ModalScreen[object]):
             self.app.notify(str(exc), severity="warning")
             return
         self.dismiss(transform)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class ShardsModal(ModalScreen[object]):
+    """Asks the new number of shards of a reshard (``--shards N``) of the
+    reliable-list ``layout``.  Dismisses with the destination
+    :class:`~jobctl.config.QueueConfig` (:func:`reshard_destination`), or
+    ``None`` (escape)."""
+
+    DEFAULT_CSS = _CSS.format(name="ShardsModal")
+    BINDINGS = [Binding("escape", "cancel", "cancel")]
+
+    def __init__(self, layout, scope: str) -> None:
+        super().__init__()
+        self.queue_layout = layout
+        self.scope = scope
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label(f"Reshard — {self.scope} of queue {self.queue_layout.queue_name} "
+                        f"({len(self.queue_layout.shards)} shard(s) now)", id="shards-title")
+            yield Static("each job moves to the shard its id hashes to by the producers' shard_rule, "
+                         "copy-then-delete, crash-safe; switch producers and workers first, run it for ready "
+                         "and scheduled, then set shards in the catalogue", classes="note")
+            yield Input(placeholder="--shards N (enter to plan, esc to cancel)", id="shards")
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        from jobctl.errors import UsageError
+        from jobctl.ops.reshard import reshard_destination
+
+        value = event.value.strip()
+        try:
+            if not value.isdigit():
+                raise UsageError(f"--shards: {value!r} is not a number of shards")
+            destination = reshard_destination(self.queue_layout, int(value))
+        except JobctlError as exc:
+            self.app.notify(str(exc), severity="warning")
+            return
+        self.dismiss(destination)
 
     def action_cancel(self) -> None:
         self.dismiss(None)

@@ -385,19 +385,12 @@ def reshard(session: Session, queue, shards, state, limit, rate, batch, dry_run,
     crash journal of `jobctl migrate`.  Jobs already in their shard stay.
     Switch the producers and workers to N shards, then run it for ready and
     scheduled, then set shards = N in the catalogue."""
-    import dataclasses
-
-    from ..layouts.sharding import shard_rule
+    from ..ops.reshard import reshard_destination
 
     with session.errors():
         layout = session.layout(queue)
-    if layout.name != "reliable-list":
-        raise UsageError(f"reshard is for the reliable-list layout; {queue} is {layout.name}")
-    shard_rule(layout.queue)
-    if len(layout.shards) == shards:
-        raise UsageError(f"{queue} already has {shards} shard(s)")
     req = OpRequest(Operation.MIGRATE, queue, source=State(state), target=State(state), limit=limit,
-                    dry_run=dry_run, destination=dataclasses.replace(layout.queue, shards=shards))
+                    dry_run=dry_run, destination=reshard_destination(layout, shards))
     return execute(session, req, yes=yes, as_json=as_json, rate=rate, batch=batch)
 
 

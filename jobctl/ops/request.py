@@ -83,6 +83,9 @@ def equivalent_command(req: OpRequest, program: str = "jobctl-tui") -> list[str]
     argv = [program, req.operation.value, req.queue]
     if req.operation is Operation.MIGRATE and isinstance(req.destination, str):
         argv += [req.destination, "--state", req.source.value]
+    elif req.operation is Operation.MIGRATE and getattr(req.destination, "shards", None):  # a reshard
+        argv[1] = "reshard"
+        argv += ["--shards", str(req.destination.shards), "--state", req.source.value]
     if req.operation is Operation.DRAIN:
         argv += ["--state", req.source.value, "--export-to", str(req.export_to)]
     if req.operation is Operation.PURGE:
