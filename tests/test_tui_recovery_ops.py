@@ -223,3 +223,31 @@ def test_reshard_from_the_queue_screen(redis_url, redis_client, tmp_path) -> Non
     journals = [k.decode() for k in redis_client.scan_iter("*journal*")]
     entry = read_entries(redis_client, journals)[0]
     assert entry["command"].startswith("jobctl-tui reshard rs --shards 4 --state ready")
+
+
+# -- snapshot ------------------------------------------------------------------------------
+
+from test_tui_recovery import snap  # noqa: E402,F401 - the fixture
+
+
+def test_transform_plan_modal_with_sample_diff(snap, redis_url, redis_client, tmp_path, monkeypatch) -> None:  # noqa: F811
+    import test_pause
+    from test_tui_pilot import T0
+
+    monkeypatch.setattr(test_pause, "wall_ms", lambda: T0)  # the same envelopes in every run
+    enqueue(redis_client, "email", 6)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "v3.toml").write_text(TRANSFORM)
+    app = app_for(redis_url, None)
+
+    async def before(pilot):
+        await settle(pilot)
+        pilot.app.open_queue("email")
+        await settle(pilot)
+        await pilot.press("T")
+        await settle(pilot)
+        await pilot.press(*"v3.toml", "enter")
+        await settle(pilot)
+        assert isinstance(pilot.app.screen, PlanModal) and pilot.app.screen.prepared.samples
+
+    assert snap(app, before, size=(130, 44))
