@@ -296,7 +296,9 @@ class JobctlApp(App):
             self.push_screen(ReasonModal(req), got_reason)
             return
         if req.operation in (Operation.REPLAY, Operation.TRANSFORM) and not (req.replay_range or req.transform):
-            self._ask_recovery(req, after)
+            from .recovery_modals import ask_recovery  # the range or the transformation first
+
+            ask_recovery(self, req, after)
             return
         if (req.operation is Operation.MIGRATE and not req.destination) or \
                 (req.operation is Operation.DRAIN and not req.export_to):
@@ -349,60 +351,11 @@ class JobctlApp(App):
         else:
             self.push_screen(TargetModal(req, "export", default=self._export_dir(req)), got)
 
-    def _ask_recovery(self, req: ActionRequest, after: Callable[[], None] | None) -> None:
-        """Replay: :class:`ReplayModal` (from/to), after the layout check
-        (the core's refusal, before asking); migrate --transform:
-        :class:`TransformModal` (file or operation id to roll back).  Then
-        :meth:`start_action` again."""
-        from jobctl.ops.core import check_layout
-
-        from .recovery_modals import ReplayModal, TransformModal
-
-        try:
-            check_layout(req.operation, self.session.layout(req.queue))
-        except JobctlError as exc:
-            self.notify(str(exc), severity="error")
-            return
-
-        def got(value) -> None:
-            if value is None:
-                self.notify(f"{req.operation.value} cancelled: nothing was changed")
-                return
-            if req.operation is Operation.REPLAY:
-                req.replay_range = value
-            else:
-                req.transform = value
-            self.start_action(req, after)
-
-        if req.operation is Operation.REPLAY:
-            self.push_screen(ReplayModal(req.queue, now_ms=self.clock()), got)
-        else:
-            self.push_screen(TransformModal(req.queue, req.scope), got)
-
     def start_reshard(self, req: ActionRequest, after: Callable[[], None] | None = None) -> None:
-        """Reshard (a migrate to the same queue with N shards): refused
-        with the core's notice on other layouts or without a shard_rule,
-        else :class:`ShardsModal`, then :meth:`start_action`."""
-        from jobctl.ops.reshard import reshard_destination
+        """Reshard: :func:`.recovery_modals.start_reshard`."""
+        from .recovery_modals import start_reshard
 
-        from .recovery_modals import ShardsModal
-
-        try:
-            layout = self.session.layout(req.queue)
-            reshard_destination(layout, len(layout.shards) + 1)  # the layout and shard_rule refusals now
-        except JobctlError as exc:
-            self.notify(str(exc), severity="error")
-            return
-
-        def got(value) -> None:
-            if value is None:
-                self.notify("reshard cancelled: nothing was changed")
-                return
-            req.destination = value
-            req.scope = f"{req.scope} to {value.shards} shard(s)"
-            self.start_action(req, after)
-
-        self.push_screen(ShardsModal(layout, req.scope), got)
+        start_reshard(self, req, after)
 
     def _export_dir(self, req: ActionRequest) -> str:
         """A new folder under :attr:`export_root` for a purge's (or drain's) export

@@ -13,6 +13,8 @@ plan modal (:class:`~.actions.PlanModal`) is confirmed."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -22,8 +24,12 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Label, Static
 
 from jobctl.errors import JobctlError
+from jobctl.ops.spec import Operation
 
-__all__ = ["ReplayModal", "TransformModal", "ShardsModal", "diff_text"]
+if TYPE_CHECKING:
+    from .actions import ActionRequest
+
+__all__ = ["ReplayModal", "TransformModal", "ShardsModal", "ask_recovery", "start_reshard", "diff_text"]
 
 _CSS = """
 {name} {{ align: center middle; }}
@@ -174,3 +180,59 @@ class ShardsModal(ModalScreen[object]):
 
     def action_cancel(self) -> None:
         self.dismiss(None)
+
+
+# -- the flows: each question, then the app's start_action (plan modal, apply) ---------------
+
+def ask_recovery(app, req: "ActionRequest", after: Callable[[], None] | None) -> None:
+    """Replay: :class:`ReplayModal` (from/to), after the layout check
+    (the core's refusal, before asking); migrate --transform:
+    :class:`TransformModal` (file or operation id to roll back).  Then
+    :meth:`JobctlApp.start_action` again."""
+    from jobctl.ops.core import check_layout
+
+    try:
+        check_layout(req.operation, app.session.layout(req.queue))
+    except JobctlError as exc:
+        app.notify(str(exc), severity="error")
+        return
+
+    def got(value) -> None:
+        if value is None:
+            app.notify(f"{req.operation.value} cancelled: nothing was changed")
+            return
+        if req.operation is Operation.REPLAY:
+            req.replay_range = value
+        else:
+            req.transform = value
+        app.start_action(req, after)
+
+    if req.operation is Operation.REPLAY:
+        app.push_screen(ReplayModal(req.queue, now_ms=app.clock()), got)
+    else:
+        app.push_screen(TransformModal(req.queue, req.scope), got)
+
+
+def start_reshard(app, req: "ActionRequest", after: Callable[[], None] | None = None) -> None:
+    """Reshard (a migrate to the same queue with N shards): refused
+    with the core's notice on other layouts or without a shard_rule,
+    else :class:`ShardsModal`, then :meth:`JobctlApp.start_action`."""
+    from jobctl.ops.reshard import reshard_destination
+
+    try:
+        layout = app.session.layout(req.queue)
+        reshard_destination(layout, len(layout.shards) + 1)  # the layout and shard_rule refusals now
+    except JobctlError as exc:
+        app.notify(str(exc), severity="error")
+        return
+
+    def got(value) -> None:
+        if value is None:
+            app.notify("reshard cancelled: nothing was changed")
+            return
+        req.destination = value
+        req.scope = f"{req.scope} to {value.shards} shard(s)"
+        app.start_action(req, after)
+
+    app.push_screen(ShardsModal(layout, req.scope), got)
+
