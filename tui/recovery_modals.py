@@ -6,7 +6,7 @@ migration (:class:`TransformModal`, ``jobctl migrate --transform FILE`` or
 (:func:`jobctl.ops.stream_bounds.replay_range`,
 :func:`jobctl.ops.transform.load_transform`), and the shard count of a
 reshard (:class:`ShardsModal`, ``jobctl reshard --shards N``, checked by
-:func:`jobctl.ops.reshard.reshard_destination`): a bad value is a one-line
+:func:`jobctl.layouts.sharding.reshard_destination`): a bad value is a one-line
 notice and the question stays open; nothing is read or changed until the
 plan modal (:class:`~.actions.PlanModal`) is confirmed."""
 
@@ -166,7 +166,7 @@ class ShardsModal(ModalScreen[object]):
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
         from jobctl.errors import UsageError
-        from jobctl.ops.reshard import reshard_destination
+        from jobctl.layouts.sharding import reshard_destination
 
         value = event.value.strip()
         try:
@@ -217,7 +217,7 @@ def start_reshard(app, req: "ActionRequest", after: Callable[[], None] | None = 
     """Reshard (a migrate to the same queue with N shards): refused
     with the core's notice on other layouts or without a shard_rule,
     else :class:`ShardsModal`, then :meth:`JobctlApp.start_action`."""
-    from jobctl.ops.reshard import reshard_destination
+    from jobctl.layouts.sharding import reshard_destination
 
     try:
         layout = app.session.layout(req.queue)

@@ -385,7 +385,7 @@ def reshard(session: Session, queue, shards, state, limit, rate, batch, dry_run,
     crash journal of `jobctl migrate`.  Jobs already in their shard stay.
     Switch the producers and workers to N shards, then run it for ready and
     scheduled, then set shards = N in the catalogue."""
-    from ..ops.reshard import reshard_destination
+    from ..layouts.sharding import reshard_destination
 
     with session.errors():
         layout = session.layout(queue)
