@@ -63,15 +63,21 @@ class ActionRequest:
     reason: str | None = None
     destination: str | None = None
     export_to: str | None = None
+    #: replay: ``(from, to)`` XRANGE bounds (asked by :class:`~.recovery_modals.ReplayModal`)
+    replay_range: tuple[str, str] | None = None
+    #: migrate --transform / --rollback (asked by :class:`~.recovery_modals.TransformModal`)
+    transform: object | None = None
 
     def request(self, export_to: str | None = None) -> OpRequest:
         """The core's :class:`OpRequest`; ``export_to``: where a purge
         exports the jobs first (the CLI's ``--export-to``; a drain's own
-        :attr:`export_to` otherwise).  A migrate keeps the jobs' state."""
-        target = self.source if self.operation is Operation.MIGRATE else None
+        :attr:`export_to` otherwise).  A migrate (and a migrate --transform)
+        keeps the jobs' state."""
+        target = self.source if self.operation in (Operation.MIGRATE, Operation.TRANSFORM) else None
         return OpRequest(self.operation, self.queue, source=self.source, target=target,
                          filter_text=self.filter_text or None, ids=self.ids, stuck_only=self.stuck_only,
-                         reason=self.reason, export_to=export_to or self.export_to, destination=self.destination)
+                         reason=self.reason, export_to=export_to or self.export_to, destination=self.destination,
+                         replay_range=self.replay_range, transform=self.transform)
 
 
 def operation_bindings(**labels: str) -> list[Binding]:
@@ -140,6 +146,12 @@ class PlanModal(ModalScreen[bool]):
                 body.append(f"\nfilter: {plan.spec.filter.text}")
             if plan.spec.reason:
                 body.append(f"\nreason: {plan.spec.reason}")
+            if plan.spec.replay_range:
+                body.append(f"\nentries {plan.spec.replay_range[0]} .. {plan.spec.replay_range[1]}")
+            if plan.spec.transform is not None:
+                body.append(f"\ntransformation: {plan.spec.transform.describe()}")
+            for h in getattr(self.prepared, "holds", ()):
+                body.append(f"\nlifts hold {h['id']} ({h['filter'] or 'every job'}: {h['reason']})", style="yellow")
             with VerticalScroll(can_focus=False):
                 yield Static(body, id="plan-body")
                 if plan.breakdown:
@@ -166,6 +178,10 @@ class PlanModal(ModalScreen[bool]):
                                      + (f"exported first to …/{where}: only those jobs, each if unchanged, are "
                                         "purged" if where else "there is no export"), style="bold red")
                 yield Static(extra, id="plan-extra")
+                if getattr(self.prepared, "samples", None):  # migrate --transform: the core's sample diff
+                    from .recovery_modals import diff_text
+
+                    yield Static(diff_text(self.prepared.samples), id="plan-samples")
             if self.typed_required:
                 yield Input(placeholder=f"type {plan.planned:,} to confirm", id="typed")
             with Horizontal(id="buttons"):

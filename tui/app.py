@@ -295,6 +295,11 @@ class JobctlApp(App):
 
             self.push_screen(ReasonModal(req), got_reason)
             return
+        if req.operation in (Operation.REPLAY, Operation.TRANSFORM) and not (req.replay_range or req.transform):
+            from .recovery_modals import ask_recovery  # the range or the transformation first
+
+            ask_recovery(self, req, after)
+            return
         if (req.operation is Operation.MIGRATE and not req.destination) or \
                 (req.operation is Operation.DRAIN and not req.export_to):
             self._ask_target(req, after)
@@ -313,7 +318,7 @@ class JobctlApp(App):
         def planned(prepared) -> None:
             self.activity = ""
             plan = prepared.plan
-            if plan.planned == 0:
+            if plan.planned == 0 and not prepared.holds:  # a resume with holds to lift still asks
                 extra = ""
                 if plan.malformed:
                     extra = f" ({len(plan.malformed):,} malformed envelope(s) excluded)"
@@ -346,6 +351,12 @@ class JobctlApp(App):
         else:
             self.push_screen(TargetModal(req, "export", default=self._export_dir(req)), got)
 
+    def start_reshard(self, req: ActionRequest, after: Callable[[], None] | None = None) -> None:
+        """Reshard: :func:`.recovery_modals.start_reshard`."""
+        from .recovery_modals import start_reshard
+
+        start_reshard(self, req, after)
+
     def _export_dir(self, req: ActionRequest) -> str:
         """A new folder under :attr:`export_root` for a purge's (or drain's) export
         (``<queue>-<state>-<UTC stamp>``, ``-2``... when that one exists)."""
@@ -369,12 +380,15 @@ class JobctlApp(App):
         if not ok:
             self.notify(f"{prepared.plan.spec.operation.value} cancelled: nothing was changed")
             return
-        self.push_screen(RunModal(prepared), lambda outcome: self._applied(outcome, after))
+        self.push_screen(RunModal(prepared), lambda outcome: self._applied(outcome, after, prepared))
 
-    def _applied(self, outcome, after) -> None:
+    def _applied(self, outcome, after, prepared=None) -> None:
         res, error = outcome
         if error is not None:
             self.report_error(error)
+        elif prepared is not None:
+            for h in prepared.holds:  # resume: lifted by the core before the jobs moved
+                self.notify(f"hold {h['id']} lifted ({h['filter'] or 'every job'})")
         if res is not None:
             reasons = ", ".join(f"{k}: {v:,}" for k, v in res.skipped_reasons.items())
             text = (f"{res.operation} {res.queue}: planned {res.planned:,}, moved {res.moved:,}, "

@@ -44,9 +44,12 @@ KEYS: list[tuple[str, list[tuple[str, str]]]] = [
         ("s", "jobs tab: next state (dead, ready, scheduled, processing, suppressed)"),
         ("c", "clear the filter and the selection"),
         (_OP_KEYS, "on the highlighted triage group, else the selection, else the filter"),
-        ("Z / W", "pause / resume; triage: the ready jobs of the group's job type or one of its tenants"),
+        ("Z / W", "pause / resume (W lifts the holds of the filter); triage: the ready jobs of the group's job type or one of its tenants"),
         ("M", "migrate the ready jobs passing the filter to another queue (no filter: drain --to); asks which"),
         ("D", "drain the ready jobs into an export (drain --export-to); asks the directory"),
+        ("Y", "replay a stream-group queue's acknowledged history (asks --from / --to)"),
+        ("T", "migrate envelopes: asks a transformation file (or a transform-… id to roll back); sample diff"),
+        ("H", "reshard a sharded reliable-list queue (asks --shards N)"),
     ]),
     ("job inspector", [
         ("escape / h", "back"),

@@ -108,6 +108,9 @@ class QueueScreen(Screen):
         Binding("W", "op('resume')", "resume (wake)", show=False),
         Binding("M", "op('migrate')", "migrate / drain to a queue", show=False),
         Binding("D", "op('drain')", "drain to an export", show=False),
+        Binding("Y", "op('replay')", "replay history (stream-group)", show=False),
+        Binding("T", "op('transform')", "migrate envelopes (--transform / --rollback)", show=False),
+        Binding("H", "reshard", "reshard (--shards N)", show=False),
         *operation_bindings(),
     ]
 
@@ -507,6 +510,12 @@ class QueueScreen(Screen):
         info = OPERATIONS[operation]
         tab = self.active_tab
         flt_text = "" if self.filter.is_match_all else self.filter.text
+        if operation is Operation.REPLAY:  # the acknowledged history, whatever the tab
+            return ActionRequest(operation, self.queue, State.HISTORY,
+                                 "acknowledged entries" + (f" matching {flt_text}" if flt_text else ""), flt_text)
+        if tab == "overview" and operation is Operation.TRANSFORM:
+            return ActionRequest(operation, self.queue, State.READY,
+                                 "every ready job" + (f" matching {flt_text}" if flt_text else ""), flt_text)
         if tab == "overview":
             from .app import queue_wide_requests
 
@@ -537,7 +546,7 @@ class QueueScreen(Screen):
                             f"shows {source.value} jobs" + (" (s: next state)" if tab == "jobs" else ""),
                             severity="warning")
             return None
-        if self.selection and operation in (Operation.MIGRATE, Operation.DRAIN):
+        if self.selection and operation in (Operation.MIGRATE, Operation.DRAIN, Operation.TRANSFORM):
             self.app.notify(f"{info.verb} takes every listed job (and the / filter), not selected jobs: "
                             "c clears the selection", severity="warning")
             return None
@@ -584,6 +593,16 @@ class QueueScreen(Screen):
         if req is not None:
             self.app.start_action(req, after=self._after_action)
 
+    def action_reshard(self) -> None:
+        """Reshard the listed state (jobs tab: ready or scheduled; else ready)."""
+        source = self.jobs_state if self.active_tab == "jobs" else State.READY
+        if source not in (State.READY, State.SCHEDULED):
+            self.app.notify(f"reshard moves ready or scheduled jobs; this list shows {source.value} jobs "
+                            "(s: next state)", severity="warning")
+            return
+        self.app.start_reshard(ActionRequest(Operation.MIGRATE, self.queue, source, f"every {source.value} job"),
+                               after=self._after_action)
+
     def _after_action(self) -> None:
         self.selection.clear()
         self._redraw_summary()
@@ -600,6 +619,15 @@ class QueueScreen(Screen):
         yield SystemCommand(f"Drain {self.queue} into an export (D)",
                             "Every ready job (jobs tab: the listed state); asks the directory, exports first",
                             lambda: self.action_op("drain"))
+        yield SystemCommand(f"Replay {self.queue}'s history (Y)",
+                            "Stream-group: re-add acknowledged entries once (asks --from/--to; jobctl replay)",
+                            lambda: self.action_op("replay"))
+        yield SystemCommand(f"Migrate {self.queue}'s envelopes (T)",
+                            "Asks a transformation file (or an operation id to roll back); shows a sample diff",
+                            lambda: self.action_op("transform"))
+        yield SystemCommand(f"Reshard {self.queue} (H)",
+                            "Sharded reliable-list: asks --shards N; each job to the shard its id hashes to",
+                            self.action_reshard)
         for tab in TABS:
             yield SystemCommand(f"Show {tab}", f"Tab {tab} of queue {self.queue}",
                                 lambda t=tab: self.action_tab(t))

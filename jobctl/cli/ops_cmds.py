@@ -215,6 +215,8 @@ def execute(session: Session, req: OpRequest, *, yes: bool, as_json: bool, rate:
         stopper.__exit__(None, None, None)
     for p in out.problems:
         render.note(f"warning: {p}")
+    for h in out.lifted:  # resume: the holds the core lifted
+        render.note(f"hold {h['id']} lifted ({h['filter'] or 'every job'})")
     res = out.result
     if as_json:
         render.print_json(out.to_json())

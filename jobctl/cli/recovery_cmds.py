@@ -175,41 +175,17 @@ def _hold_loop(session: Session, layout, records: list[dict], *, budget: int, in
 def resume(session: Session, queue, filter_text, limit, rate, batch, dry_run, yes, as_json) -> int:
     """Put paused jobs back where a worker takes them next, in their order.
 
-    Lifts the holds of the same filter (every hold without --filter): with
-    --yes before it moves anything, so that no hold cycle pauses them again;
-    when confirmed at the prompt, after the jobs moved.  Jobs paused from scheduled go
-    back to scheduled with their due time.
+    Lifts the holds of the same filter (every hold without --filter) once
+    confirmed, before any job moves, so that no hold cycle pauses them
+    again (the operations core: jobctl.ops.core).  Jobs paused from
+    scheduled go back to scheduled with their due time.
     """
-    from ..layouts.reliable_list_pause import lift_holds
-
-    layout = _pausable(session, queue, "resume")
+    _pausable(session, queue, "resume")
     req = OpRequest(Operation.RESUME, queue, source=State.PAUSED, target=State.READY, filter_text=filter_text,
                     limit=limit, dry_run=dry_run)
     if not dry_run:
         session.require_writable("resume")
-    with session.errors():
-        lifted = lift_holds(layout, filter_text, dry_run=True)
-    if lifted and dry_run:
-        render.note(f"would lift {len(lifted)} hold(s): " + ", ".join(h["id"] for h in lifted))
-        lifted = []
-    if lifted and yes:
-        # confirmed on the command line: lifted before the plan, so that a hold
-        # cycle running now moves nothing more
-        _lift(session, layout, filter_text, lifted)
-        lifted = []
-    code = execute(session, req, yes=yes, as_json=as_json, rate=rate, batch=batch)
-    if lifted and code in (ExitCode.OK, ExitCode.PARTIAL):  # confirmed at the prompt
-        _lift(session, layout, filter_text, lifted)
-    return code
-
-
-def _lift(session: Session, layout, filter_text, lifted: list[dict]) -> None:
-    from ..layouts.reliable_list_pause import lift_holds
-
-    with session.errors():
-        lift_holds(layout, filter_text)
-    for h in lifted:
-        render.note(f"hold {h['id']} lifted ({h['filter'] or 'every job'})")
+    return execute(session, req, yes=yes, as_json=as_json, rate=rate, batch=batch)
 
 
 @click.group()
@@ -323,18 +299,9 @@ def migrate(session: Session, src, dst, filter_text, state, transform_file, roll
 def _print_samples(session: Session, req: OpRequest, n: int = 3) -> None:
     """The before/after diff of the first ``n`` planned envelopes."""
     from ..ops.core import OperationCore
-    from ..ops.transform import diff_lines
 
-    prepared = OperationCore(session).prepare(req)
-    layout = prepared.layout
-    for job in prepared.plan.jobs[:n]:
-        keys = layout.shards[job.shard]
-        raw = layout.client.get(keys.job(job.job_id))
-        new = req.transform.apply_raw(raw) if raw is not None else None
-        if new is None:
-            continue
-        for line in diff_lines(job.job_id, raw, new):
-            click.echo(line)
+    for line in OperationCore(session).prepare(req).samples:
+        click.echo(line)
 
 
 @click.command()
@@ -376,29 +343,6 @@ def drain(session: Session, queue, to, export_to, export_format, state, limit, r
     return execute(session, req, yes=yes, as_json=as_json, rate=rate, batch=batch)
 
 
-def _stream_bound(value: str, what: str, *, end: bool) -> str:
-    """A stream entry id (``1700000000000-0``), epoch ms, an ISO-8601 time or
-    a duration ago (``2h``) as an XRANGE bound (a time: every entry of that ms)."""
-    import re
-    import time as _time
-    from datetime import datetime
-
-    if re.fullmatch(r"\d+-\d+", value):
-        return value
-    if re.fullmatch(r"\d+", value):
-        ms = int(value)
-    else:
-        try:
-            ms = int(_time.time() * 1000) - parse_duration(value)
-        except UsageError:
-            try:
-                ms = int(datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1000)
-            except ValueError:
-                raise UsageError(f"{what}: {value!r} is no entry id, epoch ms, ISO-8601 time or duration ago") \
-                    from None
-    return f"{ms}-{18446744073709551615 if end else 0}"
-
-
 @click.command()
 @click.argument("queue")
 @click.option("--from", "from_", metavar="TIME|ID", required=True,
@@ -415,13 +359,13 @@ def replay(session: Session, queue, from_, to, filter_text, limit, rate, batch, 
     same replay run twice replays each entry once.  Entries still pending or
     not yet delivered are not history and are left alone.
     """
-    start = _stream_bound(from_, "--from", end=False)
-    end = _stream_bound(to, "--to", end=True) if to else "+"
+    from ..ops.core import check_layout
+    from ..ops.stream_bounds import replay_range
+
+    start, end = replay_range(from_, to)
     with session.errors():
         layout = session.layout(queue)
-    if layout.name != "stream-group":
-        raise UsageError(f"replay is for the stream-group layout; {queue} is {layout.name} (no acknowledged "
-                         "history to replay)")
+    check_layout(Operation.REPLAY, layout)
     req = OpRequest(Operation.REPLAY, queue, source=State.HISTORY, target=State.READY, filter_text=filter_text,
                     limit=limit, dry_run=dry_run, replay_range=(start, end))
     return execute(session, req, yes=yes, as_json=as_json, rate=rate, batch=batch)
@@ -441,19 +385,12 @@ def reshard(session: Session, queue, shards, state, limit, rate, batch, dry_run,
     crash journal of `jobctl migrate`.  Jobs already in their shard stay.
     Switch the producers and workers to N shards, then run it for ready and
     scheduled, then set shards = N in the catalogue."""
-    import dataclasses
-
-    from ..layouts.sharding import shard_rule
+    from ..layouts.sharding import reshard_destination
 
     with session.errors():
         layout = session.layout(queue)
-    if layout.name != "reliable-list":
-        raise UsageError(f"reshard is for the reliable-list layout; {queue} is {layout.name}")
-    shard_rule(layout.queue)
-    if len(layout.shards) == shards:
-        raise UsageError(f"{queue} already has {shards} shard(s)")
     req = OpRequest(Operation.MIGRATE, queue, source=State(state), target=State(state), limit=limit,
-                    dry_run=dry_run, destination=dataclasses.replace(layout.queue, shards=shards))
+                    dry_run=dry_run, destination=reshard_destination(layout, shards))
     return execute(session, req, yes=yes, as_json=as_json, rate=rate, batch=batch)
 
 

@@ -12,10 +12,15 @@ queue's config.  Known rules:
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ..errors import UsageError
 
-__all__ = ["SHARD_RULES", "shard_rule", "java_hashcode_floormod"]
+if TYPE_CHECKING:
+    from ..config import QueueConfig
+    from .base import Layout
+
+__all__ = ["SHARD_RULES", "shard_rule", "java_hashcode_floormod", "reshard_destination"]
 
 
 def java_hashcode_floormod(job_id: str, shards: int) -> int:
@@ -43,3 +48,21 @@ def shard_rule(queue) -> Callable[[str, int], int]:
     if rule is None:
         raise UsageError(f"queue {queue.name}: unknown shard_rule {name!r} (known: {', '.join(SHARD_RULES)})")
     return rule
+
+
+def reshard_destination(layout: "Layout", shards: int) -> "QueueConfig":
+    """The destination of ``jobctl reshard QUEUE --shards N`` (CLI and
+    TUI, checked once): the queue ``layout`` with ``shards`` shards (the
+    migrate request's ``destination``).  Raises :class:`UsageError`: not reliable-list, no
+    (or an unknown) ``shard_rule``, ``shards`` outside 1..1024, or the
+    number of shards it already has."""
+    import dataclasses
+
+    if layout.name != "reliable-list":
+        raise UsageError(f"reshard is for the reliable-list layout; {layout.queue_name} is {layout.name}")
+    if not 1 <= shards <= 1024:
+        raise UsageError(f"--shards: {shards} is not in 1..1024")
+    shard_rule(layout.queue)
+    if len(layout.shards) == shards:
+        raise UsageError(f"{layout.queue_name} already has {shards} shard(s)")
+    return dataclasses.replace(layout.queue, shards=shards)

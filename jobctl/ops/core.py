@@ -25,6 +25,9 @@ Policies (each only here):
 * confirmation thresholds: typed count over
   :data:`~jobctl.ops.catalog.TYPED_CONFIRM_OVER` jobs and for every purge
   (:attr:`Prepared.typed_count`);
+* resume lifts the holds of its filter (every hold without one) of a
+  reliable-list queue (:attr:`Prepared.holds`), once confirmed and before
+  any job moves, so that no hold cycle pauses the resumed jobs again;
 * exit codes: OK, PARTIAL (skipped or failed jobs, fenced ids skipped),
   INTERRUPTED, ABORTED (confirmation declined).
 """
@@ -48,7 +51,7 @@ if TYPE_CHECKING:
     from .engine import RunResult
     from .plan import Plan
 
-__all__ = ["OperationCore", "Prepared", "Outcome", "check_request", "breakdown_rows"]
+__all__ = ["OperationCore", "Prepared", "Outcome", "check_request", "check_layout", "breakdown_rows"]
 
 Note = Callable[[str], None]
 
@@ -88,6 +91,15 @@ def check_request(req: OpRequest, session: "Session | None" = None) -> None:
         session.require_writable(op.value)
 
 
+def check_layout(operation: Operation, layout: "Layout") -> None:
+    """The layout-level refusals, before anything is asked or read: replay
+    needs the stream-group layout (an acknowledged history).  Raises
+    :class:`UsageError`."""
+    if operation is Operation.REPLAY and layout.name != "stream-group":
+        raise UsageError(f"replay is for the stream-group layout; {layout.queue_name} is {layout.name} (no "
+                         "acknowledged history to replay)")
+
+
 def breakdown_rows(plan: "Plan", top: int) -> list[tuple[str, str, str]]:
     """The plan's breakdown as display rows ``(job type, error, jobs)``, the
     ``top`` largest groups first, then one ``("…", "N more groups", jobs)``
@@ -109,7 +121,9 @@ class Prepared:
     """A planned request: the ``spec`` it became, the ``layout`` and the
     ``plan``.  ``typed_count``: confirming needs the planned count typed.
     ``exported``: the export directory the purge is fenced to (``None``:
-    none).  ``needs_confirmation``: something would change."""
+    none).  ``holds``: the hold records (``{"id", "filter", "reason", "by",
+    ...}``) a resume lifts when applied.  ``needs_confirmation``: something
+    would change (jobs, or holds to lift)."""
 
     request: OpRequest
     spec: OpSpec
@@ -117,10 +131,13 @@ class Prepared:
     plan: "Plan"
     typed_count: bool = False
     exported: str | None = None
+    holds: list[dict[str, Any]] = field(default_factory=list)
+    #: migrate --transform: the before/after diff lines of the first planned envelopes
+    samples: list[str] = field(default_factory=list)
 
     @property
     def needs_confirmation(self) -> bool:
-        return not self.request.dry_run and self.plan.planned > 0
+        return not self.request.dry_run and (self.plan.planned > 0 or bool(self.holds))
 
 
 @dataclass
@@ -135,6 +152,8 @@ class Outcome:
     exit_code: ExitCode
     result: "RunResult | None" = None
     problems: list[str] = field(default_factory=list)
+    #: the hold records a resume lifted
+    lifted: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def plan(self) -> "Plan":
@@ -153,6 +172,32 @@ class Outcome:
         reasons = ", ".join(f"{k}: {v:,}" for k, v in res.skipped_reasons.items())
         return (f"{res.operation} {res.queue}: planned {res.planned:,}, moved {res.moved:,}, "
                 f"skipped {res.skipped:,}{f' ({reasons})' if reasons else ''}, failed {res.failed:,}")
+
+
+def _holds_to_lift(req: OpRequest, layout: "Layout") -> list[dict[str, Any]]:
+    """The holds a resume of ``req.filter_text`` lifts: those of the same
+    filter, every hold without one (reliable-list; other layouts have none)."""
+    if req.operation is not Operation.RESUME or layout.name != "reliable-list":
+        return []
+    from ..layouts.reliable_list_holds import lift_holds
+
+    return lift_holds(layout, req.filter_text, dry_run=True)
+
+
+def _transform_samples(layout: "Layout", plan: "Plan", transform, n: int = 3) -> list[str]:
+    """The before/after diff of the first ``n`` planned envelopes of a
+    ``migrate --transform`` (a rollback: none); reads ``n`` payloads."""
+    if plan.spec.operation is not Operation.TRANSFORM or not hasattr(transform, "apply_raw"):
+        return []
+    from .transform import diff_lines
+
+    lines: list[str] = []
+    for job in plan.jobs[:n]:
+        raw = layout.client.get(layout.shards[job.shard].job(job.job_id))
+        new = transform.apply_raw(raw) if raw is not None else None
+        if new is not None:
+            lines += diff_lines(job.job_id, raw, new)
+    return lines
 
 
 class OperationCore:
@@ -201,15 +246,21 @@ class OperationCore:
                       reset_attempts=req.reset_attempts, reason=req.reason, priority=req.priority, fence=fence)
         with self.session.errors():
             layout = self.session.layout(req.queue)
+            check_layout(req.operation, layout)
             if req.destination:  # migrate/drain --to: the destination queue, resolved like the source
                 spec.destination = self.session.layout(req.destination)
             elif req.operation is Operation.DRAIN:  # drain --export-to: where the drained jobs are
                 spec.destination = str(req.export_to)
             spec.transform, spec.replay_range = req.transform, req.replay_range
             plan = layout.plan(spec, now=self.clock() if self.clock else None)
+            holds = _holds_to_lift(req, layout)
+            samples = _transform_samples(layout, plan, req.transform)
         if spec.fence is not None:  # whatever the layout: never an id outside the fence
             plan.jobs = [j for j in plan.jobs if j.job_id in spec.fence]
-        return Prepared(req, spec, layout, plan, typed_count=needs_typed_count(plan), exported=exported)
+        if holds and req.dry_run and note is not None:
+            note(f"would lift {len(holds)} hold(s): " + ", ".join(h["id"] for h in holds))
+        return Prepared(req, spec, layout, plan, typed_count=needs_typed_count(plan), exported=exported,
+                        holds=holds, samples=samples)
 
     def apply(self, prepared: Prepared, *, stop: Callable[[], bool] | None = None,
               progress: Callable[[int, int], None] | None = None, rate: float | None = None,
@@ -223,9 +274,11 @@ class OperationCore:
         if prepared.request.dry_run:
             res = run_plan(layout, plan, dry_run=True, journal=False)
             return Outcome(prepared, "dry-run", ExitCode.OK, res)
+        lifted = self._lift(prepared)
         if plan.planned == 0:
             res = run_plan(layout, plan, dry_run=False, journal=False)
-            return Outcome(prepared, "nothing", ExitCode.PARTIAL if plan.fence_skipped else ExitCode.OK, res)
+            return Outcome(prepared, "nothing", ExitCode.PARTIAL if plan.fence_skipped else ExitCode.OK, res,
+                           lifted=lifted)
         self.session.require_writable(plan.spec.operation.value)
         with self.session.errors():
             res = run_plan(layout, plan, rate=rate, batch=batch, stop=stop, progress=progress,
@@ -234,7 +287,22 @@ class OperationCore:
             code = ExitCode.INTERRUPTED
         else:
             code = ExitCode.PARTIAL if (res.skipped or res.failed) else ExitCode.OK
-        return Outcome(prepared, "applied", code, res, problems=list(res.journal_problems))
+        return Outcome(prepared, "applied", code, res, problems=list(res.journal_problems), lifted=lifted)
+
+    def _lift(self, prepared: Prepared) -> list[dict[str, Any]]:
+        """Lift the holds a confirmed resume lifts (:attr:`Prepared.holds`),
+        before its jobs move; returns those that were still recorded."""
+        if not prepared.holds:
+            return []
+        from ..layouts.reliable_list_holds import lift_holds
+
+        self.session.require_writable("resume")
+        with self.session.errors():
+            current = {h["id"] for h in lift_holds(prepared.layout, prepared.request.filter_text, dry_run=True)}
+            lifted = [h for h in prepared.holds if h["id"] in current]
+            if lifted:
+                lift_holds(prepared.layout, prepared.request.filter_text)
+        return lifted
 
     def run(self, req: OpRequest, *, confirm: Callable[[Prepared], bool],
             show: Callable[[Prepared], None] | None = None, note: Note | None = None,

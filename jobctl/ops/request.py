@@ -83,6 +83,9 @@ def equivalent_command(req: OpRequest, program: str = "jobctl-tui") -> list[str]
     argv = [program, req.operation.value, req.queue]
     if req.operation is Operation.MIGRATE and isinstance(req.destination, str):
         argv += [req.destination, "--state", req.source.value]
+    elif req.operation is Operation.MIGRATE and getattr(req.destination, "shards", None):  # a reshard
+        argv[1] = "reshard"
+        argv += ["--shards", str(req.destination.shards), "--state", req.source.value]
     if req.operation is Operation.DRAIN:
         argv += ["--state", req.source.value, "--export-to", str(req.export_to)]
     if req.operation is Operation.PURGE:
@@ -92,6 +95,13 @@ def equivalent_command(req: OpRequest, program: str = "jobctl-tui") -> list[str]
         argv.append("--stuck")
     if req.operation is Operation.REDRIVE and req.target is not None and req.target is not State.READY:
         argv += ["--to", req.target.value]
+    if req.operation is Operation.REPLAY and req.replay_range:
+        argv += ["--from", req.replay_range[0]] + (["--to", req.replay_range[1]] if req.replay_range[1] != "+" else [])
+    if req.operation is Operation.TRANSFORM and req.transform is not None:
+        rollback = getattr(req.transform, "operation", None)
+        argv[1] = "migrate"
+        argv += ["--rollback", rollback] if rollback else ["--transform", getattr(req.transform, "source", "")]
+        argv += ["--state", req.source.value]
     for job_id in req.ids[:20]:
         argv += ["--ids", job_id]
     if req.filter_text:
