@@ -14,6 +14,7 @@ only those keys.
 
 from __future__ import annotations
 
+import signal
 import sys
 import time
 
@@ -198,11 +199,22 @@ def _load(client, queues: dict[str, QueueConfig], size: int, seed: int) -> None:
 def _start_pool(client, queues: dict[str, QueueConfig], seed: int):
     from jobctl_fixtures.live import LivePool
 
-    pools = []
-    for n, (name, scenario, shards, _) in enumerate(DEMO_QUEUES):
-        pools.append(LivePool(client, queue=name, tag=queues[name].base_tag, shards=shards,
-                              scenario=scenario, seed=seed + n).start())
-    return _Pools(pools)
+    # A Ctrl-C in the middle of Thread.start() leaves the interpreter unable to
+    # exit cleanly (it died by SIGINT, exit -2): hold the signal until every
+    # thread has started, then stop them and raise it.
+    interrupted: list[int] = []
+    old = signal.signal(signal.SIGINT, lambda signum, frame: interrupted.append(signum))
+    pools = _Pools([])
+    try:
+        for n, (name, scenario, shards, _) in enumerate(DEMO_QUEUES):
+            pools.pools.append(LivePool(client, queue=name, tag=queues[name].base_tag, shards=shards,
+                                        scenario=scenario, seed=seed + n).start())
+    finally:
+        signal.signal(signal.SIGINT, old)
+    if interrupted:
+        pools.stop()
+        raise KeyboardInterrupt
+    return pools
 
 
 class _Pools:
