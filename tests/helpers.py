@@ -19,7 +19,7 @@ from jobctl_fixtures.scenarios import load_scenario
 
 __all__ = ["wall_ms", "cli", "run_with_config", "queues_toml", "write_config", "cli_runner", "config_fixtures",
            "drain", "claim_and_ack", "assert_batches_cover", "assert_every_state_batched", "export_dead",
-           "purge_exported", "TUI_T0", "TUI_EXPORTS", "tui_export_root", "load_spike", "spike_queues"]
+           "purge_exported", "Killed", "crash_on_script_call", "TUI_T0", "TUI_EXPORTS", "tui_export_root", "load_spike", "spike_queues"]
 
 
 def wall_ms() -> int:
@@ -150,6 +150,33 @@ def purge_exported(capsys, base: list[str], queue: str, out) -> dict:
     capsys.readouterr()
     assert main(base + ["purge", queue, "--state", "dead", "--export-to", str(out), "--yes", "--json"]) == 0
     return json.loads(capsys.readouterr().out)
+
+
+class Killed(BaseException):
+    """A crash between two script calls (as kill -9 would leave it)."""
+
+
+def crash_on_script_call(monkeypatch, module, name: str, nth: int = 1):
+    """Make the nth call of the Lua script `name`, got through `module.script`,
+    raise Killed (before it runs); returns a function that puts the real
+    `module.script` back."""
+    real = module.script
+    calls = {"n": 0}
+
+    def crashing(client, script_name):
+        s = real(client, script_name)
+        if script_name != name:
+            return s
+
+        def call(**kw):
+            calls["n"] += 1
+            if calls["n"] == nth:
+                raise Killed
+            return s(**kw)
+        return call
+
+    monkeypatch.setattr(module, "script", crashing)
+    return lambda: monkeypatch.setattr(module, "script", real)
 
 
 # -- the TUI tests -------------------------------------------------------------------------------

@@ -29,7 +29,7 @@ from jobctl.ops.spec import Operation
 from jobctl.session import Session
 from jobctl_fixtures.envelopes import new_envelope
 from jobctl_fixtures.protocol import Producer
-from helpers import wall_ms
+from helpers import Killed, crash_on_script_call, wall_ms
 from test_pause import enqueue, partition
 
 QUEUES_TOML = """
@@ -147,29 +147,11 @@ def test_drain_refusals_change_nothing(redis_client, run, tmp_path):
     assert not Path(d).exists() or not any(Path(d).iterdir())
 
 
-class Killed(BaseException):
-    """A crash between two script calls (as kill -9 would leave it)."""
-
-
 def test_a_crash_between_take_out_and_delete_is_finished_by_a_rerun(redis_client, redis_url, cfg, run, tmp_path,
                                                                   monkeypatch):
     ids = enqueue(redis_client, "email", 40)
-    real = reliable_list_migrate.script
-    calls = {"out": 0}
-
-    def crashing(client, name):
-        s = real(client, name)
-        if name != "rl_migrate_out":
-            return s
-
-        def call(**kw):
-            calls["out"] += 1
-            if calls["out"] == 3:
-                raise Killed  # taken out of the ready list, not deleted yet
-            return s(**kw)
-        return call
-
-    monkeypatch.setattr(reliable_list_migrate, "script", crashing)
+    # the third take-out crashes: taken out of the ready list, not deleted yet
+    restore = crash_on_script_call(monkeypatch, reliable_list_migrate, "rl_migrate_out", 3)
     out_dir = tmp_path / "crash"
     with pytest.raises(Killed):
         run("drain", "email", "--export-to", str(out_dir), "--export-format", "jsonl", "--yes", "--batch", "6")
@@ -180,7 +162,7 @@ def test_a_crash_between_take_out_and_delete_is_finished_by_a_rerun(redis_client
     # another export cannot take over the unfinished drain, nor can a migrate
     assert run("drain", "email", "--export-to", str(tmp_path / "other"), "--yes")[0] == 2
     assert run("migrate", "email", "email-v2", "--yes")[0] == 2
-    monkeypatch.setattr(reliable_list_migrate, "script", real)
+    restore()
     monkeypatch.chdir(tmp_path)  # the same DIR named relatively: the rerun is the same drain
     code, out, err = run("drain", "email", "--export-to", "crash", "--yes", "--json")
     assert code in (0, 8), err

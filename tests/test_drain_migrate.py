@@ -26,7 +26,7 @@ from jobctl.ops.engine import run_plan
 from jobctl.ops.spec import Operation, OpSpec
 from jobctl_fixtures.envelopes import new_envelope
 from jobctl_fixtures.protocol import Producer, Worker
-from helpers import claim_and_ack, config_fixtures, wall_ms
+from helpers import Killed, claim_and_ack, config_fixtures, crash_on_script_call, wall_ms
 from test_pause import enqueue, partition, tail_first, tenant_of
 
 QUEUES_TOML = """
@@ -122,24 +122,10 @@ def test_an_id_taken_at_the_destination_goes_back(redis_client, run):
     assert redis_client.get(DST.job(ids[2])) == b'{"jobId": "another job"}'
 
 
-class Killed(BaseException):
-    """A crash between two script calls (as kill -9 would leave it)."""
-
-
 def test_a_crash_between_copy_and_delete_is_finished_by_a_rerun(redis_client, run, monkeypatch):
     ids = enqueue(redis_client, "email", 40)
-    real = reliable_list_migrate.script
-
-    def crashing(client, name):
-        s = real(client, name)
-        if name != "rl_migrate_out":
-            return s
-
-        def call(**kw):
-            raise Killed  # the copies are in, the source copies not deleted yet
-        return call
-
-    monkeypatch.setattr(reliable_list_migrate, "script", crashing)
+    # the copies are in, the source copies not deleted yet
+    restore = crash_on_script_call(monkeypatch, reliable_list_migrate, "rl_migrate_out")
     lay = ReliableList(redis_client, QueueConfig("email"))
     spec = OpSpec(Operation.MIGRATE, "email", State.READY, State.READY, filter=compile_filter("tenant != t3"),
                   destination=ReliableList(redis_client, QueueConfig("email-v2")))
@@ -150,7 +136,7 @@ def test_a_crash_between_copy_and_delete_is_finished_by_a_rerun(redis_client, ru
     assert left and all(redis_client.exists(DST.job(i)) for i in left)
     code, out, err = run("check", "email", "--json")
     assert code == 0, out  # migrating is one state of the source
-    monkeypatch.setattr(reliable_list_migrate, "script", real)
+    restore()
     code, out, err = run("migrate", "email", "email-v2", "--filter", "tenant != t3", "--yes", "--json")
     assert code == 0, err
     moved = [i for i in ids if tenant_of(i) != "t3"]
@@ -218,26 +204,11 @@ def test_reshard_puts_every_job_in_its_new_shard(redis_client, redis_url, tmp_pa
             new_envelope(job_id, "webhook.deliver", "t1", wall_ms(), rng, not_before_ms=due + i))
     new_tags = [f"rs:{i:02d}" for i in range(4)]
     if crash:
-        real = reliable_list_migrate.script
-        calls = {"n": 0}
-
-        def crashing(client, name):
-            s = real(client, name)
-            if name != "rl_migrate_out":
-                return s
-
-            def call(**kw):
-                calls["n"] += 1
-                if calls["n"] == 2:
-                    raise Killed
-                return s(**kw)
-            return call
-
-        monkeypatch.setattr(reliable_list_migrate, "script", crashing)
+        restore = crash_on_script_call(monkeypatch, reliable_list_migrate, "rl_migrate_out", 2)
         with pytest.raises(Killed):
             main(["--url", redis_url, "--config", str(cfg), "reshard", "rs", "--shards", "4", "--yes",
                   "--batch", "5"])
-        monkeypatch.setattr(reliable_list_migrate, "script", real)
+        restore()
         assert any(redis_client.llen(ReliableListKeys(t).migrating) for t in new_tags[:2])
     for state in ("ready", "scheduled"):
         code = main(["--url", redis_url, "--config", str(cfg), "reshard", "rs", "--shards", "4", "--state", state,
