@@ -1,14 +1,18 @@
 """Helpers the test modules share: the wall clock, running the CLI
 in-process with its output captured (one-off or through a per-test runner
 on a config file), draining a fixture worker, reading a layout's batches,
-and the TUI tests' scenario, queues and export folder."""
+crashing a Lua script call, and the TUI tests' scenario, queues, export
+folder, snapshot fixture and queue-screen key presses."""
 
 from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 
 import pytest
+from pytest_textual_snapshot import SVGImageExtension
+from textual._doc import take_svg_screenshot
 
 from jobctl.cli.main import main
 from jobctl.config import QueueConfig
@@ -16,10 +20,12 @@ from jobctl.model import State
 from jobctl.ops.engine import run_plan
 from jobctl.ops.spec import Operation, OpSpec
 from jobctl_fixtures.scenarios import load_scenario
+from jobctl_tui.testing import settle
 
 __all__ = ["wall_ms", "cli", "run_with_config", "queues_toml", "write_config", "cli_runner", "config_fixtures",
            "drain", "claim_and_ack", "assert_batches_cover", "assert_every_state_batched", "export_dead",
-           "purge_exported", "Killed", "crash_on_script_call", "TUI_T0", "TUI_EXPORTS", "tui_export_root", "load_spike", "spike_queues"]
+           "purge_exported", "Killed", "crash_on_script_call", "TUI_T0", "TUI_EXPORTS", "tui_export_root", "snap",
+           "open_and_press", "load_spike", "spike_queues"]
 
 
 def wall_ms() -> int:
@@ -215,3 +221,37 @@ def spike_queues() -> dict[str, QueueConfig]:
         "billing": QueueConfig("billing"),
         "reports": QueueConfig("reports"),
     }
+
+
+class _TuiSnapshots(SVGImageExtension):
+    """Stores the SVGs under tests/snapshots/<test module>/."""
+
+    @classmethod
+    def dirname(cls, *, test_location) -> str:
+        return str(Path(test_location.filepath).parent / "snapshots" / test_location.basename)
+
+
+@pytest.fixture
+def snap(snapshot):
+    """``compare(app, run_before=None, size=(130, 36))`` -> whether the app's
+    SVG screenshot (after ``run_before(pilot)``) matches the stored one; it
+    closes the app's session."""
+    snapshot = snapshot.use_extension(_TuiSnapshots)
+
+    def compare(app, run_before=None, size=(130, 36)) -> bool:
+        svg = take_svg_screenshot(app=app, terminal_size=size, run_before=run_before)
+        app.session.close()
+        return snapshot == svg
+
+    return compare
+
+
+async def open_and_press(pilot, queue: str, *steps: str | tuple[str, ...]) -> None:
+    """Open ``queue``'s screen, then press each step's key (a tuple: its keys
+    in one go), settling the app before and after each."""
+    await settle(pilot)
+    pilot.app.open_queue(queue)
+    await settle(pilot)
+    for keys in steps:
+        await pilot.press(*((keys,) if isinstance(keys, str) else keys))
+        await settle(pilot)

@@ -11,8 +11,6 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from pytest_textual_snapshot import SVGImageExtension
-from textual._doc import take_svg_screenshot
 from textual.widgets import Input, OptionList, Static
 
 from jobctl.config import QueueConfig
@@ -32,6 +30,7 @@ from jobctl_tui.queue_screen import QueueScreen
 from jobctl_tui.testing import settle, wait_for
 from test_pause import enqueue, partition, tail_first, tenant_of
 from test_tui_pilot import SIZE, T0, run, session_for
+from helpers import open_and_press, snap  # noqa: F401 - the fixture
 
 SRC, DST = ReliableListKeys("email"), ReliableListKeys("email-v2")
 
@@ -272,26 +271,6 @@ def test_the_dashboard_shows_paused_counts_and_holds(redis_url, redis_client, tm
 
 # -- snapshots of the modals ------------------------------------------------------------
 
-class _Snapshots(SVGImageExtension):
-    """Stores the SVGs under tests/snapshots/<test module>/."""
-
-    @classmethod
-    def dirname(cls, *, test_location) -> str:
-        return str(Path(test_location.filepath).parent / "snapshots" / test_location.basename)
-
-
-@pytest.fixture
-def snap(snapshot):
-    snapshot = snapshot.use_extension(_Snapshots)
-
-    def compare(app, run_before=None, size=(130, 36)) -> bool:
-        svg = take_svg_screenshot(app=app, terminal_size=size, run_before=run_before)
-        app.session.close()
-        return snapshot == svg
-
-    return compare
-
-
 @pytest.fixture
 def scenario(redis_client, redis_url):
     load_scenario(redis_client, "dlq-spike", queue="email", shards=2, size=600, seed=11, now_ms=T0, malformed=4)
@@ -303,13 +282,7 @@ def test_drain_plan_modal(snap, scenario, tmp_path, monkeypatch) -> None:
     app = app_for(scenario, None, email=QueueConfig("email", shards=2), billing=QueueConfig("billing"))
 
     async def before(pilot):
-        await settle(pilot)
-        pilot.app.open_queue("email")
-        await settle(pilot)
-        await pilot.press("D")
-        await settle(pilot)
-        await pilot.press("enter")
-        await settle(pilot)
+        await open_and_press(pilot, "email", "D", "enter")
         assert isinstance(pilot.app.screen, PlanModal)
         pilot.app.screen.query_one("#typed", Input).cursor_blink = False
 
@@ -320,11 +293,7 @@ def test_migrate_target_modal(snap, scenario, tmp_path) -> None:
     app = app_for(scenario, tmp_path, email=QueueConfig("email", shards=2), billing=QueueConfig("billing"))
 
     async def before(pilot):
-        await settle(pilot)
-        pilot.app.open_queue("email")
-        await settle(pilot)
-        await pilot.press("M")
-        await settle(pilot)
+        await open_and_press(pilot, "email", "M")
         pilot.app.screen.query_one("#target", Input).cursor_blink = False
 
     assert snap(app, before)

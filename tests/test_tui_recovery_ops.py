@@ -227,7 +227,7 @@ def test_reshard_from_the_queue_screen(redis_url, redis_client, tmp_path) -> Non
 
 # -- snapshot ------------------------------------------------------------------------------
 
-from test_tui_recovery import snap  # noqa: E402,F401 - the fixture
+from helpers import open_and_press, snap  # noqa: E402,F401 - the fixture
 
 
 def test_transform_plan_modal_with_sample_diff(snap, redis_url, redis_client, tmp_path, monkeypatch) -> None:  # noqa: F811
@@ -241,13 +241,7 @@ def test_transform_plan_modal_with_sample_diff(snap, redis_url, redis_client, tm
     app = app_for(redis_url, None)
 
     async def before(pilot):
-        await settle(pilot)
-        pilot.app.open_queue("email")
-        await settle(pilot)
-        await pilot.press("T")
-        await settle(pilot)
-        await pilot.press(*"v3.toml", "enter")
-        await settle(pilot)
+        await open_and_press(pilot, "email", "T", (*"v3.toml", "enter"))
         assert isinstance(pilot.app.screen, PlanModal) and pilot.app.screen.prepared.samples
 
     assert snap(app, before, size=(130, 44))

@@ -12,11 +12,8 @@ variant (no worker, no ETA).  Update after a deliberate change with
 from __future__ import annotations
 
 import inspect
-from pathlib import Path
 
 import pytest
-from pytest_textual_snapshot import SVGImageExtension
-from textual._doc import take_svg_screenshot
 
 from jobctl.config import Config, Profile
 from jobctl.filter import MATCH_ALL
@@ -27,30 +24,9 @@ from jobctl.session import Session
 from jobctl_tui import make_app
 from jobctl_tui.actions import RunModal, RunProgress
 from jobctl_tui.testing import settle
-from helpers import TUI_EXPORTS, TUI_T0, load_spike, spike_queues, tui_export_root  # noqa: F401 - autouse fixture
+from helpers import TUI_EXPORTS, TUI_T0, load_spike, snap, spike_queues, tui_export_root  # noqa: F401 - fixtures
 
 T0 = TUI_T0
-SIZE = (130, 36)
-
-
-class _TuiSnapshots(SVGImageExtension):
-    """Stores the SVGs under tests/snapshots/<test module>/."""
-
-    @classmethod
-    def dirname(cls, *, test_location) -> str:
-        return str(Path(test_location.filepath).parent / "snapshots" / test_location.basename)
-
-
-@pytest.fixture
-def snap(snapshot):
-    snapshot = snapshot.use_extension(_TuiSnapshots)
-
-    def compare(app, run_before=None, size=SIZE) -> bool:
-        svg = take_svg_screenshot(app=app, terminal_size=size, run_before=run_before)
-        app.session.close()
-        return snapshot == svg
-
-    return compare
 
 
 @pytest.fixture
