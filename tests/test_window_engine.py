@@ -265,7 +265,7 @@ def test_ctrl_c_inside_a_round_trip_leaves_every_job_in_one_state_in_order(redis
     assert sorted(ids(redis_client, K.ready)) == sorted(jobs[0::2])
 
 
-JL_CRASH = """
+CRASH_MID_WALK = """
 import os, signal, sys
 import redis
 from jobctl.filter import compile_filter
@@ -273,15 +273,25 @@ from jobctl.layouts import layout_for
 from jobctl.model import State
 from jobctl.ops import window
 from jobctl.ops.spec import Operation, OpSpec
-from jobctl_fixtures.layouts.json_list import ADAPTER
+from jobctl_fixtures.layouts.{layout} import ADAPTER
 
 client = redis.Redis.from_url(sys.argv[1])
 lay = layout_for(client, ADAPTER.queue_config("jobs"))
-plan = lay.plan(OpSpec(Operation.PURGE, "jobs", State.DEAD, None, filter=compile_filter("type = charge_card")))
-for n, br in enumerate(window.drive(lay.sources(plan.spec), plan, batch=4, depth=2)):
+plan = lay.plan(OpSpec(Operation.PURGE, "jobs", State.DEAD, None, filter=compile_filter({flt!r})))
+for n, br in enumerate(window.drive(lay.sources(plan.spec), plan, batch={batch}, depth=2)):
     if n == 3:
         os.kill(os.getpid(), signal.SIGKILL)
 """
+
+
+def purge_killed_mid_walk(redis_url: str, layout: str, flt: str, batch: int) -> None:
+    """A purge of queue jobs' dead jobs matching ``flt`` (the fixture layout
+    ``layout``), walked in a child process that is killed (SIGKILL) as the
+    walk yields its fourth batch."""
+    code = CRASH_MID_WALK.format(layout=layout, flt=flt, batch=batch)
+    proc = subprocess.run([sys.executable, "-c", code, redis_url], stdin=subprocess.DEVNULL,
+                          capture_output=True, timeout=60)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr.decode()
 
 
 def test_json_list_crash_mid_walk_then_rerun(redis_client, redis_url):
@@ -291,9 +301,7 @@ def test_json_list_crash_mid_walk_then_rerun(redis_client, redis_url):
         for _ in range(MAX_RETRIES):
             q.nack(q.claim(now=NOW), "card declined")
     before = redis_client.lrange(JL.dead, 0, -1)
-    proc = subprocess.run([sys.executable, "-c", JL_CRASH, redis_url], stdin=subprocess.DEVNULL,
-                          capture_output=True, timeout=60)
-    assert proc.returncode == -signal.SIGKILL, proc.stderr.decode()
+    purge_killed_mid_walk(redis_url, "json_list", "type = charge_card", 4)
     lay = layout_for(redis_client, ADAPTER.queue_config("jobs"))
     held = redis_client.llen(JL.hold)
     assert held > 0
@@ -529,30 +537,9 @@ def test_hash_job_fence_is_computed_server_side_from_the_field_list(redis_client
     assert "last_error_at_ms" not in source and "'claim_token', 'claimed_at_ms', 'last_error" not in source
 
 
-HJ_CRASH = """
-import os, signal, sys
-import redis
-from jobctl.filter import compile_filter
-from jobctl.layouts import layout_for
-from jobctl.model import State
-from jobctl.ops import window
-from jobctl.ops.spec import Operation, OpSpec
-from jobctl_fixtures.layouts.hash_job import ADAPTER
-
-client = redis.Redis.from_url(sys.argv[1])
-lay = layout_for(client, ADAPTER.queue_config("jobs"))
-plan = lay.plan(OpSpec(Operation.PURGE, "jobs", State.DEAD, None, filter=compile_filter('type = "webhook"')))
-for n, br in enumerate(window.drive(lay.sources(plan.spec), plan, batch=5, depth=2)):
-    if n == 3:
-        os.kill(os.getpid(), signal.SIGKILL)
-"""
-
-
 def test_hash_job_crash_mid_walk_reads_count_the_hold_then_rerun(redis_client, redis_url, hj_run):
     _, jobs = hj_failed(redis_client, 60)
-    proc = subprocess.run([sys.executable, "-c", HJ_CRASH, redis_url], stdin=subprocess.DEVNULL,
-                          capture_output=True, timeout=60)
-    assert proc.returncode == -signal.SIGKILL, proc.stderr.decode()
+    purge_killed_mid_walk(redis_url, "hash_job", 'type = "webhook"', 5)
     held = [x.decode() for x in redis_client.lrange(HJ.hold, 0, -1)]
     assert held and redis_client.exists(HJ.lease) and redis_client.exists(HJ.walk)
     lay = hj_layout(redis_client)
