@@ -335,15 +335,15 @@ class JobctlApp(App):
         """:class:`TargetModal`: the destination queue of a migrate, the
         export directory of a drain (a new one under :attr:`export_root`
         offered); then :meth:`start_action` again."""
-        def got(value: str | None) -> None:
-            if not value:
-                self.notify(f"{req.operation.value} cancelled: nothing was changed")
-                return
+        from .recovery_modals import then_start
+
+        def fill(value: str) -> None:
             if req.operation is Operation.MIGRATE:
                 req.destination = value
             else:
                 req.export_to = value
-            self.start_action(req, after)
+
+        got = then_start(self, req, after, fill, cancelled=lambda value: not value)
 
         if req.operation is Operation.MIGRATE:
             names = [r.name for r in self.snapshot.rows if r.name != req.queue] if self.snapshot else []

@@ -16,6 +16,8 @@ one of its tenants (the scopes come from the core's grouping).
 
 from __future__ import annotations
 
+from functools import partial
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -43,6 +45,18 @@ LIST_LIMIT = 200
 #: The list tabs after the overview: (tab id, note id, table id), keys 2..5.
 _LIST_TABS = (("processing", "proc-note", "proc"), ("triage", "triage-note", "groups"),
               ("jobs", "jobs-note", "jobs-table"), ("journal", "journal-note", "journal-table"))
+
+#: The palette's queue operations: (action_op's operation, title with ``{queue}``, help).
+_PALETTE_OPS = (
+    ("migrate", "Migrate / drain {queue} to another queue (M)",
+     "The ready jobs that pass the / filter (jobs tab: the listed state); asks which queue"),
+    ("drain", "Drain {queue} into an export (D)",
+     "Every ready job (jobs tab: the listed state); asks the directory, exports first"),
+    ("replay", "Replay {queue}'s history (Y)",
+     "Stream-group: re-add acknowledged entries once (asks --from/--to; jobctl replay)"),
+    ("transform", "Migrate {queue}'s envelopes (T)",
+     "Asks a transformation file (or an operation id to roll back); shows a sample diff"),
+)
 
 _TAB_SOURCE = {"processing": State.PROCESSING, "triage": State.DEAD}
 
@@ -95,11 +109,7 @@ class QueueScreen(Screen):
 
     BINDINGS = [
         Binding("escape,h", "back", "back"),
-        Binding("1", "tab('overview')", "overview", show=False),
-        Binding("2", "tab('processing')", "processing", show=False),
-        Binding("3", "tab('triage')", "triage", show=False),
-        Binding("4", "tab('jobs')", "jobs", show=False),
-        Binding("5", "tab('journal')", "journal", show=False),
+        *(Binding(str(n), f"tab('{tab}')", tab, show=False) for n, tab in enumerate(TABS, 1)),  # keys 1..5
         Binding("slash", "filter", "filter"),
         Binding("space", "toggle_select", "select", show=False),
         Binding("s", "cycle_state", "state", show=False),
@@ -613,18 +623,8 @@ class QueueScreen(Screen):
 
         yield SystemCommand("Filter jobs (/)", "Filter language of the CLI's --filter", self.action_filter)
         yield SystemCommand("Clear filter and selection", "", self.action_clear)
-        yield SystemCommand(f"Migrate / drain {self.queue} to another queue (M)",
-                            "The ready jobs that pass the / filter (jobs tab: the listed state); asks which queue",
-                            lambda: self.action_op("migrate"))
-        yield SystemCommand(f"Drain {self.queue} into an export (D)",
-                            "Every ready job (jobs tab: the listed state); asks the directory, exports first",
-                            lambda: self.action_op("drain"))
-        yield SystemCommand(f"Replay {self.queue}'s history (Y)",
-                            "Stream-group: re-add acknowledged entries once (asks --from/--to; jobctl replay)",
-                            lambda: self.action_op("replay"))
-        yield SystemCommand(f"Migrate {self.queue}'s envelopes (T)",
-                            "Asks a transformation file (or an operation id to roll back); shows a sample diff",
-                            lambda: self.action_op("transform"))
+        for op, title, help_text in _PALETTE_OPS:
+            yield SystemCommand(title.format(queue=self.queue), help_text, partial(self.action_op, op))
         yield SystemCommand(f"Reshard {self.queue} (H)",
                             "Sharded reliable-list: asks --shards N; each job to the shard its id hashes to",
                             self.action_reshard)

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.screen import ModalScreen
+from textual.screen import ModalScreen, ScreenResultType
 from textual.widgets import Input, Label, Static
 
 from jobctl.errors import JobctlError
@@ -39,6 +39,15 @@ _CSS = """
 """
 
 
+class _QuestionModal(ModalScreen[ScreenResultType]):
+    """A modal asking one question of a flow: escape dismisses it with ``None``."""
+
+    BINDINGS = [Binding("escape", "cancel", "cancel")]
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
 def diff_text(lines: list[str]) -> Text:
     """Unified diff lines (the core's :attr:`Prepared.samples`) coloured."""
     out = Text()
@@ -49,14 +58,13 @@ def diff_text(lines: list[str]) -> Text:
     return out
 
 
-class ReplayModal(ModalScreen["tuple[str, str] | None"]):
+class ReplayModal(_QuestionModal["tuple[str, str] | None"]):
     """Asks the range of a replay: ``--from`` (required) and ``--to``
     (empty: the newest entry), each an entry id, epoch ms, an ISO-8601 time
     or a duration ago.  Dismisses with the XRANGE bounds, or ``None``
     (escape).  ``now_ms``: "now" of a duration ago."""
 
     DEFAULT_CSS = _CSS.format(name="ReplayModal")
-    BINDINGS = [Binding("escape", "cancel", "cancel")]
 
     def __init__(self, queue: str, now_ms: int | None = None) -> None:
         super().__init__()
@@ -87,15 +95,12 @@ class ReplayModal(ModalScreen["tuple[str, str] | None"]):
             return
         self.dismiss(bounds)
 
-    def action_cancel(self) -> None:
-        self.dismiss(None)
-
 
 #: An operation id of the journal (``transform-20261124T183000Z-1a2b3c4d``): a rollback.
 _OPERATION_ID = re.compile(r"transform-\d{8}T\d{6}Z-[0-9a-f]{8}")
 
 
-class TransformModal(ModalScreen[object]):
+class TransformModal(_QuestionModal[object]):
     """Asks the transformation of an envelope migration: a TOML file path
     (``--transform FILE``, loaded and checked here) or the id of the
     transform operation to roll back (``--rollback OPERATION``).  Dismisses
@@ -103,7 +108,6 @@ class TransformModal(ModalScreen[object]):
     :class:`~jobctl.ops.transform.Rollback`, or ``None`` (escape)."""
 
     DEFAULT_CSS = _CSS.format(name="TransformModal")
-    BINDINGS = [Binding("escape", "cancel", "cancel")]
 
     def __init__(self, queue: str, scope: str) -> None:
         super().__init__()
@@ -136,18 +140,14 @@ class TransformModal(ModalScreen[object]):
             return
         self.dismiss(transform)
 
-    def action_cancel(self) -> None:
-        self.dismiss(None)
 
-
-class ShardsModal(ModalScreen[object]):
+class ShardsModal(_QuestionModal[object]):
     """Asks the new number of shards of a reshard (``--shards N``) of the
     reliable-list ``layout``.  Dismisses with the destination
     :class:`~jobctl.config.QueueConfig` (:func:`reshard_destination`), or
     ``None`` (escape)."""
 
     DEFAULT_CSS = _CSS.format(name="ShardsModal")
-    BINDINGS = [Binding("escape", "cancel", "cancel")]
 
     def __init__(self, layout, scope: str) -> None:
         super().__init__()
@@ -178,11 +178,23 @@ class ShardsModal(ModalScreen[object]):
             return
         self.dismiss(destination)
 
-    def action_cancel(self) -> None:
-        self.dismiss(None)
-
 
 # -- the flows: each question, then the app's start_action (plan modal, apply) ---------------
+
+def then_start(app, req: "ActionRequest", after: Callable[[], None] | None, fill: Callable[[Any], None], *,
+               what: str | None = None, cancelled: Callable[[Any], bool] = lambda value: value is None):
+    """The dismiss callback of a question modal: a cancelled answer (``None``
+    unless ``cancelled`` says otherwise) -> the notice "<what, else the
+    operation> cancelled: nothing was changed"; else ``fill(answer)`` into
+    ``req``, then :meth:`JobctlApp.start_action` again."""
+    def got(value) -> None:
+        if cancelled(value):
+            app.notify(f"{what or req.operation.value} cancelled: nothing was changed")
+            return
+        fill(value)
+        app.start_action(req, after)
+    return got
+
 
 def ask_recovery(app, req: "ActionRequest", after: Callable[[], None] | None) -> None:
     """Replay: :class:`ReplayModal` (from/to), after the layout check
@@ -197,15 +209,13 @@ def ask_recovery(app, req: "ActionRequest", after: Callable[[], None] | None) ->
         app.notify(str(exc), severity="error")
         return
 
-    def got(value) -> None:
-        if value is None:
-            app.notify(f"{req.operation.value} cancelled: nothing was changed")
-            return
+    def fill(value) -> None:
         if req.operation is Operation.REPLAY:
             req.replay_range = value
         else:
             req.transform = value
-        app.start_action(req, after)
+
+    got = then_start(app, req, after, fill)
 
     if req.operation is Operation.REPLAY:
         app.push_screen(ReplayModal(req.queue, now_ms=app.clock()), got)
@@ -226,13 +236,11 @@ def start_reshard(app, req: "ActionRequest", after: Callable[[], None] | None = 
         app.notify(str(exc), severity="error")
         return
 
-    def got(value) -> None:
-        if value is None:
-            app.notify("reshard cancelled: nothing was changed")
-            return
+    def fill(value) -> None:
         req.destination = value
         req.scope = f"{req.scope} to {value.shards} shard(s)"
-        app.start_action(req, after)
+
+    got = then_start(app, req, after, fill, what="reshard")
 
     app.push_screen(ShardsModal(layout, req.scope), got)
 
