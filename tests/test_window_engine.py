@@ -96,6 +96,17 @@ def test_wrong_type_key_moves_nothing_and_exits_6(redis_client, run, op, bad):
     assert code == 0, out + err
 
 
+def data_error_changes_nothing(redis_client, lay, plan) -> str:
+    """The message of the DataError (exit code DATA) ``run_plan`` raises on
+    ``plan``; asserts that nothing in Redis changed."""
+    before = snapshot(redis_client)
+    with pytest.raises(DataError) as exc:
+        run_plan(lay, plan, journal=False)
+    assert exc.value.exit_code == ExitCode.DATA
+    assert snapshot(redis_client) == before
+    return str(exc.value)
+
+
 @pytest.mark.parametrize("op", ["redrive", "suppress", "purge"])
 def test_json_list_wrong_type_target_moves_nothing(redis_client, op):
     q = JsonListQueue(redis_client, "jobs", max_retries=MAX_RETRIES, timeout_ms=VISIBILITY_TIMEOUT_MS)
@@ -109,11 +120,8 @@ def test_json_list_wrong_type_target_moves_nothing(redis_client, op):
     lay = layout_for(redis_client, ADAPTER.queue_config("jobs"))
     plan = lay.plan(spec_for(op, "jobs", flt="id ~ '*'"))
     assert plan.planned == 12
-    before = snapshot(redis_client)
-    with pytest.raises(DataError) as exc:
-        run_plan(lay, plan, journal=False)
-    assert exc.value.exit_code == ExitCode.DATA and "WRONGTYPE" in str(exc.value) and "\n" not in str(exc.value)
-    assert snapshot(redis_client) == before
+    message = data_error_changes_nothing(redis_client, lay, plan)
+    assert "WRONGTYPE" in message and "\n" not in message
     redis_client.delete(bad)
     assert lay.check().ok
 
@@ -353,11 +361,7 @@ def test_stream_group_wrong_type_stream_moves_nothing(redis_client):
     assert plan.planned > 0
     redis_client.rename(sg.stream, "saved")
     redis_client.hset(sg.stream, "not", "a stream")
-    before = snapshot(redis_client)
-    with pytest.raises(DataError) as exc:
-        run_plan(lay, plan, journal=False)
-    assert exc.value.exit_code == ExitCode.DATA and sg.stream in str(exc.value)
-    assert snapshot(redis_client) == before
+    assert sg.stream in data_error_changes_nothing(redis_client, lay, plan)
     redis_client.delete(sg.stream)
     redis_client.rename("saved", sg.stream)
     assert lay.check().ok
@@ -616,11 +620,7 @@ def test_hash_job_wrong_type_target_moves_nothing(redis_client):
     lay = hj_layout(redis_client)
     plan = lay.plan(hj_spec("redrive"))
     redis_client.set(HJ.pending, "wrong type")
-    before = snapshot(redis_client)
-    with pytest.raises(DataError) as exc:
-        run_plan(lay, plan, journal=False)
-    assert exc.value.exit_code == ExitCode.DATA and HJ.pending in str(exc.value)
-    assert snapshot(redis_client) == before
+    assert HJ.pending in data_error_changes_nothing(redis_client, lay, plan)
     redis_client.delete(HJ.pending)
     assert lay.check().ok
 
