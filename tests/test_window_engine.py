@@ -659,3 +659,25 @@ def test_hash_job_window_call_without_fence_fields_is_refused(redis_client):
         with pytest.raises(redis_lib.ResponseError, match="BADARG"):
             window_script(keys=src.fixed_keys() + [src.payload_key(jobs[0])], args=base + [width] + entry + extra)
     assert snapshot(redis_client) == before
+
+
+def test_filtered_window_call_that_starts_before_its_entries_loses_nothing(redis_client):
+    """A filtered (PredicateRange) tail call whose walk is behind its first
+    entry (an earlier call of the round trip ended the walk, then new dead
+    jobs arrived) pops no more than the entries it was given and holds them:
+    every element stays in the dead list or the hold (review of the merge)."""
+    from jobctl.scripts import script
+
+    k = ReliableListKeys("email")
+    ids = [f"j{i}" for i in range(20)]
+    redis_client.rpush(k.dead, *ids)
+    for i in ids:
+        redis_client.set(k.job(i), b'{"jobId": "%s"}' % i.encode())
+    redis_client.hset(k.walk, mapping={"op": "op", "total": 20, "popped": 0})
+    keys = [k.dead, k.hold, k.walk, k.lease, k.ready, k.redriven, k.suppressed_info, k.dead, k.dead, k.dead]
+    entries = ids[::-1][5:10]  # the plan's window 5..9 from the tail; the walk is at 0
+    args = ["rl", "ready", "op", "v", 1000, 20, NOW, NOW, "0", b"", 0, len(entries), 0, 5, k.job(""),
+            bytes([0b11111000]), "1"]
+    script(redis_client, "list_window")(keys=keys + [k.job(i) for i in entries], args=args)
+    left = [x.decode() for x in redis_client.lrange(k.dead, 0, -1) + redis_client.lrange(k.hold, 0, -1)]
+    assert sorted(left) == sorted(ids) and redis_client.llen(k.ready) == 0

@@ -414,14 +414,17 @@ end
 if prog then
   -- the window as planned (the client checked its digest), then each tail element
   local same = prog == '1'
-  local k = math.min(limit - popped, n - (popped - first), BULK)
+  -- never more elements than the entries passed (a call that starts before
+  -- its first entry, e.g. after an earlier call of the round trip ended the
+  -- walk, holds what it pops: nothing is read past the bitmap or the KEYS)
+  local k = math.min(limit - popped, n - (popped - first), n, BULK)
   if popped ~= first or k < 1 then same = false; k = math.max(k, 0) end
   local els = {}
   if k >= 1 then els = redis.call('RPOP', dead, k) or {} end  -- tail first
   local m = #els
   local acts, planned = {}, {}
   for j = 1, m do
-    local byte = string.byte(bits, math.floor((j - 1) / 8) + 1)
+    local byte = string.byte(bits, math.floor((j - 1) / 8) + 1) or 0
     local on = bit.band(byte, bit.rshift(128, (j - 1) % 8)) ~= 0
     if not on then acts[j] = 'hold'
     elseif same and KEYS[10 + j] == prefix .. els[j] then acts[j] = 'move'; planned[#planned + 1] = j
