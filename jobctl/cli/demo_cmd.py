@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import signal
 import sys
+import threading
 import time
 
 import click
@@ -202,15 +203,18 @@ def _start_pool(client, queues: dict[str, QueueConfig], seed: int):
     # A Ctrl-C in the middle of Thread.start() leaves the interpreter unable to
     # exit cleanly (it died by SIGINT, exit -2): hold the signal until every
     # thread has started, then stop them and raise it.
+    # (Only the main thread can set a handler; elsewhere no SIGINT arrives.)
     interrupted: list[int] = []
-    old = signal.signal(signal.SIGINT, lambda signum, frame: interrupted.append(signum))
+    main = threading.current_thread() is threading.main_thread()
+    old = signal.signal(signal.SIGINT, lambda signum, frame: interrupted.append(signum)) if main else None
     pools = _Pools([])
     try:
         for n, (name, scenario, shards, _) in enumerate(DEMO_QUEUES):
             pools.pools.append(LivePool(client, queue=name, tag=queues[name].base_tag, shards=shards,
                                         scenario=scenario, seed=seed + n).start())
     finally:
-        signal.signal(signal.SIGINT, old)
+        if main:
+            signal.signal(signal.SIGINT, old if old is not None else signal.SIG_DFL)
     if interrupted:
         pools.stop()
         raise KeyboardInterrupt
