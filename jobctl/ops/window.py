@@ -347,18 +347,27 @@ def give_back(taken: list[ListSource], value: str) -> None:
             pass
 
 
+def begin_walk(src: ListSource, value: str, total: int):
+    """Start one source's walk: finish a hold a crash left, take the walk
+    (``lease.lua begin``) and load ``list_window.lua`` so the round trips
+    send EVALSHA; returns the window script.  Raises :class:`Busy` when
+    another operation's walk is still recorded."""
+    finish_hold(src.client, src.kind, src.dead, src.hold, src.walk)
+    begun = script(src.client, "lease")(keys=[src.lease, src.walk], args=["begin", value, value.split(" ")[0], total])
+    if int(begun[0]) != 1:
+        raise Busy(f"walk of operation {_text(begun[1])} still recorded in {src.walk}")
+    window = script(src.client, "list_window")
+    src.client.script_load(window.script)
+    return window
+
+
 def _walk(src: ListSource, value: str, jobs: _Jobs, order: array, met: bytearray, total: int, batch: int,
           depth: int, now_fn) -> Iterator[BatchResult]:
     """The window calls of one source, then one result for the planned jobs
     never met (``gone`` when the list ran out, else ``not at its planned
     position``)."""
     spec_op = value.split(" ")[0]
-    finish_hold(src.client, src.kind, src.dead, src.hold, src.walk)
-    begun = script(src.client, "lease")(keys=[src.lease, src.walk], args=["begin", value, spec_op, total])
-    if int(begun[0]) != 1:
-        raise Busy(f"walk of operation {_text(begun[1])} still recorded in {src.walk}")
-    window = script(src.client, "list_window")
-    src.client.script_load(window.script)  # the round trips below send EVALSHA
+    window = begin_walk(src, value, total)
     ended = False
     windows = [(i, min(i + batch, total)) for i in range(0, total, batch)]
     start = 0

@@ -14,11 +14,9 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterator
 
-from ..errors import Busy
 from ..ops.result import BatchResult
-from ..scripts import script
 from .lease import LEASE_TTL_MS, acquire
-from .window import SLACK, ListSource, _call_error, _text, finish_hold, give_back, pipelined, record_code
+from .window import SLACK, ListSource, _call_error, _text, begin_walk, give_back, pipelined, record_code
 
 __all__ = ["drive_tail"]
 
@@ -84,12 +82,7 @@ def _walk_tail(src: ListSource, value: str, total: int, batch: int, depth: int, 
     import redis
 
     spec_op = value.split(" ")[0]
-    finish_hold(src.client, src.kind, src.dead, src.hold, src.walk)
-    begun = script(src.client, "lease")(keys=[src.lease, src.walk], args=["begin", value, spec_op, total])
-    if int(begun[0]) != 1:
-        raise Busy(f"walk of operation {_text(begun[1])} still recorded in {src.walk}")
-    window = script(src.client, "list_window")
-    src.client.script_load(window.script)
+    window = begin_walk(src, value, total)
     prefix_s = src.payload_key("")
     prefix = prefix_s.encode("utf-8", "surrogateescape")
     conn = getattr(src.client, "connection", None)
