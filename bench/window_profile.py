@@ -23,11 +23,30 @@ import os
 import pstats
 import sys
 import time
+from pathlib import Path
 
 import redis
 
 from bulkload import load_dead
 from harness import Workdir, start_server
+
+
+def _print_by_script(client) -> None:
+    """Server time per Lua script (µs: total, calls, longest), from SLOWLOG."""
+    import hashlib
+
+    from jobctl.scripts import source
+
+    names = {hashlib.sha1(source(p.stem).encode()).hexdigest(): p.stem
+             for p in (Path(__file__).resolve().parents[1] / "jobctl" / "lua").glob("*.lua")}
+    per: dict[str, list[int]] = {}
+    for e in client.slowlog_get(1_000_000):
+        cmd = e["command"].split()
+        if cmd and cmd[0].upper() == b"EVALSHA":
+            per.setdefault(names.get(cmd[1].decode(), cmd[1].decode()[:12]), []).append(int(e["duration"]))
+    print("server time by script (µs: total, calls, longest):")
+    for name, d in sorted(per.items(), key=lambda kv: -sum(kv[1])):
+        print(f"  {name:22s} {sum(d):>10,} {len(d):>9,} {max(d):>9,}")
 
 
 def main() -> int:
@@ -37,6 +56,8 @@ def main() -> int:
     ap.add_argument("--filter", default=None)
     ap.add_argument("--server", choices=["redis", "valkey"], default="redis")
     ap.add_argument("--top", type=int, default=20)
+    ap.add_argument("--by-script", action="store_true",
+                    help="log every command in SLOWLOG and print the server time per Lua script")
     args = ap.parse_args()
     server = start_server(args.server)
     try:
@@ -55,6 +76,10 @@ def main() -> int:
             from jobctl.cli.main import main as jobctl_main
 
             client.config_resetstat()
+            if args.by_script:
+                client.config_set("slowlog-max-len", 1_000_000)
+                client.config_set("slowlog-log-slower-than", 0)
+                client.slowlog_reset()
             wall, cpu = time.perf_counter(), time.process_time()
             prof = cProfile.Profile()
             prof.enable()
@@ -72,6 +97,8 @@ def main() -> int:
             print(f"wall {wall:.3f} s; client CPU {cpu:.3f} s; server time by command (µs, calls):")
             for name, v in sorted(stats.items(), key=lambda kv: -int(kv[1]["usec"]))[:12]:
                 print(f"  {name.removeprefix('cmdstat_'):22s} {int(v['usec']):>10,} {int(v['calls']):>9,}")
+            if args.by_script:
+                _print_by_script(client)
             s = io.StringIO()
             pstats.Stats(prof, stream=s).sort_stats("tottime").print_stats(args.top)
             print(s.getvalue())

@@ -456,7 +456,10 @@ def test_lean_filtered_plan_matches_the_record_plan(redis_client):
                              shard_of=shard_index(lay.shards))
         assert [(j.job_id, j.position) for j in lean.jobs] == [(j.job_id, j.position) for j in ref.jobs]
         assert lean.breakdown == ref.breakdown and lean.walked == ref.walked
-        assert (lean.scanned, lean.malformed, lean.dangling) == (ref.scanned, ref.malformed, ref.dangling)
+        assert (lean.scanned, lean.dangling) == (ref.scanned, ref.dangling)
+        # the server-side quick rule-out never decodes a malformed envelope
+        # none of the filter's text values occurs in (jobctl/layouts/predicate_plan.py)
+        assert set(lean.malformed) <= set(ref.malformed)
 
 
 # -- hash-job failed list on the same engine ------------------------------------------------

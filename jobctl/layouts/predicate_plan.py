@@ -14,7 +14,10 @@ matches) and decides each with jobctl's own reader and filter, exactly as
 (matches, breakdown, dangling and malformed ids), with one exception: an
 envelope with a number token cjson reads and orjson refuses (hex ``0x10``,
 a leading zero ``01``, ``1.``) that the filter rules out is not listed as
-malformed (it is not planned either way: only the client's reader plans).
+malformed, and neither is a malformed envelope that the quick rule-out of
+``prelude/predicate.lua`` drops without decoding (a filter on text values
+none of which occurs in the envelope): neither is planned either way, only
+the client's reader plans.
 
 The plan is a :class:`~jobctl.ops.plan.PredicateRange`: per window the SHA1
 of its payload keys (its fence), a bitmap of its matches (one bit per
@@ -36,6 +39,7 @@ from ..filter.lua_predicate import lua_program
 from ..model import parse_envelope
 from ..ops.plan import Plan, PredicateRange
 from ..ops.spec import OpSpec
+from ..ops.window_tail import _key_blob
 from ..scripts import script
 from .common import text
 
@@ -61,123 +65,192 @@ def predicate_applies(spec: OpSpec) -> bool:
 def plan_dead_predicate(layout, spec: OpSpec, now: int) -> Plan | None:
     """The plan of ``spec`` (:func:`predicate_applies`) on the reliable-list
     ``layout``, or ``None`` to plan client-side.  Redis errors are raised as
-    they come (the caller translates them)."""
+    they come (the caller translates them).
+
+    Pipelined one group of :data:`SCAN_DEPTH` windows ahead: each round trip
+    carries the scans of group k, the ``LRANGE`` of group k+1's ids and the
+    ``MGET`` of group k-1's candidates, and it is sent before the client
+    confirms group k-2's candidates, so the client and the server work at
+    the same time."""
     from ..cluster import is_cluster
-    from ..ops.window_tail import _bulk, _key_blob
-    from .lean_plan import _Lean, doc_envelope
-    from .planning import breakdown_key
 
     program = lua_program(spec.filter)
     if program is None or is_cluster(layout.client):
         return None
-    flt = spec.filter
-    skip_bad = spec.skips_malformed or flt.needs_payload
     client = layout.client
+    for keys in layout.shards:
+        if client.llen(keys.hold):
+            return None  # a hold to finish first: the client-side plan walks it
     scan = script(client, "list_scan")
     client.script_load(scan.script)
     plan = Plan(spec=spec, now_ms=now, redrive_record="hash")
-    walked: dict[int, int] = {}
-    windows: dict[int, list[tuple[str, bytes, bytes]]] = {}
-    count = 0
-    sample: list[str] = []
-    head = _bulk("EVALSHA") + _bulk(scan.sha)
-    for shard, keys in enumerate(layout.shards):
-        if client.llen(keys.hold):
-            return None  # a hold to finish first: the client-side plan walks it
-        total = client.llen(keys.dead)
-        prefix = keys.job("").encode("utf-8", "surrogateescape")
-        tail_args = _bulk(program) + _bulk("1" if skip_bad else "0") + _bulk(prefix)
-        group = SCAN_WINDOW * SCAN_DEPTH
-        mine: list[tuple[str, bytearray, list[bytes]]] = []
-        last = -1  # position of the last match
-        last_ids: list[bytes] = []  # the ids of the window holding it
-        for g0 in range(0, total, group):
-            ids = client.lrange(keys.dead, -min(g0 + group, total), -(g0 + 1))
-            ids.reverse()  # tail first: ids[k] is at position g0 + k
-            if not ids:
-                break
-            bounds = [(lo, min(lo + SCAN_WINDOW, len(ids))) for lo in range(0, len(ids), SCAN_WINDOW)]
-            out = []
-            for lo, hi in bounds:
-                out += [b"*%d\r\n" % (3 + (hi - lo) + 3), head, _bulk(hi - lo), _key_blob(prefix, ids[lo:hi]),
-                        tail_args]
-            replies = _round_trip(client, b"".join(out), len(bounds))
-            cands: list[tuple[int, int]] = []  # (window, index in ids)
-            dangling: list[int] = []
-            malformed: list[int] = []
-            for w, ((lo, hi), r) in enumerate(zip(bounds, replies)):
-                if isinstance(r, Exception):
-                    raise r
-                nd, nm = int(r[1]), int(r[2])
-                rest = [int(x) for x in r[3:]]
-                plan.scanned += hi - lo
-                dangling += [lo + i - 1 for i in rest[:nd]]
-                malformed += [lo + i - 1 for i in rest[nd:nd + nm]]
-                cands += [(w, lo + i - 1) for i in rest[nd + nm:]]
-                mine.append((_digest(prefix, ids[lo:hi]), bytearray((hi - lo + 7) // 8), []))
-            base = len(mine) - len(bounds)
-            raws = client.mget([prefix + ids[k] for _, k in cands]) if cands else []
-            for (w, k), raw in zip(cands, raws):
-                if raw is None:
-                    dangling.append(k)
-                    continue
-                job_id = text(ids[k])
-                env = doc_envelope(raw)
-                if env is None:
-                    full = parse_envelope(raw)
-                    if full.problems and skip_bad:
-                        malformed.append(k)
-                        continue
-                    env = full
-                rec = _Lean(job_id, env, g0 + k, keys.tag)
-                if not flt.matches(rec, now):  # type: ignore[arg-type]
-                    continue
-                i = k - bounds[w][0]
-                mine[base + w][1][i // 8] |= 128 >> (i % 8)
-                mine[base + w][2].append(ids[k])
-                count += 1
-                if g0 + k > last:
-                    last = g0 + k
-                    last_ids = ids[bounds[w][0]:bounds[w][1]]
-                plan.breakdown[breakdown_key(rec)] += 1  # type: ignore[arg-type]
-                if len(sample) < 10:
-                    sample.append(job_id)
-            plan.dangling += [text(ids[k]) for k in sorted(dangling)]  # in walk order, as the walk lists them
-            plan.malformed += [text(ids[k]) for k in sorted(malformed)]
-        if last >= 0:
-            walked[shard] = last + 1  # the apply walks up to the last match: its window's digest up to there
-            w_last, i_last = divmod(last, SCAN_WINDOW)
-            mine[w_last] = (_digest(prefix, last_ids[:i_last + 1]), mine[w_last][1], mine[w_last][2])
-            windows[shard] = [(d, bytes(b), b"\n".join(m)) for d, b, m in mine[:w_last + 1]]
-    plan.jobs = PredicateRange(walked, count, SCAN_WINDOW, windows, sample)
-    plan.walked = dict(walked)
+    walk = _Walk(plan, spec, now)
+    own = redis_conn = None
+    if getattr(client, "connection", None) is None:
+        import redis
+
+        own = redis_conn = redis.Redis(connection_pool=client.connection_pool, single_connection_client=True)
+    try:
+        for shard, keys in enumerate(layout.shards):
+            walk.shard(redis_conn or client, shard, keys, scan.sha, program)
+    except BaseException:
+        (redis_conn or client).connection.disconnect()  # replies of the round trip may be unread
+        raise
+    finally:
+        if own is not None:
+            own.close()
+    plan.jobs = PredicateRange(walk.walked, walk.count, SCAN_WINDOW, walk.windows, walk.sample)
+    plan.walked = dict(walk.walked)
     return plan
+
+
+class _Group:
+    """One group of scan windows in flight: its ids (tail first), first
+    position, windows' bounds, index of its first window in the shard's
+    list, and what its scans reported."""
+
+    __slots__ = ("g0", "ids", "bounds", "base", "cands", "dangling", "malformed")
+
+    def __init__(self, g0: int, ids: list[bytes], base: int) -> None:
+        self.g0, self.ids, self.base = g0, ids, base
+        self.bounds = [(lo, min(lo + SCAN_WINDOW, len(ids))) for lo in range(0, len(ids), SCAN_WINDOW)]
+        self.cands: list[tuple[int, int]] = []  # (window, index in ids)
+        self.dangling: list[int] = []
+        self.malformed: list[int] = []
+
+
+class _Walk:
+    """The plan's walk over every shard's dead list (see
+    :func:`plan_dead_predicate`)."""
+
+    def __init__(self, plan: Plan, spec: OpSpec, now: int) -> None:
+        self.plan, self.flt, self.now = plan, spec.filter, now
+        self.skip_bad = spec.skips_malformed or spec.filter.needs_payload
+        self.walked: dict[int, int] = {}
+        self.windows: dict[int, list[tuple[str, bytes, bytes]]] = {}
+        self.count = 0
+        self.sample: list[str] = []
+
+    def shard(self, client, shard: int, keys, sha: str, program: bytes) -> None:
+        """Walk one shard's dead list, pipelined (one group in flight)."""
+        from ..ops.window_tail import _bulk
+
+        total = client.llen(keys.dead)
+        if not total:
+            return
+        conn = client.connection
+        prefix = keys.job("").encode("utf-8", "surrogateescape")
+        self.prefix, self.tag = prefix, keys.tag
+        self.mine: list[tuple[str, bytearray, list[bytes]]] = []
+        self.last, self.last_ids = -1, []
+        head = _bulk("EVALSHA") + _bulk(sha)
+        tail_args = _bulk(program) + _bulk("1" if self.skip_bad else "0") + _bulk(prefix)
+        group = SCAN_WINDOW * SCAN_DEPTH
+        starts = list(range(0, total, group))
+        dead = _bulk(keys.dead)
+
+        def lrange(g0: int) -> bytes:
+            return b"*4\r\n$6\r\nLRANGE\r\n" + dead + _bulk(-min(g0 + group, total)) + _bulk(-(g0 + 1))
+
+        conn.send_packed_command([lrange(0)], check_health=False)
+        ids = client.parse_response(conn, "LRANGE")
+        ids.reverse()  # tail first: ids[k] is at position g0 + k
+        confirm: tuple[_Group, list] | None = None  # a group and its candidates' envelopes
+        mget: _Group | None = None  # the group whose candidates' MGET rides in this round trip
+        k = 0
+        while True:
+            cur = _Group(starts[k], ids, len(self.mine)) if k < len(starts) and ids else None
+            out: list[bytes] = []
+            if cur is not None:
+                for lo, hi in cur.bounds:
+                    out += [b"*%d\r\n" % (3 + (hi - lo) + 3), head, _bulk(hi - lo), _key_blob(prefix, ids[lo:hi]),
+                            tail_args]
+                if k + 1 < len(starts):
+                    out.append(lrange(starts[k + 1]))
+            sent_mget = mget is not None and bool(mget.cands)
+            if sent_mget:
+                out.append(b"*%d\r\n$4\r\nMGET\r\n" % (1 + len(mget.cands))
+                           + _key_blob(prefix, [mget.ids[i] for _, i in mget.cands]))
+            if out:
+                conn.send_packed_command([b"".join(out)], check_health=False)
+            if confirm is not None:  # the client's work while the server runs the round trip
+                self._confirm(*confirm)
+                confirm = None
+            if not out:
+                if mget is not None:
+                    self._confirm(mget, [])
+                break
+            if cur is not None:
+                for w, (lo, hi) in enumerate(cur.bounds):
+                    r = _read(client, conn, "EVALSHA")
+                    nd, nm = int(r[1]), int(r[2])
+                    rest = [int(x) for x in r[3:]]
+                    self.plan.scanned += hi - lo
+                    cur.dangling += [lo + i - 1 for i in rest[:nd]]
+                    cur.malformed += [lo + i - 1 for i in rest[nd:nd + nm]]
+                    cur.cands += [(w, lo + i - 1) for i in rest[nd + nm:]]
+                    self.mine.append((_digest(prefix, ids[lo:hi]), bytearray((hi - lo + 7) // 8), []))
+                if k + 1 < len(starts):
+                    ids = _read(client, conn, "LRANGE")
+                    ids.reverse()
+            if sent_mget:
+                confirm = (mget, _read(client, conn, "MGET"))
+            elif mget is not None:
+                confirm = (mget, [])
+            mget = cur
+            k += 1
+        if self.last >= 0:
+            # the apply walks up to the last match: its window's digest up to there
+            self.walked[shard] = self.last + 1
+            w_last, i_last = divmod(self.last, SCAN_WINDOW)
+            mine = self.mine
+            mine[w_last] = (_digest(prefix, self.last_ids[:i_last + 1]), mine[w_last][1], mine[w_last][2])
+            self.windows[shard] = [(d, bytes(b), b"\n".join(m)) for d, b, m in mine[:w_last + 1]]
+
+    def _confirm(self, g: _Group, raws: list) -> None:
+        """Decide ``g``'s candidates with jobctl's own reader and filter (their
+        envelopes ``raws``, in order) and mark the matches in the windows."""
+        from .lean_plan import _Lean, doc_envelope
+        from .planning import breakdown_key
+
+        plan, flt, now, ids = self.plan, self.flt, self.now, g.ids
+        for (w, k), raw in zip(g.cands, raws):
+            if raw is None:
+                g.dangling.append(k)
+                continue
+            job_id = text(ids[k])
+            env = doc_envelope(raw)
+            if env is None:
+                full = parse_envelope(raw)
+                if full.problems and self.skip_bad:
+                    g.malformed.append(k)
+                    continue
+                env = full
+            rec = _Lean(job_id, env, g.g0 + k, self.tag)
+            if not flt.matches(rec, now):  # type: ignore[arg-type]
+                continue
+            lo = g.bounds[w][0]
+            i = k - lo
+            win = self.mine[g.base + w]
+            win[1][i // 8] |= 128 >> (i % 8)
+            win[2].append(ids[k])
+            self.count += 1
+            if g.g0 + k > self.last:
+                self.last = g.g0 + k
+                self.last_ids = ids[lo:g.bounds[w][1]]
+            plan.breakdown[breakdown_key(rec)] += 1  # type: ignore[arg-type]
+            if len(self.sample) < 10:
+                self.sample.append(job_id)
+        plan.dangling += [text(ids[k]) for k in sorted(g.dangling)]  # in walk order, as the walk lists them
+        plan.malformed += [text(ids[k]) for k in sorted(g.malformed)]
+
+
+def _read(client, conn, command: str):
+    """One reply of a pipelined round trip; an error reply raised."""
+    return client.parse_response(conn, command)
 
 
 def _digest(prefix: bytes, ids: list[bytes]) -> str:
     """SHA1 (hex) of the payload keys of ``ids`` joined by ``"\\n"``: a plan
     window's fence, compared by the window engine before it moves any of it."""
     return hashlib.sha1(prefix + (b"\n" + prefix).join(ids)).hexdigest() if ids else ""
-
-
-def _round_trip(client, packed: bytes, n: int) -> list:
-    """Send ``packed`` (``n`` commands) on one connection of ``client``'s
-    pool and read the ``n`` replies (an error reply as the exception)."""
-    import redis
-
-    own = None
-    if getattr(client, "connection", None) is None:
-        own = client = redis.Redis(connection_pool=client.connection_pool, single_connection_client=True)
-    try:
-        conn = client.connection
-        conn.send_packed_command([packed], check_health=False)
-        out: list = []
-        for _ in range(n):
-            try:
-                out.append(conn.read_response())
-            except redis.exceptions.ResponseError as exc:
-                out.append(exc)
-        return out
-    finally:
-        if own is not None:
-            own.close()

@@ -6,9 +6,12 @@
 --       of a list in postfix order of {"c", field, op, value} (a clause:
 --       field "" is the job id, else an envelope key; op = != < <= > >=;
 --       value a string or a number), {"and"}, {"or"}, {"not"}
---   jc_pred_verdict(prog, id, raw, skip_bad, needs_doc)
---       0 the job cannot match: its payload key is missing, or cjson
---         reads a clean envelope the filter rejects;
+--       returns the program, its quick rule-out (jc_pred_quick) and
+--       whether that rule-out reads every clause (text = and != only)
+--   jc_pred_verdict(prog, id, raw, skip_bad, needs_doc, quick, exact)
+--       0 the job cannot match: its payload key is missing, the quick
+--         rule-out proves it without decoding, or cjson reads a clean
+--         envelope the filter rejects;
 --       3 malformed (skip_bad): a non-object, a field of the wrong type
 --         or a required field missing: it never matches;
 --       1 cjson reads a clean envelope the filter matches, 2 undecided
@@ -16,6 +19,17 @@
 --         both are candidates the client confirms with jobctl's own reader
 --         (orjson and Filter.matches), so every match is decided by the
 --         Python filter and the server only rules jobs out.
+--
+-- The quick rule-out, before any decoding: in an envelope without a
+-- backslash every JSON string is its bytes between two quotes, so a text
+-- field can equal a value x (printable ASCII, no quote, no backslash) only
+-- if '"x"' occurs in it (one plain string.find, a memchr-driven C loop).
+-- Each clause is then false, true or unknown (nil), combined in Kleene
+-- logic; a program that comes out false cannot match and the envelope is
+-- not decoded (so a malformed one it rules out is not listed as malformed:
+-- it is never planned either way).  When every clause is such a text clause
+-- (or the id), any other envelope is a candidate without decoding (verdict
+-- 2: the client decides it); otherwise it goes on to cjson.
 --
 -- Sound because a document orjson reads is read alike by cjson (strings,
 -- integers below 2^53, null, nesting), and one orjson refuses is malformed
@@ -87,16 +101,83 @@ local function jc_pred_build(prog)
   return st[1]
 end
 
-local function jc_pred_load(text)
-  return jc_pred_build(cjson.decode(text))
+-- the quick rule-out as one closure q(id, raw) -> true, false or nil
+-- (unknown), for a raw envelope without a backslash
+local function jc_pred_quick(prog)
+  local st, sp = {}, 0
+  local exact = true  -- every clause a needle or the id: cjson can only rule out more
+  for j = 1, #prog do
+    local t = prog[j]
+    local k = t[1]
+    if k == 'and' or k == 'or' then
+      local b = st[sp]; sp = sp - 1
+      local a = st[sp]
+      if k == 'and' then
+        st[sp] = function(id, r)
+          local x = a(id, r)
+          if x == false then return false end
+          local y = b(id, r)
+          if y == false then return false end
+          if x and y then return true end
+          return nil
+        end
+      else
+        st[sp] = function(id, r)
+          local x = a(id, r)
+          if x then return true end
+          local y = b(id, r)
+          if y then return true end
+          if x == false and y == false then return false end
+          return nil
+        end
+      end
+    elseif k == 'not' then
+      local a = st[sp]
+      st[sp] = function(id, r) local x = a(id, r); if x == nil then return nil end; return not x end
+    else
+      local key, op, x = t[2], t[3], t[4]
+      local e
+      if key == '' then
+        local full = jc_pred_build({ t })
+        e = function(id, r) return full(id, nil) end
+      elseif type(x) == 'string' and (op == '=' or op == '!=') and string.find(x, '^[ -~]*$')
+          and not string.find(x, '["\\]') then
+        local needle = '"' .. x .. '"'
+        local absent = op == '!='  -- the clause's value when the needle is absent
+        e = function(id, r)
+          if string.find(r, needle, 1, true) then return nil end
+          return absent
+        end
+      else
+        exact = false
+        e = function(id, r) return nil end
+      end
+      sp = sp + 1
+      st[sp] = e
+    end
+  end
+  return st[1], exact
 end
 
-local function jc_pred_verdict(prog, id, raw, skip_bad, needs_doc)
+local function jc_pred_load(text)
+  local prog = cjson.decode(text)
+  local quick, exact = jc_pred_quick(prog)
+  return jc_pred_build(prog), quick, exact
+end
+
+local function jc_pred_verdict(prog, id, raw, skip_bad, needs_doc, quick, exact)
   if not raw then return 0 end  -- a dangling id: never planned
   if not needs_doc then
     return prog(id, nil) and 1 or 0
   end
   if not string.find(raw, '^%s*{') then return skip_bad and 3 or 2 end
+  if quick and skip_bad and not string.find(raw, '\\', 1, true) then
+    local q = quick(id, raw)
+    if q == false then return 0 end
+    -- a text-only program the needles leave open: a candidate as it is (the
+    -- client decides it, and lists it if malformed), no cjson decode
+    if exact then return 2 end
+  end
   -- bytes orjson may refuse and cjson takes (invalid UTF-8, raw control
   -- bytes): undecided; one anchored scan (a C loop in the pattern matcher)
   if not string.find(raw, '^[ -~]*$') then return 2 end
