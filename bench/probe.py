@@ -38,6 +38,8 @@ __all__ = ["PingProbe", "probe_stats"]
 #: Pause between two PINGs (s): about 1,000 probes per second at most, light
 #: enough not to steal a core from the server on a 2-core machine.
 DEFAULT_INTERVAL_S = 0.001
+#: Environment variable: the CPU the probe pins itself to (unset: not pinned).
+PROBE_CPU_ENV = "JOBCTL_BENCH_PROBE_CPU"
 #: The probe stops by itself after this long whatever happens.
 DEFAULT_MAX_SECONDS = 1800.0
 
@@ -124,6 +126,9 @@ def _main() -> int:
         stop = True
 
     signal.signal(signal.SIGTERM, _term)
+    cpu = os.environ.get(PROBE_CPU_ENV)
+    if cpu:  # bulk_compare --pin: the probe next to the server, off the clients' CPU
+        os.sched_setaffinity(0, {int(cpu)})
     client = redis.Redis.from_url(args.url, socket_timeout=30)
     client.ping()
     sys.stdout.write("ready\n")
