@@ -170,7 +170,7 @@ def _pin(srv: _Server) -> None:
         os.sched_setaffinity(srv.own.pid, {0})
     os.sched_setaffinity(0, {1})
     os.environ[PROBE_CPU_ENV] = "0"
-    note("pinned: server and PING probe on CPU 0, clients on CPU 1")
+    note("pinned: server and PING probe (real-time where permitted) on CPU 0, clients on CPU 1")
 
 
 def _op_per_s(run: dict) -> float | None:
@@ -235,8 +235,9 @@ def main() -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     ap.add_argument("--sizes", default="100000,1000000", help="Comma-separated DLQ sizes (default 100000,1000000).")
     ap.add_argument("--pin", action="store_true",
-                    help="Pin the server and the PING probe to CPU 0 and every client (jobctl, node, the Lua "
-                         "move, this process) to CPU 1, so no client preempts the server (a 2-core host).")
+                    help="Pin the server and the PING probe (SCHED_FIFO where permitted, so it never waits for "
+                         "a CPU) to CPU 0 and every client (jobctl, node, the Lua move, this process) to CPU 1, "
+                         "so no client preempts the server (a 2-core host).")
     ap.add_argument("--memory", action="store_true", help="Also run jobctl's operations at --memory-size (RSS).")
     ap.add_argument("--memory-size", type=int, default=5_000_000)
     ap.add_argument("--url", help="Use this (empty) server instead of starting one; it is FLUSHALLed between runs.")

@@ -127,8 +127,16 @@ def _main() -> int:
 
     signal.signal(signal.SIGTERM, _term)
     cpu = os.environ.get(PROBE_CPU_ENV)
-    if cpu:  # bulk_compare --pin: the probe next to the server, off the clients' CPU
+    realtime = False
+    if cpu:  # bulk_compare --pin: the probe next to the server, off the clients' CPU,
+        # and (where permitted) real-time, so its figures are the server's
+        # latency and not its own wait for a CPU behind a busy server
         os.sched_setaffinity(0, {int(cpu)})
+        try:
+            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
+            realtime = True
+        except (PermissionError, OSError):
+            realtime = False
     client = redis.Redis.from_url(args.url, socket_timeout=30)
     client.ping()
     sys.stdout.write("ready\n")
@@ -149,7 +157,9 @@ def _main() -> int:
             lat.append(perf() - t0)
         if args.interval > 0:
             time.sleep(args.interval)
-    sys.stdout.write(orjson.dumps(probe_stats(lat, errors, perf() - start)).decode() + "\n")
+    stats = probe_stats(lat, errors, perf() - start)
+    stats.update(pinned_cpu=int(cpu) if cpu else None, realtime=realtime)
+    sys.stdout.write(orjson.dumps(stats).decode() + "\n")
     sys.stdout.flush()
     return 0
 

@@ -125,7 +125,8 @@ def test_dry_runs_and_no_ops_are_not_journaled(redis_client, run):  # noqa: F811
     assert local_entries() == []
 
 
-def test_interrupted_run_is_journaled(redis_client):
+def test_interrupted_run_is_journaled(redis_client, monkeypatch):
+    monkeypatch.setattr(window, "ROUND_TRIP_POSITIONS", 40)  # 8 calls of 5 a round trip
     simple_dead(redis_client, "email", 100, codes=("HTTP_503",))
     lay = layout(redis_client)
     plan = lay.plan(OpSpec(Operation.REDRIVE, "email", State.DEAD, State.READY))
@@ -134,8 +135,8 @@ def test_interrupted_run_is_journaled(redis_client):
                    argv=["jobctl", "redrive", "email", "--yes"])
     assert res.interrupted
     [entry] = stream_entries(redis_client)
-    # stopped between round trips: the window calls of the first one (window.DEPTH of 5 jobs) all count
-    moved = 5 * window.DEPTH
+    # stopped between round trips: the window calls of the first one (8 of 5 jobs) all count
+    moved = 5 * window.tail_depth(None, 5)
     assert entry["interrupted"] is True and entry["moved"] == res.moved == moved and entry["planned"] == 100
     assert entry["command"] == "jobctl redrive email --yes"
     assert local_entries() == [entry]

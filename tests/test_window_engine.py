@@ -250,7 +250,8 @@ def test_inspect_shows_where_a_redrive_is_recorded(redis_client, run):
     assert code == 0 and op in out
 
 
-def test_ctrl_c_inside_a_round_trip_leaves_every_job_in_one_state_in_order(redis_client):
+def test_ctrl_c_inside_a_round_trip_leaves_every_job_in_one_state_in_order(redis_client, monkeypatch):
+    monkeypatch.setattr(window, "ROUND_TRIP_POSITIONS", 40)  # 8 calls of 5 a round trip
     jobs = simple_dead(redis_client, "email", 120, codes=("HTTP_503", "HTTP_400"))
     lay = rl_layout(redis_client)
     plan = lay.plan(redrive_spec(flt="error = HTTP_503"))

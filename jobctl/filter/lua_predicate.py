@@ -32,7 +32,7 @@ import orjson
 
 from .compiled import Filter
 
-__all__ = ["lua_program", "LUA_FIELDS"]
+__all__ = ["lua_program", "decodes", "LUA_FIELDS"]
 
 #: filter field -> envelope key ("" = the job id, the dead list's element)
 LUA_FIELDS: dict[str, str] = {
@@ -114,3 +114,13 @@ def lua_program(flt: Filter) -> bytes | None:
     except (_Unsupported, RecursionError):
         return None
     return orjson.dumps(out)
+
+
+def decodes(program: bytes) -> bool:
+    """Whether ``list_scan.lua`` decodes envelopes with cjson to run
+    ``program`` (a :func:`lua_program` result): not when every clause is a
+    text ``=``/``!=`` or on the id, which ``prelude/predicate.lua``'s quick
+    rule-out decides from the values' absence alone (~1-2 µs of server time
+    a job instead of ~6-7)."""
+    return not all(t[0] != "c" or t[1] == "" or (isinstance(t[3], str) and t[2] in ("=", "!="))
+                   for t in orjson.loads(program))

@@ -25,7 +25,7 @@ from ..layouts.base import Layout, now_ms
 from .journal import command_line, write_entry
 from .plan import Plan
 from .result import BatchResult
-from .window import DEPTH, drive
+from .window import drive
 
 __all__ = ["RunResult", "run_plan"]
 
@@ -99,7 +99,7 @@ def run_plan(layout: Layout, plan: Plan, *, dry_run: bool = False, rate: float |
     layout, pinned = _pinned(layout)
     sources = layout.sources(spec)
     if sources:
-        batches = drive(sources, plan, batch=batch, depth=1 if rate else DEPTH)
+        batches = drive(sources, plan, batch=batch, depth=1 if rate else None)
     else:
         batches = layout.apply(plan, batch=batch)
     last: BatchResult | None = None

@@ -68,21 +68,35 @@ def drives(spec: OpSpec) -> bool:
 
 
 __all__ = ["ListSource", "drive", "drives", "WINDOW_OPERATIONS", "finish_hold", "redrive_record", "lease_value",
-           "LEASE_TTL_MS", "SLACK", "DEPTH", "WINDOW", "TAIL_WINDOW", "RESTORE_MAX"]
+           "LEASE_TTL_MS", "SLACK", "DEPTH", "ROUND_TRIP_POSITIONS", "tail_depth", "WINDOW", "TAIL_WINDOW", "RESTORE_MAX"]
 
 #: How many positions a planned job may have shifted towards the tail (jobs
 #: below it removed by others) and still match.
 SLACK = 64
-#: Window calls per pipelined round trip.
-DEPTH = 8
+#: Window calls per pipelined round trip of a per-job walk (:data:`WINDOW`
+#: positions a call, ~0.3-0.9 ms): Redis runs one client's pipelined
+#: commands back to back, so another client's command (a worker's BRPOPLPUSH,
+#: a PING) waits behind a whole round trip; one call keeps that wait near
+#: one call's time.  Measured at 100k with a pinned server (bench/
+#: bulk_compare.py --pin): PING p99 3.0 ms at 8 calls a round trip, 1.4 at 2,
+#: 1.1 at 1, at the same throughput within noise.
+DEPTH = 1
+#: Tail positions per pipelined round trip in tail mode and for a
+#: :class:`~jobctl.ops.plan.PredicateRange` plan's windows (about 1-1.5 µs of
+#: server time a position, so ~0.3-0.5 ms a round trip): the calls a round
+#: trip carries are this over the call's width, at least one.  Measured at
+#: 100k, pinned: PING p99 1.15 ms at 400 positions a round trip, 0.8 at 300,
+#: at the same throughput.
+ROUND_TRIP_POSITIONS = 300
 #: Tail positions one window call pops when ``--batch`` sets none: ~0.3-0.9 ms
 #: of server time per call (about 4-5 µs of server CPU a moved job, ~1.5 µs a held one).
 WINDOW = 128
 #: Tail positions one window call of an unfiltered plan (tail mode) pops when
-#: ``--batch`` sets none: ~0.4-0.6 ms of server time per call on an idle
+#: ``--batch`` sets none: ~0.3-0.5 ms of server time per call on an idle
 #: server (about 1-1.5 µs a moved job on the bulk path: its share of one RPOP,
 #: one EXISTS, one LPUSH and the redriven hash's HMGET/HSET; purge: UNLINK).
-TAIL_WINDOW = 400
+#: One call a round trip (:data:`ROUND_TRIP_POSITIONS`).
+TAIL_WINDOW = 300
 #: Elements one restore call moves back.
 RESTORE_MAX = 2000
 
@@ -271,13 +285,14 @@ def _entries_for(jobs: _Jobs, order: array, lo: int, hi: int, start: int) -> tup
     return a, b
 
 
-def drive(sources: list[ListSource], plan: Plan, *, batch: int | None = None, depth: int = DEPTH,
+def drive(sources: list[ListSource], plan: Plan, *, batch: int | None = None, depth: int | None = None,
           now_fn: Callable[[], int] | None = None) -> Iterator[BatchResult]:
     """Apply ``plan`` on ``sources`` (one per shard with planned jobs);
     yields one :class:`BatchResult` per window call.
 
     ``batch`` tail positions per call (default :data:`WINDOW`), ``depth``
-    calls per round trip.  Memory: a few bytes per planned job beyond the
+    calls per round trip (default: :data:`DEPTH` for a per-job walk,
+    :data:`ROUND_TRIP_POSITIONS` over ``batch`` in tail mode).  Memory: a few bytes per planned job beyond the
     plan's own (no object per job when the plan keeps
     :class:`~jobctl.ops.plan.JobColumns`).  Raises :class:`Busy` (lease
     held) or :class:`DataError` (a key of the wrong type: that call wrote
@@ -287,19 +302,19 @@ def drive(sources: list[ListSource], plan: Plan, *, batch: int | None = None, de
 
     now_fn = now_fn or now_ms
     spec = plan.spec
-    depth = max(1, depth)
     value = lease_value(spec.op_id)
     if isinstance(plan.jobs, TailRange):
         from .window_tail import drive_tail
 
         if isinstance(plan.jobs, PredicateRange):  # the plan's windows: its digests and match bitmaps
-            yield from drive_tail(sources, plan.jobs.walked, value, spec.queue,  # a call takes <= 1,000 (one RPOP)
-                                  max(1, min(batch or plan.jobs.window, 1000)),
-                                  depth, now_fn, windows=plan.jobs.windows, plan_window=plan.jobs.window)
+            batch = max(1, min(batch or plan.jobs.window, 1000))  # a call takes <= 1,000 (one RPOP)
+            yield from drive_tail(sources, plan.jobs.walked, value, spec.queue, batch, tail_depth(depth, batch),
+                                  now_fn, windows=plan.jobs.windows, plan_window=plan.jobs.window)
             return
         batch = max(1, batch or min([s.window for s in sources if s.window] or [TAIL_WINDOW]))
-        yield from drive_tail(sources, plan.jobs.walked, value, spec.queue, batch, depth, now_fn)
+        yield from drive_tail(sources, plan.jobs.walked, value, spec.queue, batch, tail_depth(depth, batch), now_fn)
         return
+    depth = max(1, depth or DEPTH)
     batch = max(1, batch or min([s.window for s in sources if s.window] or [WINDOW]))
     jobs = _Jobs(plan.jobs)
     orders = _shard_orders(jobs)
@@ -315,6 +330,12 @@ def drive(sources: list[ListSource], plan: Plan, *, batch: int | None = None, de
                              depth, now_fn)
     finally:
         give_back(taken, value)
+
+
+def tail_depth(depth: int | None, batch: int) -> int:
+    """Calls per round trip in tail mode: ``depth`` when given, else
+    :data:`ROUND_TRIP_POSITIONS` over ``batch`` (at least 1)."""
+    return max(1, depth if depth else ROUND_TRIP_POSITIONS // batch)
 
 
 def record_code(br: BatchResult, job_id: str, code: str) -> None:
