@@ -166,9 +166,10 @@ def apply_plan(layout: "HashJob", plan: Plan, *, batch: int = DEFAULT_BATCH) -> 
 
 #: Failed-list positions one window call pops when ``--batch`` sets none: a
 #: moved job costs one HMGET (fence fields + the payload), a SHA1, PTTL, HSET
-#: and LMOVE (~8-12 us of server time on a loaded 2-core host, twice a
-#: reliable-list job), so half the engine's default keeps a call near 0.5 ms.
-HJ_WINDOW = 64
+#: and LMOVE plus the walk's LINDEX (~12-14 µs of server time measured in
+#: SLOWLOG at 100k-200k, pinned: calls of 64 had a p50 of 0.9 ms and a p99
+#: of 1.6 ms), so 40 keeps a call near 0.5 ms, one call a round trip.
+HJ_WINDOW = 40
 
 def dead_sources(layout: "HashJob", spec: OpSpec) -> list[ListSource]:
     """The window-engine source of the failed list for ``spec`` (an

@@ -100,6 +100,15 @@ class JobColumns:
     def shard(self, n: int) -> int:
         return self._shard[n]
 
+    def sha1(self, n: int) -> str:
+        """The fence SHA1 (hex, ``""`` for none) of the ``n``-th job (no
+        :class:`PlannedJob` built)."""
+        other = self._other.get(n)
+        if other is not None:
+            return other.sha1
+        digest = self._sha[20 * n:20 * n + 20]
+        return "" if digest == _NO_SHA else digest.hex()
+
     def _item(self, n: int) -> PlannedJob:
         other = self._other.get(n)
         if other is not None:

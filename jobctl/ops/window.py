@@ -101,6 +101,11 @@ TAIL_WINDOW = 300
 RESTORE_MAX = 2000
 
 
+def by_job_id(job: PlannedJob) -> str:
+    """The default identity a window call matches a planned job by: its id."""
+    return job.job_id
+
+
 @dataclass
 class ListSource:
     """One dead list the window engine walks (a :class:`~jobctl.layouts.base.WindowSource`).
@@ -138,7 +143,7 @@ class ListSource:
     #: redrive with ``--reset-attempts`` (json-list: the attempts entry goes)
     reset_attempts: bool = False
     #: the identity the window script matches a planned job by
-    ident: Callable[[PlannedJob], str] = field(default=lambda j: j.job_id)
+    ident: Callable[[PlannedJob], str] = by_job_id
     #: ``(jobs, now) -> {id: (new payload, SHA1 of the payload it replaces)}``
     #: for the jobs of one round trip (reliable-list ``--reset-attempts``)
     new_payloads: Callable[[list[PlannedJob], int], dict[str, tuple[bytes, str]]] | None = None
@@ -196,6 +201,25 @@ def finish_hold(client, kind: str, dead: str, hold: str, walk: str) -> int:
             return total
 
 
+def _bulk(value) -> bytes:
+    """One RESP bulk string of ``value`` (bytes, str or int)."""
+    b = value if isinstance(value, bytes) else str(value).encode("utf-8", "surrogateescape")
+    return b"$%d\r\n%b\r\n" % (len(b), b)
+
+
+def _packed(sha: str, calls: list[tuple[list[str], list]]) -> bytes:
+    """The RESP of one ``EVALSHA sha`` per ``(keys, args)`` of ``calls``,
+    built here (redis-py's general encoder costs ~1 µs an argument, more
+    than the server's work on a job)."""
+    head = _bulk("EVALSHA") + _bulk(sha)
+    out: list[bytes] = []
+    for keys, args in calls:
+        out.append(b"*%d\r\n" % (3 + len(keys) + len(args)) + head + _bulk(len(keys)))
+        out += map(_bulk, keys)
+        out += map(_bulk, args)
+    return b"".join(out)
+
+
 def pipelined(client, window, calls: list[tuple[list[str], list]]) -> list[Any]:
     """Run the script ``window`` once per ``(keys, args)`` of ``calls`` in
     one round trip; each reply, or the error reply as an exception.
@@ -221,10 +245,9 @@ def pipelined(client, window, calls: list[tuple[list[str], list]]) -> list[Any]:
         for keys, args in calls:
             window(keys=keys, args=args, client=pipe)
         return pipe.execute(raise_on_error=False)
-    cmds = [("EVALSHA", window.sha, len(keys), *keys, *args) for keys, args in calls]
-    conn.send_packed_command(conn.pack_commands(cmds))
+    conn.send_packed_command([_packed(window.sha, calls)], check_health=False)
     out: list[Any] = []
-    for _ in cmds:
+    for _ in calls:
         try:
             out.append(client.parse_response(conn, "EVALSHA"))
         except redis.exceptions.ResponseError as exc:
@@ -256,6 +279,9 @@ class _Jobs:
 
     def job_id(self, n: int) -> str:
         return self.jobs.job_id(n) if self.columns else self.jobs[n].job_id
+
+    def sha1(self, n: int) -> str:
+        return self.jobs.sha1(n) if self.columns else self.jobs[n].sha1
 
     def job(self, n: int) -> PlannedJob:
         return self.jobs[n]
@@ -411,14 +437,15 @@ def _walk(src: ListSource, value: str, jobs: _Jobs, order: array, met: bytearray
             args: list = [src.kind, src.mode, spec_op, value, LEASE_TTL_MS, hi, now,
                           now + src.delay_ms, "1" if src.reset_attempts else "0", src.info(now) if src.info else b"",
                           SLACK, len(idx), 5 if payloads else (4 if src.fence_fields else 3)]
+            by_id = src.kind == "rl" or src.ident is by_job_id
             for n in idx:
                 job_id = jobs.job_id(n)
-                ident = src.ident(jobs.job(n)) if src.kind != "rl" else job_id
+                ident = job_id if by_id else src.ident(jobs.job(n))
                 args += [ident, jobs.position(n), "" if ident == job_id else job_id]
                 if payloads:
                     args += payloads.get(job_id, (b"", ""))
                 elif src.fence_fields:
-                    args.append(jobs.job(n).sha1)
+                    args.append(jobs.sha1(n))
                 if src.kind != "jl":
                     keys.append(src.payload_key(job_id))
             args += src.fence_fields

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 from ..ops.result import BatchResult
 from .lease import LEASE_TTL_MS, acquire
-from .window import SLACK, ListSource, _call_error, _text, begin_walk, give_back, pipelined, record_code
+from .window import SLACK, ListSource, _bulk, _call_error, _text, begin_walk, give_back, pipelined, record_code
 
 __all__ = ["drive_tail"]
 
@@ -47,12 +47,6 @@ def drive_tail(sources: list[ListSource], walked: dict[int, int], value: str, qu
                                   windows[src.shard] if windows is not None else None, plan_window)
     finally:
         give_back(taken, value)
-
-
-def _bulk(value) -> bytes:
-    """One RESP bulk string of ``value`` (bytes, str or int)."""
-    b = value if isinstance(value, bytes) else str(value).encode("utf-8", "surrogateescape")
-    return b"$%d\r\n%b\r\n" % (len(b), b)
 
 
 def _key_blob(prefix: bytes, ids: list[bytes]) -> bytes:
