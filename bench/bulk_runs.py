@@ -57,11 +57,21 @@ def write_catalogue(work: Workdir, queues: dict[str, str]) -> None:
     work.config.write_text("\n".join(lines))
 
 
+def flush(admin) -> None:
+    """Empty the server: ``FLUSHALL ASYNC`` (a synchronous flush of millions
+    of keys outlasts a client's socket timeout), then wait until the
+    server's lazy-free thread has freed everything, so that no run is timed
+    while it still works."""
+    admin.flushall(asynchronous=True)
+    while int(admin.info("memory").get("lazyfree_pending_objects", 0)):
+        time.sleep(0.05)
+
+
 def load(admin, layout: str, queue: str, n: int, *, tenants: int = 10) -> float:
     """FLUSHALL, then ``n`` dead jobs of ``layout`` on ``queue`` (tenants
     ``t0``.. ``t{tenants-1}`` for the envelope layouts); returns seconds.
     Raises RuntimeError if the dead list does not hold ``n`` ids."""
-    admin.flushall()
+    flush(admin)
     now = time.time_ns() // 1_000_000
     t0 = time.perf_counter()
     if layout == "reliable-list":
@@ -214,7 +224,7 @@ def jobctl_floor(url: str, admin, work: Workdir, runs: int = 3) -> float:
     every jobctl figure, which matters at small N."""
     import statistics
 
-    admin.flushall()
+    flush(admin)
     argv = jobctl_argv() + ["--url", url, "redrive", "bench", "--yes", "--json"]
     return statistics.median(run_process(argv, env=work.env()).wall_s for _ in range(runs))
 
@@ -250,7 +260,7 @@ def bullmq_op(url: str, admin, op: str, n: int) -> dict[str, Any]:
     alone once told to go (while SLOWLOG and the probe watch).  ``seconds``
     is BullMQ's own timing of ``retryJobs``/``clean`` (no process start-up,
     unlike the jobctl figures, which favours BullMQ)."""
-    admin.flushall()
+    flush(admin)
     argv = ["node", str(BULLMQ_DIR / "failed_ops.js"), "--url", url, "--queue", "bench", "--n", str(n),
             "--op", op, "--wait-go"]
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)

@@ -15,7 +15,7 @@
 
 --@prelude predicate
 
-local ok, prog, quick, exact = pcall(jc_pred_load, ARGV[1])
+local ok, prog, quick, exact, by_id = pcall(jc_pred_load, ARGV[1])
 if not ok or type(prog) ~= 'function' then return redis.error_reply('BADARG program') end
 local skip_bad = ARGV[2] == '1'
 local plen = #ARGV[3]
@@ -27,7 +27,8 @@ for i = 1, #KEYS do
   if not raw then
     dangling[#dangling + 1] = i
   else
-    local v = jc_pred_verdict(prog, string.sub(KEYS[i], plen + 1), raw, skip_bad, skip_bad, quick, exact)
+    local id = by_id and string.sub(KEYS[i], plen + 1) or ''
+    local v = jc_pred_verdict(prog, id, raw, skip_bad, skip_bad, quick, exact)
     if v == 1 or v == 2 then cand[#cand + 1] = i
     elseif v == 3 then malformed[#malformed + 1] = i end
   end

@@ -6,8 +6,9 @@
 --       of a list in postfix order of {"c", field, op, value} (a clause:
 --       field "" is the job id, else an envelope key; op = != < <= > >=;
 --       value a string or a number), {"and"}, {"or"}, {"not"}
---       returns the program, its quick rule-out (jc_pred_quick) and
---       whether that rule-out reads every clause (text = and != only)
+--       returns the program, its quick rule-out (jc_pred_quick),
+--       whether that rule-out reads every clause (text = and != only) and
+--       whether the program reads the job id (else any id may be passed)
 --   jc_pred_verdict(prog, id, raw, skip_bad, needs_doc, quick, exact)
 --       0 the job cannot match: its payload key is missing, the quick
 --         rule-out proves it without decoding, or cjson reads a clean
@@ -106,6 +107,7 @@ end
 local function jc_pred_quick(prog)
   local st, sp = {}, 0
   local exact = true  -- every clause a needle or the id: cjson can only rule out more
+  local by_id = false  -- a clause on the id
   for j = 1, #prog do
     local t = prog[j]
     local k = t[1]
@@ -138,6 +140,7 @@ local function jc_pred_quick(prog)
       local key, op, x = t[2], t[3], t[4]
       local e
       if key == '' then
+        by_id = true
         local full = jc_pred_build({ t })
         e = function(id, r) return full(id, nil) end
       elseif type(x) == 'string' and (op == '=' or op == '!=') and string.find(x, '^[ -~]*$')
@@ -156,13 +159,13 @@ local function jc_pred_quick(prog)
       st[sp] = e
     end
   end
-  return st[1], exact
+  return st[1], exact, by_id
 end
 
 local function jc_pred_load(text)
   local prog = cjson.decode(text)
-  local quick, exact = jc_pred_quick(prog)
-  return jc_pred_build(prog), quick, exact
+  local quick, exact, by_id = jc_pred_quick(prog)
+  return jc_pred_build(prog), quick, exact, by_id
 end
 
 local function jc_pred_verdict(prog, id, raw, skip_bad, needs_doc, quick, exact)
@@ -170,7 +173,7 @@ local function jc_pred_verdict(prog, id, raw, skip_bad, needs_doc, quick, exact)
   if not needs_doc then
     return prog(id, nil) and 1 or 0
   end
-  if not string.find(raw, '^%s*{') then return skip_bad and 3 or 2 end
+  if string.byte(raw) ~= 123 and not string.find(raw, '^%s*{') then return skip_bad and 3 or 2 end  -- 123: '{'
   if quick and skip_bad and not string.find(raw, '\\', 1, true) then
     local q = quick(id, raw)
     if q == false then return 0 end
