@@ -51,6 +51,9 @@ CORPUS: list[bytes] = [orjson.dumps(_env(i)) for i in range(24)] + [
     b'{"jobId":"j044","jobType":"email.send","createdAtEpochMs":1,"tenantId":"t1","tenantId":"t2"}',
     b'{ "jobId" : "j045", "jobType" : "sms.send", "createdAtEpochMs" : 2, "tenantId" : "t1" }',
     b'{"jobId":"j046","jobType":"email.send","createdAtEpochMs":1,"tenantId":"t1","attempt":01}',
+    b'{"jobId":"j047","jobType":"email\\/send","createdAtEpochMs":1,"tenantId":"t1"}',
+    b'{"jobId":"j048","jobType":"email/send","createdAtEpochMs":1,"tenantId":"t2","lastErrorMessage":"a \\"t1\\"\\n"}',
+    b'{"jobId":"j049","jobType":"sms.send","createdAtEpochMs":1,"tenantId":"t\\u0031","lastErrorMessage":"x\\n"}',
 ]
 
 FILTERS = [
@@ -59,7 +62,7 @@ FILTERS = [
     "created >= 2026-11-18T00:00:00Z", "error != HTTP_400 and not type = push.send", "id = j005", "id != j005",
     "message = boom", "trace = x", "correlation != x", "idempotency_key = k",
     "tenant = t1 and attempts >= 2", "not tenant != t1 or type = sms.send", "not (tenant = t1 and type = email.send)",
-    "tenant = j001 or id = k003",
+    "tenant = j001 or id = k003", "type = email/send", "type != 'email/send' and tenant = t1",
 ]
 
 

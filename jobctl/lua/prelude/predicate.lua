@@ -21,10 +21,13 @@
 --         (orjson and Filter.matches), so every match is decided by the
 --         Python filter and the server only rules jobs out.
 --
--- The quick rule-out, before any decoding: in an envelope without a
--- backslash every JSON string is its bytes between two quotes, so a text
--- field can equal a value x (printable ASCII, no quote, no backslash) only
--- if '"x"' occurs in it (one plain string.find, a memchr-driven C loop).
+-- The quick rule-out, before any decoding: a JSON string equal to x
+-- (printable ASCII, no quote, no backslash) is written '"x"' unless one of
+-- its characters is escaped, and the only escapes that can stand for such a
+-- character are \uXXXX and \/ (\n, \t... stand for control bytes); so in
+-- an envelope with neither, a text field can equal x only if '"x"' occurs
+-- in it (one plain string.find, a memchr-driven C loop).  Other escapes
+-- (an error message's \n or \") do not matter.
 -- Each clause is then false, true or unknown (nil), combined in Kleene
 -- logic; a program that comes out false cannot match and the envelope is
 -- not decoded (so a malformed one it rules out is not listed as malformed:
@@ -174,7 +177,7 @@ local function jc_pred_verdict(prog, id, raw, skip_bad, needs_doc, quick, exact)
     return prog(id, nil) and 1 or 0
   end
   if string.byte(raw) ~= 123 and not string.find(raw, '^%s*{') then return skip_bad and 3 or 2 end  -- 123: '{'
-  if quick and skip_bad and not string.find(raw, '\\', 1, true) then
+  if quick and skip_bad and not string.find(raw, '\\u', 1, true) and not string.find(raw, '\\/', 1, true) then
     local q = quick(id, raw)
     if q == false then return 0 end
     -- a text-only program the needles leave open: a candidate as it is (the
