@@ -197,3 +197,23 @@ def test_a_window_that_changed_after_the_plan_moves_nothing_of_it(redis_client):
 ])
 def test_only_a_filter_with_a_clause_the_quick_rule_out_cannot_decide_is_decoded(text, decoded):
     assert decodes(lua_program(compile_filter(text))) is decoded
+
+
+def test_a_script_cache_flushed_mid_walk_moves_exactly_the_plan(redis_client):
+    """The apply reads the next round trip's plan windows in the current
+    one; when the script cache is flushed (NOSCRIPT: the calls did not run,
+    the read came too early) they are read again, so nothing is skipped."""
+    _load(redis_client, 700)
+    lay = ReliableList(redis_client, QueueConfig("pq"))
+    plan = lay.plan(_spec("tenant = t1"), now=NOW)
+    expected = [j.job_id for j in plan.jobs]
+    flushed = []
+
+    def progress(done, total):
+        if not flushed:
+            flushed.append(done)
+            redis_client.script_flush()
+
+    res = run_plan(lay, plan, journal=False, progress=progress)
+    assert flushed and (res.moved, res.skipped, res.failed) == (len(expected), 0, 0)
+    assert sorted(x.decode() for x in redis_client.lrange(K.ready, 0, -1)) == sorted(expected)

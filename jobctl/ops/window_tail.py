@@ -160,7 +160,10 @@ def _walk_tail(src: ListSource, value: str, total: int, batch: int, depth: int, 
         now = now_fn()
         info = src.info(now) if src.info else b""
         bounds = [(lo, min(lo + batch, g1)) for lo in range(g0, g1, batch)]
-        nxt = min(g1 + group, total) - g1 if len(tail) == min(group, total - g0) and planned is None else 0
+        # the next group's ids ride in this round trip; a filtered plan's
+        # too when its calls cover whole plan windows (then they fill wbuf)
+        aligned = planned is None or (batch % plan_window == 0 and g1 % plan_window == 0)
+        nxt = min(g1 + group, total) - g1 if len(tail) == min(group, total - g0) and aligned else 0
 
         def args_of(lo: int, hi: int) -> list:
             return [src.kind, src.mode, spec_op, value, LEASE_TTL_MS, hi, now, now + src.delay_ms, "0", info, SLACK,
@@ -192,6 +195,11 @@ def _walk_tail(src: ListSource, value: str, total: int, batch: int, depth: int, 
                     nxt_tail = src.client.parse_response(conn, "LRANGE")[::-1]
                 except redis.exceptions.ResponseError as exc:
                     raise _call_error(exc, src) from None
+                if planned is not None:  # whole plan windows: checked against their digests as read_tail does
+                    for ws in range(g1, g1 + len(nxt_tail), plan_window):
+                        wbuf[ws // plan_window] = nxt_tail[ws - g1:ws - g1 + plan_window]
+                        check(ws, wbuf[ws // plan_window])
+                    nxt_tail = None  # read_tail assembles the group from wbuf
             for k, reply in enumerate(replies):
                 if isinstance(reply, redis.exceptions.NoScriptError):  # the script cache was flushed
                     src.client.script_load(window.script)
@@ -199,6 +207,9 @@ def _walk_tail(src: ListSource, value: str, total: int, batch: int, depth: int, 
                              for lo, hi in bounds[k:]]
                     replies[k:] = pipelined(src.client, window, calls)
                     nxt_tail = None  # read again below: these calls popped after it
+                    for w in [w for w in wbuf if w * plan_window >= g1]:  # so were the windows read ahead
+                        del wbuf[w]
+                        same.pop(w, None)
                     break
         else:
             calls = [(fixed + [prefix_s + _text(x) for x in tail[lo - g0:hi - g0]], args_of(lo, hi))
