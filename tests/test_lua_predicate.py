@@ -194,6 +194,7 @@ def test_a_window_that_changed_after_the_plan_moves_nothing_of_it(redis_client):
 @pytest.mark.parametrize(("text", "decoded"), [
     ("tenant = t1", False), ("not (tenant = t1 or id = j005)", False), ("type != sms.send", False),
     ("tenant = t1 and attempts >= 2", True), ("created >= 2026-11-18T00:00:00Z", True),
+    ("tenant = café", True), ("""tenant = 'a"b'""", True),  # values the quick rule-out does not read
 ])
 def test_only_a_filter_with_a_clause_the_quick_rule_out_cannot_decide_is_decoded(text, decoded):
     assert decodes(lua_program(compile_filter(text))) is decoded
@@ -217,3 +218,7 @@ def test_a_script_cache_flushed_mid_walk_moves_exactly_the_plan(redis_client):
     res = run_plan(lay, plan, journal=False, progress=progress)
     assert flushed and (res.moved, res.skipped, res.failed) == (len(expected), 0, 0)
     assert sorted(x.decode() for x in redis_client.lrange(K.ready, 0, -1)) == sorted(expected)
+
+
+def test_a_filter_value_that_is_not_utf8_stays_client_side():
+    assert lua_program(compile_filter("tenant = t\udcff")) is None

@@ -113,7 +113,10 @@ def lua_program(flt: Filter) -> bytes | None:
         _emit(_Compiler(flt.text), tree, out)
     except (_Unsupported, RecursionError):
         return None
-    return orjson.dumps(out)
+    try:
+        return orjson.dumps(out)
+    except orjson.JSONEncodeError:  # a value that is not UTF-8 (surrogate escapes): client-side
+        return None
 
 
 def decodes(program: bytes) -> bool:
@@ -122,5 +125,12 @@ def decodes(program: bytes) -> bool:
     text ``=``/``!=`` or on the id, which ``prelude/predicate.lua``'s quick
     rule-out decides from the values' absence alone (~1-2 µs of server time
     a job instead of ~6-7)."""
-    return not all(t[0] != "c" or t[1] == "" or (isinstance(t[3], str) and t[2] in ("=", "!="))
+    return not all(t[0] != "c" or t[1] == "" or (t[2] in ("=", "!=") and _needle_ok(t[3]))
                    for t in orjson.loads(program))
+
+
+def _needle_ok(value: Any) -> bool:
+    """Whether the quick rule-out reads a text value: printable ASCII with
+    no quote and no backslash (``prelude/predicate.lua``'s own test)."""
+    return isinstance(value, str) and value.isascii() and value.isprintable() and '"' not in value \
+        and "\\" not in value

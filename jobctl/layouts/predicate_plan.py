@@ -143,7 +143,7 @@ class _Walk:
             return
         conn = client.connection
         prefix = keys.job("").encode("utf-8", "surrogateescape")
-        self.prefix, self.tag = prefix, keys.tag
+        self.tag = keys.tag
         self.mine: list[tuple[str, bytearray, list[bytes]]] = []
         self.last, self.last_ids = -1, []
         head = _bulk("EVALSHA") + _bulk(sha)

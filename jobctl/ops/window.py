@@ -68,7 +68,7 @@ def drives(spec: OpSpec) -> bool:
 
 
 __all__ = ["ListSource", "drive", "drives", "WINDOW_OPERATIONS", "finish_hold", "redrive_record", "lease_value",
-           "LEASE_TTL_MS", "SLACK", "DEPTH", "ROUND_TRIP_POSITIONS", "tail_depth", "WINDOW", "TAIL_WINDOW", "RESTORE_MAX"]
+           "LEASE_TTL_MS", "SLACK", "DEPTH", "ROUND_TRIP_POSITIONS", "MAX_TAIL_DEPTH", "tail_depth", "WINDOW", "TAIL_WINDOW", "RESTORE_MAX"]
 
 #: How many positions a planned job may have shifted towards the tail (jobs
 #: below it removed by others) and still match.
@@ -88,6 +88,10 @@ DEPTH = 1
 #: 100k, pinned: PING p99 1.15 ms at 400 positions a round trip, 0.8 at 300,
 #: at the same throughput.
 ROUND_TRIP_POSITIONS = 300
+#: At most this many calls a round trip whatever ``--batch``: a call costs
+#: ~20 µs of its own, so 300 calls of one position would hold the server
+#: ~6 ms.
+MAX_TAIL_DEPTH = 8
 #: Tail positions one window call pops when ``--batch`` sets none: ~0.3-0.9 ms
 #: of server time per call (about 4-5 µs of server CPU a moved job, ~1.5 µs a held one).
 WINDOW = 128
@@ -202,8 +206,14 @@ def finish_hold(client, kind: str, dead: str, hold: str, walk: str) -> int:
 
 
 def _bulk(value) -> bytes:
-    """One RESP bulk string of ``value`` (bytes, str or int)."""
-    b = value if isinstance(value, bytes) else str(value).encode("utf-8", "surrogateescape")
+    """One RESP bulk string of ``value`` (bytes, str or int); raises
+    TypeError for anything else (``None`` would go out as "None")."""
+    if isinstance(value, bytes):
+        b = value
+    elif isinstance(value, (str, int)):
+        b = str(value).encode("utf-8", "surrogateescape")
+    else:
+        raise TypeError(f"cannot send a {type(value).__name__} to Redis")
     return b"$%d\r\n%b\r\n" % (len(b), b)
 
 
@@ -360,8 +370,9 @@ def drive(sources: list[ListSource], plan: Plan, *, batch: int | None = None, de
 
 def tail_depth(depth: int | None, batch: int) -> int:
     """Calls per round trip in tail mode: ``depth`` when given, else
-    :data:`ROUND_TRIP_POSITIONS` over ``batch`` (at least 1)."""
-    return max(1, depth if depth else ROUND_TRIP_POSITIONS // batch)
+    :data:`ROUND_TRIP_POSITIONS` over ``batch``, at least 1 and at most
+    :data:`MAX_TAIL_DEPTH`."""
+    return max(1, depth if depth else min(ROUND_TRIP_POSITIONS // batch, MAX_TAIL_DEPTH))
 
 
 def record_code(br: BatchResult, job_id: str, code: str) -> None:
