@@ -685,3 +685,23 @@ def test_filtered_window_call_that_starts_before_its_entries_loses_nothing(redis
     script(redis_client, "list_window")(keys=keys + [k.job(i) for i in entries], args=args)
     left = [x.decode() for x in redis_client.lrange(k.dead, 0, -1) + redis_client.lrange(k.hold, 0, -1)]
     assert sorted(left) == sorted(ids) and redis_client.llen(k.ready) == 0
+
+
+def test_window_calls_are_packed_as_resp_with_or_without_hiredis(monkeypatch):
+    """The per-job walk packs its EVALSHAs itself (jobctl.ops.window._packed):
+    hiredis's packer when it takes every value, else the pure-Python one,
+    which also sends ids with surrogate escapes byte for byte."""
+    import builtins
+
+    calls = [(["k1", "k2"], ["redrive", 7, b"x\x00y", "", "é"]), ([], ["a"])]
+    fast = window._packed("sha", calls)
+    real_import = builtins.__import__
+    monkeypatch.setattr(builtins, "__import__", lambda name, *a, **k: (_ for _ in ()).throw(ImportError(name))
+                        if name == "hiredis" else real_import(name, *a, **k))
+    assert window._packed("sha", calls) == fast
+    assert fast.startswith(b"*10\r\n$7\r\nEVALSHA\r\n$3\r\nsha\r\n$1\r\n2\r\n$2\r\nk1\r\n")
+    monkeypatch.undo()
+    odd = window._packed("sha", [(["job:{q}:a\udcff"], [1])])
+    assert b"$10\r\njob:{q}:a\xff\r\n" in odd
+    with pytest.raises(TypeError):
+        window._bulk(None)
