@@ -26,7 +26,7 @@ import orjson
 
 from ..model import State
 from ..ops.catalog import GROUP_MESSAGE_CHARS
-from ..ops.plan import JobColumns, Plan, PlannedJob
+from ..ops.plan import JobColumns, Plan
 from ..ops.spec import OpSpec
 from .common import text
 from .walks import WINDOW, prefetched
@@ -64,7 +64,7 @@ def plan_failed_lean(layout: "HashJob", plan: Plan) -> Plan:
     from .hash_job import FENCE_FIELDS
 
     spec = plan.spec
-    plan.jobs = JobColumns()
+    plan.jobs = jobs = JobColumns()
     names = tuple(dict.fromkeys((*FENCE_FIELDS, "payload", "last_error")))
     nf, pay, err_at = len(FENCE_FIELDS), names.index("payload"), names.index("last_error")
     type_field = layout.type_field
@@ -88,8 +88,7 @@ def plan_failed_lean(layout: "HashJob", plan: Plan) -> Plan:
             job_type = doc.get(type_field) if type(doc) is dict else None
             err = vals[err_at]
             err = text(err)[:GROUP_MESSAGE_CHARS] if err else None
-            fence = sha1(b"\x1f".join([v if v is not None else b"" for v in vals[:nf]])).hexdigest()
-            plan.jobs.append(PlannedJob(job_id=job_id, shard=0, position=start + n, score=None, sha1=fence))
+            jobs.add(job_id, 0, start + n, sha1(b"\x1f".join([v if v is not None else b"" for v in vals[:nf]])).digest())
             plan.breakdown[(job_type if isinstance(job_type, str) else "?", err or "-")] += 1
             walked = start + n + 1
             if spec.limit is not None and plan.planned >= spec.limit:

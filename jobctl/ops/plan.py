@@ -85,6 +85,17 @@ class JobColumns:
         self._score.append(self._NONE if job.score is None else job.score)
         self._sha += digest
 
+    def add(self, job_id: str, shard: int, position: int | None, digest: bytes = _NO_SHA) -> None:
+        """Append one job from its parts (no :class:`PlannedJob` built):
+        ``digest`` the fence's 20-byte SHA1 digest (none: 20 zero bytes);
+        no score."""
+        self._ids += job_id.encode("utf-8", "surrogateescape")
+        self._ends.append(len(self._ids))
+        self._shard.append(shard)
+        self._pos.append(self._NONE if position is None else position)
+        self._score.append(self._NONE)
+        self._sha += digest
+
     def __len__(self) -> int:
         return len(self._ends)
 
