@@ -159,6 +159,9 @@ class ListSource:
     #: tail positions per window call when ``--batch`` sets none (0: :data:`WINDOW`,
     #: tail mode :data:`TAIL_WINDOW`)
     window: int = 0
+    #: server time of a position relative to a reliable-list one: a tail
+    #: round trip carries :data:`ROUND_TRIP_POSITIONS` over it
+    cost: int = 1
 
     def fixed_keys(self) -> list[str]:
         """KEYS[1..10] of ``list_window.lua``."""
@@ -352,11 +355,13 @@ def drive(sources: list[ListSource], plan: Plan, *, batch: int | None = None, de
 
         if isinstance(plan.jobs, PredicateRange):  # the plan's windows: its digests and match bitmaps
             batch = max(1, min(batch or plan.jobs.window, 1000))  # a call takes <= 1,000 (one RPOP)
-            yield from drive_tail(sources, plan.jobs.walked, value, spec.queue, batch, tail_depth(depth, batch),
-                                  now_fn, windows=plan.jobs.windows, plan_window=plan.jobs.window)
+            yield from drive_tail(sources, plan.jobs.walked, value, spec.queue, batch,
+                                  tail_depth(depth, batch, max(s.cost for s in sources)), now_fn,
+                                  windows=plan.jobs.windows, plan_window=plan.jobs.window)
             return
         batch = max(1, batch or min([s.window for s in sources if s.window] or [TAIL_WINDOW]))
-        yield from drive_tail(sources, plan.jobs.walked, value, spec.queue, batch, tail_depth(depth, batch), now_fn)
+        yield from drive_tail(sources, plan.jobs.walked, value, spec.queue, batch,
+                              tail_depth(depth, batch, max(s.cost for s in sources)), now_fn)
         return
     depth = max(1, depth or DEPTH)
     batch = max(1, batch or min([s.window for s in sources if s.window] or [WINDOW]))
@@ -376,11 +381,11 @@ def drive(sources: list[ListSource], plan: Plan, *, batch: int | None = None, de
         give_back(taken, value)
 
 
-def tail_depth(depth: int | None, batch: int) -> int:
+def tail_depth(depth: int | None, batch: int, cost: int = 1) -> int:
     """Calls per round trip in tail mode: ``depth`` when given, else
-    :data:`ROUND_TRIP_POSITIONS` over ``batch``, at least 1 and at most
-    :data:`MAX_TAIL_DEPTH`."""
-    return max(1, depth if depth else min(ROUND_TRIP_POSITIONS // batch, MAX_TAIL_DEPTH))
+    :data:`ROUND_TRIP_POSITIONS` over ``batch`` times the sources' relative
+    ``cost``, at least 1 and at most :data:`MAX_TAIL_DEPTH`."""
+    return max(1, depth if depth else min(ROUND_TRIP_POSITIONS // (batch * max(1, cost)), MAX_TAIL_DEPTH))
 
 
 def record_code(br: BatchResult, job_id: str, code: str) -> None:
