@@ -53,7 +53,9 @@ SCAN_WINDOW = 120
 #: Calls per round trip: about 0.5 ms of server time, since another client's
 #: command waits behind a whole round trip (:data:`jobctl.ops.window.DEPTH`);
 #: one call when the filter decodes (:func:`~jobctl.filter.lua_predicate.decodes`).
-SCAN_DEPTH = 3
+#: At 1M, isolated: PING p99 0.54-0.75 ms at two calls, 0.96-0.98 at three,
+#: at the same throughput within noise.
+SCAN_DEPTH = 2
 
 
 def predicate_applies(spec: OpSpec) -> bool:

@@ -85,22 +85,23 @@ DEPTH = 1
 #: :class:`~jobctl.ops.plan.PredicateRange` plan's windows (about 1-1.5 µs of
 #: server time a position, so ~0.3-0.5 ms a round trip): the calls a round
 #: trip carries are this over the call's width, at least one.  Measured at
-#: 100k, pinned: PING p99 1.15 ms at 400 positions a round trip, 0.8 at 300,
-#: at the same throughput.
-ROUND_TRIP_POSITIONS = 300
+#: 100k, pinned: PING p99 1.15 ms at 400 positions a round trip, 0.8 at 300;
+#: at 1M (pinned, the server's CPU isolated) 0.9-1.07 ms at 240 and
+#: 0.96-1.15 at 300, at the same throughput within noise.
+ROUND_TRIP_POSITIONS = 240
 #: At most this many calls a round trip whatever ``--batch``: a call costs
-#: ~20 µs of its own, so 300 calls of one position would hold the server
-#: ~6 ms.
+#: ~20 µs of its own, so 240 calls of one position would hold the server
+#: ~5 ms.
 MAX_TAIL_DEPTH = 8
 #: Tail positions one window call pops when ``--batch`` sets none: ~0.3-0.9 ms
 #: of server time per call (about 4-5 µs of server CPU a moved job, ~1.5 µs a held one).
 WINDOW = 128
 #: Tail positions one window call of an unfiltered plan (tail mode) pops when
-#: ``--batch`` sets none: ~0.3-0.5 ms of server time per call on an idle
+#: ``--batch`` sets none: ~0.25-0.4 ms of server time per call on an idle
 #: server (about 1-1.5 µs a moved job on the bulk path: its share of one RPOP,
 #: one EXISTS, one LPUSH and the redriven hash's HMGET/HSET; purge: UNLINK).
 #: One call a round trip (:data:`ROUND_TRIP_POSITIONS`).
-TAIL_WINDOW = 300
+TAIL_WINDOW = 240
 #: Elements one restore call moves back.
 RESTORE_MAX = 2000
 
