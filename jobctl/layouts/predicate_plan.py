@@ -138,7 +138,7 @@ class _Walk:
 
     def shard(self, client, shard: int, keys, sha: str, program: bytes) -> None:
         """Walk one shard's dead list, pipelined (one group in flight)."""
-        from ..ops.window import _bulk
+        from ..ops.pipeline import _bulk
 
         total = client.llen(keys.dead)
         if not total:

@@ -16,7 +16,8 @@ from collections.abc import Iterator
 
 from ..ops.result import BatchResult
 from .lease import LEASE_TTL_MS, acquire
-from .window import SLACK, ListSource, _bulk, _call_error, _text, begin_walk, give_back, pipelined, record_code
+from .pipeline import _bulk, pipelined
+from .window import SLACK, ListSource, _call_error, _text, begin_walk, give_back, record_code
 
 __all__ = ["drive_tail"]
 
