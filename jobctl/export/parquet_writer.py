@@ -120,7 +120,7 @@ class ParquetPartWriter(PartWriter):
             self._pending = self._pool.submit(self._pq.write_table, table, row_group_size=table.num_rows)
 
     def _write_batch(self, batch: ColumnBatch) -> None:
-        self._buffer.append(batch_to_arrow(batch))
+        self._buffer.append(batch.arrow if batch.arrow is not None else batch_to_arrow(batch))
         self._buffered += batch.n
         if self._buffered >= self.row_group_rows:
             self._flush()
