@@ -11,6 +11,7 @@ the part's size.
 
 from __future__ import annotations
 
+import hashlib
 from array import array
 from concurrent.futures import Future, ThreadPoolExecutor
 from itertools import accumulate
@@ -85,6 +86,41 @@ def rows_to_table(rows: list[tuple]) -> pa.Table:
     return pa.Table.from_batches([batch_to_arrow(rows_columns(rows))], schema=_schema())
 
 
+class _HashingFile:
+    """A binary file that hashes (SHA-256) what is written to it, in order:
+    the part's checksum comes with the writing (in the encoding thread)
+    instead of a second read of the file at commit."""
+
+    def __init__(self, path: Path) -> None:
+        self._file = open(path, "wb")
+        self.sha256 = hashlib.sha256()
+        self.written = 0
+
+    def write(self, data) -> int:
+        self.sha256.update(data)
+        self.written += len(data)
+        return self._file.write(data)
+
+    def tell(self) -> int:
+        return self.written
+
+    def flush(self) -> None:
+        self._file.flush()
+
+    def close(self) -> None:
+        self._file.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._file.closed
+
+    def writable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return False
+
+
 class ParquetPartWriter(PartWriter):
     """Writes rows to one Parquet file, a row group per ``row_group_rows``.
 
@@ -102,10 +138,16 @@ class ParquetPartWriter(PartWriter):
         self._buffered = 0
         self._pending: Future | None = None
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jobctl-parquet")
-        self._pq = pq.ParquetWriter(str(self.temp_path), _schema(), compression="snappy",
-                                    use_dictionary=list(DICTIONARY_COLUMNS),
-                                    coerce_timestamps="us", allow_truncated_timestamps=False,
-                                    memory_pool=_POOL)
+        self._sink = _HashingFile(self.temp_path)
+        try:
+            self._pq = pq.ParquetWriter(self._sink, _schema(), compression="snappy",
+                                        use_dictionary=list(DICTIONARY_COLUMNS),
+                                        coerce_timestamps="us", allow_truncated_timestamps=False,
+                                        memory_pool=_POOL)
+        except BaseException:
+            self._sink.close()
+            self._pool.shutdown(wait=False)
+            raise
 
     def _wait(self) -> None:
         if self._pending is not None:
@@ -142,5 +184,11 @@ class ParquetPartWriter(PartWriter):
             self._wait()
         finally:
             self._pool.shutdown(wait=True)
-            self._pq.close()
-            self._pq = None
+            try:
+                self._pq.close()
+            finally:
+                self._sink.close()
+                self._pq = None
+
+    def _written_sha256(self, size: int) -> str | None:
+        return self._sink.sha256.hexdigest() if self._sink.written == size else None
