@@ -11,11 +11,11 @@ window and cut at separators; ``raw`` is the stored bytes, copied once.
 
 It takes the windows :func:`jobctl.export.columns.window_columns` takes and
 gives the same rows; for any other window it returns ``None`` and the caller
-goes on with :func:`~jobctl.export.columns.window_columns` (which handles
-unknown envelope keys) and, failing that, the record-by-record path.  The
-int columns are converted through ``decimal128(38, 0)``: Arrow's int64
-conversion truncates a float without a word (``1.5`` -> ``1``), the decimal
-one refuses floats and bools, as the column path does.
+goes on with :func:`~jobctl.export.columns.window_columns` and, failing
+that, the record-by-record path.  Arrow's int64 conversion refuses bools,
+text and values past int64 but truncates a float without a word (``1.5`` ->
+``1``), so the int fields' Python types are checked first (ints and nulls
+only, as the column path takes them).
 
 pyarrow is imported here: only the Parquet writer's callers import this module.
 """
@@ -45,15 +45,17 @@ _I64 = pa.int64()
 _STR = pa.string()
 _TS_MS = pa.timestamp("ms", tz="UTC")
 _TS_US = _TYPES["created_at"]
-_DEC = pa.decimal128(38, 0)  # every int64, and refuses floats and bools (see the module docstring)
 _POOL = pa.system_memory_pool()
 
 #: the typed envelope fields, in column order, as one struct
-_STRUCT = pa.struct([pa.field(key, _STR if kind == "string" else _DEC) for key, kind in _FIELDS.values()])
+_STRUCT = pa.struct([pa.field(key, _STR if kind == "string" else _I64) for key, kind in _FIELDS.values()])
 _FIELD_COLUMNS = tuple(_FIELDS)  # column names, struct field order
+#: envelope keys of the int64 and timestamp columns
+_INT_KEYS = tuple(key for key, kind in _FIELDS.values() if kind != "string")
+_INT_TYPES = frozenset({int, type(None)})
 #: a string no payload holds (checked: a window where one does is serialised row by row)
 _SEP_TEXT = f"jobctl-export-{secrets.token_hex(16)}"
-_SEP = b',"' + _SEP_TEXT.encode() + b'",'
+_SEP = f',"{_SEP_TEXT}",'
 
 _constants: dict[tuple, pa.Array] = {}
 
@@ -89,30 +91,25 @@ def _payload_json(payloads: list) -> pa.Array | None:
     seq[0::2] = payloads
     try:
         blob = orjson.dumps(seq)  # one call: orjson's per-call cost dwarfs a small payload's
-    except TypeError:  # orjson.JSONEncodeError: left to the row-by-row serialiser
+        whole = pa.StringArray.from_buffers(1, pa.py_buffer(array("i", (1, len(blob) - 1))), pa.py_buffer(blob))
+    except (TypeError, OverflowError):  # orjson.JSONEncodeError, or past 2 GiB: row by row
         return None
-    parts = blob[1:-1].split(_SEP)
-    if len(parts) != n:  # a payload holds the separator text
+    arr = pc.split_pattern(whole, pattern=_SEP, memory_pool=_POOL).flatten()
+    if len(arr) != n:  # a payload holds the separator text
         return None
-    arr = _bytes_array(parts)
     if None in payloads:
         arr = pc.if_else(pa.array([p is None for p in payloads], type=pa.bool_()), pa.scalar(None, _STR), arr)
     return arr
 
 
-def _int_column(arr: pa.Array, kind: str) -> pa.Array | None:
-    """A decimal column as int64 (or timestamp): ``None`` when out of range."""
-    try:
-        ints = arr.cast(_I64)  # safe: a value past int64 raises
-    except (pa.ArrowInvalid, OverflowError):
-        return None
-    if kind != "timestamp":
-        return ints
-    if ints.null_count < len(ints):
-        lo, hi = pc.min_max(ints).values()
+def _time_column(arr: pa.Array) -> pa.Array | None:
+    """An int64 column of epoch ms as ``timestamp[us, UTC]``: ``None`` when
+    a value is outside years 1..9999."""
+    if arr.null_count < len(arr):
+        lo, hi = pc.min_max(arr).values()
         if lo.as_py() < TS_MIN_MS or hi.as_py() > TS_MAX_MS:
             return None
-    return ints.cast(_TS_MS).cast(_TS_US)
+    return arr.view(_TS_MS).cast(_TS_US)
 
 
 def window_record_batch(w: RawWindow, queue: str, layout: str) -> pa.RecordBatch | None:
@@ -153,6 +150,10 @@ def window_record_batch(w: RawWindow, queue: str, layout: str) -> pa.RecordBatch
         extras = window_extras(docs)
         if extras is None:
             return None
+    get = dict.get
+    for key in _INT_KEYS:  # a float (or anything but an int) there: Arrow would truncate it
+        if not _INT_TYPES.issuperset(map(type, map(get, docs, repeat(key, n)))):
+            return None
     payloads = list(map(dict.pop, docs, repeat("payload", n), repeat(None, n)))
     try:
         envelopes = pa.array(docs, type=_STRUCT, memory_pool=_POOL)
@@ -161,8 +162,8 @@ def window_record_batch(w: RawWindow, queue: str, layout: str) -> pa.RecordBatch
     del docs
     for i, name in enumerate(_FIELD_COLUMNS):
         arr = envelopes.field(i)
-        if _KINDS[name] != "string":
-            arr = _int_column(arr, _KINDS[name])
+        if _KINDS[name] == "timestamp":
+            arr = _time_column(arr)
             if arr is None:
                 return None
         cols[name] = arr

@@ -139,13 +139,16 @@ class ParquetPartWriter(PartWriter):
         self._pending: Future | None = None
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jobctl-parquet")
         self._sink = _HashingFile(self.temp_path)
+        # buffered in Arrow: the encoding thread takes the GIL once per MiB written, not once per page
+        self._stream = pa.BufferedOutputStream(pa.PythonFile(self._sink, mode="w"), buffer_size=1 << 20,
+                                               memory_pool=_POOL)
         try:
-            self._pq = pq.ParquetWriter(self._sink, _schema(), compression="snappy",
+            self._pq = pq.ParquetWriter(self._stream, _schema(), compression="snappy",
                                         use_dictionary=list(DICTIONARY_COLUMNS),
                                         coerce_timestamps="us", allow_truncated_timestamps=False,
                                         memory_pool=_POOL)
         except BaseException:
-            self._sink.close()
+            self._stream.close()
             self._pool.shutdown(wait=False)
             raise
 
@@ -187,7 +190,7 @@ class ParquetPartWriter(PartWriter):
             try:
                 self._pq.close()
             finally:
-                self._sink.close()
+                self._stream.close()  # flushes, and closes the file
                 self._pq = None
 
     def _written_sha256(self, size: int) -> str | None:
