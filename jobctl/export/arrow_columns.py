@@ -151,8 +151,9 @@ def window_record_batch(w: RawWindow, queue: str, layout: str) -> pa.RecordBatch
         if extras is None:
             return None
     get = dict.get
+    own = {k: k for k in docs[0]}  # orjson's own (cached) key objects: lookups by identity
     for key in _INT_KEYS:  # a float (or anything but an int) there: Arrow would truncate it
-        if not _INT_TYPES.issuperset(map(type, map(get, docs, repeat(key, n)))):
+        if not _INT_TYPES.issuperset(map(type, map(get, docs, repeat(own.get(key, key), n)))):
             return None
     payloads = list(map(dict.pop, docs, repeat("payload", n), repeat(None, n)))
     try:
