@@ -12,6 +12,7 @@ the part's size.
 from __future__ import annotations
 
 import hashlib
+import os
 from array import array
 from concurrent.futures import Future, ThreadPoolExecutor
 from itertools import accumulate
@@ -86,39 +87,27 @@ def rows_to_table(rows: list[tuple]) -> pa.Table:
     return pa.Table.from_batches([batch_to_arrow(rows_columns(rows))], schema=_schema())
 
 
-class _HashingFile:
-    """A binary file that hashes (SHA-256) what is written to it, in order:
-    the part's checksum comes with the writing (in the encoding thread)
-    instead of a second read of the file at commit."""
+class _Hasher:
+    """SHA-256 of a file that is only ever appended to, kept up as it grows:
+    :meth:`catch_up` hashes the bytes written since the last call (read back
+    from the page cache into one reused buffer).  The part's checksum then
+    comes with the writing, in the encoding thread, instead of a second read
+    of the whole file at commit."""
 
     def __init__(self, path: Path) -> None:
-        self._file = open(path, "wb")
+        self._fd = os.open(path, os.O_RDONLY)
+        self._buffer = bytearray(1 << 18)
         self.sha256 = hashlib.sha256()
-        self.written = 0
+        self.hashed = 0
 
-    def write(self, data) -> int:
-        self.sha256.update(data)
-        self.written += len(data)
-        return self._file.write(data)
-
-    def tell(self) -> int:
-        return self.written
-
-    def flush(self) -> None:
-        self._file.flush()
+    def catch_up(self) -> None:
+        view = memoryview(self._buffer)
+        while k := os.preadv(self._fd, [view], self.hashed):
+            self.sha256.update(view[:k])
+            self.hashed += k
 
     def close(self) -> None:
-        self._file.close()
-
-    @property
-    def closed(self) -> bool:
-        return self._file.closed
-
-    def writable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return False
+        os.close(self._fd)
 
 
 class ParquetPartWriter(PartWriter):
@@ -138,18 +127,14 @@ class ParquetPartWriter(PartWriter):
         self._buffered = 0
         self._pending: Future | None = None
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jobctl-parquet")
-        self._sink = _HashingFile(self.temp_path)
-        # buffered in Arrow: the encoding thread takes the GIL once per MiB written, not once per page
-        self._stream = pa.BufferedOutputStream(pa.PythonFile(self._sink, mode="w"), buffer_size=1 << 20,
-                                               memory_pool=_POOL)
+        self._pq = pq.ParquetWriter(str(self.temp_path), _schema(), compression="snappy",
+                                    use_dictionary=list(DICTIONARY_COLUMNS),
+                                    coerce_timestamps="us", allow_truncated_timestamps=False,
+                                    memory_pool=_POOL)
         try:
-            self._pq = pq.ParquetWriter(self._stream, _schema(), compression="snappy",
-                                        use_dictionary=list(DICTIONARY_COLUMNS),
-                                        coerce_timestamps="us", allow_truncated_timestamps=False,
-                                        memory_pool=_POOL)
+            self._hasher = _Hasher(self.temp_path)
         except BaseException:
-            self._stream.close()
-            self._pool.shutdown(wait=False)
+            self._pq.close()
             raise
 
     def _wait(self) -> None:
@@ -162,7 +147,12 @@ class ParquetPartWriter(PartWriter):
             table = pa.Table.from_batches(self._buffer, schema=_schema())
             self._buffer, self._buffered = [], 0
             self._wait()
-            self._pending = self._pool.submit(self._pq.write_table, table, row_group_size=table.num_rows)
+            self._pending = self._pool.submit(self._write_group, table)
+
+    def _write_group(self, table: pa.Table) -> None:
+        """One row group (in the encoding thread), then its bytes hashed."""
+        self._pq.write_table(table, row_group_size=table.num_rows)
+        self._hasher.catch_up()
 
     def _write_batch(self, batch: ColumnBatch) -> None:
         self._buffer.append(batch.arrow if batch.arrow is not None else batch_to_arrow(batch))
@@ -189,9 +179,10 @@ class ParquetPartWriter(PartWriter):
             self._pool.shutdown(wait=True)
             try:
                 self._pq.close()
+                self._hasher.catch_up()  # the footer
             finally:
-                self._stream.close()  # flushes, and closes the file
+                self._hasher.close()
                 self._pq = None
 
     def _written_sha256(self, size: int) -> str | None:
-        return self._sink.sha256.hexdigest() if self._sink.written == size else None
+        return self._hasher.sha256.hexdigest() if self._hasher.hashed == size else None
