@@ -242,7 +242,31 @@ def _packer():
     default, and such ids fail there with a one-line error.)"""
     from redis.connection import Encoder, PythonRespSerializer
 
-    return PythonRespSerializer(6000, Encoder("utf-8", "surrogateescape", False).encode)
+    try:
+        from hiredis import pack_command
+    except ImportError:
+        return PythonRespSerializer(6000, Encoder("utf-8", "surrogateescape", False).encode)
+    plain = frozenset({bytes, str, int, float})
+
+    class Packer(PythonRespSerializer):
+        """hiredis's packer (C: an MGET of 1,000 keys costs ~0.07 us a key
+        instead of ~0.3) for the commands whose arguments are all plain
+        ``bytes``, ``str``, ``int`` and ``float`` that it packs as redis-py
+        would; redis-py's for the rest (a ``str`` with surrogate escapes,
+        which hiredis refuses, memoryviews, subclasses)."""
+
+        def pack(self, *args):
+            if set(map(type, args)) <= plain:
+                first = args[0]
+                cmd = tuple(first.encode().split()) + args[1:] if type(first) is str else \
+                    tuple(first.split()) + args[1:] if b" " in first else args
+                try:
+                    return [pack_command(cmd)]
+                except UnicodeEncodeError:
+                    pass
+            return super().pack(*args)
+
+    return Packer(6000, Encoder("utf-8", "surrogateescape", False).encode)
 
 
 def make_client(target: Target, *, timeout_s: float = 5.0):

@@ -3,7 +3,7 @@
 ``jobctl export`` (seed 000 section 22, "export: send to audit/object
 storage") walks one or more states of a queue in bounded batches
 (:meth:`jobctl.layouts.base.Layout.iter_batches`, or unparsed windows
-where the layout has them: :mod:`.columns`) and writes typed rows
+where the layout has them: :mod:`.columns`, :mod:`.arrow_columns`) and writes typed rows
 (:mod:`.schema`) to part files in one of three formats (:mod:`.writer`),
 with a ``manifest.json`` (:mod:`.manifest`) that records the selector, the
 counts per state, the schema version, the snapshot time, the source server
@@ -17,7 +17,8 @@ The export is also the fence of "export, then purge" and the input of
 or a redrive plan into the ``{job id: payload SHA1}`` fence of an
 :class:`~jobctl.ops.spec.OpSpec`.
 
-pyarrow is imported only by the Parquet writer and reader.
+pyarrow is imported only by the Parquet writer, its column path
+(:mod:`.arrow_columns`) and the reader.
 """
 
 from __future__ import annotations

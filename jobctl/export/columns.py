@@ -33,7 +33,7 @@ from ..model import ENVELOPE_FIELDS
 from .rows import TS_MAX_MS, TS_MIN_MS, _dumps, _int, _ts, _utf8
 from .schema import COLUMNS, NAMES, column_index
 
-__all__ = ["Const", "ColumnBatch", "window_columns", "rows_columns"]
+__all__ = ["Const", "ColumnBatch", "window_columns", "window_extras", "rows_columns"]
 
 _I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
 _NONE = type(None)
@@ -72,14 +72,19 @@ class ColumnBatch:
     :class:`Const` per column, in :data:`~jobctl.export.schema.COLUMNS`
     order).  ``raw_is_bytes``: the ``raw`` column holds the stored bytes,
     known to be UTF-8 (text formats decode them, Parquet takes them as they
-    are)."""
+    are).  ``arrow``: the rows already as a ``pyarrow.RecordBatch`` with the
+    export schema (Parquet's column path, :mod:`.arrow_columns`), ``columns``
+    then empty."""
 
     n: int
     columns: list[list | Const]
     raw_is_bytes: bool = False
+    arrow: Any = None
 
     def column(self, index: int) -> list:
         """Column ``index`` as a list of ``n`` values."""
+        if self.arrow is not None:
+            return _arrow_column(self.arrow, index)
         col = self.columns[index]
         if isinstance(col, Const):
             return [col.value] * self.n
@@ -89,6 +94,8 @@ class ColumnBatch:
 
     def rows(self) -> Iterator[tuple]:
         """The rows as tuples, as :func:`~jobctl.export.rows.record_row` gives them."""
+        if self.arrow is not None:
+            return zip(*(self.column(i) for i in range(len(COLUMNS))))
         cols = [repeat(c.value, self.n) if isinstance(c, Const) else c for c in self.columns]
         if self.raw_is_bytes:
             cols[_RAW] = self.column(_RAW)
@@ -97,10 +104,23 @@ class ColumnBatch:
     @property
     def malformed(self) -> int:
         """How many rows are flagged ``malformed``."""
+        if self.arrow is not None:
+            return self.arrow.column(_MALFORMED).true_count
         col = self.columns[_MALFORMED]
         if isinstance(col, Const):
             return self.n if col.value else 0
         return sum(1 for v in col if v)
+
+
+def _arrow_column(batch, index: int) -> list:
+    """Column ``index`` of an Arrow record batch as row values (timestamps in epoch ms)."""
+    arr = batch.column(index)
+    if COLUMNS[index].kind == "timestamp":
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        arr = pc.divide(arr.cast(pa.int64()), 1000)
+    return arr.to_pylist()
 
 
 def rows_columns(rows: list[tuple]) -> ColumnBatch:
@@ -120,6 +140,28 @@ def _ints_ok(values: list, lo: int, hi: int) -> bool:
         if not values:
             return True
     return lo <= min(values) and max(values) <= hi
+
+
+def window_extras(docs: list[dict]) -> tuple[list, list, list] | None:
+    """``(extra_json, redriven_at, redrive_count)`` columns of parsed
+    envelopes with keys outside :data:`~jobctl.model.ENVELOPE_FIELDS`
+    (``None`` in the rows without), or ``None`` when a redrive record there
+    would be flagged (the record path then)."""
+    n = len(docs)
+    problems: list[str] = []
+    extra_json: list = [None] * n
+    redriven: list = [None] * n
+    count: list = [None] * n
+    for i, d in enumerate(docs):
+        if _KNOWN.issuperset(d):
+            continue
+        extra = {k: v for k, v in d.items() if k not in _KNOWN}
+        extra_json[i] = _dumps(extra)
+        redriven[i] = _ts(extra.get("redrivenAtEpochMs"), "redrivenAtEpochMs", problems)
+        count[i] = _int(extra.get("redriveCount"), "redriveCount", problems)
+    if problems:
+        return None
+    return extra_json, redriven, count
 
 
 def window_columns(w: RawWindow, queue: str, layout: str) -> ColumnBatch | None:
@@ -170,22 +212,12 @@ def window_columns(w: RawWindow, queue: str, layout: str) -> ColumnBatch | None:
     payloads = list(map(get, docs, repeat("payload", n)))
     out["payload_json"] = [None if p is None else _dumps(p) for p in payloads]
     # one union of every key of the window first: a window without unknown keys is the common case
-    odd = [] if _KNOWN.issuperset(set().union(*docs)) else [i for i, d in enumerate(docs)
-                                                            if not _KNOWN.issuperset(d)]
-    if odd:
-        problems: list[str] = []
-        extra_json: list = [None] * n
-        redriven: list = [None] * n
-        count: list = [None] * n
-        for i in odd:
-            extra = {k: v for k, v in docs[i].items() if k not in _KNOWN}
-            extra_json[i] = _dumps(extra)
-            redriven[i] = _ts(extra.get("redrivenAtEpochMs"), "redrivenAtEpochMs", problems)
-            count[i] = _int(extra.get("redriveCount"), "redriveCount", problems)
-        if problems:
-            return None
-        out["extra_json"], out["redriven_at"], out["redrive_count"] = extra_json, redriven, count
-    else:
+    if _KNOWN.issuperset(set().union(*docs)):
         out["extra_json"] = out["redriven_at"] = out["redrive_count"] = Const(None)
+    else:
+        extras = window_extras(docs)
+        if extras is None:
+            return None
+        out["extra_json"], out["redriven_at"], out["redrive_count"] = extras
     return ColumnBatch(n, [out[name] for name in NAMES], raw_is_bytes=True)
 

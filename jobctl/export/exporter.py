@@ -49,7 +49,7 @@ from ..filter import MATCH_ALL, Filter
 from ..model import State
 from . import FORMATS
 from .manifest import MANIFEST_NAME, Manifest, PartInfo, find_manifest
-from .columns import rows_columns, window_columns
+from .columns import ColumnBatch, rows_columns, window_columns
 from .rows import record_row
 from .source import selects, walk
 from .writer import PartWriter, open_writer
@@ -231,6 +231,12 @@ def _run(layout, out: Path, m: Manifest, res: ExportResult, states, flt: Filter,
         m.scanned = {s.value: scanned.get(s.value, 0) for s in states}
         m.save(out)
 
+    arrow_window = None
+    if fmt == "parquet" and flt.is_match_all:
+        try:
+            from .arrow_columns import window_record_batch as arrow_window
+        except ImportError:  # no pyarrow: open_writer says so
+            pass
     try:
         fast = flt.is_match_all
         for sb in walk(layout, states, batch, raw=fast):
@@ -243,7 +249,13 @@ def _run(layout, out: Path, m: Manifest, res: ExportResult, states, flt: Filter,
                                        f"{expected_last!r}")
                 continue
             scanned[sb.state.value] += sb.size
-            cols = window_columns(sb.window, layout.queue_name, layout.name) if sb.window is not None else None
+            cols = None
+            if sb.window is not None:
+                if arrow_window is not None:  # Parquet: the window straight to an Arrow record batch
+                    rb = arrow_window(sb.window, layout.queue_name, layout.name)
+                    cols = None if rb is None else ColumnBatch(rb.num_rows, [], arrow=rb)
+                if cols is None:
+                    cols = window_columns(sb.window, layout.queue_name, layout.name)
             if cols is None:  # the record-by-record path: a filter, a layout without raw windows, odd values
                 if fast:
                     rows = [record_row(rec) for rec in sb.records]

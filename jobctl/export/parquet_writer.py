@@ -11,6 +11,8 @@ the part's size.
 
 from __future__ import annotations
 
+import hashlib
+import os
 from array import array
 from concurrent.futures import Future, ThreadPoolExecutor
 from itertools import accumulate
@@ -85,6 +87,29 @@ def rows_to_table(rows: list[tuple]) -> pa.Table:
     return pa.Table.from_batches([batch_to_arrow(rows_columns(rows))], schema=_schema())
 
 
+class _Hasher:
+    """SHA-256 of a file that is only ever appended to, kept up as it grows:
+    :meth:`catch_up` hashes the bytes written since the last call (read back
+    from the page cache into one reused buffer).  The part's checksum then
+    comes with the writing, in the encoding thread, instead of a second read
+    of the whole file at commit."""
+
+    def __init__(self, path: Path) -> None:
+        self._fd = os.open(path, os.O_RDONLY)
+        self._buffer = bytearray(1 << 18)
+        self.sha256 = hashlib.sha256()
+        self.hashed = 0
+
+    def catch_up(self) -> None:
+        view = memoryview(self._buffer)
+        while k := os.preadv(self._fd, [view], self.hashed):
+            self.sha256.update(view[:k])
+            self.hashed += k
+
+    def close(self) -> None:
+        os.close(self._fd)
+
+
 class ParquetPartWriter(PartWriter):
     """Writes rows to one Parquet file, a row group per ``row_group_rows``.
 
@@ -106,6 +131,11 @@ class ParquetPartWriter(PartWriter):
                                     use_dictionary=list(DICTIONARY_COLUMNS),
                                     coerce_timestamps="us", allow_truncated_timestamps=False,
                                     memory_pool=_POOL)
+        try:
+            self._hasher = _Hasher(self.temp_path)
+        except BaseException:
+            self._pq.close()
+            raise
 
     def _wait(self) -> None:
         if self._pending is not None:
@@ -117,10 +147,15 @@ class ParquetPartWriter(PartWriter):
             table = pa.Table.from_batches(self._buffer, schema=_schema())
             self._buffer, self._buffered = [], 0
             self._wait()
-            self._pending = self._pool.submit(self._pq.write_table, table, row_group_size=table.num_rows)
+            self._pending = self._pool.submit(self._write_group, table)
+
+    def _write_group(self, table: pa.Table) -> None:
+        """One row group (in the encoding thread), then its bytes hashed."""
+        self._pq.write_table(table, row_group_size=table.num_rows)
+        self._hasher.catch_up()
 
     def _write_batch(self, batch: ColumnBatch) -> None:
-        self._buffer.append(batch_to_arrow(batch))
+        self._buffer.append(batch.arrow if batch.arrow is not None else batch_to_arrow(batch))
         self._buffered += batch.n
         if self._buffered >= self.row_group_rows:
             self._flush()
@@ -142,5 +177,12 @@ class ParquetPartWriter(PartWriter):
             self._wait()
         finally:
             self._pool.shutdown(wait=True)
-            self._pq.close()
-            self._pq = None
+            try:
+                self._pq.close()
+                self._hasher.catch_up()  # the footer
+            finally:
+                self._hasher.close()
+                self._pq = None
+
+    def _written_sha256(self, size: int) -> str | None:
+        return self._hasher.sha256.hexdigest() if self._hasher.hashed == size else None
