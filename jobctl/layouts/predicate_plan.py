@@ -146,7 +146,9 @@ class _Walk:
         conn = client.connection
         prefix = keys.job("").encode("utf-8", "surrogateescape")
         self.tag = keys.tag
-        self.mine: list[tuple[str, bytearray, list[bytes]]] = []
+        # per window: digest, match bitmap, matched ids (a list until its
+        # group is confirmed, then one bytes string: ~31 bytes a match)
+        self.mine: list[tuple[str, bytearray | bytes, list[bytes] | bytes]] = []
         self.last, self.last_ids = -1, []
         head = _bulk("EVALSHA") + _bulk(sha)
         tail_args = _bulk(program) + _bulk("1" if self.skip_bad else "0") + _bulk(prefix)
@@ -210,7 +212,7 @@ class _Walk:
             w_last, i_last = divmod(self.last, SCAN_WINDOW)
             mine = self.mine
             mine[w_last] = (_digest(prefix, self.last_ids[:i_last + 1]), mine[w_last][1], mine[w_last][2])
-            self.windows[shard] = [(d, bytes(b), b"\n".join(m)) for d, b, m in mine[:w_last + 1]]
+            self.windows[shard] = mine[:w_last + 1]
 
     def _confirm(self, g: _Group, raws: list) -> None:
         """Decide ``g``'s candidates with jobctl's own reader and filter (their
@@ -248,6 +250,9 @@ class _Walk:
                 self.sample.append(job_id)
         plan.dangling += [text(ids[k]) for k in sorted(g.dangling)]  # in walk order, as the walk lists them
         plan.malformed += [text(ids[k]) for k in sorted(g.malformed)]
+        for w in range(g.base, g.base + len(g.bounds)):  # final: the matches' ids as one bytes string
+            d, b, m = self.mine[w]
+            self.mine[w] = (d, bytes(b), b"\n".join(m))
 
 
 def _read(client, conn, command: str):
