@@ -39,6 +39,7 @@ from ..filter.lua_predicate import decodes, lua_program
 from ..model import parse_envelope
 from ..ops.plan import Plan, PredicateRange
 from ..ops.spec import OpSpec
+from ..ops.pipeline import _bulk
 from ..ops.window_tail import _key_blob
 from ..scripts import script
 from .common import text
@@ -138,8 +139,6 @@ class _Walk:
 
     def shard(self, client, shard: int, keys, sha: str, program: bytes) -> None:
         """Walk one shard's dead list, pipelined (one group in flight)."""
-        from ..ops.pipeline import _bulk
-
         total = client.llen(keys.dead)
         if not total:
             return
@@ -189,7 +188,7 @@ class _Walk:
                 break
             if cur is not None:
                 for w, (lo, hi) in enumerate(cur.bounds):
-                    r = _read(client, conn, "EVALSHA")
+                    r = client.parse_response(conn, "EVALSHA")
                     nd, nm = int(r[1]), int(r[2])
                     rest = [int(x) for x in r[3:]]
                     self.plan.scanned += hi - lo
@@ -198,10 +197,10 @@ class _Walk:
                     cur.cands += [(w, lo + i - 1) for i in rest[nd + nm:]]
                     self.mine.append((_digest(prefix, ids[lo:hi]), bytearray((hi - lo + 7) // 8), []))
                 if k + 1 < len(starts):
-                    ids = _read(client, conn, "LRANGE")
+                    ids = client.parse_response(conn, "LRANGE")
                     ids.reverse()
             if sent_mget:
-                confirm = (mget, _read(client, conn, "MGET"))
+                confirm = (mget, client.parse_response(conn, "MGET"))
             elif mget is not None:
                 confirm = (mget, [])
             mget = cur
@@ -253,11 +252,6 @@ class _Walk:
         for w in range(g.base, g.base + len(g.bounds)):  # final: the matches' ids as one bytes string
             d, b, m = self.mine[w]
             self.mine[w] = (d, bytes(b), b"\n".join(m))
-
-
-def _read(client, conn, command: str):
-    """One reply of a pipelined round trip; an error reply raised."""
-    return client.parse_response(conn, command)
 
 
 def _digest(prefix: bytes, ids: list[bytes]) -> str:
