@@ -70,99 +70,106 @@ local function jc_pred_clean(doc)
   return 'clean'
 end
 
--- the program as one closure eval(id, doc), built once per call (no
--- table per job): the filter's value on a clean document
-local function jc_pred_build(prog)
+-- the closure of a postfix program: logic.AND(a, b), logic.OR(a, b),
+-- logic.NOT(a) combine closures, clause(t) makes one for a clause
+local function jc_pred_fold(prog, logic, clause)
   local st, sp = {}, 0
   for j = 1, #prog do
     local t = prog[j]
     local k = t[1]
     if k == 'and' or k == 'or' then
       local b = st[sp]; sp = sp - 1
-      local a = st[sp]
-      if k == 'and' then st[sp] = function(id, d) return a(id, d) and b(id, d) end
-      else st[sp] = function(id, d) return a(id, d) or b(id, d) end end
+      st[sp] = (k == 'and' and logic.AND or logic.OR)(st[sp], b)
     elseif k == 'not' then
-      local a = st[sp]
-      st[sp] = function(id, d) return not a(id, d) end
+      st[sp] = logic.NOT(st[sp])
     else
-      local key, op, x = t[2], t[3], t[4]
-      local get
-      if key == '' then get = function(id, d) return id end else get = function(id, d) return d[key] end end
-      local tx = type(x)
-      local e
-      -- a missing (or null) value, or one of another type, matches only !=
-      if op == '=' then e = function(id, d) return get(id, d) == x end
-      elseif op == '!=' then e = function(id, d) return get(id, d) ~= x end
-      elseif op == '<' then e = function(id, d) local v = get(id, d); return type(v) == tx and v < x end
-      elseif op == '<=' then e = function(id, d) local v = get(id, d); return type(v) == tx and v <= x end
-      elseif op == '>' then e = function(id, d) local v = get(id, d); return type(v) == tx and v > x end
-      else e = function(id, d) local v = get(id, d); return type(v) == tx and v >= x end end
       sp = sp + 1
-      st[sp] = e
+      st[sp] = clause(t)
     end
   end
   return st[1]
 end
 
--- the quick rule-out as one closure q(id, raw) -> true, false or nil
--- (unknown), for a raw envelope without a backslash
-local function jc_pred_quick(prog)
-  local st, sp = {}, 0
-  local exact = true  -- every clause a needle or the id: cjson can only rule out more
-  local by_id = false  -- a clause on the id
-  for j = 1, #prog do
-    local t = prog[j]
-    local k = t[1]
-    if k == 'and' or k == 'or' then
-      local b = st[sp]; sp = sp - 1
-      local a = st[sp]
-      if k == 'and' then
-        st[sp] = function(id, r)
-          local x = a(id, r)
-          if x == false then return false end
-          local y = b(id, r)
-          if y == false then return false end
-          if x and y then return true end
-          return nil
-        end
-      else
-        st[sp] = function(id, r)
-          local x = a(id, r)
-          if x then return true end
-          local y = b(id, r)
-          if y then return true end
-          if x == false and y == false then return false end
-          return nil
-        end
-      end
-    elseif k == 'not' then
-      local a = st[sp]
-      st[sp] = function(id, r) local x = a(id, r); if x == nil then return nil end; return not x end
-    else
-      local key, op, x = t[2], t[3], t[4]
-      local e
-      if key == '' then
-        by_id = true
-        local full = jc_pred_build({ t })
-        e = function(id, r) return full(id, nil) end
-      elseif type(x) == 'string' and (op == '=' or op == '!=') and string.find(x, '^[ -~]*$')
-          and not string.find(x, '["\\]') then
-        local needle = '"' .. x .. '"'
-        local absent = op == '!='  -- the clause's value when the needle is absent
-        e = function(id, r)
-          if string.find(r, needle, 1, true) then return nil end
-          return absent
-        end
-      else
-        exact = false
-        e = function(id, r) return nil end
-      end
-      sp = sp + 1
-      st[sp] = e
+-- two-valued logic over a clean document
+local JC_BOOL = {
+  AND = function(a, b) return function(id, d) return a(id, d) and b(id, d) end end,
+  OR = function(a, b) return function(id, d) return a(id, d) or b(id, d) end end,
+  NOT = function(a) return function(id, d) return not a(id, d) end end,
+}
+
+-- Kleene logic: true, false or nil (unknown)
+local JC_KLEENE = {
+  AND = function(a, b)
+    return function(id, r)
+      local x = a(id, r)
+      if x == false then return false end
+      local y = b(id, r)
+      if y == false then return false end
+      if x and y then return true end
+      return nil
     end
+  end,
+  OR = function(a, b)
+    return function(id, r)
+      local x = a(id, r)
+      if x then return true end
+      local y = b(id, r)
+      if y then return true end
+      if x == false and y == false then return false end
+      return nil
+    end
+  end,
+  NOT = function(a) return function(id, r) local x = a(id, r); if x == nil then return nil end; return not x end end,
+}
+
+-- one clause's value on a clean document
+local function jc_pred_clause(t)
+  local key, op, x = t[2], t[3], t[4]
+  local get
+  if key == '' then get = function(id, d) return id end else get = function(id, d) return d[key] end end
+  local tx = type(x)
+  -- a missing (or null) value, or one of another type, matches only !=
+  if op == '=' then return function(id, d) return get(id, d) == x end
+  elseif op == '!=' then return function(id, d) return get(id, d) ~= x end
+  elseif op == '<' then return function(id, d) local v = get(id, d); return type(v) == tx and v < x end
+  elseif op == '<=' then return function(id, d) local v = get(id, d); return type(v) == tx and v <= x end
+  elseif op == '>' then return function(id, d) local v = get(id, d); return type(v) == tx and v > x end
   end
-  return st[1], exact, by_id
+  return function(id, d) local v = get(id, d); return type(v) == tx and v >= x end
+end
+
+-- the program as one closure eval(id, doc), built once per call (no
+-- table per job): the filter's value on a clean document
+local function jc_pred_build(prog)
+  return jc_pred_fold(prog, JC_BOOL, jc_pred_clause)
+end
+
+-- the quick rule-out as one closure q(id, raw) -> true, false or nil
+-- (unknown), for a raw envelope without \u or \/ escapes; also whether
+-- every clause is a needle or on the id (cjson could only rule out more),
+-- and whether a clause reads the id
+local function jc_pred_quick(prog)
+  local exact, by_id = true, false
+  local q = jc_pred_fold(prog, JC_KLEENE, function(t)
+    local op, x = t[3], t[4]
+    if t[2] == '' then
+      by_id = true
+      local full = jc_pred_clause(t)
+      return function(id, r) return full(id, nil) end
+    end
+    if type(x) == 'string' and (op == '=' or op == '!=') and string.find(x, '^[ -~]*$')
+        and not string.find(x, '["\\]') then
+      local needle = '"' .. x .. '"'
+      local absent = op == '!='  -- the clause's value when the needle is absent
+      return function(id, r)
+        if string.find(r, needle, 1, true) then return nil end
+        return absent
+      end
+    end
+    exact = false
+    return function(id, r) return nil end
+  end)
+  return q, exact, by_id
 end
 
 local function jc_pred_load(text)
