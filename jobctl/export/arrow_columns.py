@@ -32,7 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..layouts.raw import RawWindow
-from .columns import _FIELDS, _I64_MAX, _I64_MIN, _KNOWN, _REQUIRED, _ints_ok, window_extras
+from .columns import _FIELDS, _I64_MAX, _I64_MIN, _KNOWN, _REQUIRED, _ints_ok, window_docs, window_extras
 from .rows import TS_MAX_MS, TS_MIN_MS, _utf8
 from .schema import COLUMNS, NAMES, arrow_schema
 
@@ -119,16 +119,13 @@ def window_record_batch(w: RawWindow, queue: str, layout: str) -> pa.RecordBatch
     or record by record).  ``queue`` and ``layout`` are the layout's names.
     Never raises for odd contents.
     """
-    n = len(w.ids)
-    raws = w.raws
-    if n == 0 or len(raws) != n or set(map(type, raws)) != {bytes}:  # None: a dangling id
+    docs = window_docs(w)
+    if docs is None:
         return None
+    n, raws = len(w.ids), w.raws
     try:
-        docs = list(map(orjson.loads, raws))
-        ids = pa.array(w.ids, type=_STR, memory_pool=_POOL)  # an undecodable id goes the slow path
-    except (orjson.JSONDecodeError, TypeError, UnicodeEncodeError, pa.ArrowException):
-        return None
-    if set(map(type, docs)) != {dict}:
+        ids = pa.array(w.ids, type=_STR, memory_pool=_POOL)
+    except (TypeError, UnicodeEncodeError, pa.ArrowException):
         return None
     cols: dict[str, pa.Array] = {
         "queue": _const("queue", _utf8(queue), n), "layout": _const("layout", _utf8(layout), n),

@@ -164,6 +164,23 @@ def window_extras(docs: list[dict]) -> tuple[list, list, list] | None:
     return extra_json, redriven, count
 
 
+def window_docs(w: RawWindow) -> list[dict] | None:
+    """Every envelope of ``w`` parsed once with orjson, or ``None`` when a
+    fast path cannot take the window: empty, a dangling id (no payload), an
+    id with undecodable bytes (escaped on the slow path), an envelope that is
+    not JSON or not an object.  Never raises for odd contents."""
+    n = len(w.ids)
+    raws = w.raws
+    if n == 0 or len(raws) != n or set(map(type, raws)) != {bytes}:  # None: a dangling id
+        return None
+    try:
+        docs = list(map(orjson.loads, raws))
+        "".join(w.ids).encode("utf-8")
+    except (orjson.JSONDecodeError, TypeError, UnicodeEncodeError):
+        return None
+    return docs if set(map(type, docs)) == {dict} else None
+
+
 def window_columns(w: RawWindow, queue: str, layout: str) -> ColumnBatch | None:
     """The export rows of every job of ``w`` as columns, or ``None`` when the
     window holds a value the fast path does not take (then build the rows
@@ -172,17 +189,10 @@ def window_columns(w: RawWindow, queue: str, layout: str) -> ColumnBatch | None:
     ``queue`` and ``layout`` are the layout's names.  Never raises for odd
     contents.
     """
-    n = len(w.ids)
-    raws = w.raws
-    if n == 0 or len(raws) != n or set(map(type, raws)) != {bytes}:  # None: a dangling id
+    docs = window_docs(w)
+    if docs is None:
         return None
-    try:
-        docs = list(map(orjson.loads, raws))
-        "".join(w.ids).encode("utf-8")  # an id with undecodable bytes is escaped on the slow path
-    except (orjson.JSONDecodeError, TypeError, UnicodeEncodeError):
-        return None
-    if set(map(type, docs)) != {dict}:
-        return None
+    n, raws = len(w.ids), w.raws
     get = dict.get
     out: dict[str, list | Const] = {
         "queue": Const(_utf8(queue)), "layout": Const(_utf8(layout)), "shard": Const(_utf8(w.shard)),
