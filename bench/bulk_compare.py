@@ -160,54 +160,67 @@ def _targets(runs: list[dict]) -> list[list[Any]]:
     return rows
 
 
+def _tasks(pid: int) -> list[int]:
+    """Every thread id of process ``pid`` (``/proc/PID/task``); ``[]`` once
+    it has gone.  ``sched_setaffinity`` acts on one thread, so pinning a
+    process means pinning each of its threads."""
+    try:
+        return [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+    except OSError:
+        return []
+
+
 def _pin(srv: _Server) -> None:
-    """``--pin``: the server (ours: its pid; a ``--url`` server is left
-    alone) and the probe on CPU 0, this process and so every client it
-    starts on CPU 1."""
+    """``--pin``: the server's main thread (ours: its pid; a ``--url`` server
+    is left alone) and the probe on CPU 0; the server's other threads
+    (``bio_*``, jemalloc's background purger), this process and so every
+    client it starts on CPU 1."""
     from probe import PROBE_CPU_ENV
 
     if srv.own is not None and srv.own.pid:
-        os.sched_setaffinity(srv.own.pid, {0})
+        for tid in _tasks(srv.own.pid):
+            os.sched_setaffinity(tid, {0} if tid == srv.own.pid else {1})
     os.sched_setaffinity(0, {1})
     os.environ[PROBE_CPU_ENV] = "0"
-    note("pinned: server and PING probe (real-time where permitted) on CPU 0, clients on CPU 1")
+    note("pinned: server's main thread and PING probe (real-time where permitted) on CPU 0, "
+         "the server's other threads and the clients on CPU 1")
 
 
 def _isolate(srv: _Server) -> dict[int, set[int]]:
-    """``--isolate``: every process but the server moved to CPU 1 (their
-    children inherit it); returns ``{pid: affinity before}`` for
-    :func:`_restore`.  Kernel threads and processes that refuse are left
+    """``--isolate``: every thread of every process but the server moved to
+    CPU 1 (their children inherit it); returns ``{tid: affinity before}``
+    for :func:`_restore`.  Kernel threads and threads that refuse are left
     alone."""
     keep = {srv.own.pid} if srv.own is not None and srv.own.pid else set()
     before: dict[int, set[int]] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit() or int(entry) in keep:
             continue
-        pid = int(entry)
-        try:
-            before[pid] = os.sched_getaffinity(pid)
-            os.sched_setaffinity(pid, {1})
-        except OSError:
-            before.pop(pid, None)
-    note(f"isolated: {len(before)} other processes moved to CPU 1 for the run")
+        for tid in _tasks(int(entry)):
+            try:
+                before[tid] = os.sched_getaffinity(tid)
+                os.sched_setaffinity(tid, {1})
+            except OSError:
+                before.pop(tid, None)
+    note(f"isolated: {len(before)} threads of other processes moved to CPU 1 for the run")
     return before
 
 
 def _restore(before: dict[int, set[int]]) -> None:
-    """Undo :func:`_isolate`: each moved process gets its affinity back, and
-    any process started since on CPU 1 alone gets every CPU."""
+    """Undo :func:`_isolate`: each moved thread gets its affinity back, and
+    any thread started since on CPU 1 alone gets every CPU."""
     every = set(range(os.cpu_count() or 1))
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
-        pid = int(entry)
-        try:
-            if pid in before:
-                os.sched_setaffinity(pid, before[pid])
-            elif os.sched_getaffinity(pid) == {1}:
-                os.sched_setaffinity(pid, every)
-        except OSError:
-            pass
+        for tid in _tasks(int(entry)):
+            try:
+                if tid in before:
+                    os.sched_setaffinity(tid, before[tid])
+                elif os.sched_getaffinity(tid) == {1}:
+                    os.sched_setaffinity(tid, every)
+            except OSError:
+                pass
 
 
 def _op_per_s(run: dict) -> float | None:
