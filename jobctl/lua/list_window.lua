@@ -378,37 +378,34 @@ end
 -- tail mode with a filtered plan (W = 0 and ARGV[16..17]): the window's
 -- elements leave the tail in one RPOP with a count (the window is <= BULK:
 -- the client's plan windows), each checked against its expected id; then
--- in runs, in the order of one LMOVE each: the plan's matches to the target
--- (one LPUSH under redis.pcall: a refused one sends its run to the hold,
--- each job with code "error:<msg>"), everything else to the hold.
+-- the plan's matches reach the target in one LPUSH (under redis.pcall) and
+-- everything else the hold in one LPUSH.  Each list gets its elements in
+-- the order of one LMOVE each, as the lists are distinct.  A refused LPUSH
+-- sends the whole window to the hold, in order, each match with code
+-- "error:<msg>".
 local function pred_runs(els, acts)
-  local m, j = #els, 1
-  while j <= m do
-    local a = acts[j]
-    local e = j
-    while e < m and (acts[e + 1] == 'move') == (a == 'move') do e = e + 1 end
-    local run = { unpack(els, j, e) }
-    local failed = nil
-    if a == 'move' then
-      local r = redis.pcall('LPUSH', target, unpack(run))
-      if type(r) == 'table' and r['err'] then failed = 'error:' .. tostring(r['err']) end
-    end
-    if a == 'move' and not failed then
-      for x = 1, #run do
-        moved_ids[#moved_ids + 1] = run[x]
-        met[#met + 1] = j + x - 1; met[#met + 1] = 'moved'
-      end
-      moved = moved + #run
-    else
-      redis.call('LPUSH', hold, unpack(run))
-      held = held + #run
-      for x = j, e do
-        local code = failed or acts[x]
-        if code ~= 'hold' then met[#met + 1] = x; met[#met + 1] = code end
-      end
-    end
-    j = e + 1
+  local mv, hd = {}, {}
+  for j = 1, #els do
+    if acts[j] == 'move' then mv[#mv + 1] = els[j] else hd[#hd + 1] = els[j] end
   end
+  local failed = nil
+  if #mv > 0 then
+    local r = redis.pcall('LPUSH', target, unpack(mv))
+    if type(r) == 'table' and r['err'] then failed = 'error:' .. tostring(r['err']); hd = els end
+  end
+  if #hd > 0 then redis.call('LPUSH', hold, unpack(hd)) end
+  held = held + #hd
+  for j = 1, #els do
+    local a = acts[j]
+    if a == 'move' and not failed then
+      moved_ids[#moved_ids + 1] = els[j]
+      met[#met + 1] = j; met[#met + 1] = 'moved'
+    else
+      local code = (a == 'move' and failed) or a
+      if code ~= 'hold' then met[#met + 1] = j; met[#met + 1] = code end
+    end
+  end
+  if not failed then moved = moved + #mv end
 end
 
 if prog then
