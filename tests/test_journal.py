@@ -135,8 +135,9 @@ def test_interrupted_run_is_journaled(redis_client, monkeypatch):
                    argv=["jobctl", "redrive", "email", "--yes"])
     assert res.interrupted
     [entry] = stream_entries(redis_client)
-    # stopped between round trips: the window calls of the first one (8 of 5 jobs) all count
-    moved = 5 * window.tail_depth(None, 5)
+    # stopped between round trips: the window calls of the first one (8 of 5 jobs) and of the one
+    # already in flight behind it (window.TAIL_AHEAD) all count
+    moved = 5 * window.tail_depth(None, 5) * window.TAIL_AHEAD
     assert entry["interrupted"] is True and entry["moved"] == res.moved == moved and entry["planned"] == 100
     assert entry["command"] == "jobctl redrive email --yes"
     assert local_entries() == [entry]

@@ -404,6 +404,59 @@ def test_unfiltered_plan_keeps_no_per_job_data_and_takes_exactly_its_tail(redis_
     assert len(recs) == 39
 
 
+@pytest.mark.parametrize("flt", [None, "tenant = tenant_1"])
+def test_tail_walk_with_two_round_trips_in_flight_stops_with_every_call_that_ran_counted(redis_client, monkeypatch,
+                                                                                       flt):
+    """Tail mode keeps two round trips in flight (the engine's own
+    connection): the first one's last result does not end the run, and
+    ``stop()``, polled before a third is sent, lets the second finish; every
+    call that ran is counted and a rerun moves the rest, in order."""
+    from jobctl.layouts import predicate_plan
+    from jobctl.ops.plan import PredicateRange, TailRange
+
+    monkeypatch.setattr(window, "ROUND_TRIP_POSITIONS", 20)  # 2 calls of 10 a round trip
+    monkeypatch.setattr(predicate_plan, "SCAN_WINDOW", 10)  # a filtered plan's windows: one a call
+    jobs = simple_dead(redis_client, "email", 200)  # tenant_1 .. tenant_5 in turn, jobs[0] the oldest
+    want = [j for n, j in enumerate(jobs) if not flt or n % 5 == 0]
+    lay = rl_layout(redis_client)
+    spec = OpSpec(Operation.REDRIVE, "email", State.DEAD, State.READY, **({"filter": compile_filter(flt)} if flt else {}))
+    plan = lay.plan(spec)
+    assert isinstance(plan.jobs, PredicateRange if flt else TailRange) and plan.planned == len(want)
+    seen: list[int] = []
+    res = run_plan(lay, plan, batch=10, progress=lambda d, t: seen.append(d), stop=lambda: len(seen) >= 1,
+                   journal=False)
+    walked = 40  # two round trips of 20 positions: the one in flight when stop() turned true finished
+    assert res.interrupted and res.moved == len([j for j in want if jobs.index(j) < walked])
+    assert res.moved == len(ids(redis_client, K.ready)) and res.skipped == 0
+    assert not redis_client.exists(K.hold) and not redis_client.exists(K.lease)
+    assert_consistent(redis_client, ["email"])
+    res2 = run_plan(lay, lay.plan(spec), journal=False)
+    assert (res2.moved, res2.skipped, res2.failed) == (len(want) - res.moved, 0, 0)
+    assert ids(redis_client, K.ready) == list(reversed(want))  # the oldest dead job first, across the stop
+
+
+def test_tail_walk_script_cache_flushed_with_round_trips_in_flight_moves_each_job_once(redis_client, monkeypatch):
+    """A flush lands while two round trips are in flight (both refused,
+    NOSCRIPT): both are run again in order and the ids read ahead are read
+    again, so every job moves exactly once, in order."""
+    monkeypatch.setattr(window, "ROUND_TRIP_POSITIONS", 20)
+    jobs = simple_dead(redis_client, "email", 300)
+    lay = rl_layout(redis_client)
+    plan = lay.plan(OpSpec(Operation.REDRIVE, "email", State.DEAD, State.READY))
+    flushed: list[int] = []
+
+    def progress(done, total):
+        if done in (40, 160):  # twice: a round trip after each is already in flight
+            flushed.append(done)
+            redis_client.script_flush()
+
+    res = run_plan(lay, plan, batch=10, progress=progress, journal=False)
+    assert flushed == [40, 160] and (res.moved, res.skipped, res.failed) == (300, 0, 0)
+    assert ids(redis_client, K.ready) == list(reversed(jobs))
+    assert not redis_client.exists(K.dead) and not redis_client.exists(K.hold)
+    assert len(redis_client.hgetall(K.redriven)) == 300
+
+
 def test_unfiltered_purge_crash_mid_walk_then_rerun(redis_client, redis_url, run):
     jobs = simple_dead(redis_client, "email", 60)
     crash = CRASH.replace('filter=compile_filter("error = HTTP_503")', "").replace(

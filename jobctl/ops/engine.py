@@ -99,7 +99,8 @@ def run_plan(layout: Layout, plan: Plan, *, dry_run: bool = False, rate: float |
     layout, pinned = _pinned(layout)
     sources = layout.sources(spec)
     if sources:
-        batches = drive(sources, plan, batch=batch, depth=1 if rate else None)
+        # with --rate one call a round trip and one round trip at a time
+        batches = drive(sources, plan, batch=batch, depth=1 if rate else None, stop=stop, ahead=1 if rate else None)
     else:
         batches = layout.apply(plan, batch=batch)
     last: BatchResult | None = None

@@ -69,7 +69,7 @@ def drives(spec: OpSpec) -> bool:
 
 
 __all__ = ["ListSource", "drive", "drives", "WINDOW_OPERATIONS", "finish_hold", "redrive_record", "lease_value",
-           "LEASE_TTL_MS", "SLACK", "DEPTH", "ROUND_TRIP_POSITIONS", "MAX_TAIL_DEPTH", "tail_depth", "WINDOW", "TAIL_WINDOW", "RESTORE_MAX"]
+           "LEASE_TTL_MS", "SLACK", "DEPTH", "ROUND_TRIP_POSITIONS", "MAX_TAIL_DEPTH", "TAIL_AHEAD", "tail_depth", "WINDOW", "TAIL_WINDOW", "RESTORE_MAX"]
 
 #: How many positions a planned job may have shifted towards the tail (jobs
 #: below it removed by others) and still match.
@@ -103,6 +103,11 @@ WINDOW = 128
 #: one EXISTS, one LPUSH and the redriven hash's HMGET/HSET; purge: UNLINK).
 #: One call a round trip (:data:`ROUND_TRIP_POSITIONS`).
 TAIL_WINDOW = 240
+#: Round trips in flight in tail mode: the client packs the next one while
+#: the server runs this one (each reads the ids of a later group).  The
+#: server's work per round trip is unchanged, so other clients wait no
+#: longer; a stop lands one round trip later.
+TAIL_AHEAD = 2
 #: Elements one restore call moves back.
 RESTORE_MAX = 2000
 
@@ -263,13 +268,16 @@ def _entries_for(jobs: _Jobs, order: array, lo: int, hi: int, start: int) -> tup
 
 
 def drive(sources: list[ListSource], plan: Plan, *, batch: int | None = None, depth: int | None = None,
-          now_fn: Callable[[], int] | None = None) -> Iterator[BatchResult]:
+          now_fn: Callable[[], int] | None = None, stop: Callable[[], bool] | None = None,
+          ahead: int | None = None) -> Iterator[BatchResult]:
     """Apply ``plan`` on ``sources`` (one per shard with planned jobs);
     yields one :class:`BatchResult` per window call.
 
     ``batch`` tail positions per call (default :data:`WINDOW`), ``depth``
     calls per round trip (default: :data:`DEPTH` for a per-job walk,
-    :data:`ROUND_TRIP_POSITIONS` over ``batch`` in tail mode).  Memory: a few bytes per planned job beyond the
+    :data:`ROUND_TRIP_POSITIONS` over ``batch`` in tail mode), ``ahead``
+    round trips in flight in tail mode (default :data:`TAIL_AHEAD`; the walk
+    then polls ``stop()`` before each one it sends behind another).  Memory: a few bytes per planned job beyond the
     plan's own (no object per job when the plan keeps
     :class:`~jobctl.ops.plan.JobColumns`).  Raises :class:`Busy` (lease
     held) or :class:`DataError` (a key of the wrong type: that call wrote
@@ -287,11 +295,13 @@ def drive(sources: list[ListSource], plan: Plan, *, batch: int | None = None, de
             batch = max(1, min(batch or plan.jobs.window, 1000))  # a call takes <= 1,000 (one RPOP)
             yield from drive_tail(sources, plan.jobs.walked, value, spec.queue, batch,
                                   tail_depth(depth, batch, max(s.cost for s in sources)), now_fn,
-                                  windows=plan.jobs.windows, plan_window=plan.jobs.window)
+                                  windows=plan.jobs.windows, plan_window=plan.jobs.window, stop=stop,
+                                  ahead=ahead or TAIL_AHEAD)
             return
         batch = max(1, batch or min([s.window for s in sources if s.window] or [TAIL_WINDOW]))
         yield from drive_tail(sources, plan.jobs.walked, value, spec.queue, batch,
-                              tail_depth(depth, batch, max(s.cost for s in sources)), now_fn)
+                              tail_depth(depth, batch, max(s.cost for s in sources)), now_fn, stop=stop,
+                              ahead=ahead or TAIL_AHEAD)
         return
     depth = max(1, depth or DEPTH)
     batch = max(1, batch or min([s.window for s in sources if s.window] or [WINDOW]))

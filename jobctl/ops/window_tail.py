@@ -12,7 +12,8 @@ restore and stopping are the engine's (:func:`~.window.drive`).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections import deque
+from collections.abc import Callable, Iterator
 
 from ..ops.result import BatchResult
 from .lease import LEASE_TTL_MS, acquire
@@ -24,7 +25,7 @@ __all__ = ["drive_tail"]
 
 def drive_tail(sources: list[ListSource], walked: dict[int, int], value: str, queue: str, batch: int,
                 depth: int, now_fn, windows: dict[int, list[tuple[str, bytes, bytes]]] | None = None,
-                plan_window: int = 1) -> Iterator[BatchResult]:
+                plan_window: int = 1, stop: Callable[[], bool] | None = None, ahead: int = 1) -> Iterator[BatchResult]:
     """:func:`~.window.drive` of a :class:`~jobctl.ops.plan.TailRange` plan: each
     source's ``walked[shard]`` tail positions, every one of them planned.
     Before each round trip one ``LRANGE`` reads the ids of its windows (the
@@ -36,7 +37,15 @@ def drive_tail(sources: list[ListSource], walked: dict[int, int], value: str, qu
     match bitmap)``; each round trip reads whole plan windows and compares
     their digests; only the matches of a window still as planned move (each
     tail element checked against its expected id), the others stay dead
-    uncounted."""
+    uncounted.
+
+    ``ahead`` round trips are in flight at once (on a client with its own
+    connection): each carries the ``LRANGE`` of a later group, so the client
+    packs the next round trip while the server runs this one.  A round
+    trip's last result has ``more`` set while another is in flight, and
+    ``stop()`` is polled before each round trip sent behind another: once
+    it is true nothing more is sent and the last result in flight ends the
+    run (every call that ran is counted)."""
     todo = [s for s in sources if walked.get(s.shard)]
     taken: list[ListSource] = []
     try:
@@ -45,9 +54,26 @@ def drive_tail(sources: list[ListSource], walked: dict[int, int], value: str, qu
             taken.append(src)
         for src in todo:
             yield from _walk_tail(src, value, walked[src.shard], batch, depth, now_fn,
-                                  windows[src.shard] if windows is not None else None, plan_window)
+                                  windows[src.shard] if windows is not None else None, plan_window, stop, ahead)
     finally:
         give_back(taken, value)
+
+
+class _RoundTrip:
+    """One round trip of a tail walk: its group's ids (tail first) from
+    position ``g0``, its calls' ``bounds``, the ``now`` they carry, the
+    positions ``read`` ahead by its ``LRANGE``, and once read its
+    ``replies`` and the ids it ``got``."""
+
+    __slots__ = ("g0", "g1", "tail", "bounds", "now", "info", "read", "replies", "got")
+
+    def __init__(self, g0: int, tail: list[bytes], batch: int, now: int, read: tuple[int, int] | None) -> None:
+        self.g0, self.tail, self.now, self.read = g0, tail, now, read
+        self.g1 = g0 + len(tail)
+        self.bounds = [(lo, min(lo + batch, self.g1)) for lo in range(g0, self.g1, batch)]
+        self.info = b""
+        self.replies: list | None = None
+        self.got: list[bytes] | None = None
 
 
 def _key_blob(prefix: bytes, ids: list[bytes]) -> bytes:
@@ -73,7 +99,8 @@ def _texts(ids: list[bytes]) -> list[str]:
 
 
 def _walk_tail(src: ListSource, value: str, total: int, batch: int, depth: int, now_fn,
-               planned: list[tuple[str, bytes, bytes]] | None = None, plan_window: int = 1) -> Iterator[BatchResult]:
+               planned: list[tuple[str, bytes, bytes]] | None = None, plan_window: int = 1,
+               stop: Callable[[], bool] | None = None, ahead: int = 1) -> Iterator[BatchResult]:
     import redis
 
     spec_op = value.split(" ")[0]
@@ -154,98 +181,170 @@ def _walk_tail(src: ListSource, value: str, total: int, batch: int, depth: int, 
             del wbuf[w]
         return out
 
-    tail = read_tail(0, min(group, total))
-    g0 = covered = 0
-    while tail:
-        g1 = g0 + len(tail)
-        now = now_fn()
-        info = src.info(now) if src.info else b""
-        bounds = [(lo, min(lo + batch, g1)) for lo in range(g0, g1, batch)]
-        # the next group's ids ride in this round trip; a filtered plan's
-        # too when its calls cover whole plan windows (then they fill wbuf)
-        aligned = planned is None or (batch % plan_window == 0 and g1 % plan_window == 0)
-        nxt = min(g1 + group, total) - g1 if len(tail) == min(group, total - g0) and aligned else 0
+    def gsize(g: int) -> int:
+        return min(group, total - g)
 
-        def args_of(lo: int, hi: int) -> list:
-            return [src.kind, src.mode, spec_op, value, LEASE_TTL_MS, hi, now, now + src.delay_ms, "0", info, SLACK,
-                    hi - lo, 0, lo, prefix_s, *extra(lo, hi)]
+    def send_rt(g0: int, tail: list[bytes], read: tuple[int, int] | None) -> _RoundTrip:
+        """Pack and send one round trip: the window calls over ``tail``
+        (positions ``g0`` on), then, when ``read`` = ``(a, b)``, the
+        ``LRANGE`` of the ids at positions [a, b) (relative to the tail these
+        calls leave)."""
+        rt = _RoundTrip(g0, tail, batch, now_fn(), read)
+        rt.info = src.info(rt.now) if src.info else b""
+        out = []
+        for lo, hi in rt.bounds:
+            n = hi - lo
+            tail_args = b"".join(_bulk(a) for a in (hi, rt.now, rt.now + src.delay_ms, "0", rt.info, SLACK, n, 0, lo,
+                                                     prefix))
+            out += [b"*%d\r\n" % (3 + len(fixed) + n + 15 + nextra), head, _bulk(len(fixed) + n), fixed_blob,
+                    _key_blob(prefix, tail[lo - g0:hi - g0]), argv_head, tail_args,
+                    *(_bulk(a) for a in extra(lo, hi))]
+        if read:
+            out.append(b"*4\r\n" + _bulk("LRANGE") + _bulk(src.dead) + _bulk(-(read[1] - rt.g1))
+                       + _bulk(-(read[0] - rt.g1 + 1)))
+        conn.send_packed_command([b"".join(out)], check_health=False)
+        return rt
 
-        if conn is not None:
-            # one round trip: the window calls, then the LRANGE of the next
-            # group's ids (the tail once these calls have popped theirs)
-            out = []
-            for lo, hi in bounds:
-                n = hi - lo
-                tail_args = b"".join(_bulk(a) for a in (hi, now, now + src.delay_ms, "0", info, SLACK, n, 0, lo,
-                                                         prefix))
-                out += [b"*%d\r\n" % (3 + len(fixed) + n + 15 + nextra), head, _bulk(len(fixed) + n), fixed_blob,
-                        _key_blob(prefix, tail[lo - g0:hi - g0]), argv_head, tail_args,
-                        *(_bulk(a) for a in extra(lo, hi))]
-            if nxt:
-                out.append(b"*4\r\n" + _bulk("LRANGE") + _bulk(src.dead) + _bulk(-nxt) + _bulk(-1))
-            conn.send_packed_command([b"".join(out)], check_health=False)
-            replies: list = []
-            for _ in bounds:
-                try:
-                    replies.append(src.client.parse_response(conn, "EVALSHA"))
-                except redis.exceptions.ResponseError as exc:
-                    replies.append(exc)
-            nxt_tail = None
-            if nxt:
-                try:
-                    nxt_tail = src.client.parse_response(conn, "LRANGE")[::-1]
-                except redis.exceptions.ResponseError as exc:
-                    raise _call_error(exc, src) from None
-                if planned is not None:  # whole plan windows: checked against their digests as read_tail does
-                    for ws in range(g1, g1 + len(nxt_tail), plan_window):
-                        wbuf[ws // plan_window] = nxt_tail[ws - g1:ws - g1 + plan_window]
-                        check(ws, wbuf[ws // plan_window])
-                    nxt_tail = None  # read_tail assembles the group from wbuf
-            for k, reply in enumerate(replies):
-                if isinstance(reply, redis.exceptions.NoScriptError):  # the script cache was flushed
-                    src.client.script_load(window.script)
-                    calls = [(fixed + [prefix_s + _text(x) for x in tail[lo - g0:hi - g0]], args_of(lo, hi))
-                             for lo, hi in bounds[k:]]
-                    replies[k:] = pipelined(src.client, window, calls)
-                    nxt_tail = None  # read again below: these calls popped after it
-                    for w in [w for w in wbuf if w * plan_window >= g1]:  # so were the windows read ahead
-                        del wbuf[w]
-                        same.pop(w, None)
+    def recv_rt(rt: _RoundTrip) -> None:
+        """Read the replies of ``rt`` (an error reply as its exception)."""
+        rt.replies = []
+        for _ in rt.bounds:
+            try:
+                rt.replies.append(src.client.parse_response(conn, "EVALSHA"))
+            except redis.exceptions.ResponseError as exc:
+                rt.replies.append(exc)
+        if rt.read:
+            try:
+                rt.got = src.client.parse_response(conn, "LRANGE")[::-1]
+            except redis.exceptions.ResponseError as exc:
+                raise _call_error(exc, src) from None
+
+    def calls_of(rt: _RoundTrip, k: int) -> list:
+        return [(fixed + [prefix_s + _text(x) for x in rt.tail[lo - rt.g0:hi - rt.g0]],
+                 [src.kind, src.mode, spec_op, value, LEASE_TTL_MS, hi, rt.now, rt.now + src.delay_ms, "0", rt.info,
+                  SLACK, hi - lo, 0, lo, prefix_s, *extra(lo, hi)])
+                for lo, hi in rt.bounds[k:]]
+
+    def took(a: int, got: list[bytes]) -> None:
+        """Keep the ids read ahead for the group at ``a`` (a filtered plan's
+        as whole plan windows, each checked against the plan's digest)."""
+        if planned is not None:
+            for ws in range(a, a + len(got), plan_window):
+                wbuf[ws // plan_window] = got[ws - a:ws - a + plan_window]
+                check(ws, wbuf[ws // plan_window])
+            got = read_tail(a, len(got))
+        tails[a] = got
+
+    # ``ahead`` round trips in flight: each carries the LRANGE of the first
+    # group whose ids are not known yet, so the client packs the next round
+    # trip while the server runs this one.  A filtered plan's read-ahead
+    # covers whole plan windows (``aligned``).
+    aligned = planned is None or (batch % plan_window == 0 and group % plan_window == 0)
+    readahead = conn is not None and aligned
+    ahead = max(1, ahead) if readahead else 1
+    tails: dict[int, list[bytes]] = {}
+    first = read_tail(0, min(group * ahead, total))
+    for g in range(0, len(first), group):
+        tails[g] = first[g:g + group]
+    # the first position whose ids no round trip has read ahead yet
+    want = len(first) if readahead and len(first) == min(group * ahead, total) else total
+    inflight: deque[_RoundTrip] = deque()
+    next_g = covered = 0
+    ended = False
+    try:
+        while True:
+            while not ended and len(inflight) < ahead and next_g in tails:
+                if inflight and stop is not None and stop():
+                    ahead = 1  # finish what is in flight; the caller polls stop() at its last result
                     break
-        else:
-            calls = [(fixed + [prefix_s + _text(x) for x in tail[lo - g0:hi - g0]], args_of(lo, hi))
-                     for lo, hi in bounds]
-            replies = pipelined(src.client, window, calls)
-            nxt_tail = None
-        ended = False
-        for k, (reply, (lo, hi)) in enumerate(zip(replies, bounds)):
-            if isinstance(reply, Exception):
-                raise _call_error(reply, src)
-            br = BatchResult(more=k < len(replies) - 1)
-            ended = ended or bool(int(reply[2]))
-            ids = tail[lo - g0:lo - g0 + int(reply[0])]
-            covered = lo + int(reply[0])
-            if planned is not None:  # a pair for each match, "moved" included; the rest stay dead uncounted
-                for m in range(5, len(reply), 2):
-                    p = lo + int(reply[m]) - 1
-                    # a window that changed: the match the plan saw there, by its id
-                    job_id = ids[int(reply[m]) - 1] if same.get(p // plan_window) else plan_id(p)
-                    record_code(br, _text(job_id), _text(reply[m + 1]))
-                yield br
+                tail = tails.pop(next_g)
+                if not tail:
+                    break
+                read = None
+                if want < total and len(tail) == gsize(next_g):
+                    read = (want, want + gsize(want))
+                    want = read[1]
+                if conn is not None:
+                    inflight.append(send_rt(next_g, tail, read))
+                else:  # no connection of its own (a cluster client): one round trip at a time
+                    rt = _RoundTrip(next_g, tail, batch, now_fn(), None)
+                    rt.info = src.info(rt.now) if src.info else b""
+                    rt.replies = pipelined(src.client, window, calls_of(rt, 0))
+                    inflight.append(rt)
+                next_g += len(tail)
+            if not inflight:
+                if ended or next_g >= total:
+                    break
+                ids = read_tail(next_g, gsize(next_g))  # not read ahead (nothing is in flight)
+                if not ids:
+                    break
+                tails[next_g] = ids
+                want = next_g + len(ids) if readahead and len(ids) == gsize(next_g) else total
                 continue
-            if len(reply) == 5:  # the common case: every popped entry moved
-                br.moved = _texts(ids)
+            rt = inflight.popleft()
+            if rt.replies is None:
+                recv_rt(rt)
+            if any(isinstance(r, redis.exceptions.NoScriptError) for r in rt.replies):
+                # the script cache was flushed: these calls and those after
+                # them (in flight too, unless another client loaded it) did
+                # not run; load it, run them again in order, and read again
+                # every id read ahead (it was read before they popped)
+                for other in inflight:
+                    if other.replies is None:
+                        recv_rt(other)
+                src.client.script_load(window.script)
+                for x in (rt, *inflight):
+                    k = next((i for i, r in enumerate(x.replies) if isinstance(r, redis.exceptions.NoScriptError)),
+                             None)
+                    if k is not None:
+                        x.replies[k:] = pipelined(src.client, window, calls_of(x, k))
+                    x.got = None
+                tails.clear()
+                want = total  # ids from here on: read when nothing is in flight
+                for w in [w for w in wbuf if w * plan_window >= next_g]:
+                    del wbuf[w]
+                    same.pop(w, None)
+            if rt.got is not None:
+                took(rt.read[0], rt.got)
+            g0 = rt.g0
+            for k, (reply, (lo, hi)) in enumerate(zip(rt.replies, rt.bounds)):
+                if isinstance(reply, Exception):
+                    raise _call_error(reply, src)
+                # the round trip's last result ends the caller's stop-free run
+                # unless another round trip is in flight
+                br = BatchResult(more=k < len(rt.replies) - 1 or bool(inflight))
+                ids = rt.tail[lo - g0:lo - g0 + int(reply[0])]
+                if not ended:
+                    covered = lo + int(reply[0])
+                ended = ended or bool(int(reply[2]))
+                if planned is not None:  # a pair for each match, "moved" included; the rest stay dead uncounted
+                    for m in range(5, len(reply), 2):
+                        p = lo + int(reply[m]) - 1
+                        # a window that changed: the match the plan saw there, by its id
+                        job_id = ids[int(reply[m]) - 1] if same.get(p // plan_window) else plan_id(p)
+                        record_code(br, _text(job_id), _text(reply[m + 1]))
+                    yield br
+                    continue
+                if len(reply) == 5:  # the common case: every popped entry moved
+                    br.moved = _texts(ids)
+                    yield br
+                    continue
+                codes = {int(reply[m]): _text(reply[m + 1]) for m in range(5, len(reply), 2)}
+                for n, job_id in enumerate(ids, 1):
+                    record_code(br, _text(job_id), codes.get(n, "moved"))
                 yield br
-                continue
-            codes = {int(reply[m]): _text(reply[m + 1]) for m in range(5, len(reply), 2)}
-            for n, job_id in enumerate(ids, 1):
-                record_code(br, _text(job_id), codes.get(n, "moved"))
-            yield br
-        if ended or g1 >= total:
-            break
-        g0 = g1
-        covered = g1
-        tail = nxt_tail if nxt_tail is not None else read_tail(g0, min(group, total - g0))
+            if not ended and not inflight and next_g >= total:
+                covered = total
+    finally:
+        # stopped early (an error, or the caller closed the walk): read what
+        # is still in flight so the connection is clean for the restore
+        for rt in inflight:
+            if rt.replies is None:
+                try:
+                    recv_rt(rt)
+                except Exception:  # noqa: BLE001 - the restore reconnects
+                    conn.disconnect()
+                    break
     if planned is not None:  # the plan's matches the walk never reached: the list ran out (gone)
         unmet = BatchResult()
         for p in range(covered, total):
