@@ -435,6 +435,24 @@ def test_tail_walk_with_two_round_trips_in_flight_stops_with_every_call_that_ran
     assert ids(redis_client, K.ready) == list(reversed(want))  # the oldest dead job first, across the stop
 
 
+def test_ctrl_c_with_two_round_trips_in_flight_stops_after_them(redis_client, monkeypatch):
+    """Ctrl-C at a result of the first round trip: the second, already in
+    flight, finishes and counts; nothing more is sent."""
+    monkeypatch.setattr(window, "ROUND_TRIP_POSITIONS", 20)
+    jobs = simple_dead(redis_client, "email", 300)
+    lay = rl_layout(redis_client)
+    plan = lay.plan(OpSpec(Operation.REDRIVE, "email", State.DEAD, State.READY))
+
+    def progress(done, total):
+        if done == 10:
+            raise KeyboardInterrupt
+
+    res = run_plan(lay, plan, batch=10, progress=progress, journal=False)
+    assert res.interrupted and res.moved == 40 == len(ids(redis_client, K.ready))
+    assert not redis_client.exists(K.hold) and not redis_client.exists(K.lease)
+    assert ids(redis_client, K.dead) == list(reversed(jobs[40:]))
+
+
 def test_tail_walk_script_cache_flushed_with_round_trips_in_flight_moves_each_job_once(redis_client, monkeypatch):
     """A flush lands while two round trips are in flight (both refused,
     NOSCRIPT): both are run again in order and the ids read ahead are read

@@ -96,11 +96,18 @@ def run_plan(layout: Layout, plan: Plan, *, dry_run: bool = False, rate: float |
         from .journal import MovedIds
 
         res.moved_ids = MovedIds(spec.op_id)
+    halt: list[bool] = []  # set on Ctrl-C: the walk sends nothing more
+
+    def halted() -> bool:
+        return bool(halt) or bool(stop and stop())
+
     layout, pinned = _pinned(layout)
     sources = layout.sources(spec)
     if sources:
-        # with --rate one call a round trip and one round trip at a time
-        batches = drive(sources, plan, batch=batch, depth=1 if rate else None, stop=stop, ahead=1 if rate else None)
+        # with --rate one call a round trip and one round trip at a time; the
+        # walk polls halted() before sending a round trip behind another
+        batches = drive(sources, plan, batch=batch, depth=1 if rate else None, stop=halted,
+                        ahead=1 if rate else None)
     else:
         batches = layout.apply(plan, batch=batch)
     last: BatchResult | None = None
@@ -128,6 +135,7 @@ def run_plan(layout: Layout, plan: Plan, *, dry_run: bool = False, rate: float |
         _close(batches)
     except KeyboardInterrupt:
         res.interrupted = True
+        halt.append(True)
         try:
             # the calls of the round trip in progress already ran: count them
             while last is not None and last.more:
