@@ -157,12 +157,15 @@ def demo(session: Session, size: int, duration: float, refresh: float, no_worker
             # captured output: print a few snapshots rather than a live screen
             from .read_cmds import collect_status
 
+            # one at the start, one each refresh, the last at the end (a slow
+            # snapshot shortens the wait, never the count of snapshots)
             end = deadline or (time.monotonic() + 3 * refresh)
             while True:
                 render.console().print(render.status_table(collect_status(session, ())))
-                if time.monotonic() + refresh > end:
+                left = end - time.monotonic()
+                if left <= 0:
                     break
-                time.sleep(refresh)
+                time.sleep(min(refresh, left))
             return int(ExitCode.OK)
         if tui:
             from jobctl_tui import run_tui
