@@ -142,7 +142,7 @@ def dead_sources(layout: StreamGroup, spec: OpSpec) -> list:
             new_payloads=reset_payloads(layout.client, keys, spec, mode) if reset else None,
             info=(lambda now: suppression_record(spec, now)) if mode == "suppressed" else None,
             delay_ms=spec.delay_ms if mode == "scheduled" else 0,
-            window=120, cost=2))  # an XADD a job: ~2x a reliable-list LMOVE: half a round trip's positions
+            window=60, cost=2))  # an XADD a job: ~2x a reliable-list LMOVE: half a round trip's positions
     return out
 
 

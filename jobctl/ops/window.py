@@ -84,12 +84,15 @@ SLACK = 64
 DEPTH = 1
 #: Tail positions per pipelined round trip in tail mode and for a
 #: :class:`~jobctl.ops.plan.PredicateRange` plan's windows (about 1-1.5 µs of
-#: server time a position, so ~0.3-0.5 ms a round trip): the calls a round
-#: trip carries are this over the call's width, at least one.  Measured at
-#: 100k, pinned: PING p99 1.15 ms at 400 positions a round trip, 0.8 at 300;
-#: at 1M (pinned, the server's CPU isolated) 0.9-1.07 ms at 240 and
-#: 0.96-1.15 at 300, at the same throughput within noise.
-ROUND_TRIP_POSITIONS = 240
+#: server time a position, so ~0.15-0.25 ms a round trip): the calls a round
+#: trip carries are this over the call's width, at least one.  With one round
+#: trip at a time (before :data:`TAIL_AHEAD`), measured at 100k, pinned: PING
+#: p99 1.15 ms at 400 positions a round trip, 0.8 at 300; at 1M 0.9-1.07 ms
+#: at 240.  Two in flight may queue two round trips in front of another
+#: client, so they are half as wide: at 1M (isolated server CPU, a loaded
+#: client CPU) PING p99 2.4 ms at 2 x 240 against 1.16 at 2 x 120 and 1.34
+#: at 1 x 240, with the apply 1.6x faster than 1 x 240.
+ROUND_TRIP_POSITIONS = 120
 #: At most this many calls a round trip whatever ``--batch``: a call costs
 #: ~20 µs of its own, so 240 calls of one position would hold the server
 #: ~5 ms.
@@ -102,11 +105,11 @@ WINDOW = 128
 #: server (about 1-1.5 µs a moved job on the bulk path: its share of one RPOP,
 #: one EXISTS, one LPUSH and the redriven hash's HMGET/HSET; purge: UNLINK).
 #: One call a round trip (:data:`ROUND_TRIP_POSITIONS`).
-TAIL_WINDOW = 240
+TAIL_WINDOW = 120
 #: Round trips in flight in tail mode: the client packs the next one while
-#: the server runs this one (each reads the ids of a later group).  The
-#: server's work per round trip is unchanged, so other clients wait no
-#: longer; a stop lands one round trip later.
+#: the server runs this one (each reads the ids of a later group); a stop
+#: lands one round trip later.  See :data:`ROUND_TRIP_POSITIONS` for the
+#: wait of other clients.
 TAIL_AHEAD = 2
 #: Elements one restore call moves back.
 RESTORE_MAX = 2000
