@@ -90,3 +90,59 @@ def test_the_client_reports_redis_py_s_own_version():
         assert info.lib_version == metadata.version("redis")
         assert info.formatted_name == "redis-py"
     client.close()
+
+
+def _whole_process(argv: list[str]) -> dict:
+    """``main()`` as the console script runs it (no ``argv``: ``sys.argv``),
+    then the collector's state: enabled again, and how many objects the
+    start-up froze."""
+    code = f"""
+import gc, json, sys
+from jobctl.cli.main import main
+sys.argv = ["jobctl", *{argv!r}]
+try:
+    main()
+except SystemExit as exc:
+    rc = exc.code
+sys.stdout.flush()
+print(json.dumps({{"rc": rc, "enabled": gc.isenabled(), "frozen": gc.get_freeze_count()}}), file=sys.stderr)
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    return json.loads(proc.stderr.strip().splitlines()[-1]) | {"out": proc.stdout}
+
+
+def test_a_whole_process_resumes_the_collector_after_start_up(redis_url, tmp_path, monkeypatch):
+    """The start-up pause ends: at the operation's first connection (its
+    start-up objects frozen), when any other command starts, and at exit
+    whatever happened (a usage error before connecting, ``--help``)."""
+    config = tmp_path / "jobctl.toml"
+    config.write_text('[queues."q"]\nlayout = "reliable-list"\ntag = "q"\n')
+    monkeypatch.setenv("JOBCTL_CONFIG", str(config))
+    ran = _whole_process(["--url", redis_url, "redrive", "q", "--yes", "--json"])
+    assert ran["rc"] == 0 and json.loads(ran["out"])["planned"] == 0
+    assert ran["enabled"] and ran["frozen"] > 0
+    for argv, rc in ((["--help"], 0), (["--url", redis_url, "redrive", "q", "--limit", "0", "--yes"], 2),
+                     (["--url", redis_url, "status", "q", "--json"], 0)):
+        ran = _whole_process(argv)
+        assert (ran["rc"], ran["enabled"]) == (rc, True), argv
+
+
+def test_in_process_callers_keep_their_collector(capsys):
+    import gc
+
+    frozen = gc.get_freeze_count()
+    assert cli_main.main(["redrive", "--help"]) == 0
+    assert gc.isenabled() and gc.get_freeze_count() == frozen
+
+
+def test_a_session_calls_on_connect_after_connecting(redis_url):
+    from jobctl.session import Session
+
+    calls = []
+    session = Session(url=redis_url, on_connect=lambda: calls.append(session._client is not None))
+    try:
+        session.client.ping()
+        session.client.ping()
+        assert calls == [True]
+    finally:
+        session.close()

@@ -11,6 +11,7 @@ layouts, rich, textual and pyspark by the commands that need them.
 
 from __future__ import annotations
 
+import gc
 import sys
 
 import click
@@ -24,6 +25,38 @@ __all__ = ["cli", "main"]
 
 #: Sessions of the running invocation, so the last-resort handler can scrub secrets.
 _SESSIONS: list[Session] = []
+
+#: Whether :func:`main` paused the cyclic garbage collector for this process's start-up.
+_GC_PAUSED = False
+#: Modules of commands that end the start-up at their first connection
+#: (:attr:`Session.on_connect`) rather than when they start: the operations,
+#: whose first step connects (after checking the request); the imports and
+#: the connection (redis-py above all) are then inside the pause.
+_END_AT_CONNECT = ("ops_cmds",)
+
+
+def _pause_gc() -> None:
+    """Start-up of a whole ``jobctl`` process (``main()`` without ``argv``):
+    the imports (redis-py's above all) allocate ~10^5 objects that live until
+    exit, and the cyclic garbage collector would walk them again at every
+    collection (about a tenth of an empty operation's instructions).  Paused
+    here until :func:`_end_startup`."""
+    global _GC_PAUSED
+    if gc.isenabled():
+        gc.disable()
+        _GC_PAUSED = True
+
+
+def _end_startup(freeze: bool = True) -> None:
+    """Resume the collector paused by :func:`_pause_gc` (no-op otherwise);
+    ``freeze``: first move every object alive now to the permanent
+    generation (``gc.freeze()``), so no later collection walks them."""
+    global _GC_PAUSED
+    if _GC_PAUSED:
+        _GC_PAUSED = False
+        if freeze:
+            gc.freeze()
+        gc.enable()
 
 _EPILOG = "\b\nExit codes:\n" + "\n".join(
     f"  {c.value:>3}  {c.doc}" for c in ExitCode
@@ -49,6 +82,7 @@ class _Group(click.Group):
 
     def __init__(self, *args, **kwargs) -> None:
         self._loaded: set[str] = set()
+        self.module_of: dict[str, str] = {}  # command name -> its module in _COMMAND_MODULES
         super().__init__(*args, **kwargs)
 
     @property
@@ -71,9 +105,10 @@ class _Group(click.Group):
 
         self._loaded.update(todo)  # first: add_command below reads no property
         mods = {n: importlib.import_module(f"{__package__}.{n}") for n in todo}
-        for mod in mods.values():
+        for name, mod in mods.items():
             for command in mod.COMMANDS:
                 self._commands[command.name] = command
+                self.module_of[command.name] = name
         if len(self._loaded) == len(_COMMAND_MODULES):
             ordered = {c.name: c for n in _COMMAND_MODULES
                        for c in importlib.import_module(f"{__package__}.{n}").COMMANDS}
@@ -112,7 +147,10 @@ def cli(ctx: click.Context, url, profile, config_file, read_only, timeout, ca_ce
 
     session = Session(config_file=config_file, url=url, profile=profile,
                       read_only_flag=read_only, timeout_s=timeout,
-                      tls=TlsOptions(ca_cert, client_cert, client_key, verify=not tls_insecure))
+                      tls=TlsOptions(ca_cert, client_cert, client_key, verify=not tls_insecure),
+                      on_connect=_end_startup)
+    if ctx.command.module_of.get(ctx.invoked_subcommand or "") not in _END_AT_CONNECT:
+        _end_startup()
     ctx.obj = session
     _SESSIONS.append(session)
     ctx.call_on_close(session.close)
@@ -124,7 +162,13 @@ def _fail(message: str, code: ExitCode) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI; returns (and exits with) an :class:`ExitCode` value."""
+    """Run the CLI; returns (and exits with) an :class:`ExitCode` value.
+
+    Without ``argv`` (a whole ``jobctl`` process: the console script,
+    ``python -m``) the cyclic garbage collector is paused for the start-up
+    (:func:`_pause_gc`); in-process callers passing ``argv`` are left alone."""
+    if argv is None:
+        _pause_gc()
     try:
         try:
             rv = cli.main(args=argv, prog_name="jobctl", standalone_mode=False)
@@ -162,6 +206,7 @@ def main(argv: list[str] | None = None) -> int:
             code = _fail(f"internal error: {exc.__class__.__name__}: {str(exc).splitlines()[0] if str(exc) else ''}",
                          ExitCode.FAILURE)
     _SESSIONS.clear()
+    _end_startup(freeze=False)
     try:
         sys.stdout.flush()
     except BrokenPipeError:
