@@ -103,7 +103,7 @@ class _Group(click.Group):
             return
         import importlib
 
-        self._loaded.update(todo)  # first: add_command below reads no property
+        self._loaded.update(todo)  # before importing: a module reading cli.commands must not recurse here
         mods = {n: importlib.import_module(f"{__package__}.{n}") for n in todo}
         for name, mod in mods.items():
             for command in mod.COMMANDS:
