@@ -7,15 +7,21 @@
 * which heavy modules a ``--help`` leaves in ``sys.modules`` (a child runs
   ``jobctl.cli.main.main(["--help"])`` and lists them): textual, pyspark and
   the TUI must not be there (the bench fails if they are);
-* the slowest top-level imports from ``python -X importtime``.
+* the slowest top-level imports from ``python -X importtime``;
+* with ``--server redis|valkey``: the whole ``jobctl redrive Q --yes
+  --json`` and ``jobctl purge Q --state dead --no-export --yes --json``
+  processes on an empty queue of a throwaway server, the fixed cost inside
+  every bulk figure of issue 11 (interpreter, imports, connection, plan of
+  nothing, output).
 
 Bytecode is cached in a private directory (``PYTHONPYCACHEPREFIX``), as
 after a ``pip install``; where ``PYTHONDONTWRITEBYTECODE`` is set (as on the
 project's machines, with an editable install) a row also shows ``--help``
 without a cache for jobctl's own modules.  Writes
-``bench/results/cli_startup-*.json``.  No server is needed.
+``bench/results/cli_startup-*.json``.  No server is needed without
+``--server``.
 
-    python3 bench/cli_startup.py [--quick] [--runs N]
+    python3 bench/cli_startup.py [--quick] [--runs N] [--server redis|valkey]
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ import sys
 
 import orjson
 
-from harness import Workdir, jobctl_argv
+from harness import Workdir, jobctl_argv, start_server
 from measure import ratio, run_process, summary
 from report import environment, note, table, write_results
 
@@ -82,12 +88,20 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="5 runs instead of 20.")
     ap.add_argument("--runs", type=int, help="Measured runs per command (default 20; --quick 5).")
+    ap.add_argument("--server", choices=["redis", "valkey"],
+                    help="Also time an empty redrive and purge against a throwaway server of this kind.")
     args = ap.parse_args()
     with Workdir() as work:
-        return _measure(args, work)
+        if not args.server:
+            return _measure(args, work)
+        srv = start_server(args.server)
+        try:
+            return _measure(args, work, srv.url)
+        finally:
+            srv.stop()
 
 
-def _measure(args, work: Workdir) -> int:
+def _measure(args, work: Workdir, url: str | None = None) -> int:
     runs = args.runs or (5 if args.quick else 20)
     env = environment()
     cached, inherited = work.env(), work.env(bytecode_cache=False)
@@ -99,6 +113,12 @@ def _measure(args, work: Workdir) -> int:
     }
     if nocache:  # this machine's setting: jobctl's modules compiled at every start
         commands[nocache] = (jobctl_argv() + ["--help"], inherited)
+    if url:  # an operation's fixed cost: an empty reliable-list queue
+        work.write_catalogue({"empty": "empty"})
+        op = jobctl_argv() + ["--url", url]
+        commands["jobctl redrive (empty queue)"] = (op + ["redrive", "empty", "--yes", "--json"], cached)
+        commands["jobctl purge --no-export (empty queue)"] = (
+            op + ["purge", "empty", "--state", "dead", "--no-export", "--yes", "--json"], cached)
     times: dict[str, list[float]] = {k: [] for k in commands}
     rss: dict[str, int] = {}
     for name, (argv, env_) in commands.items():  # untimed: page cache, bytecode cache; peak RSS

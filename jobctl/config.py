@@ -36,7 +36,6 @@ Example::
 from __future__ import annotations
 
 import os
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -335,6 +334,8 @@ def load_config(explicit: str | os.PathLike[str] | None = None) -> Config:
     path = config_path(explicit)
     if path is None:
         return Config()
+    import tomllib  # late: no config file, no TOML parser
+
     try:
         data = tomllib.loads(path.read_text("utf-8"))
     except (OSError, UnicodeDecodeError) as exc:

@@ -269,6 +269,18 @@ def _packer():
     return Packer(6000, Encoder("utf-8", "surrogateescape", False).encode)
 
 
+def _driver_info(redis) -> dict:
+    """``driver_info``: what redis-py sends in ``CLIENT SETINFO`` (library
+    ``redis-py``, its version), with the version read from
+    ``redis.__version__``.  Without it redis-py looks its own version up in
+    the installed packages' metadata (``importlib.metadata``) at every new
+    connection: a scan of ``sys.path`` that costs a few ms at start-up.
+    Empty for a redis-py without :class:`redis.DriverInfo` (before 7.1)."""
+    info = getattr(redis, "DriverInfo", None)
+    version = getattr(redis, "__version__", None)
+    return {"driver_info": info(lib_version=version)} if info is not None and version else {}
+
+
 def make_client(target: Target, *, timeout_s: float = 5.0):
     """The client for ``target``: ``redis.Redis`` (one server),
     ``redis.RedisCluster`` (``redis+cluster://``: MOVED/ASK followed by
@@ -288,7 +300,7 @@ def make_client(target: Target, *, timeout_s: float = 5.0):
     topo = target.topology
     tls = _tls_kwargs(target, topo)
     common = {"socket_timeout": timeout_s, "socket_connect_timeout": timeout_s, "decode_responses": False,
-              "encoding_errors": "surrogateescape", "client_name": "jobctl"}
+              "encoding_errors": "surrogateescape", "client_name": "jobctl", **_driver_info(redis)}
     try:
         if topo.kind == "cluster":
             from redis.cluster import ClusterNode

@@ -32,9 +32,12 @@ accepted by :func:`parse_duration`.
 from __future__ import annotations
 
 import re
-from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+from typing import TYPE_CHECKING
 
 from .errors import UsageError
+
+if TYPE_CHECKING:
+    from decimal import Decimal
 
 __all__ = ["UNIT_MS", "DurationError", "parse_duration", "format_duration"]
 
@@ -95,6 +98,8 @@ def parse_duration(text: str, *, bare_seconds: bool = True) -> int:
     """
     if not isinstance(text, str):
         raise DurationError(f"invalid duration {text!r}", "expected text such as 30s")
+    from decimal import Decimal  # late: start-up without a duration does not pay for decimal
+
     s = text.strip()
     shown = _show(s)
     if not s:
@@ -119,6 +124,8 @@ def parse_duration(text: str, *, bare_seconds: bool = True) -> int:
 
 
 def _to_ms(amount: Decimal, per: int) -> int:
+    from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+
     try:
         return int((amount * per).quantize(Decimal(1), rounding=ROUND_HALF_UP))
     except InvalidOperation:  # absurdly many digits

@@ -8,6 +8,7 @@ catalogue or, when the catalogue names no queue, a bounded discovery
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -31,6 +32,8 @@ class Session:
 
     ``read_only`` (from ``--read-only`` or the profile) makes
     :meth:`require_writable` raise :class:`ReadOnlyRefused` before any write.
+    ``on_connect()``, if given, is called each time :attr:`client` has
+    connected (the CLI ends its start-up at the first).
     """
 
     config_file: str | None = None
@@ -43,6 +46,7 @@ class Session:
     _target: Target | None = field(default=None, repr=False)
     _client: "redis.Redis | None" = field(default=None, repr=False)
     discovery: "Discovery | None" = field(default=None, repr=False)
+    on_connect: Callable[[], None] | None = field(default=None, repr=False)
 
     @property
     def config(self) -> Config:
@@ -76,6 +80,8 @@ class Session:
                 print(f"jobctl: warning: TLS certificate verification is off for {target.display}: "
                       "the server is not authenticated", file=sys.stderr)
             self._client = connect(target, timeout_s=self.timeout_s)
+            if self.on_connect is not None:
+                self.on_connect()
         return self._client
 
     def errors(self) -> translate_redis_errors:

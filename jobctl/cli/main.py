@@ -4,12 +4,14 @@ stdout carries only data (tables or JSON); every diagnostic goes to stderr.
 Errors print one line, ``jobctl: error: ...``, and exit with a documented
 :class:`~jobctl.exitcodes.ExitCode`; no traceback reaches the operator.
 
-Only click and the light core modules are imported at start-up: layouts,
-rich, textual and pyspark are imported by the commands that need them.
+Only click and the light core modules are imported at start-up: a
+command's module is imported when it runs (all of them for ``--help``) and
+layouts, rich, textual and pyspark by the commands that need them.
 """
 
 from __future__ import annotations
 
+import gc
 import sys
 
 import click
@@ -24,14 +26,100 @@ __all__ = ["cli", "main"]
 #: Sessions of the running invocation, so the last-resort handler can scrub secrets.
 _SESSIONS: list[Session] = []
 
+#: Whether :func:`main` paused the cyclic garbage collector for this process's start-up.
+_GC_PAUSED = False
+#: Modules of commands that end the start-up at their first connection
+#: (:attr:`Session.on_connect`) rather than when they start: the operations,
+#: whose first step connects (after checking the request); the imports and
+#: the connection (redis-py above all) are then inside the pause.
+_END_AT_CONNECT = ("ops_cmds",)
+
+
+def _pause_gc() -> None:
+    """Start-up of a whole ``jobctl`` process (``main()`` without ``argv``):
+    the imports (redis-py's above all) allocate ~10^5 objects that live until
+    exit, and the cyclic garbage collector would walk them again at every
+    collection (about a tenth of an empty operation's instructions).  Paused
+    here until :func:`_end_startup`."""
+    global _GC_PAUSED
+    if gc.isenabled():
+        gc.disable()
+        _GC_PAUSED = True
+
+
+def _end_startup(freeze: bool = True) -> None:
+    """Resume the collector paused by :func:`_pause_gc` (no-op otherwise);
+    ``freeze``: first move every object alive now to the permanent
+    generation (``gc.freeze()``), so no later collection walks them."""
+    global _GC_PAUSED
+    if _GC_PAUSED:
+        _GC_PAUSED = False
+        if freeze:
+            gc.freeze()
+        gc.enable()
+
 _EPILOG = "\b\nExit codes:\n" + "\n".join(
     f"  {c.value:>3}  {c.doc}" for c in ExitCode
 ) + "\n\b\nServer: --url, else --profile, else $JOBCTL_REDIS_URL, else $REDIS_URL,\n" \
     "else the config's default_profile, else redis://localhost:6379/0."
 
 
+#: The modules of ``jobctl.cli`` that hold the commands (each in its
+#: ``COMMANDS``), in the order ``jobctl --help`` lists them.
+_COMMAND_MODULES = ("read_cmds", "ops_cmds", "admin_cmds", "demo_cmd", "tui_cmd", "runbook_cmds", "metrics_cmds",
+                    "export_cmds", "recovery_cmds")
+#: Where a command name is looked for first: the operations, whose start-up
+#: the bulk benchmarks time (issue 11); then the others in :data:`_COMMAND_MODULES` order.
+_SEARCH_FIRST = ("ops_cmds",)
+
+
 class _Group(click.Group):
-    """Lists commands in the order they were added."""
+    """Lists commands in :data:`_COMMAND_MODULES` order and imports a
+    module of commands only when needed: running one command imports the
+    module that holds it (``jobctl redrive`` does not import the export,
+    runbook or recovery commands); listing them (``--help``, a mistyped
+    name, completion) or reading :attr:`commands` imports them all."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        self._loaded: set[str] = set()
+        self.module_of: dict[str, str] = {}  # command name -> its module in _COMMAND_MODULES
+        super().__init__(*args, **kwargs)
+
+    @property
+    def commands(self) -> dict[str, click.Command]:
+        self._load(_COMMAND_MODULES)
+        return self._commands
+
+    @commands.setter
+    def commands(self, value: dict[str, click.Command]) -> None:
+        self._commands = value
+
+    def _load(self, names: tuple[str, ...]) -> None:
+        """Import the command modules ``names`` not imported yet; once all
+        are, the commands are kept in :data:`_COMMAND_MODULES` order (then
+        any added with :meth:`add_command`)."""
+        todo = [n for n in names if n not in self._loaded]
+        if not todo:
+            return
+        import importlib
+
+        self._loaded.update(todo)  # before importing: a module reading cli.commands must not recurse here
+        mods = {n: importlib.import_module(f"{__package__}.{n}") for n in todo}
+        for name, mod in mods.items():
+            for command in mod.COMMANDS:
+                self._commands[command.name] = command
+                self.module_of[command.name] = name
+        if len(self._loaded) == len(_COMMAND_MODULES):
+            ordered = {c.name: c for n in _COMMAND_MODULES
+                       for c in importlib.import_module(f"{__package__}.{n}").COMMANDS}
+            self._commands = ordered | {k: v for k, v in self._commands.items() if k not in ordered}
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        for name in _SEARCH_FIRST + _COMMAND_MODULES:
+            if cmd_name in self._commands:
+                break
+            self._load((name,))
+        return self._commands.get(cmd_name)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(self.commands)
@@ -59,23 +147,13 @@ def cli(ctx: click.Context, url, profile, config_file, read_only, timeout, ca_ce
 
     session = Session(config_file=config_file, url=url, profile=profile,
                       read_only_flag=read_only, timeout_s=timeout,
-                      tls=TlsOptions(ca_cert, client_cert, client_key, verify=not tls_insecure))
+                      tls=TlsOptions(ca_cert, client_cert, client_key, verify=not tls_insecure),
+                      on_connect=_end_startup)
+    if ctx.command.module_of.get(ctx.invoked_subcommand or "") not in _END_AT_CONNECT:
+        _end_startup()
     ctx.obj = session
     _SESSIONS.append(session)
     ctx.call_on_close(session.close)
-
-
-def _register() -> None:
-    from . import admin_cmds, demo_cmd, ops_cmds, read_cmds, tui_cmd, metrics_cmds, runbook_cmds, export_cmds
-    from . import recovery_cmds
-
-    for mod in (read_cmds, ops_cmds, admin_cmds, demo_cmd, tui_cmd, runbook_cmds, metrics_cmds, export_cmds,
-                recovery_cmds):
-        for command in mod.COMMANDS:
-            cli.add_command(command)
-
-
-_register()
 
 
 def _fail(message: str, code: ExitCode) -> int:
@@ -84,7 +162,13 @@ def _fail(message: str, code: ExitCode) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI; returns (and exits with) an :class:`ExitCode` value."""
+    """Run the CLI; returns (and exits with) an :class:`ExitCode` value.
+
+    Without ``argv`` (a whole ``jobctl`` process: the console script,
+    ``python -m``) the cyclic garbage collector is paused for the start-up
+    (:func:`_pause_gc`); in-process callers passing ``argv`` are left alone."""
+    if argv is None:
+        _pause_gc()
     try:
         try:
             rv = cli.main(args=argv, prog_name="jobctl", standalone_mode=False)
@@ -122,6 +206,7 @@ def main(argv: list[str] | None = None) -> int:
             code = _fail(f"internal error: {exc.__class__.__name__}: {str(exc).splitlines()[0] if str(exc) else ''}",
                          ExitCode.FAILURE)
     _SESSIONS.clear()
+    _end_startup(freeze=False)
     try:
         sys.stdout.flush()
     except BrokenPipeError:

@@ -15,7 +15,6 @@ from collections.abc import Callable
 
 import click
 
-from ..durations import parse_duration
 from ..errors import UsageError
 from ..model import State
 from ..ops.request import OpRequest
@@ -63,6 +62,8 @@ def _common(fn: Callable) -> Callable:
 def _duration(value: str | None, what: str) -> int:
     if value is None:
         return 0
+    from ..durations import parse_duration
+
     try:
         return parse_duration(value)
     except UsageError as exc:

@@ -14,7 +14,6 @@ from typing import Any
 import click
 import orjson
 
-from ..durations import format_duration
 from ..escape import json_safe, shown
 from ..model import JobRecord, QueueStatus
 
@@ -96,6 +95,8 @@ _NEVER_MS = 2 ** 53
 
 
 def _age(ms: int | None) -> str:
+    from ..durations import format_duration
+
     return "-" if ms is None else format_duration(ms)
 
 
@@ -104,6 +105,8 @@ def _rel(now: int, when: int | None) -> str:
         return "-"
     if abs(when) >= _NEVER_MS:
         return "never" if when > 0 else "always"
+    from ..durations import format_duration
+
     delta = when - now
     return f"in {format_duration(delta)}" if delta >= 0 else f"{format_duration(-delta)} ago"
 

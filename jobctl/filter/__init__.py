@@ -22,8 +22,9 @@ Entry points: :func:`compile_filter` returns a :class:`Filter`;
 resolves a field name (with payload path) for columns and export.
 
 Bad input raises :class:`FilterError` (a :class:`~jobctl.errors.UsageError`)
-with a one-line message that names the column.  The Lark parser is built on
-first use (not at import) so that ``jobctl --help`` stays fast.
+with a one-line message that names the column.  The compiler and grammar
+modules are imported, and the Lark parser built, on first use (not at
+import) so that ``jobctl --help`` and an operation without a filter stay fast.
 
 
 Modules: :mod:`.fields` (the fields and their kinds), :mod:`.grammar` (the
@@ -34,11 +35,15 @@ name is importable from here.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .compiled import MATCH_ALL, Filter
-from .compiler import _Compiler
 from .errors import FilterError, _error
 from .fields import FIELDS, FieldKind, FieldSpec, Getter, Predicate
-from .grammar import _parse, _parser  # noqa: F401 - _parser: tests check it is cached
+
+if TYPE_CHECKING:
+    from .compiler import _Compiler
+    from .grammar import _parse, _parser  # noqa: F401 - _parser: tests check it is cached
 
 __all__ = [
     "FilterError",
@@ -75,6 +80,9 @@ def compile_filter(text: str) -> Filter:
         raise TypeError(f"filter text must be str, not {type(text).__name__}")
     if not text.strip():
         raise _error(text, 0, "empty filter", "leave --filter out to match everything")
+    from .compiler import _Compiler
+    from .grammar import _parse
+
     tree = _parse(text, "start")
     comp = _Compiler(text)
     try:
@@ -98,7 +106,24 @@ def field_getter(name: str) -> Getter:
     """
     if not isinstance(name, str) or not name.strip():
         raise _error(name if isinstance(name, str) else "", 0, "empty field name")
+    from .compiler import _Compiler
+    from .grammar import _parse
+
     tree = _parse(name, "field_only")
     _, _, get = _Compiler(name).field(tree.children[0])
     return get
+
+
+#: Names served by :func:`__getattr__`: the compiler and the grammar are
+#: imported on first use, so that an operation without a filter (and
+#: ``jobctl --help``) does not pay for them.
+_LAZY = {"_Compiler": "compiler", "_parse": "grammar", "_parser": "grammar"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 

@@ -10,7 +10,6 @@ request stands for: the journal's ``command``).
 
 from __future__ import annotations
 
-import shlex
 from dataclasses import dataclass
 
 from ..model import State
@@ -80,6 +79,8 @@ class OpRequest:
 def equivalent_command(req: OpRequest, program: str = "jobctl-tui") -> list[str]:
     """The CLI command line that does what ``req`` does, shell-quoted (the
     journal's ``command`` of an operation started outside the CLI)."""
+    import shlex
+
     argv = [program, req.operation.value, req.queue]
     if req.operation is Operation.MIGRATE and isinstance(req.destination, str):
         argv += [req.destination, "--state", req.source.value]

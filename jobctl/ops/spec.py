@@ -8,7 +8,6 @@ suppressed -> gone, index entry and payload together).
 
 from __future__ import annotations
 
-import getpass
 import os
 import socket
 import uuid
@@ -53,6 +52,8 @@ def operator_name() -> str:
     """``user@host`` of whoever runs jobctl (``$JOBCTL_OPERATOR`` overrides)."""
     if os.environ.get("JOBCTL_OPERATOR"):
         return os.environ["JOBCTL_OPERATOR"]
+    import getpass
+
     try:
         user = getpass.getuser()
     except Exception:  # noqa: BLE001 - no passwd entry in some containers
