@@ -86,3 +86,167 @@ def test_list_emptied_by_others_then_new_jobs_pushed_while_round_trips_are_in_fl
     assert not redis_client.exists(K.hold) and not redis_client.exists(K.lease)
     assert_consistent(redis_client, ["email"])
     assert [j for j in ids(redis_client, K.dead) if j in set(fresh)] == list(reversed(fresh))
+
+
+@pytest.mark.parametrize("flt", [None, FLT])
+def test_wrong_type_key_mid_walk_with_round_trips_in_flight(redis_client, monkeypatch, flt):
+    """A key turns the wrong type while round trips are in flight: the walk
+    stops with DataError, every reply in flight is read (the restore on the
+    same connection sees its own replies), the hold is put back, the lease
+    released, and a rerun moves the rest once, in order."""
+    from jobctl.errors import DataError
+
+    narrow(monkeypatch)
+    jobs = simple_dead(redis_client, "email", 200)
+    want = [j for n, j in enumerate(jobs) if not flt or n % 5 == 0]
+    lay = rl_layout(redis_client)
+    calls: list[int] = []
+
+    def progress(done, total):
+        calls.append(done)
+        if len(calls) == 1:
+            redis_client.set(K.redriven, "x")  # jobctl's redriven hash: a string now
+
+    with pytest.raises(DataError):
+        run_plan(lay, lay.plan(spec(flt)), batch=10, progress=progress, journal=False)
+    assert not redis_client.exists(K.hold) and not redis_client.exists(K.lease) and not redis_client.exists(K.walk)
+    assert_consistent(redis_client, ["email"])
+    moved = ids(redis_client, K.ready)
+    assert 0 < len(moved) < len(want)
+    redis_client.delete(K.redriven)
+    res = run_plan(lay, lay.plan(spec(flt)), batch=10, journal=False)
+    assert (res.moved, res.skipped, res.failed) == (len(want) - len(moved), 0, 0)
+    assert ids(redis_client, K.ready) == list(reversed(want))
+
+
+@pytest.mark.parametrize("flt", [None, FLT])
+def test_connection_killed_mid_walk_with_round_trips_in_flight(redis_client, monkeypatch, flt):
+    """The engine's connection is killed while round trips are in flight:
+    ConnectionFailed, every job in one state, and a rerun moves the rest
+    once, in order."""
+    from jobctl.errors import ConnectionFailed
+
+    narrow(monkeypatch)
+    jobs = simple_dead(redis_client, "email", 200)
+    want = [j for n, j in enumerate(jobs) if not flt or n % 5 == 0]
+    lay = rl_layout(redis_client)
+    calls: list[int] = []
+
+    def progress(done, total):
+        calls.append(done)
+        if len(calls) == 1:
+            me = redis_client.client_id()
+            for c in redis_client.client_list():
+                if int(c["id"]) != me:
+                    redis_client.client_kill_filter(_id=c["id"])
+
+    with pytest.raises(ConnectionFailed):
+        run_plan(lay, lay.plan(spec(flt)), batch=10, progress=progress, journal=False)
+    assert_consistent(redis_client, ["email"])
+    res = run_plan(lay, lay.plan(spec(flt)), batch=10, journal=False)
+    assert not redis_client.exists(K.hold) and not redis_client.exists(K.lease)
+    assert ids(redis_client, K.ready) == list(reversed(want))
+    assert res.skipped == res.failed == 0
+
+
+def _interrupt_reads(monkeypatch, after: list[bool]):
+    """Ctrl-C inside a socket read: the parser's next read once ``after`` is
+    set raises KeyboardInterrupt (as SIGINT while blocked in recv would)."""
+    from redis.connection import DefaultParser
+
+    real = DefaultParser.read_response
+
+    def read_response(self, *a, **kw):
+        if after and after[0]:
+            after[0] = False
+            raise KeyboardInterrupt
+        return real(self, *a, **kw)
+
+    monkeypatch.setattr(DefaultParser, "read_response", read_response)
+
+
+def _ctrl_c_inside_a_read(redis_client, monkeypatch, flt):
+    narrow(monkeypatch)
+    jobs = simple_dead(redis_client, "email", 200)
+    want = [j for n, j in enumerate(jobs) if not flt or n % 5 == 0]
+    lay = rl_layout(redis_client)
+    arm: list[bool] = []
+    _interrupt_reads(monkeypatch, arm)
+
+    def progress(done, total):
+        if not arm:
+            arm.append(True)  # the next read: round trip 1's first reply (round trip 2 in flight)
+
+    res = run_plan(lay, lay.plan(spec(flt)), batch=10, progress=progress, journal=False)
+    monkeypatch.undo()
+    return want, res
+
+
+@pytest.mark.parametrize("flt", [None, FLT])
+def test_ctrl_c_inside_a_read_with_round_trips_in_flight_leaves_every_job_in_one_state(redis_client, monkeypatch,
+                                                                                        flt):
+    """Ctrl-C (a KeyboardInterrupt: a second Ctrl-C of the CLI, or any
+    caller without its stop flag) lands while the walk waits for a round
+    trip's replies with another in flight: redis-py drops the connection,
+    the walk's drain gives up, the restore reconnects; every job is in one
+    state, the hold is put back, the lease released, and a rerun moves the
+    rest once, in order."""
+    want, res = _ctrl_c_inside_a_read(redis_client, monkeypatch, flt)
+    assert res.interrupted
+    moved = ids(redis_client, K.ready)
+    assert not redis_client.exists(K.hold) and not redis_client.exists(K.lease)
+    assert_consistent(redis_client, ["email"])
+    lay = rl_layout(redis_client)
+    res2 = run_plan(lay, lay.plan(spec(flt)), batch=10, journal=False)
+    assert ids(redis_client, K.ready) == list(reversed(want))
+    assert (res2.moved, res2.skipped) == (len(want) - len(moved), 0)
+
+
+@pytest.mark.xfail(strict=True, reason="review5 finding: the replies of the round trip being read and of the one "
+                   "in flight are lost with the connection; their moved jobs are not counted (nor journaled)")
+@pytest.mark.parametrize("flt", [None, FLT])
+def test_ctrl_c_inside_a_read_counts_every_job_moved(redis_client, monkeypatch, flt):
+    want, res = _ctrl_c_inside_a_read(redis_client, monkeypatch, flt)
+    moved = ids(redis_client, K.ready)
+    assert res.moved == len(moved), f"moved {len(moved)}, counted {res.moved}"
+
+
+@pytest.mark.parametrize("batch,rt", [(7, 20), (10, 20), (15, 30), (20, 60), (25, 50), (10, 10)])
+def test_filtered_plan_any_batch_with_changes_under_the_walk_counts_each_match_once(redis_client, monkeypatch,
+                                                                                    batch, rt):
+    """A filtered plan (plan windows of 10) with --batch values that are and
+    are not multiples of the plan window (read-ahead on and off): others
+    remove a planned match and a non-match before the apply, workers push
+    new dead jobs while the walk runs; a window that changed moves nothing,
+    no job outside the plan moves, each match is counted once, and a rerun
+    moves every remaining match once."""
+    narrow(monkeypatch, rt=rt)
+    jobs = simple_dead(redis_client, "email", 300)
+    want = [j for n, j in enumerate(jobs) if n % 5 == 0]
+    lay = rl_layout(redis_client)
+    plan = lay.plan(spec(FLT))
+    assert isinstance(plan.jobs, PredicateRange) and plan.planned == len(want)
+    removed = [jobs[150], jobs[233]]  # a match (150 % 5 == 0) and a non-match
+    remove_by_others(redis_client, removed)
+    fresh: list[str] = []
+    calls: list[int] = []
+
+    def progress(done, total):
+        calls.append(done)
+        if len(calls) in (2, 9):
+            fresh.extend(new_dead(redis_client, 3, f"new{len(calls)}"))
+
+    res = run_plan(lay, plan, batch=batch, progress=progress, journal=False)
+    moved = ids(redis_client, K.ready)
+    assert len(moved) == len(set(moved)) == res.moved
+    assert set(moved) <= set(want) - set(removed)
+    # the calls before the one holding the removed position saw only unchanged plan windows: their matches move
+    # (a call over an unchanged window and a changed one moves nothing: all its windows must be as planned)
+    cut = 150 // batch * batch
+    assert set(moved) >= {j for n, j in enumerate(jobs[:cut]) if n % 5 == 0}, dict(res.skipped_reasons)
+    assert res.moved + res.skipped + res.failed == len(want), (res.moved, dict(res.skipped_reasons))
+    assert not redis_client.exists(K.hold) and not redis_client.exists(K.lease)
+    assert_consistent(redis_client, ["email"])
+    res2 = run_plan(lay, lay.plan(spec(FLT)), batch=batch, journal=False)
+    assert res2.moved == len(want) - 1 - res.moved + len(fresh)  # the new jobs match the filter too
+    assert sorted(ids(redis_client, K.ready)) == sorted(set(want) - set(removed) | {f for f in fresh})
