@@ -339,3 +339,50 @@ def test_client_without_its_own_connection_walks_one_round_trip_at_a_time(redis_
     assert moved == want and not any(r.skipped or r.failed for r in results)
     assert ids(redis_client, K.ready) == list(reversed(want))
     assert not redis_client.exists(K.hold) and not redis_client.exists(K.lease)
+
+
+@pytest.mark.parametrize("flt", [None, FLT])
+def test_workers_dead_lettering_during_the_walk_never_move_new_jobs(redis_client, monkeypatch, flt):
+    """Workers push new dead jobs at the head while round trips are in
+    flight: exactly the planned tail positions are walked, every planned
+    match moves once in order, the new jobs stay dead in order."""
+    narrow(monkeypatch)
+    jobs = simple_dead(redis_client, "email", 150)
+    want = [j for n, j in enumerate(jobs) if not flt or n % 5 == 0]
+    lay = rl_layout(redis_client)
+    plan = lay.plan(spec(flt))
+    fresh: list[str] = []
+    calls: list[int] = []
+
+    def progress(done, total):
+        calls.append(done)
+        if len(calls) % 3 == 1:
+            fresh.extend(new_dead(redis_client, 2, f"new{len(calls):03d}"))
+
+    res = run_plan(lay, plan, batch=10, progress=progress, journal=False)
+    assert (res.moved, res.skipped, res.failed) == (len(want), 0, 0)
+    assert ids(redis_client, K.ready) == list(reversed(want))
+    assert ids(redis_client, K.dead) == list(reversed(fresh)) + [j for j in reversed(jobs) if j not in set(want)]
+    assert not redis_client.exists(K.hold) and not redis_client.exists(K.lease)
+    assert_consistent(redis_client, ["email"])
+
+
+@pytest.mark.parametrize("flt", [None, FLT])
+def test_rate_walks_one_call_at_a_time_and_stops_after_the_call_it_saw(redis_client, monkeypatch, flt):
+    """--rate: one call a round trip, one round trip at a time (its LRANGE
+    still reads the next call's ids): a stop seen at a result ends the run
+    there, with nothing else in flight."""
+    narrow(monkeypatch)
+    jobs = simple_dead(redis_client, "email", 100)
+    want = [j for n, j in enumerate(jobs) if not flt or n % 5 == 0]
+    lay = rl_layout(redis_client)
+    seen: list[int] = []
+    res = run_plan(lay, lay.plan(spec(flt)), batch=10, rate=1_000_000, progress=lambda d, t: seen.append(d),
+                   stop=lambda: len(seen) >= 3, journal=False)
+    per_call = 10 if not flt else 2
+    assert res.interrupted and res.moved == 3 * per_call == len(ids(redis_client, K.ready))
+    assert ids(redis_client, K.ready) == list(reversed(want[:3 * per_call]))
+    assert not redis_client.exists(K.hold) and not redis_client.exists(K.lease)
+    res2 = run_plan(lay, lay.plan(spec(flt)), batch=10, rate=1_000_000, journal=False)
+    assert (res2.moved, res2.skipped) == (len(want) - res.moved, 0)
+    assert ids(redis_client, K.ready) == list(reversed(want))
