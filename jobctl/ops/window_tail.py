@@ -295,10 +295,13 @@ def _walk_tail(src: ListSource, value: str, total: int, batch: int, depth: int, 
                         recv_rt(other)
                 src.client.script_load(window.script)
                 for x in (rt, *inflight):
-                    k = next((i for i, r in enumerate(x.replies) if isinstance(r, redis.exceptions.NoScriptError)),
-                             None)
-                    if k is not None:
-                        x.replies[k:] = pipelined(src.client, window, calls_of(x, k))
+                    # only the refused calls: one that ran (the script loaded
+                    # again by another client meanwhile) keeps its reply
+                    refused = [i for i, r in enumerate(x.replies) if isinstance(r, redis.exceptions.NoScriptError)]
+                    if refused:
+                        calls = calls_of(x, 0)
+                        for i, r in zip(refused, pipelined(src.client, window, [calls[i] for i in refused])):
+                            x.replies[i] = r
                     x.got = None
                 tails.clear()
                 want = total  # ids from here on: read when nothing is in flight
@@ -322,9 +325,21 @@ def _walk_tail(src: ListSource, value: str, total: int, batch: int, depth: int, 
                 a, b = max(start, lo), min(end, hi)
                 ids = rt.tail[a - g0:b - g0] if b > a else []
                 late = ended  # an earlier call ran out: codes for positions past covered
+                # a refused call (NOSCRIPT) run again after a later call ran
+                # (another client loaded the script meanwhile): that call
+                # held this one's entries, uncoded; they stay dead
+                passed = not ended and int(reply[0]) == 0 and end >= hi > lo
                 if not ended:
                     covered = lo + int(reply[0])
                 ended = ended or bool(int(reply[2]))
+                if passed:
+                    for p in range(lo, hi):
+                        if planned is None:
+                            record_code(br, _text(rt.tail[p - g0]), "not at its planned position")
+                        elif planned[p // plan_window][1][p % plan_window // 8] & (128 >> (p % plan_window % 8)):
+                            record_code(br, _text(plan_id(p)), "not at its planned position")
+                    yield br
+                    continue
                 if planned is not None:  # a pair for each match, "moved" included; the rest stay dead uncounted
                     for m in range(5, len(reply), 2):
                         p = lo + int(reply[m]) - 1
