@@ -251,6 +251,7 @@ def _walk_tail(src: ListSource, value: str, total: int, batch: int, depth: int, 
     inflight: deque[_RoundTrip] = deque()
     next_g = covered = 0
     ended = False
+    met_late: set[int] = set()  # a filtered plan's positions coded by calls after the list ran out
     try:
         while True:
             while not ended and len(inflight) < ahead and next_g in tails:
@@ -294,10 +295,13 @@ def _walk_tail(src: ListSource, value: str, total: int, batch: int, depth: int, 
                         recv_rt(other)
                 src.client.script_load(window.script)
                 for x in (rt, *inflight):
-                    k = next((i for i, r in enumerate(x.replies) if isinstance(r, redis.exceptions.NoScriptError)),
-                             None)
-                    if k is not None:
-                        x.replies[k:] = pipelined(src.client, window, calls_of(x, k))
+                    # only the refused calls: one that ran (the script loaded
+                    # again by another client meanwhile) keeps its reply
+                    refused = [i for i, r in enumerate(x.replies) if isinstance(r, redis.exceptions.NoScriptError)]
+                    if refused:
+                        calls = calls_of(x, 0)
+                        for i, r in zip(refused, pipelined(src.client, window, [calls[i] for i in refused])):
+                            x.replies[i] = r
                     x.got = None
                 tails.clear()
                 want = total  # ids from here on: read when nothing is in flight
@@ -313,15 +317,36 @@ def _walk_tail(src: ListSource, value: str, total: int, batch: int, depth: int, 
                 # the round trip's last result ends the caller's stop-free run
                 # unless another round trip is in flight
                 br = BatchResult(more=k < len(rt.replies) - 1 or bool(inflight))
-                ids = rt.tail[lo - g0:lo - g0 + int(reply[0])]
+                # the walk positions this call popped: [start, end); after an
+                # earlier call ran out (the list was empty, then workers pushed
+                # new jobs) a call in flight starts before its own entries and
+                # holds, uncoded, what it pops there
+                start, end = int(reply[1]) - int(reply[0]), int(reply[1])
+                a, b = max(start, lo), min(end, hi)
+                ids = rt.tail[a - g0:b - g0] if b > a else []
+                late = ended  # an earlier call ran out: codes for positions past covered
+                # a refused call (NOSCRIPT) run again after a later call ran
+                # (another client loaded the script meanwhile): that call
+                # held this one's entries, uncoded; they stay dead
+                passed = not ended and int(reply[0]) == 0 and end >= hi > lo
                 if not ended:
                     covered = lo + int(reply[0])
                 ended = ended or bool(int(reply[2]))
+                if passed:
+                    for p in range(lo, hi):
+                        if planned is None:
+                            record_code(br, _text(rt.tail[p - g0]), "not at its planned position")
+                        elif planned[p // plan_window][1][p % plan_window // 8] & (128 >> (p % plan_window % 8)):
+                            record_code(br, _text(plan_id(p)), "not at its planned position")
+                    yield br
+                    continue
                 if planned is not None:  # a pair for each match, "moved" included; the rest stay dead uncounted
                     for m in range(5, len(reply), 2):
                         p = lo + int(reply[m]) - 1
+                        if late:
+                            met_late.add(p)  # counted here: not "gone" below
                         # a window that changed: the match the plan saw there, by its id
-                        job_id = ids[int(reply[m]) - 1] if same.get(p // plan_window) else plan_id(p)
+                        job_id = ids[p - a] if same.get(p // plan_window) and a <= p < b else plan_id(p)
                         record_code(br, _text(job_id), _text(reply[m + 1]))
                     yield br
                     continue
@@ -330,7 +355,7 @@ def _walk_tail(src: ListSource, value: str, total: int, batch: int, depth: int, 
                     yield br
                     continue
                 codes = {int(reply[m]): _text(reply[m + 1]) for m in range(5, len(reply), 2)}
-                for n, job_id in enumerate(ids, 1):
+                for n, job_id in enumerate(ids, a - lo + 1):
                     record_code(br, _text(job_id), codes.get(n, "moved"))
                 yield br
             if not ended and not inflight and next_g >= total:
@@ -349,7 +374,7 @@ def _walk_tail(src: ListSource, value: str, total: int, batch: int, depth: int, 
         unmet = BatchResult()
         for p in range(covered, total):
             w, i = divmod(p, plan_window)
-            if w < len(planned) and planned[w][1][i // 8] & (128 >> (i % 8)):
+            if p not in met_late and w < len(planned) and planned[w][1][i // 8] & (128 >> (i % 8)):
                 record_code(unmet, _text(plan_id(p)), "gone")
         if unmet.skipped:
             yield unmet
