@@ -341,6 +341,13 @@ def _walk_tail(src: ListSource, value: str, total: int, batch: int, depth: int, 
                     yield br
                     continue
                 if planned is not None:  # a pair for each match, "moved" included; the rest stay dead uncounted
+                    w = lo // plan_window
+                    if (not late and a == lo and same.get(w) and w == (hi - 1) // plan_window
+                            and all(c == b"moved" for c in reply[6::2])):
+                        # the common case: one unchanged plan window, every match moved
+                        br.moved = _texts([ids[int(i) - 1] for i in reply[5::2]])
+                        yield br
+                        continue
                     for m in range(5, len(reply), 2):
                         p = lo + int(reply[m]) - 1
                         if late:
