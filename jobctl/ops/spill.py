@@ -24,9 +24,7 @@ full) raises :class:`OSError` at plan time, before anything moved.
 from __future__ import annotations
 
 import os
-import pickle
 import struct
-import tempfile
 from array import array
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Generic, TypeVar
@@ -72,6 +70,8 @@ class ChunkFile:
 
     def _write(self, blob: bytes) -> tuple[int, int]:
         if self._file is None:
+            import tempfile  # only a plan that spills needs it (CLI start-up)
+
             self._file = tempfile.TemporaryFile(prefix="jobctl-plan-")
             self._fd = self._file.fileno()
         at, view = self._end, memoryview(blob)
@@ -112,8 +112,11 @@ class ChunkFile:
         got = self._cache.get(k)
         if got is None:
             got = decode(self.read(k))
-            if len(self._cache) >= self._cached:
-                del self._cache[next(iter(self._cache))]  # the oldest read
+            while len(self._cache) >= self._cached:  # the oldest read leaves (safe if another thread reads too)
+                try:
+                    self._cache.pop(next(iter(self._cache)), None)
+                except (StopIteration, RuntimeError):
+                    break
             self._cache[k] = got
         return got
 
@@ -163,7 +166,15 @@ def decode_job_chunk(blob: bytes) -> tuple[bytes, array, array, array, array, by
 
 
 def _unpickle(blob: bytes) -> list:
+    import pickle
+
     return pickle.loads(blob)
+
+
+def _pickle(items: list) -> bytes:
+    import pickle  # only a plan that spills needs it (CLI start-up)
+
+    return pickle.dumps(items, protocol=pickle.HIGHEST_PROTOCOL)
 
 
 class SpillList(Generic[T]):
@@ -203,7 +214,7 @@ class SpillList(Generic[T]):
         c, tail = self._chunk, self._tail
         full = len(tail) // c * c
         for lo in range(0, full, c):
-            self._file.append(pickle.dumps(tail[lo:lo + c], protocol=pickle.HIGHEST_PROTOCOL))
+            self._file.append(_pickle(tail[lo:lo + c]))
         del tail[:full]
         self._base += full
         self._limit = c
@@ -236,7 +247,7 @@ class SpillList(Generic[T]):
         k = n // self._chunk
         items = list(self._file.get(k, _unpickle))
         items[n % self._chunk] = item
-        self._file.replace(k, pickle.dumps(items, protocol=pickle.HIGHEST_PROTOCOL))
+        self._file.replace(k, _pickle(items))
 
     def __delitem__(self, key) -> None:
         if not isinstance(key, slice) or key.step not in (None, 1) or key.stop is not None:
