@@ -53,7 +53,7 @@ class JobColumns:
     """
 
     __slots__ = ("_ids", "_ends", "_shard", "_pos", "_score", "_sha", "_other", "_base", "_chunk", "_limit",
-                 "_file")
+                 "_file", "_lo", "_hi", "_cur")
     _NONE = -1 << 62
 
     def __init__(self) -> None:
@@ -68,6 +68,8 @@ class JobColumns:
         self._chunk = max(1, spill.JOB_CHUNK)
         self._limit = max(spill.JOB_SPILL_AT, self._chunk)
         self._file = spill.ChunkFile()
+        self._lo = self._hi = 0  # jobs [_lo, _hi): the spilled chunk read last, ``_cur`` its columns
+        self._cur: tuple = ()
 
     @property
     def spilled(self) -> int:
@@ -131,14 +133,19 @@ class JobColumns:
             return (self._ids, self._ends, self._shard, self._pos, self._score, self._sha), n - self._base
         if n < 0:
             raise IndexError(n)
-        return self._file.get(n // self._chunk, decode_job_chunk), n % self._chunk
+        k = n // self._chunk
+        self._cur = self._file.get(k, decode_job_chunk)
+        self._lo, self._hi = k * self._chunk, (k + 1) * self._chunk
+        return self._cur, n - self._lo
 
     def __len__(self) -> int:
         return self._base + len(self._ends)
 
     def job_id(self, n: int) -> str:
         """The id of the ``n``-th job (no :class:`PlannedJob` built)."""
-        if n >= self._base:
+        if self._lo <= n < self._hi:
+            i, (ids, ends, *_) = n - self._lo, self._cur
+        elif n >= self._base:
             i, ids, ends = n - self._base, self._ids, self._ends
         else:
             (ids, ends, *_), i = self._cols(n)
@@ -146,7 +153,9 @@ class JobColumns:
         return ids[start:ends[i]].decode("utf-8", "surrogateescape")
 
     def position(self, n: int) -> int | None:
-        if n >= self._base:
+        if self._lo <= n < self._hi:
+            p = self._cur[3][n - self._lo]
+        elif n >= self._base:
             p = self._pos[n - self._base]
         else:
             cols, i = self._cols(n)
@@ -154,6 +163,8 @@ class JobColumns:
         return None if p == self._NONE else p
 
     def shard(self, n: int) -> int:
+        if self._lo <= n < self._hi:
+            return self._cur[2][n - self._lo]
         if n >= self._base:
             return self._shard[n - self._base]
         cols, i = self._cols(n)
@@ -165,7 +176,9 @@ class JobColumns:
         other = self._other.get(n)
         if other is not None:
             return other.sha1
-        if n >= self._base:
+        if self._lo <= n < self._hi:
+            i, sha = n - self._lo, self._cur[5]
+        elif n >= self._base:
             i, sha = n - self._base, self._sha
         else:
             cols, i = self._cols(n)
