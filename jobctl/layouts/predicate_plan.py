@@ -23,8 +23,10 @@ The plan is a :class:`~jobctl.ops.plan.PredicateRange`: per window the SHA1
 of its payload keys (its fence), a bitmap of its matches (one bit per
 position) and their ids in one bytes string (to name them in the report of a
 window that changed); the window engine moves the matches of each window
-still as planned.  No object per job: memory is one bit per walked position
-plus the matches' ids as bytes.
+still as planned.  No object per job: one bit per walked position plus the
+matches' ids as bytes, the windows kept in a :class:`~jobctl.ops.spill.SpillList`
+(past :data:`~jobctl.ops.spill.ITEM_SPILL_AT` windows in an anonymous
+temporary file, in chunks), so the plan's memory does not grow with the DLQ.
 
 :func:`plan_dead_predicate` returns ``None`` (the caller plans client-side)
 when jobctl's hold is not empty, the client is a cluster client, or the
