@@ -69,10 +69,24 @@ def test_spilled_job_columns_read_back_exactly(spill_forced):
         j = jobs[n]
         assert cols[n] == j and cols[n - 100] == j
         assert (cols.job_id(n), cols.position(n), cols.shard(n), cols.sha1(n)) == (j.job_id, j.position, j.shard, j.sha1)
+    for name in ("job_id", "position", "shard", "sha1"):  # each accessor first on a chunk not looked up last
+        get = getattr(cols, name)
+        assert [get(n) for n in order] == [getattr(jobs[n], name) for n in order]
     with pytest.raises(IndexError):
         cols[100]
     with pytest.raises(IndexError):
         cols[-101]
+
+
+def test_job_columns_read_while_they_fill_and_spill(spill_forced):
+    jobs = _jobs(40)
+    cols = JobColumns()
+    for n, j in enumerate(jobs):
+        cols.append(j)
+        for m in (n, 0, n // 2, n):  # the in-memory columns, then a spilled chunk, then back
+            assert (cols.job_id(m), cols.position(m), cols.shard(m), cols.sha1(m)) == (
+                jobs[m].job_id, jobs[m].position, jobs[m].shard, jobs[m].sha1)
+    assert list(cols) == jobs
 
 
 def test_job_columns_below_the_threshold_write_nothing(monkeypatch):

@@ -53,7 +53,7 @@ class JobColumns:
     """
 
     __slots__ = ("_ids", "_ends", "_shard", "_pos", "_score", "_sha", "_other", "_base", "_chunk", "_limit",
-                 "_file", "_lo", "_hi", "_cur")
+                 "_file", "_lo", "_mlen", "_mids", "_mends", "_mshard", "_mpos", "_msha")
     _NONE = -1 << 62
 
     def __init__(self) -> None:
@@ -68,8 +68,9 @@ class JobColumns:
         self._chunk = max(1, spill.JOB_CHUNK)
         self._limit = max(spill.JOB_SPILL_AT, self._chunk)
         self._file = spill.ChunkFile()
-        self._lo = self._hi = 0  # jobs [_lo, _hi): the spilled chunk read last, ``_cur`` its columns
-        self._cur: tuple = ()
+        self._lo = self._mlen = 0  # once spilled: the columns looked up last (_SpilledColumns)
+        self._mids = self._msha = b""
+        self._mends = self._mshard = self._mpos = self._ends
 
     @property
     def spilled(self) -> int:
@@ -123,6 +124,9 @@ class JobColumns:
         del self._shard[:full], self._pos[:full], self._score[:full], self._sha[:20 * full]
         self._base += full
         self._limit = c
+        self._mlen = 0  # the in-memory columns moved: look up again
+        if full and type(self) is JobColumns:
+            self.__class__ = _SpilledColumns  # the accessors that read the spill file
 
     def _cols(self, n: int) -> tuple[tuple, int]:
         """The columns holding job ``n`` (``(ids, ends, shard, pos, score,
@@ -133,42 +137,22 @@ class JobColumns:
             return (self._ids, self._ends, self._shard, self._pos, self._score, self._sha), n - self._base
         if n < 0:
             raise IndexError(n)
-        k = n // self._chunk
-        self._cur = self._file.get(k, decode_job_chunk)
-        self._lo, self._hi = k * self._chunk, (k + 1) * self._chunk
-        return self._cur, n - self._lo
+        return self._file.get(n // self._chunk, decode_job_chunk), n % self._chunk
 
     def __len__(self) -> int:
         return self._base + len(self._ends)
 
     def job_id(self, n: int) -> str:
         """The id of the ``n``-th job (no :class:`PlannedJob` built)."""
-        if self._lo <= n < self._hi:
-            i, (ids, ends, *_) = n - self._lo, self._cur
-        elif n >= self._base:
-            i, ids, ends = n - self._base, self._ids, self._ends
-        else:
-            (ids, ends, *_), i = self._cols(n)
-        start = ends[i - 1] if i else 0
-        return ids[start:ends[i]].decode("utf-8", "surrogateescape")
+        start = self._ends[n - 1] if n else 0
+        return self._ids[start:self._ends[n]].decode("utf-8", "surrogateescape")
 
     def position(self, n: int) -> int | None:
-        if self._lo <= n < self._hi:
-            p = self._cur[3][n - self._lo]
-        elif n >= self._base:
-            p = self._pos[n - self._base]
-        else:
-            cols, i = self._cols(n)
-            p = cols[3][i]
+        p = self._pos[n]
         return None if p == self._NONE else p
 
     def shard(self, n: int) -> int:
-        if self._lo <= n < self._hi:
-            return self._cur[2][n - self._lo]
-        if n >= self._base:
-            return self._shard[n - self._base]
-        cols, i = self._cols(n)
-        return cols[2][i]
+        return self._shard[n]
 
     def sha1(self, n: int) -> str:
         """The fence SHA1 (hex, ``""`` for none) of the ``n``-th job (no
@@ -176,14 +160,7 @@ class JobColumns:
         other = self._other.get(n)
         if other is not None:
             return other.sha1
-        if self._lo <= n < self._hi:
-            i, sha = n - self._lo, self._cur[5]
-        elif n >= self._base:
-            i, sha = n - self._base, self._sha
-        else:
-            cols, i = self._cols(n)
-            sha = cols[5]
-        digest = sha[20 * i:20 * i + 20]
+        digest = self._sha[20 * n:20 * n + 20]
         return "" if digest == _NO_SHA else digest.hex()
 
     def _item(self, n: int) -> PlannedJob:
@@ -208,3 +185,58 @@ class JobColumns:
 
     def __iter__(self) -> Iterator[PlannedJob]:
         return (self._item(n) for n in range(len(self)))
+
+
+class _SpilledColumns(JobColumns):
+    """A :class:`JobColumns` that has spilled (its class from the first
+    spill on): the accessors read the columns last looked up (a spilled
+    chunk or the in-memory ones, ``_m*``: jobs ``[_lo, _lo + _mlen)``), else
+    find the right ones first (:meth:`_seek`).  Until it spills a plan pays
+    nothing for spilling."""
+
+    __slots__ = ()
+
+    def _seek(self, n: int) -> int:
+        """Look up the columns holding job ``n`` (``0 <= n < len``) and
+        return its index there."""
+        if n < 0 or n >= len(self):
+            raise IndexError(n)
+        if n >= self._base:
+            self._lo, cols = self._base, (self._ids, self._ends, self._shard, self._pos, self._score, self._sha)
+        else:
+            k = n // self._chunk
+            self._lo, cols = k * self._chunk, self._file.get(k, decode_job_chunk)
+        self._mids, self._mends, self._mshard, self._mpos, _, self._msha = cols
+        self._mlen = len(cols[1])
+        return n - self._lo
+
+    def job_id(self, n: int) -> str:
+        i = n - self._lo
+        if not 0 <= i < self._mlen:
+            i = self._seek(n)
+        ends = self._mends
+        start = ends[i - 1] if i else 0
+        return self._mids[start:ends[i]].decode("utf-8", "surrogateescape")
+
+    def position(self, n: int) -> int | None:
+        i = n - self._lo
+        if not 0 <= i < self._mlen:
+            i = self._seek(n)  # before reading ``_mpos``: it changes it
+        p = self._mpos[i]
+        return None if p == self._NONE else p
+
+    def shard(self, n: int) -> int:
+        i = n - self._lo
+        if not 0 <= i < self._mlen:
+            i = self._seek(n)
+        return self._mshard[i]
+
+    def sha1(self, n: int) -> str:
+        other = self._other.get(n)
+        if other is not None:
+            return other.sha1
+        i = n - self._lo
+        if not 0 <= i < self._mlen:
+            i = self._seek(n)
+        digest = self._msha[20 * i:20 * i + 20]
+        return "" if digest == _NO_SHA else digest.hex()
