@@ -295,5 +295,27 @@ def _isolated_jobctl_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: 
     monkeypatch.setenv("XDG_STATE_HOME", str(home / "state"))
 
 
+def force_spill(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Plans spill their per-job and per-window state to a file at once, in
+    tiny chunks (:mod:`jobctl.ops.spill`)."""
+    from jobctl.ops import spill
+
+    for name, value in (("JOB_CHUNK", 3), ("JOB_SPILL_AT", 3), ("ITEM_CHUNK", 2), ("ITEM_SPILL_AT", 2)):
+        monkeypatch.setattr(spill, name, value)
+
+
+@pytest.fixture
+def spill_forced(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every plan made in the test spills (:func:`force_spill`)."""
+    force_spill(monkeypatch)
+
+
+@pytest.fixture(autouse=True)
+def _spill_everywhere(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``JOBCTL_TEST_SPILL=1``: every test runs with :func:`force_spill`."""
+    if os.environ.get("JOBCTL_TEST_SPILL") == "1":
+        force_spill(monkeypatch)
+
+
 # Redis Cluster, Sentinel and TLS topologies (issue 13), shared by every module.
 from cluster_servers import cc, cluster, cluster_url, sentinel_deployment, tls_server  # noqa: E402,F401

@@ -12,8 +12,10 @@ fields, as :func:`~.hash_job.fence_of`), the payload parsed once with orjson
 for the breakdown's job type; an id without a payload (hash expired) is
 dangling and a payload that is not JSON is malformed, set aside exactly as
 :func:`~.planning.plan_from_walk` does for full records.  The plan keeps
-:class:`~jobctl.ops.plan.JobColumns`: its memory does not grow with the DLQ
-beyond a few bytes per planned job.
+:class:`~jobctl.ops.plan.JobColumns` (id, position and the fence's 20-byte
+digest, ~65 bytes a job), spilled to an anonymous temporary file past
+:data:`~jobctl.ops.spill.JOB_SPILL_AT` jobs (:mod:`jobctl.ops.spill`), so its
+memory does not grow with the DLQ.
 """
 
 from __future__ import annotations

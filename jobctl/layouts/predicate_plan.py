@@ -23,8 +23,10 @@ The plan is a :class:`~jobctl.ops.plan.PredicateRange`: per window the SHA1
 of its payload keys (its fence), a bitmap of its matches (one bit per
 position) and their ids in one bytes string (to name them in the report of a
 window that changed); the window engine moves the matches of each window
-still as planned.  No object per job: memory is one bit per walked position
-plus the matches' ids as bytes.
+still as planned.  No object per job: one bit per walked position plus the
+matches' ids as bytes, the windows kept in a :class:`~jobctl.ops.spill.SpillList`
+(past :data:`~jobctl.ops.spill.ITEM_SPILL_AT` windows in an anonymous
+temporary file, in chunks), so the plan's memory does not grow with the DLQ.
 
 :func:`plan_dead_predicate` returns ``None`` (the caller plans client-side)
 when jobctl's hold is not empty, the client is a cluster client, or the
@@ -39,6 +41,7 @@ from ..filter.lua_predicate import decodes, lua_program
 from ..model import parse_envelope
 from ..ops.plan import Plan, PredicateRange
 from ..ops.spec import OpSpec
+from ..ops.spill import SpillList
 from ..ops.pipeline import _bulk
 from ..ops.window_tail import _key_blob
 from ..scripts import script
@@ -133,7 +136,7 @@ class _Walk:
         self.plan, self.flt, self.now = plan, spec.filter, now
         self.skip_bad = spec.skips_malformed or spec.filter.needs_payload
         self.walked: dict[int, int] = {}
-        self.windows: dict[int, list[tuple[str, bytes, bytes]]] = {}
+        self.windows: dict[int, SpillList[tuple[str, bytes, bytes]]] = {}
         self.count = 0
         self.sample: list[str] = []
 
@@ -145,9 +148,13 @@ class _Walk:
         conn = client.connection
         prefix = keys.job("").encode("utf-8", "surrogateescape")
         self.tag = keys.tag
-        # per window: digest, match bitmap, matched ids (a list until its
-        # group is confirmed, then one bytes string: ~31 bytes a match)
+        # per window of the groups in flight (from window ``mbase`` on):
+        # digest, match bitmap, matched ids (a list until its group is
+        # confirmed, then one bytes string: ~31 bytes a match); confirmed
+        # windows go to ``done`` (spilled to a file past a threshold)
         self.mine: list[tuple[str, bytearray | bytes, list[bytes] | bytes]] = []
+        self.mbase = 0
+        self.done: SpillList[tuple[str, bytes, bytes]] = SpillList()
         self.last, self.last_ids = -1, []
         head = _bulk("EVALSHA") + _bulk(sha)
         tail_args = _bulk(program) + _bulk("1" if self.skip_bad else "0") + _bulk(prefix)
@@ -165,7 +172,7 @@ class _Walk:
         mget: _Group | None = None  # the group whose candidates' MGET rides in this round trip
         k = 0
         while True:
-            cur = _Group(starts[k], ids, len(self.mine)) if k < len(starts) and ids else None
+            cur = _Group(starts[k], ids, self.mbase + len(self.mine)) if k < len(starts) and ids else None
             out: list[bytes] = []
             if cur is not None:
                 for lo, hi in cur.bounds:
@@ -209,9 +216,11 @@ class _Walk:
             # the apply walks up to the last match: its window's digest up to there
             self.walked[shard] = self.last + 1
             w_last, i_last = divmod(self.last, SCAN_WINDOW)
-            mine = self.mine
-            mine[w_last] = (_digest(prefix, self.last_ids[:i_last + 1]), mine[w_last][1], mine[w_last][2])
-            self.windows[shard] = mine[:w_last + 1]
+            done = self.done
+            _, bitmap, matched = done[w_last]
+            done[w_last] = (_digest(prefix, self.last_ids[:i_last + 1]), bitmap, matched)
+            del done[w_last + 1:]
+            self.windows[shard] = done
 
     def _confirm(self, g: _Group, raws: list) -> None:
         """Decide ``g``'s candidates with jobctl's own reader and filter (their
@@ -237,7 +246,7 @@ class _Walk:
                 continue
             lo = g.bounds[w][0]
             i = k - lo
-            win = self.mine[g.base + w]
+            win = self.mine[g.base + w - self.mbase]
             win[1][i // 8] |= 128 >> (i % 8)
             win[2].append(ids[k])
             self.count += 1
@@ -249,9 +258,11 @@ class _Walk:
                 self.sample.append(job_id)
         plan.dangling += [text(ids[k]) for k in sorted(g.dangling)]  # in walk order, as the walk lists them
         plan.malformed += [text(ids[k]) for k in sorted(g.malformed)]
-        for w in range(g.base, g.base + len(g.bounds)):  # final: the matches' ids as one bytes string
-            d, b, m = self.mine[w]
-            self.mine[w] = (d, bytes(b), b"\n".join(m))
+        assert g.base == self.mbase  # groups are confirmed in walk order
+        for d, b, m in self.mine[:len(g.bounds)]:  # final: the matches' ids as one bytes string
+            self.done.append((d, bytes(b), b"\n".join(m)))
+        del self.mine[:len(g.bounds)]
+        self.mbase += len(g.bounds)
 
 
 def _digest(prefix: bytes, ids: list[bytes]) -> str:

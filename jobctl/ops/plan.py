@@ -9,12 +9,13 @@ skipped, a job that arrived since is never touched.
 from __future__ import annotations
 
 import hashlib
-from array import array
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any
 
+from .columns import JobColumns, PlannedJob  # re-exported: the planned jobs' store
 from .spec import OpSpec
 
 __all__ = ["PlannedJob", "Plan", "JobColumns", "TailRange", "PredicateRange", "payload_sha1"]
@@ -23,123 +24,6 @@ __all__ = ["PlannedJob", "Plan", "JobColumns", "TailRange", "PredicateRange", "p
 def payload_sha1(raw: bytes | None) -> str:
     """Hex SHA1 of a payload value, as Lua's ``redis.sha1hex`` computes it."""
     return hashlib.sha1(raw or b"").hexdigest()
-
-
-@dataclass(slots=True)
-class PlannedJob:
-    """One matched job: ``shard`` index into the layout's shards, ``position``
-    from the served end at plan time (dead list: from the tail), ``score``
-    (zset score or visibility deadline, epoch ms; ``None`` when none),
-    ``sha1`` of the payload the plan saw."""
-
-    job_id: str
-    shard: int
-    position: int | None
-    score: int | None
-    sha1: str
-
-
-_NO_SHA = bytes(20)
-
-
-class JobColumns:
-    """Planned jobs kept column-wise: a list-like of :class:`PlannedJob`
-    that stores ~60-90 bytes a job instead of a Python object each (ids
-    joined in one ``bytearray`` with ``array('q')`` offsets, shard,
-    position and score in ``array('q')`` (``-1``: ``None``), the SHA1 as
-    its 20-byte digest; ``""``, no SHA1, as 20 zero bytes).  Items are
-    built on access.  Supports ``append``, ``len``, iteration, indexing and
-    slicing (a slice is a ``list``).  A job whose ``sha1`` is neither 40 hex
-    digits nor ``""``, or a subclass of :class:`PlannedJob`, is kept as is
-    (a side table).
-    """
-
-    __slots__ = ("_ids", "_ends", "_shard", "_pos", "_score", "_sha", "_other")
-    _NONE = -1 << 62
-
-    def __init__(self) -> None:
-        self._ids = bytearray()
-        self._ends = array("q")
-        self._shard = array("q")
-        self._pos = array("q")
-        self._score = array("q")
-        self._sha = bytearray()
-        self._other: dict[int, PlannedJob] = {}
-
-    def append(self, job: PlannedJob) -> None:
-        n = len(self._ends)
-        compact = type(job) is PlannedJob and len(job.sha1) in (0, 40)
-        digest = _NO_SHA
-        if compact and job.sha1:
-            try:
-                digest = bytes.fromhex(job.sha1)
-            except ValueError:
-                compact = False
-        if not compact:
-            self._other[n] = job
-            digest = _NO_SHA
-        self._ids += job.job_id.encode("utf-8", "surrogateescape")
-        self._ends.append(len(self._ids))
-        self._shard.append(job.shard)
-        self._pos.append(self._NONE if job.position is None else job.position)
-        self._score.append(self._NONE if job.score is None else job.score)
-        self._sha += digest
-
-    def add(self, job_id: str, shard: int, position: int | None, digest: bytes = _NO_SHA) -> None:
-        """Append one job from its parts (no :class:`PlannedJob` built):
-        ``digest`` the fence's 20-byte SHA1 digest (none: 20 zero bytes);
-        no score."""
-        self._ids += job_id.encode("utf-8", "surrogateescape")
-        self._ends.append(len(self._ids))
-        self._shard.append(shard)
-        self._pos.append(self._NONE if position is None else position)
-        self._score.append(self._NONE)
-        self._sha += digest
-
-    def __len__(self) -> int:
-        return len(self._ends)
-
-    def job_id(self, n: int) -> str:
-        """The id of the ``n``-th job (no :class:`PlannedJob` built)."""
-        start = self._ends[n - 1] if n else 0
-        return self._ids[start:self._ends[n]].decode("utf-8", "surrogateescape")
-
-    def position(self, n: int) -> int | None:
-        p = self._pos[n]
-        return None if p == self._NONE else p
-
-    def shard(self, n: int) -> int:
-        return self._shard[n]
-
-    def sha1(self, n: int) -> str:
-        """The fence SHA1 (hex, ``""`` for none) of the ``n``-th job (no
-        :class:`PlannedJob` built)."""
-        other = self._other.get(n)
-        if other is not None:
-            return other.sha1
-        digest = self._sha[20 * n:20 * n + 20]
-        return "" if digest == _NO_SHA else digest.hex()
-
-    def _item(self, n: int) -> PlannedJob:
-        other = self._other.get(n)
-        if other is not None:
-            return other
-        score = self._score[n]
-        digest = bytes(self._sha[20 * n:20 * n + 20])
-        return PlannedJob(job_id=self.job_id(n), shard=self._shard[n], position=self.position(n),
-                          score=None if score == self._NONE else score,
-                          sha1="" if digest == _NO_SHA else digest.hex())
-
-    def __getitem__(self, key):
-        if isinstance(key, slice):
-            return [self._item(n) for n in range(*key.indices(len(self)))]
-        n = key + len(self) if key < 0 else key
-        if not 0 <= n < len(self):
-            raise IndexError(key)
-        return self._item(n)
-
-    def __iter__(self) -> Iterator[PlannedJob]:
-        return (self._item(n) for n in range(len(self)))
 
 
 class TailRange:
@@ -185,12 +69,14 @@ class PredicateRange(TailRange):
     byte ``i // 8``), and the matches' ids joined by ``"\n"`` (bytes, to name
     them when their window changed).  ``count`` matches in all; one bit per
     walked position plus the matches' ids, no object per job; ``sample``
-    holds the first matches' ids."""
+    holds the first matches' ids.  Each shard's windows are a ``list`` or a
+    :class:`~jobctl.ops.spill.SpillList` (the planner's: past a threshold
+    they live in a temporary file, read back in order by the apply)."""
 
     __slots__ = ("count", "window", "windows")
 
     def __init__(self, walked: dict[int, int], count: int, window: int,
-                 windows: dict[int, list[tuple[str, bytes, bytes]]], sample: list[str] | None = None) -> None:
+                 windows: dict[int, Sequence[tuple[str, bytes, bytes]]], sample: list[str] | None = None) -> None:
         super().__init__(walked, sample)
         self.count = count
         self.window = window
@@ -213,6 +99,9 @@ class PredicateRange(TailRange):
 
     def __getitem__(self, key):
         if isinstance(key, slice):
+            start, stop, step = key.indices(self.count)
+            if step > 0:  # a head or a range: no more PlannedJob built than it holds
+                return list(islice(self, start, stop, step))
             return list(self)[key]
         raise TypeError("a server-side filtered plan keeps no per-job columns (PredicateRange)")
 
