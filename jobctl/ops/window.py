@@ -42,7 +42,7 @@ rewrite that hash in place.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -246,19 +246,26 @@ class _Jobs:
         return self.jobs[n]
 
 
-def _shard_orders(jobs: _Jobs) -> dict[int, array]:
+def _shard_orders(jobs: _Jobs) -> dict[int, Sequence[int]]:
     """Per shard, the indexes of its jobs sorted by position (a plan lists
-    them in walk order already: sorting is then skipped)."""
-    orders: dict[int, array] = {}
-    for n in range(len(jobs)):
-        orders.setdefault(jobs.shard(n), array("q")).append(n)
+    them in walk order already: sorting is then skipped).  One shard whose
+    jobs are in position order (every single-server plan of a dead list) is
+    ``range(len(jobs))``: no per-job memory."""
+    n = len(jobs)
+    if all(jobs.shard(i) == jobs.shard(0) for i in range(n)):
+        if all(jobs.position(i) <= jobs.position(i + 1) for i in range(n - 1)):
+            return {jobs.shard(0): range(n)} if n else {}
+        return {jobs.shard(0): array("q", sorted(range(n), key=jobs.position))}
+    orders: dict[int, Sequence[int]] = {}
+    for i in range(n):
+        orders.setdefault(jobs.shard(i), array("q")).append(i)  # type: ignore[attr-defined]
     for shard, order in orders.items():
         if any(jobs.position(order[i]) > jobs.position(order[i + 1]) for i in range(len(order) - 1)):
             orders[shard] = array("q", sorted(order, key=jobs.position))
     return orders
 
 
-def _entries_for(jobs: _Jobs, order: array, lo: int, hi: int, start: int) -> tuple[int, int]:
+def _entries_for(jobs: _Jobs, order: Sequence[int], lo: int, hi: int, start: int) -> tuple[int, int]:
     """Indexes ``[a, b)`` of ``order`` (sorted by position, searched from
     ``start``) whose position is in ``[lo, hi)``."""
     a = start
@@ -375,7 +382,7 @@ def begin_walk(src: ListSource, value: str, total: int):
     return window
 
 
-def _walk(src: ListSource, value: str, jobs: _Jobs, order: array, met: bytearray, total: int, batch: int,
+def _walk(src: ListSource, value: str, jobs: _Jobs, order: Sequence[int], met: bytearray, total: int, batch: int,
           depth: int, now_fn) -> Iterator[BatchResult]:
     """The window calls of one source, then one result for the planned jobs
     never met (``gone`` when the list ran out, else ``not at its planned
@@ -383,12 +390,11 @@ def _walk(src: ListSource, value: str, jobs: _Jobs, order: array, met: bytearray
     spec_op = value.split(" ")[0]
     window = begin_walk(src, value, total)
     ended = False
-    windows = [(i, min(i + batch, total)) for i in range(0, total, batch)]
     start = 0
-    for g in range(0, len(windows), depth):
+    for g0 in range(0, total, batch * depth):  # a round trip: up to depth windows of batch positions
         if ended:
             break
-        group = windows[g:g + depth]
+        group = [(lo, min(lo + batch, total)) for lo in range(g0, min(g0 + batch * depth, total), batch)]
         now = now_fn()
         sent: list[list[int]] = []
         payloads: dict[str, tuple[bytes, str]] = {}

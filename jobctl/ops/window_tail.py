@@ -252,6 +252,7 @@ def _walk_tail(src: ListSource, value: str, total: int, batch: int, depth: int, 
     next_g = covered = 0
     ended = False
     met_late: set[int] = set()  # a filtered plan's positions coded by calls after the list ran out
+    pruned = 0  # ``same`` holds no window before this one
     try:
         while True:
             while not ended and len(inflight) < ahead and next_g in tails:
@@ -367,6 +368,10 @@ def _walk_tail(src: ListSource, value: str, total: int, batch: int, depth: int, 
                 yield br
             if not ended and not inflight and next_g >= total:
                 covered = total
+            # a filtered plan's windows behind this round trip: no later reply reads their flag
+            while planned is not None and pruned < rt.g0 // plan_window:
+                same.pop(pruned, None)
+                pruned += 1
     finally:
         # stopped early (an error, or the caller closed the walk): read what
         # is still in flight so the connection is clean for the restore
