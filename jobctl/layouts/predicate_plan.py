@@ -54,12 +54,15 @@ __all__ = ["plan_dead_predicate", "predicate_applies", "SCAN_WINDOW", "SCAN_DEPT
 #: envelope is decoded by cjson, so ~0.2-0.8 ms a call.  The window engine
 #: applies the plan in windows of the same size.
 SCAN_WINDOW = 120
-#: Calls per round trip: about 0.5 ms of server time, since another client's
-#: command waits behind a whole round trip (:data:`jobctl.ops.window.DEPTH`);
-#: one call when the filter decodes (:func:`~jobctl.filter.lua_predicate.decodes`).
-#: At 1M, isolated: PING p99 0.54-0.75 ms at two calls, 0.96-0.98 at three,
-#: at the same throughput within noise.
-SCAN_DEPTH = 2
+#: Calls per round trip (one when the filter decodes:
+#: :func:`~jobctl.filter.lua_predicate.decodes`), since another client's
+#: command waits behind a whole round trip (:data:`jobctl.ops.window.DEPTH`),
+#: and two may queue (the scan is pipelined one group ahead).  At 1M,
+#: isolated: PING p99 0.54-0.75 ms at two calls, 0.96-0.98 at three; on
+#: 2026-11-25, three interleaved runs each: p99 median 0.51 ms at one call
+#: against 0.75 at two, plan 2.89 s against 2.70, the whole operation the
+#: same within noise (the apply overlaps its round trips too).
+SCAN_DEPTH = 1
 
 
 def predicate_applies(spec: OpSpec) -> bool:
