@@ -39,6 +39,14 @@ def narrow(monkeypatch, rt: int = 20, plan_window: int = 10) -> None:
     monkeypatch.setattr(predicate_plan, "SCAN_WINDOW", plan_window)
 
 
+def setup_walk(client, monkeypatch, flt: str | None, n: int) -> tuple[list[str], list[str], ReliableList]:
+    """Narrow round trips (:func:`narrow`) and ``n`` dead jobs on email:
+    ``(jobs, the ones a plan of flt takes, the layout)``."""
+    narrow(monkeypatch)
+    jobs = simple_dead(client, "email", n)
+    return jobs, [j for i, j in enumerate(jobs) if not flt or i % 5 == 0], rl_layout(client)
+
+
 def remove_by_others(client, job_ids) -> None:
     """Another client deletes these dead jobs (list entry and payload)."""
     for j in job_ids:
@@ -58,10 +66,7 @@ def test_list_emptied_by_others_then_new_jobs_pushed_while_round_trips_are_in_fl
     trips are in flight (the walk has already read the ids of a later group
     ahead), then workers dead-letter new jobs: no new job moves, each planned
     job is counted once, every job stays in one state."""
-    narrow(monkeypatch)
-    jobs = simple_dead(redis_client, "email", 100)
-    want = [j for n, j in enumerate(jobs) if not flt or n % 5 == 0]
-    lay = rl_layout(redis_client)
+    jobs, want, lay = setup_walk(redis_client, monkeypatch, flt, 100)
     plan = lay.plan(spec(flt))
     assert isinstance(plan.jobs, PredicateRange if flt else TailRange) and plan.planned == len(want)
     calls: list[int] = []
@@ -96,10 +101,7 @@ def test_wrong_type_key_mid_walk_with_round_trips_in_flight(redis_client, monkey
     released, and a rerun moves the rest once, in order."""
     from jobctl.errors import DataError
 
-    narrow(monkeypatch)
-    jobs = simple_dead(redis_client, "email", 200)
-    want = [j for n, j in enumerate(jobs) if not flt or n % 5 == 0]
-    lay = rl_layout(redis_client)
+    jobs, want, lay = setup_walk(redis_client, monkeypatch, flt, 200)
     calls: list[int] = []
 
     def progress(done, total):
@@ -126,10 +128,7 @@ def test_connection_killed_mid_walk_with_round_trips_in_flight(redis_client, mon
     once, in order."""
     from jobctl.errors import ConnectionFailed
 
-    narrow(monkeypatch)
-    jobs = simple_dead(redis_client, "email", 200)
-    want = [j for n, j in enumerate(jobs) if not flt or n % 5 == 0]
-    lay = rl_layout(redis_client)
+    jobs, want, lay = setup_walk(redis_client, monkeypatch, flt, 200)
     calls: list[int] = []
 
     def progress(done, total):
@@ -166,10 +165,7 @@ def _interrupt_reads(monkeypatch, after: list[bool]):
 
 
 def _ctrl_c_inside_a_read(redis_client, monkeypatch, flt):
-    narrow(monkeypatch)
-    jobs = simple_dead(redis_client, "email", 200)
-    want = [j for n, j in enumerate(jobs) if not flt or n % 5 == 0]
-    lay = rl_layout(redis_client)
+    jobs, want, lay = setup_walk(redis_client, monkeypatch, flt, 200)
     arm: list[bool] = []
     _interrupt_reads(monkeypatch, arm)
 
@@ -257,10 +253,7 @@ def _flushed_then_loaded(redis_client, monkeypatch, flt):
     NOSCRIPT) and another client loads the script again before the next
     round trip runs: every job stays in one state, none moves twice or out
     of the plan, and a rerun moves the rest."""
-    narrow(monkeypatch)
-    jobs = simple_dead(redis_client, "email", 200)
-    want = [j for n, j in enumerate(jobs) if not flt or n % 5 == 0]
-    lay = rl_layout(redis_client)
+    jobs, want, lay = setup_walk(redis_client, monkeypatch, flt, 200)
     plan = lay.plan(spec(flt))
     script = window.script(redis_client, "list_window").script
     calls: list[int] = []
@@ -348,10 +341,7 @@ def test_workers_dead_lettering_during_the_walk_never_move_new_jobs(redis_client
     """Workers push new dead jobs at the head while round trips are in
     flight: exactly the planned tail positions are walked, every planned
     match moves once in order, the new jobs stay dead in order."""
-    narrow(monkeypatch)
-    jobs = simple_dead(redis_client, "email", 150)
-    want = [j for n, j in enumerate(jobs) if not flt or n % 5 == 0]
-    lay = rl_layout(redis_client)
+    jobs, want, lay = setup_walk(redis_client, monkeypatch, flt, 150)
     plan = lay.plan(spec(flt))
     fresh: list[str] = []
     calls: list[int] = []
@@ -374,10 +364,7 @@ def test_rate_walks_one_call_at_a_time_and_stops_after_the_call_it_saw(redis_cli
     """--rate: one call a round trip, one round trip at a time (its LRANGE
     still reads the next call's ids): a stop seen at a result ends the run
     there, with nothing else in flight."""
-    narrow(monkeypatch)
-    jobs = simple_dead(redis_client, "email", 100)
-    want = [j for n, j in enumerate(jobs) if not flt or n % 5 == 0]
-    lay = rl_layout(redis_client)
+    jobs, want, lay = setup_walk(redis_client, monkeypatch, flt, 100)
     seen: list[int] = []
     res = run_plan(lay, lay.plan(spec(flt)), batch=10, rate=1_000_000, progress=lambda d, t: seen.append(d),
                    stop=lambda: len(seen) >= 3, journal=False)
