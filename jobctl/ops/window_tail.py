@@ -11,13 +11,13 @@ restore and stopping are the engine's (:func:`~.window.drive`).
 
 from __future__ import annotations
 
-import hashlib
 from collections import deque
 from collections.abc import Callable, Iterator
 
 from ..ops.result import BatchResult
 from .lease import LEASE_TTL_MS, acquire
 from .pipeline import _bulk, pipelined
+from .plan_windows import PlanWindows
 from .window import SLACK, ListSource, _call_error, _text, begin_walk, give_back, record_code
 
 __all__ = ["drive_tail"]
@@ -116,38 +116,10 @@ def _walk_tail(src: ListSource, value: str, total: int, batch: int, depth: int, 
     argv_head = b"".join(_bulk(a) for a in (src.kind, src.mode, spec_op, value, LEASE_TTL_MS))
     nextra = 2 if planned is not None else 0
     group = batch * depth
-    same: dict[int, bool] = {}  # a filtered plan's windows: unchanged since the plan (their digest)
-    wbuf: dict[int, list[bytes]] = {}  # a filtered plan: the ids of the plan windows read, tail first
+    pw = PlanWindows(planned, plan_window, prefix, total) if planned is not None else None
 
     def extra(lo: int, hi: int) -> list:
-        """A filtered plan's ARGV[16..17] for the entries [lo, hi): their match
-        bitmap and "1" when their plan windows are unchanged."""
-        if planned is None:
-            return []
-        w0, w1 = lo // plan_window, (hi - 1) // plan_window
-        flag = "1" if all(same.get(w, False) for w in range(w0, w1 + 1)) else "0"
-        if lo % plan_window == 0 and w0 == w1:
-            return [planned[w0][1], flag]  # the plan's window as it is
-        out = bytearray((hi - lo + 7) // 8)
-        for p in range(lo, hi):
-            w, i = divmod(p, plan_window)
-            if planned[w][1][i // 8] & (128 >> (i % 8)):
-                out[(p - lo) // 8] |= 128 >> ((p - lo) % 8)
-        return [bytes(out), flag]
-
-    def plan_id(p: int) -> bytes:
-        """The id of the plan's match at position ``p``."""
-        w, i = divmod(p, plan_window)
-        bitmap = planned[w][1]
-        before = sum(bin(b).count("1") for b in bitmap[:i // 8]) + bin(bitmap[i // 8] >> (8 - i % 8)).count("1")
-        return planned[w][2].split(b"\n")[before]
-
-    def check(ws: int, ids: list[bytes]) -> None:
-        """Compare the plan window at ``ws`` (its ids, tail first) with the
-        plan's digest (SHA1 of its payload keys joined by \\n)."""
-        w = ws // plan_window
-        digest = hashlib.sha1(prefix + (b"\n" + prefix).join(ids)).hexdigest() if ids else ""
-        same[w] = w < len(planned) and digest == planned[w][0]
+        return pw.extra(lo, hi) if pw is not None else []
 
     def lrange(a: int, b: int) -> list[bytes]:
         try:
@@ -157,29 +129,13 @@ def _walk_tail(src: ListSource, value: str, total: int, batch: int, depth: int, 
 
     def read_tail(g0: int, count: int) -> list[bytes]:
         """The ids at walk positions [g0, g0 + count), tail first (the tail is
-        at position g0: the calls before popped everything before it).  A
-        filtered plan's are read by whole plan windows, each checked against
-        the plan's digest once and kept until the walk has passed it."""
+        at position g0: the calls before popped everything before it); a
+        filtered plan's by whole plan windows (:meth:`PlanWindows.read`)."""
         if count <= 0:
             return []
-        if planned is None:
+        if pw is None:
             return lrange(-count, -1)[::-1]
-        out: list[bytes] = []
-        wins = range(g0 // plan_window, (g0 + count - 1) // plan_window + 1)
-        todo = [w for w in wins if w not in wbuf]  # the last ones: one LRANGE for all of them
-        if todo:
-            first = todo[0] * plan_window
-            got = lrange(-(min((todo[-1] + 1) * plan_window, total) - g0), -(first - g0 + 1))[::-1]
-            for w in todo:
-                wbuf[w] = got[w * plan_window - first:(w + 1) * plan_window - first]
-                check(w * plan_window, wbuf[w])
-        for w in wins:
-            ws = w * plan_window
-            a, b = max(g0, ws) - ws, min(g0 + count, ws + plan_window) - ws
-            out += wbuf[w][a:b]
-        for w in [w for w in wbuf if (w + 1) * plan_window <= g0]:
-            del wbuf[w]
-        return out
+        return pw.read(g0, count, lrange)
 
     def gsize(g: int) -> int:
         return min(group, total - g)
@@ -228,10 +184,8 @@ def _walk_tail(src: ListSource, value: str, total: int, batch: int, depth: int, 
     def took(a: int, got: list[bytes]) -> None:
         """Keep the ids read ahead for the group at ``a`` (a filtered plan's
         as whole plan windows, each checked against the plan's digest)."""
-        if planned is not None:
-            for ws in range(a, a + len(got), plan_window):
-                wbuf[ws // plan_window] = got[ws - a:ws - a + plan_window]
-                check(ws, wbuf[ws // plan_window])
+        if pw is not None:
+            pw.keep(a, got)
             got = read_tail(a, len(got))
         tails[a] = got
 
@@ -252,7 +206,6 @@ def _walk_tail(src: ListSource, value: str, total: int, batch: int, depth: int, 
     next_g = covered = 0
     ended = False
     met_late: set[int] = set()  # a filtered plan's positions coded by calls after the list ran out
-    pruned = 0  # ``same`` holds no window before this one
     try:
         while True:
             while not ended and len(inflight) < ahead and next_g in tails:
@@ -306,9 +259,8 @@ def _walk_tail(src: ListSource, value: str, total: int, batch: int, depth: int, 
                     x.got = None
                 tails.clear()
                 want = total  # ids from here on: read when nothing is in flight
-                for w in [w for w in wbuf if w * plan_window >= next_g]:
-                    del wbuf[w]
-                    same.pop(w, None)
+                if pw is not None:
+                    pw.forget_from(next_g)
             if rt.got is not None:
                 took(rt.read[0], rt.got)
             g0 = rt.g0
@@ -335,15 +287,15 @@ def _walk_tail(src: ListSource, value: str, total: int, batch: int, depth: int, 
                 ended = ended or bool(int(reply[2]))
                 if passed:
                     for p in range(lo, hi):
-                        if planned is None:
+                        if pw is None:
                             record_code(br, _text(rt.tail[p - g0]), "not at its planned position")
-                        elif planned[p // plan_window][1][p % plan_window // 8] & (128 >> (p % plan_window % 8)):
-                            record_code(br, _text(plan_id(p)), "not at its planned position")
+                        elif pw.is_match(p):
+                            record_code(br, _text(pw.plan_id(p)), "not at its planned position")
                     yield br
                     continue
-                if planned is not None:  # a pair for each match, "moved" included; the rest stay dead uncounted
+                if pw is not None:  # a pair for each match, "moved" included; the rest stay dead uncounted
                     w = lo // plan_window
-                    if (not late and a == lo and same.get(w) and w == (hi - 1) // plan_window
+                    if (not late and a == lo and pw.unchanged(w) and w == (hi - 1) // plan_window
                             and all(c == b"moved" for c in reply[6::2])):
                         # the common case: one unchanged plan window, every match moved
                         br.moved = _texts([ids[int(i) - 1] for i in reply[5::2]])
@@ -354,7 +306,7 @@ def _walk_tail(src: ListSource, value: str, total: int, batch: int, depth: int, 
                         if late:
                             met_late.add(p)  # counted here: not "gone" below
                         # a window that changed: the match the plan saw there, by its id
-                        job_id = ids[p - a] if same.get(p // plan_window) and a <= p < b else plan_id(p)
+                        job_id = ids[p - a] if pw.unchanged(p // plan_window) and a <= p < b else pw.plan_id(p)
                         record_code(br, _text(job_id), _text(reply[m + 1]))
                     yield br
                     continue
@@ -368,10 +320,8 @@ def _walk_tail(src: ListSource, value: str, total: int, batch: int, depth: int, 
                 yield br
             if not ended and not inflight and next_g >= total:
                 covered = total
-            # a filtered plan's windows behind this round trip: no later reply reads their flag
-            while planned is not None and pruned < rt.g0 // plan_window:
-                same.pop(pruned, None)
-                pruned += 1
+            if pw is not None:  # the windows behind this round trip: no later reply reads their flag
+                pw.passed(rt.g0)
     finally:
         # stopped early (an error, or the caller closed the walk): read what
         # is still in flight so the connection is clean for the restore
@@ -382,11 +332,10 @@ def _walk_tail(src: ListSource, value: str, total: int, batch: int, depth: int, 
                 except Exception:  # noqa: BLE001 - the restore reconnects
                     conn.disconnect()
                     break
-    if planned is not None:  # the plan's matches the walk never reached: the list ran out (gone)
+    if pw is not None:  # the plan's matches the walk never reached: the list ran out (gone)
         unmet = BatchResult()
         for p in range(covered, total):
-            w, i = divmod(p, plan_window)
-            if p not in met_late and w < len(planned) and planned[w][1][i // 8] & (128 >> (i % 8)):
-                record_code(unmet, _text(plan_id(p)), "gone")
+            if p not in met_late and pw.is_match(p):
+                record_code(unmet, _text(pw.plan_id(p)), "gone")
         if unmet.skipped:
             yield unmet
