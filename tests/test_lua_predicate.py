@@ -143,13 +143,15 @@ def _spec(text: str) -> OpSpec:
     return OpSpec(Operation.REDRIVE, "pq", State.DEAD, State.READY, filter=compile_filter(text))
 
 
-@pytest.mark.parametrize("depth", [16, 1])  # 1: one window a round trip, six groups pipelined
+# depth 1: one window a round trip, six groups pipelined, one to three round trips in flight
+@pytest.mark.parametrize("depth,ahead", [(16, 2), (1, 1), (1, 2), (1, 3)])
 @pytest.mark.parametrize("text", ["tenant = t1", "error = HTTP_503 or attempts >= 4", "not type = sms.send"])
 def test_a_plan_with_server_side_rule_outs_is_the_client_side_plan_and_moves_exactly_it(redis_client, text, depth,
-                                                                                         monkeypatch):
+                                                                                         ahead, monkeypatch):
     from jobctl.layouts import predicate_plan
 
     monkeypatch.setattr(predicate_plan, "SCAN_DEPTH", depth)
+    monkeypatch.setattr(predicate_plan, "SCAN_AHEAD", ahead)
     _load(redis_client, 700)  # several scan windows
     lay = ReliableList(redis_client, QueueConfig("pq"))
     spec = _spec(text)
@@ -222,3 +224,27 @@ def test_a_script_cache_flushed_mid_walk_moves_exactly_the_plan(redis_client):
 
 def test_a_filter_value_that_is_not_utf8_stays_client_side():
     assert lua_program(compile_filter("tenant = t\udcff")) is None
+
+
+@pytest.mark.parametrize("ahead", [1, 2, 3])
+@pytest.mark.parametrize("picked", [(5,), (690,), (130, 600), (250, 251, 380)])
+def test_groups_without_candidates_between_those_with_some_are_confirmed_in_walk_order(redis_client, picked, ahead,
+                                                                                        monkeypatch):
+    """Groups whose scan finds no candidate are confirmed without an
+    envelope read, in walk order with those whose candidates' envelopes are
+    still in flight (predicate_plan.SCAN_AHEAD)."""
+    from jobctl.layouts import predicate_plan
+
+    monkeypatch.setattr(predicate_plan, "SCAN_DEPTH", 1)
+    monkeypatch.setattr(predicate_plan, "SCAN_AHEAD", ahead)
+    ids = _load(redis_client, 700)
+    lay = ReliableList(redis_client, QueueConfig("pq"))
+    spec = _spec(" or ".join(f"id = {ids[i]}" for i in picked))
+    plan = lay.plan(spec, now=NOW)
+    ref = plan_dead_filtered(lay, spec, NOW)
+    assert isinstance(plan.jobs, PredicateRange) and plan.planned > 0
+    assert [(j.job_id, j.position) for j in plan.jobs] == [(j.job_id, j.position) for j in ref.jobs]
+    assert {j.job_id for j in plan.jobs} <= {ids[i] for i in picked}
+    res = run_plan(lay, plan, journal=False)
+    assert (res.moved, res.skipped, res.failed) == (plan.planned, 0, 0)
+    assert sorted(x.decode() for x in redis_client.lrange(K.ready, 0, -1)) == sorted(j.job_id for j in ref.jobs)
