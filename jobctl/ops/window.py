@@ -42,6 +42,8 @@ rewrite that hash in place.
 from __future__ import annotations
 
 from array import array
+from bisect import bisect_left
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -326,7 +328,7 @@ def drive(sources: list[ListSource], plan: Plan, *, batch: int | None = None, de
             taken.append(src)
         for src in todo:
             yield from _walk(src, value, jobs, orders[src.shard], met, plan.walked.get(src.shard, 0), batch,
-                             depth, now_fn)
+                             depth, now_fn, stop, ahead or TAIL_AHEAD)
     finally:
         give_back(taken, value)
 
@@ -382,62 +384,180 @@ def begin_walk(src: ListSource, value: str, total: int):
     return window
 
 
+class _PerJobTrip:
+    """One round trip of a per-job walk: its calls packed (one RESP blob
+    each), the order indexes each call sent, and the replies once read."""
+
+    __slots__ = ("packed", "calls", "sent", "replies")
+
+    def __init__(self) -> None:
+        self.packed: list[bytes] = []
+        self.calls: list[tuple[list, list]] = []  # on a client without a connection of its own
+        self.sent: list[list[int]] = []
+        self.replies: list[Any] | None = None
+
+
 def _walk(src: ListSource, value: str, jobs: _Jobs, order: Sequence[int], met: bytearray, total: int, batch: int,
-          depth: int, now_fn) -> Iterator[BatchResult]:
+          depth: int, now_fn, stop: Callable[[], bool] | None = None, ahead: int = 1) -> Iterator[BatchResult]:
     """The window calls of one source, then one result for the planned jobs
     never met (``gone`` when the list ran out, else ``not at its planned
-    position``)."""
+    position``).
+
+    ``ahead`` round trips in flight on a client with its own connection (one
+    otherwise): a call's jobs are those planned in ``[lo, hi + SLACK)``
+    whatever the replies in flight say, so round trip k+1 is packed while
+    the server runs k; a job two calls both carry is counted once (``met``),
+    by the call that met it.  ``stop()`` is polled before a round trip is
+    sent behind another; a result has ``more`` set while another round trip
+    is in flight.  Each job's part of a call (its key and arguments) is
+    packed once and reused by the calls that carry it again."""
+    import redis
+
     spec_op = value.split(" ")[0]
     window = begin_walk(src, value, total)
+    conn = getattr(src.client, "connection", None)
+    ahead = max(1, ahead) if conn is not None else 1
+    by_id = src.kind == "rl" or src.ident is by_job_id
+    fixed = src.fixed_keys()
+    head = _bulk("EVALSHA") + _bulk(window.sha)
+    fixed_blob = b"".join(map(_bulk, fixed))
+    fence_blob = b"".join(map(_bulk, src.fence_fields))
+    # order index -> (position, key, arguments) of the jobs the calls of the
+    # next round trip may carry: as RESP blobs on a connection of its own
+    frags: dict[int, tuple[int, Any, Any]] = {}
     ended = False
     start = 0
-    for g0 in range(0, total, batch * depth):  # a round trip: up to depth windows of batch positions
-        if ended:
-            break
-        group = [(lo, min(lo + batch, total)) for lo in range(g0, min(g0 + batch * depth, total), batch)]
+
+    def frag(i: int, payloads: dict) -> tuple[int, Any, Any]:
+        got = frags.get(i)
+        if got is not None:
+            return got
+        n = order[i]
+        job_id = jobs.job_id(n)
+        ident = job_id if by_id else src.ident(jobs.job(n))
+        pos = jobs.position(n)
+        parts = [ident, pos, "" if ident == job_id else job_id]
+        if payloads:
+            parts += payloads.get(job_id, (b"", ""))
+        elif src.fence_fields:
+            parts.append(jobs.sha1(n))
+        key = [src.payload_key(job_id)] if src.kind != "jl" else []
+        got = (pos, b"".join(map(_bulk, key)), b"".join(map(_bulk, parts))) if conn is not None else (pos, key, parts)
+        frags[i] = got
+        return got
+
+    def pack(g0: int) -> _PerJobTrip:
+        """The calls of the round trip from tail position ``g0``: up to
+        ``depth`` windows of ``batch`` positions."""
+        nonlocal start
+        g1 = min(g0 + batch * depth, total)
         now = now_fn()
-        sent: list[list[int]] = []
+        info = src.info(now) if src.info else b""
+        a, b = _entries_for(jobs, order, g0, g1 + SLACK, start)
         payloads: dict[str, tuple[bytes, str]] = {}
         if src.new_payloads:
-            a, b = _entries_for(jobs, order, group[0][0], group[-1][1] + SLACK, start)
             payloads = src.new_payloads([jobs.job(order[i]) for i in range(a, b)], now)
-        calls: list[tuple[list[str], list]] = []
-        for lo, hi in group:
-            a, b = _entries_for(jobs, order, lo, hi + SLACK, start)
-            idx = [order[i] for i in range(a, b) if not met[order[i]]]
-            sent.append(idx)
-            keys = src.fixed_keys()
-            args: list = [src.kind, src.mode, spec_op, value, LEASE_TTL_MS, hi, now,
-                          now + src.delay_ms, "1" if src.reset_attempts else "0", src.info(now) if src.info else b"",
-                          SLACK, len(idx), 5 if payloads else (4 if src.fence_fields else 3)]
-            by_id = src.kind == "rl" or src.ident is by_job_id
-            for n in idx:
-                job_id = jobs.job_id(n)
-                ident = job_id if by_id else src.ident(jobs.job(n))
-                args += [ident, jobs.position(n), "" if ident == job_id else job_id]
-                if payloads:
-                    args += payloads.get(job_id, (b"", ""))
-                elif src.fence_fields:
-                    args.append(jobs.sha1(n))
-                if src.kind != "jl":
-                    keys.append(src.payload_key(job_id))
-            args += src.fence_fields
-            calls.append((keys, args))
-        replies = pipelined(src.client, window, calls)
-        start = _entries_for(jobs, order, group[-1][1], group[-1][1], start)[0]
-        for k, (reply, idx) in enumerate(zip(replies, sent)):
-            if isinstance(reply, Exception):
-                raise _call_error(reply, src)
-            br = BatchResult(more=k < len(replies) - 1)
-            if int(reply[2]):
-                ended = True
-            for m in range(5, len(reply), 2):
-                n = idx[int(reply[m]) - 1]
-                if met[n]:
-                    continue
-                met[n] = 1
-                record_code(br, jobs.job_id(n), _text(reply[m + 1]))
-            yield br
+            frags.clear()  # a job's new payload is this round trip's
+        fmt = 5 if payloads else (4 if src.fence_fields else 3)  # arguments a job
+        positions = [frag(i, payloads)[0] for i in range(a, b)]
+        rt = _PerJobTrip()
+        for lo in range(g0, g1, batch):
+            hi = min(lo + batch, total)
+            wa, wb = a + bisect_left(positions, lo), a + bisect_left(positions, hi + SLACK)
+            idx = [i for i in range(wa, wb) if not met[order[i]]]
+            rt.sent.append([order[i] for i in idx])
+            head_args = [src.kind, src.mode, spec_op, value, LEASE_TTL_MS, hi, now, now + src.delay_ms,
+                         "1" if src.reset_attempts else "0", info, SLACK, len(idx), fmt]
+            if conn is None:
+                keys, args = list(fixed), list(head_args)
+                for i in idx:
+                    keys += frags[i][1]
+                    args += frags[i][2]
+                rt.calls.append((keys, args + list(src.fence_fields)))
+                continue
+            nkeys = len(fixed) + (len(idx) if src.kind != "jl" else 0)
+            nargs = len(head_args) + fmt * len(idx) + len(src.fence_fields)
+            rt.packed.append(b"".join([b"*%d\r\n" % (3 + nkeys + nargs), head, _bulk(nkeys), fixed_blob,
+                                       *[frags[i][1] for i in idx], *map(_bulk, head_args),
+                                       *[frags[i][2] for i in idx], fence_blob]))
+        new_start = a + bisect_left(positions, g1)
+        for i in range(start, new_start):
+            frags.pop(i, None)
+        start = new_start
+        return rt
+
+    def recv(rt: _PerJobTrip) -> None:
+        rt.replies = []
+        for _ in rt.packed:
+            try:
+                rt.replies.append(src.client.parse_response(conn, "EVALSHA"))
+            except redis.exceptions.ResponseError as exc:
+                rt.replies.append(exc)
+
+    def run(rt: _PerJobTrip, which: list[int]) -> list[Any]:
+        """Run the calls ``which`` of ``rt`` now, in order (after a NOSCRIPT)."""
+        if conn is None:
+            return pipelined(src.client, window, [rt.calls[i] for i in which])
+        src.client.script_load(window.script)
+        again = _PerJobTrip()
+        again.packed = [rt.packed[i] for i in which]
+        conn.send_packed_command([b"".join(again.packed)], check_health=False)
+        recv(again)
+        return again.replies  # type: ignore[return-value]
+
+    inflight: deque[_PerJobTrip] = deque()
+    starts = iter(range(0, total, batch * depth))
+    try:
+        while True:
+            while not ended and len(inflight) < ahead:
+                if inflight and stop is not None and stop():
+                    ahead = 1  # finish what is in flight; the caller polls stop() at its last result
+                    break
+                g0 = next(starts, None)
+                if g0 is None:
+                    break
+                rt = pack(g0)
+                if conn is not None:
+                    conn.send_packed_command([b"".join(rt.packed)], check_health=False)
+                else:  # no connection of its own (a cluster client): one round trip at a time
+                    rt.replies = pipelined(src.client, window, rt.calls)
+                inflight.append(rt)
+            if not inflight:
+                break
+            rt = inflight.popleft()
+            if rt.replies is None:
+                recv(rt)
+            for _ in range(3):
+                if not any(isinstance(r, redis.exceptions.NoScriptError) for r in rt.replies):  # type: ignore[union-attr]
+                    break
+                # the script cache was flushed: these calls and those after
+                # them (in flight too, unless another client loaded it) did
+                # not run; run the refused ones again, in order
+                for other in inflight:
+                    if other.replies is None:
+                        recv(other)
+                for x in (rt, *inflight):
+                    refused = [i for i, r in enumerate(x.replies) if isinstance(r, redis.exceptions.NoScriptError)]
+                    if refused:
+                        for i, r in zip(refused, run(x, refused)):
+                            x.replies[i] = r  # type: ignore[index]
+            for k, (reply, idx) in enumerate(zip(rt.replies, rt.sent)):  # type: ignore[arg-type]
+                if isinstance(reply, Exception):
+                    raise _call_error(reply, src)
+                br = BatchResult(more=k < len(rt.replies) - 1 or bool(inflight))  # type: ignore[arg-type]
+                if int(reply[2]):
+                    ended = True
+                for m in range(5, len(reply), 2):
+                    n = idx[int(reply[m]) - 1]
+                    if met[n]:
+                        continue
+                    met[n] = 1
+                    record_code(br, jobs.job_id(n), _text(reply[m + 1]))
+                yield br
+    except BaseException:
+        if inflight and conn is not None:
+            conn.disconnect()  # replies of a round trip in flight may be unread
+        raise
     unmet = BatchResult()
     for n in order:
         if not met[n]:
