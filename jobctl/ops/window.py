@@ -416,7 +416,9 @@ def _walk(src: ListSource, value: str, jobs: _Jobs, order: Sequence[int], met: b
     spec_op = value.split(" ")[0]
     window = begin_walk(src, value, total)
     conn = getattr(src.client, "connection", None)
-    ahead = max(1, ahead) if conn is not None else 1
+    # new payloads are read on the same connection while packing: nothing
+    # may be in flight then
+    ahead = max(1, ahead) if conn is not None and src.new_payloads is None else 1
     by_id = src.kind == "rl" or src.ident is by_job_id
     fixed = src.fixed_keys()
     head = _bulk("EVALSHA") + _bulk(window.sha)
@@ -505,6 +507,27 @@ def _walk(src: ListSource, value: str, jobs: _Jobs, order: Sequence[int], met: b
         recv(again)
         return again.replies  # type: ignore[return-value]
 
+    failed: list[Exception] = []  # the first error reply of a call
+
+    def results(rt: _PerJobTrip) -> Iterator[BatchResult]:
+        """One result per call of ``rt`` that ran; an error reply goes to
+        ``failed``."""
+        nonlocal ended
+        for k, (reply, idx) in enumerate(zip(rt.replies, rt.sent)):  # type: ignore[arg-type]
+            if isinstance(reply, Exception):
+                failed.append(reply)
+                continue
+            br = BatchResult(more=k < len(rt.replies) - 1 or bool(inflight))  # type: ignore[arg-type]
+            if int(reply[2]):
+                ended = True
+            for m in range(5, len(reply), 2):
+                n = idx[int(reply[m]) - 1]
+                if met[n]:
+                    continue
+                met[n] = 1
+                record_code(br, jobs.job_id(n), _text(reply[m + 1]))
+            yield br
+
     inflight: deque[_PerJobTrip] = deque()
     starts = iter(range(0, total, batch * depth))
     try:
@@ -541,23 +564,26 @@ def _walk(src: ListSource, value: str, jobs: _Jobs, order: Sequence[int], met: b
                     if refused:
                         for i, r in zip(refused, run(x, refused)):
                             x.replies[i] = r  # type: ignore[index]
-            for k, (reply, idx) in enumerate(zip(rt.replies, rt.sent)):  # type: ignore[arg-type]
-                if isinstance(reply, Exception):
-                    raise _call_error(reply, src)
-                br = BatchResult(more=k < len(rt.replies) - 1 or bool(inflight))  # type: ignore[arg-type]
-                if int(reply[2]):
-                    ended = True
-                for m in range(5, len(reply), 2):
-                    n = idx[int(reply[m]) - 1]
-                    if met[n]:
-                        continue
-                    met[n] = 1
-                    record_code(br, jobs.job_id(n), _text(reply[m + 1]))
-                yield br
-    except BaseException:
-        if inflight and conn is not None:
-            conn.disconnect()  # replies of a round trip in flight may be unread
-        raise
+            yield from results(rt)
+            if failed:
+                # a call refused (a key of the wrong type: it wrote nothing):
+                # count what the round trips in flight did, then stop
+                while inflight:
+                    rt = inflight.popleft()
+                    if rt.replies is None:
+                        recv(rt)
+                    yield from results(rt)
+                raise _call_error(failed[0], src)
+    finally:
+        # stopped early (an error, or the caller closed the walk): read what
+        # is still in flight so the connection is clean for the restore
+        for rt in inflight:
+            if rt.replies is None:
+                try:
+                    recv(rt)
+                except Exception:  # noqa: BLE001 - the restore reconnects
+                    conn.disconnect()
+                    break
     unmet = BatchResult()
     for n in order:
         if not met[n]:
