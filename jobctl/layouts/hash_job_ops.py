@@ -168,8 +168,12 @@ def apply_plan(layout: "HashJob", plan: Plan, *, batch: int = DEFAULT_BATCH) -> 
 #: moved job costs one HMGET (fence fields + the payload), a SHA1, PTTL, HSET
 #: and LMOVE plus the walk's LINDEX (~12-14 µs of server time measured in
 #: SLOWLOG at 100k-200k, pinned: calls of 64 had a p50 of 0.9 ms and a p99
-#: of 1.6 ms), so 40 keeps a call near 0.5 ms, one call a round trip.
-HJ_WINDOW = 40
+#: of 1.6 ms).  Two round trips of one call are in flight
+#: (:data:`~jobctl.ops.window.TAIL_AHEAD`), so another client may wait
+#: behind two calls: at 200k, isolated, three interleaved runs each
+#: (2026-11-25), apply median 4.21 s at one call of 40 in flight, 3.22 s at
+#: two of 20 and 3.09 s at two of 28, PING p99 0.82, 0.71 and 0.84 ms.
+HJ_WINDOW = 20
 
 def dead_sources(layout: "HashJob", spec: OpSpec) -> list[ListSource]:
     """The window-engine source of the failed list for ``spec`` (an

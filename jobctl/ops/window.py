@@ -99,9 +99,12 @@ ROUND_TRIP_POSITIONS = 120
 #: ~20 µs of its own, so 240 calls of one position would hold the server
 #: ~5 ms.
 MAX_TAIL_DEPTH = 8
-#: Tail positions one window call pops when ``--batch`` sets none: ~0.3-0.9 ms
-#: of server time per call (about 4-5 µs of server CPU a moved job, ~1.5 µs a held one).
-WINDOW = 128
+#: Tail positions one window call of a per-job walk pops when ``--batch``
+#: sets none: ~0.15-0.45 ms of server time per call (about 4-5 µs of server
+#: CPU a moved job, ~1.5 µs a held one).  Two round trips are in flight
+#: (:data:`TAIL_AHEAD`), so calls are half as wide as with one (128), as in
+#: tail mode (:data:`ROUND_TRIP_POSITIONS`).
+WINDOW = 64
 #: Tail positions one window call of an unfiltered plan (tail mode) pops when
 #: ``--batch`` sets none: ~0.25-0.4 ms of server time per call on an idle
 #: server (about 1-1.5 µs a moved job on the bulk path: its share of one RPOP,
