@@ -567,3 +567,22 @@ def test_format_duration(ms: int, text: str) -> None:
 @pytest.mark.parametrize("ms", [0, 1, 999, 1_000, 61_000, 3_600_000, 90_061_001, 400 * DAY])
 def test_format_duration_output_parses(ms: int) -> None:
     assert parse_duration(format_duration(ms)) <= ms
+
+
+def test_the_grammar_is_cached_in_the_users_cache_dir_and_a_bad_cache_file_is_rebuilt(tmp_path, monkeypatch):
+    """The analysed grammar goes to ``<user cache dir>/jobctl`` (not the
+    shared temporary directory); a corrupt or foreign file there is rebuilt."""
+    from jobctl.filter import grammar
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    grammar._parser.cache_clear()
+    try:
+        assert compile_filter("tenant = t1").matches is not None
+        cached = tmp_path / "jobctl" / "filter-filter.lark"
+        assert cached.is_file() and cached.stat().st_size > 0
+        cached.write_bytes(b"not a lark cache\n")
+        grammar._parser.cache_clear()
+        assert compile_filter("tenant = t2 and attempts >= 3").matches is not None
+        assert cached.read_bytes() != b"not a lark cache\n"  # rebuilt and saved again
+    finally:
+        grammar._parser.cache_clear()
