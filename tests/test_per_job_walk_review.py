@@ -40,3 +40,239 @@ def test_json_list_duplicates_shifted_below_the_walk_are_counted_once_each(redis
     assert left == [] and not redis_client.exists(JK.hold)
     assert res.moved + res.skipped + res.failed == 20
     assert res.moved == 18 and res.skipped == 2
+
+
+# -- hash-job: the walk through window.drive on a connection of its own ------------------
+
+from collections import Counter  # noqa: E402
+
+import redis  # noqa: E402
+
+from jobctl.keys import HashJobKeys  # noqa: E402
+from test_per_job_walk_ahead import K, failed_jobs, hj_layout, redrive  # noqa: E402
+
+
+def own(redis_client):
+    """A client with a connection of its own (what run_plan pins): the walk
+    keeps round trips in flight only on such a client."""
+    return redis.Redis(connection_pool=redis_client.connection_pool, single_connection_client=True)
+
+
+def until(check, what: str) -> None:
+    """Busy-wait (no sleep) for a state another connection's round trip
+    leaves on the server."""
+    for _ in range(200_000):
+        if check():
+            return
+    raise AssertionError(f"never reached: {what}")
+
+
+def popped(redis_client, walk_key: str) -> int:
+    return int(redis_client.hget(walk_key, "popped") or 0)
+
+
+class Walk:
+    """The results of one window.drive: moved/skipped/failed per planned id."""
+
+    def __init__(self, lay, plan, *, batch, ahead=2, stop=None, after=None) -> None:
+        self.moved: list[str] = []
+        self.skipped: dict[str, str] = {}
+        self.failed: dict[str, str] = {}
+        self.results = 0
+        self.error: Exception | None = None
+        gen = window.drive(lay.sources(plan.spec), plan, batch=batch, stop=stop, ahead=ahead)
+        try:
+            for br in gen:
+                self.results += 1
+                self.moved += br.moved
+                for j in br.skipped:
+                    assert j not in self.skipped
+                    self.skipped[j] = br.reasons[j]
+                for j in br.failed:
+                    self.failed[j] = br.reasons[j]
+                if after is not None:
+                    after(self.results)
+                if not br.more and stop is not None and stop():
+                    break
+        except Exception as exc:  # noqa: BLE001 - checked by the test
+            self.error = exc
+        finally:
+            gen.close()
+
+    def counted(self) -> Counter:
+        return Counter(self.moved) + Counter(list(self.skipped)) + Counter(list(self.failed))
+
+
+def hj_after(redis_client, plan, w: Walk) -> None:
+    """Every job in one state, each planned job counted once, moved = what
+    is in pending, the hold and the lease gone."""
+    failed, pending = (list(reversed(ids_of(redis_client, K.failed))), ids_of(redis_client, K.pending))
+    assert Counter(pending) == Counter(w.moved)
+    assert not set(failed) & set(pending)
+    planned = [plan.jobs.job_id(n) for n in range(len(plan.jobs))]
+    assert w.counted() == Counter(planned)
+    assert not redis_client.exists(K.hold) and not redis_client.exists(K.lease) and not redis_client.exists(K.walk)
+
+
+def ids_of(client, key: str) -> list[str]:
+    return [x.decode("utf-8", "surrogateescape") for x in client.lrange(key, 0, -1)]
+
+
+@pytest.mark.parametrize("ahead", [1, 2, 3])
+@pytest.mark.parametrize("batch", [1, 7, 500])
+def test_hash_job_walk_moves_each_job_once_for_any_batch(redis_client, ahead, batch):
+    job_ids = failed_jobs(redis_client, 23)
+    lay = hj_layout(own(redis_client))
+    plan = lay.plan(redrive())
+    w = Walk(lay, plan, batch=batch, ahead=ahead)
+    assert w.error is None and sorted(w.moved) == job_ids and not w.skipped
+    assert ids_of(redis_client, K.pending) == list(reversed(job_ids))  # in order
+    hj_after(redis_client, plan, w)
+
+
+def test_hash_job_walk_with_a_rate(redis_client):
+    job_ids = failed_jobs(redis_client, 23)
+    lay = hj_layout(redis_client)
+    res = run_plan(lay, lay.plan(redrive()), batch=7, rate=100_000, journal=False)
+    assert (res.moved, res.skipped, res.failed) == (23, 0, 0)
+    assert ids_of(redis_client, K.pending) == list(reversed(job_ids))
+
+
+def test_a_fence_rewritten_by_a_worker_mid_walk_is_skipped_as_changed(redis_client):
+    job_ids = failed_jobs(redis_client, 60)
+    lay = hj_layout(own(redis_client))
+    plan = lay.plan(redrive())
+
+    def after(n):
+        if n == 1:  # round trip 2 in flight, 3 and on not packed yet (j0030); j0007 in flight or not
+            redis_client.hset(K.job("j0030"), "attempts", 4)
+            redis_client.hset(K.job("j0007"), "attempts", 4)
+
+    w = Walk(lay, plan, batch=5, after=after)
+    assert w.error is None and w.skipped["j0030"] == "changed"
+    assert set(w.skipped) <= {"j0030", "j0007"} and len(w.moved) == 60 - len(w.skipped)
+    assert sorted(ids_of(redis_client, K.failed)) == sorted(w.skipped)
+    hj_after(redis_client, plan, w)
+
+
+def test_a_job_hash_turned_the_wrong_type_mid_walk_fails_that_job_only(redis_client):
+    failed_jobs(redis_client, 60)
+    lay = hj_layout(own(redis_client))
+    plan = lay.plan(redrive())
+
+    def after(n):
+        if n == 1:
+            redis_client.delete(K.job("j0040"))
+            redis_client.set(K.job("j0040"), "x")
+
+    w = Walk(lay, plan, batch=5, after=after)
+    assert w.error is None and w.failed == {"j0040": "wrongtype"} and len(w.moved) == 59
+    assert ids_of(redis_client, K.failed) == ["j0040"]
+    hj_after(redis_client, plan, w)
+
+
+@pytest.mark.parametrize("removed, moved", [(10, 190), (70, 20)])
+def test_jobs_removed_below_the_walk_within_and_beyond_the_slack(redis_client, removed, moved):
+    """Others remove jobs the walk has not reached (positions 20 on): within
+    the slack the jobs above them still match, beyond it they stay dead."""
+    job_ids = failed_jobs(redis_client, 200)
+    lay = hj_layout(own(redis_client))
+    plan = lay.plan(redrive())
+
+    def after(n):
+        if n == 1:  # round trip 2 (positions 10-19) in flight: untouched
+            for j in job_ids[20:20 + removed]:
+                redis_client.lrem(K.failed, 0, j)
+
+    w = Walk(lay, plan, batch=10, after=after)
+    assert w.error is None and len(w.moved) == moved
+    assert Counter(w.skipped.values()) == Counter({"gone": 200 - moved})
+    failed, pending = list(reversed(ids_of(redis_client, K.failed))), ids_of(redis_client, K.pending)
+    assert Counter(pending) == Counter(w.moved) and w.counted() == Counter(job_ids)
+    assert failed == ([] if moved == 190 else job_ids[20 + removed:])  # beyond the slack: held, back in order
+    assert not redis_client.exists(K.hold) and not redis_client.exists(K.lease)
+
+
+def test_workers_pushing_at_the_head_mid_walk_stay_dead_in_order(redis_client):
+    job_ids = failed_jobs(redis_client, 50)
+    lay = hj_layout(own(redis_client))
+    plan = lay.plan(redrive())
+    late: list[str] = []
+
+    def after(n):
+        late.append(f"late{n:03d}")
+        redis_client.hset(K.job(late[-1]), mapping={"id": late[-1], "payload": "{}", "status": "failed"})
+        redis_client.lpush(K.failed, late[-1])
+
+    w = Walk(lay, plan, batch=4, after=after)
+    assert w.error is None and sorted(w.moved) == job_ids
+    assert list(reversed(ids_of(redis_client, K.failed))) == late
+    hj_after(redis_client, plan, w)
+
+
+def test_the_list_running_out_then_refilled_between_round_trips(redis_client):
+    """The list runs out in round trip 1 (others took 25 jobs) while round
+    trip 2 is in flight; before it runs a worker pushes new ids and one of
+    the taken jobs back (hash unchanged): whatever round trip 2 moves is a
+    planned job whose fence holds, and it is counted."""
+    job_ids = failed_jobs(redis_client, 30)
+    lay = hj_layout(own(redis_client))
+    plan = lay.plan(redrive())
+    for j in job_ids[5:]:
+        redis_client.lrem(K.failed, 0, j)
+    polls: list[int] = []
+
+    def stop():
+        polls.append(1)
+        if len(polls) == 1:  # round trip 1 sent, round trip 2 not yet
+            until(lambda: popped(redis_client, K.walk) >= 5, "round trip 1 ran")
+            redis_client.lpush(K.failed, "new1", job_ids[7], "new2")
+            redis_client.hset(K.job("new1"), "payload", "{}")
+        return False
+
+    w = Walk(lay, plan, batch=10, stop=stop)
+    assert w.error is None and sorted(w.moved) == job_ids[:5]
+    # round trip 2 pops what the workers pushed (j0007 is planned at 7, round
+    # trip 2 carries 10 on): held, back in order
+    assert list(reversed(ids_of(redis_client, K.failed))) == ["new1", job_ids[7], "new2"]
+    assert w.skipped == {j: "gone" for j in job_ids[5:]}
+    assert ids_of(redis_client, K.pending) == list(reversed(job_ids[:5]))
+    assert not redis_client.exists(K.hold) and not redis_client.exists(K.lease)
+
+
+def noscript_errors(client) -> int:
+    info = client.info("errorstats")
+    return int(info.get("errorstat_NOSCRIPT", {}).get("count", 0))
+
+
+def test_noscript_with_another_client_reloading_the_script_between_round_trips(redis_client):
+    """Round trip 2 is refused (cache flushed after round trip 1 ran);
+    another client loads the script before round trip 3 runs: round trip 3
+    pops round trip 2's positions too (its jobs held), round trip 2 runs
+    again and pops nothing.  Every planned job is counted once, nothing
+    moved that was not planned, and a rerun moves the rest."""
+    job_ids = failed_jobs(redis_client, 60)
+    lay = hj_layout(own(redis_client))
+    plan = lay.plan(redrive())
+    polls: list[int] = []
+    base = noscript_errors(redis_client)
+    script = window.script(redis_client, "list_window").script
+
+    def stop():
+        polls.append(1)
+        if len(polls) == 1:  # round trip 1 in flight, 2 not sent
+            until(lambda: popped(redis_client, K.walk) >= 10, "round trip 1 ran")
+            redis_client.script_flush()
+        elif len(polls) == 2:  # round trip 2 in flight (refused), 3 not sent
+            until(lambda: noscript_errors(redis_client) > base, "round trip 2 refused")
+            redis_client.script_load(script)
+        return False
+
+    w = Walk(lay, plan, batch=10, stop=stop)
+    assert w.error is None
+    assert set(job_ids[:10]) | set(job_ids[20:]) == set(w.moved)
+    assert Counter(w.skipped.values()) == Counter({"not at its planned position": 10})
+    assert list(reversed(ids_of(redis_client, K.failed))) == job_ids[10:20]
+    hj_after(redis_client, plan, w)
+    rest = run_plan(lay, lay.plan(redrive()), batch=10, journal=False)
+    assert (rest.moved, rest.skipped) == (10, 0)
