@@ -276,3 +276,100 @@ def test_noscript_with_another_client_reloading_the_script_between_round_trips(r
     hj_after(redis_client, plan, w)
     rest = run_plan(lay, lay.plan(redrive()), batch=10, journal=False)
     assert (rest.moved, rest.skipped) == (10, 0)
+
+
+# -- hash-job lean plan: the HMGETs packed by jobctl --------------------------------------
+
+@pytest.mark.parametrize("own_conn", [False, True])
+def test_hash_job_plan_a_wrong_type_job_key_raises_and_the_connection_stays_clean(redis_client, own_conn):
+    job_ids = failed_jobs(redis_client, 300)
+    redis_client.delete(K.job(job_ids[150]))
+    redis_client.set(K.job(job_ids[150]), "x")
+    client = own(redis_client) if own_conn else redis_client
+    lay = hj_layout(client)
+    with pytest.raises(Exception) as info:
+        lay.plan(redrive())
+    assert "WRONGTYPE" in str(info.value).upper()
+    # every reply of the refused window was read: the next replies are right
+    assert client.llen(K.failed) == 300 and client.get(K.job(job_ids[150])) == b"x"
+    assert client.hget(K.job(job_ids[3]), "id") == job_ids[3].encode()
+    redis_client.delete(K.job(job_ids[150]))
+    plan = lay.plan(redrive())
+    assert plan.planned == 299 and plan.dangling == [job_ids[150]]
+
+
+def test_hash_job_plan_dangling_and_non_ascii_ids(redis_client):
+    job_ids = failed_jobs(redis_client, 5)
+    odd = ["é-1", "\udcff\udcfe-raw", "日本"]  # one not UTF-8 (surrogateescape)
+    for j in odd:
+        raw = j.encode("utf-8", "surrogateescape")
+        redis_client.hset(K.job(j).encode("utf-8", "surrogateescape"),
+                          mapping={"id": raw, "payload": "{}", "status": "failed", "attempts": 3})
+        redis_client.lpush(K.failed, raw)
+    redis_client.lpush(K.failed, "ghost")  # no hash: dangling
+    lay = hj_layout(own(redis_client))
+    plan = lay.plan(redrive())
+    assert plan.dangling == ["ghost"] and plan.planned == 8
+    assert [plan.jobs.job_id(n) for n in range(8)] == job_ids + odd
+    res = run_plan(lay, plan, batch=3, journal=False)
+    assert (res.moved, res.skipped, res.failed) == (8, 0, 0)
+    assert ids_of(redis_client, K.failed) == ["ghost"]
+    assert ids_of(redis_client, K.pending) == list(reversed(job_ids + odd))
+
+
+def test_hash_job_plan_of_an_empty_failed_list(redis_client):
+    lay = hj_layout(own(redis_client))
+    plan = lay.plan(redrive())
+    assert plan.planned == 0 and plan.scanned == 0
+    res = run_plan(lay, plan, journal=False)
+    assert res.moved == 0 and not redis_client.exists(K.lease)
+    redis_client.rpush(K.failed, "")  # an empty id: dangling, not a crash
+    assert lay.plan(redrive()).dangling == [""]
+
+
+def test_hash_job_plan_with_a_hold_a_crashed_walk_left(redis_client):
+    """A crashed walk left the 7 oldest ids in the hold (as list_window
+    does: LMOVE failed hold RIGHT LEFT): the plan counts them first, the
+    walk puts them back first; every job moves, in order."""
+    job_ids = failed_jobs(redis_client, 30)
+    for _ in range(7):
+        redis_client.lmove(K.failed, K.hold, "RIGHT", "LEFT")
+    lay = hj_layout(own(redis_client))
+    plan = lay.plan(redrive())
+    assert [plan.jobs.job_id(n) for n in range(30)] == job_ids and plan.walked[0] == 30
+    w = Walk(lay, plan, batch=4)
+    assert w.error is None and sorted(w.moved) == job_ids
+    assert ids_of(redis_client, K.pending) == list(reversed(job_ids))
+    hj_after(redis_client, plan, w)
+
+
+def test_an_error_outside_the_walk_with_a_round_trip_in_flight_leaves_the_connection_clean(redis_client):
+    """A progress callback raises while a round trip is in flight: run_plan
+    raises it after counting that round trip; the hold is back, the lease
+    released, and the pool's connection answers the next commands (before
+    the fix: the unread EVALSHA reply answered them)."""
+    job_ids = failed_jobs(redis_client, 100)
+    lay = hj_layout(redis_client)
+    calls: list[int] = []
+
+    def progress(done, total):
+        calls.append(done)
+        raise RuntimeError("progress display failed")
+
+    with pytest.raises(RuntimeError):
+        run_plan(lay, lay.plan(redrive()), batch=10, journal=False, progress=progress)
+    for _ in range(3):
+        assert redis_client.set("probe", "v") is True and redis_client.get("probe") == b"v"
+    assert not redis_client.exists(K.hold) and not redis_client.exists(K.lease)
+    pending = ids_of(redis_client, K.pending)
+    assert pending == list(reversed(job_ids[:20]))  # the first round trip and the one in flight
+    assert list(reversed(ids_of(redis_client, K.failed))) == job_ids[20:]
+
+
+def test_hash_job_plan_with_a_limit_leaves_the_own_connection_clean(redis_client):
+    failed_jobs(redis_client, 300)
+    client = own(redis_client)
+    lay = hj_layout(client)
+    plan = lay.plan(redrive(limit=5))
+    assert plan.planned == 5 and plan.walked[0] == 5
+    assert client.set("probe", "v") is True and client.get("probe") == b"v"
