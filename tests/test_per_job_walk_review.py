@@ -414,3 +414,34 @@ def test_json_list_stop_with_a_round_trip_in_flight(redis_client):
     assert res.interrupted and res.moved == 20  # the first round trip and the one behind it
     assert redis_client.lrange(JK.dead, 0, -1) == els[20:]
     assert not redis_client.exists(JK.hold) and not redis_client.exists(JK.lease)
+
+
+# -- reliable-list: an --ids plan (per-job walk) -------------------------------------------
+
+@pytest.mark.parametrize("ahead", [1, 2, 3])
+@pytest.mark.parametrize("batch", [1, 7, 500])
+def test_reliable_list_ids_plan_with_removals_below_the_walk(redis_client, ahead, batch):
+    from jobctl.config import QueueConfig
+    from jobctl.keys import ReliableListKeys
+    from test_operations import assert_consistent, ids, simple_dead
+
+    rk = ReliableListKeys("rvw")
+    jobs = simple_dead(redis_client, "rvw", 40)
+    lay = layout_for(own(redis_client), QueueConfig("rvw"))
+    chosen = jobs[::3]
+    plan = lay.plan(OpSpec(Operation.REDRIVE, "rvw", State.DEAD, State.READY, ids=tuple(chosen)))
+    assert not isinstance(plan.jobs, TailRange) and plan.planned == len(chosen)
+
+    gone = {jobs[31], jobs[32]} if batch < 31 else set()
+
+    def after(n):
+        if n == 1 and gone:  # others remove two jobs (not chosen) the walk has not reached
+            for j in (jobs[31], jobs[32]):
+                redis_client.lrem(rk.dead, 0, j)
+                redis_client.delete(rk.job(j))
+
+    w = Walk(lay, plan, batch=batch, ahead=ahead, after=after)
+    assert w.error is None and sorted(w.moved) == sorted(chosen) and not w.skips
+    assert sorted(ids(redis_client, rk.ready)) == sorted(chosen)
+    assert sorted(ids(redis_client, rk.dead)) == sorted(set(jobs) - set(chosen) - gone)
+    assert_consistent(redis_client, ["rvw"])
