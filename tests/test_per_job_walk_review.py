@@ -484,3 +484,32 @@ def test_a_second_ctrl_c_while_reading_counts_what_ran(redis_client, monkeypatch
     assert res.interrupted and not redis_client.exists(K.hold) and not redis_client.exists(K.lease)
     assert sorted(pending + ids_of(redis_client, K.failed)) == job_ids and len(pending) == 20
     assert res.moved == len(pending)
+
+
+def test_a_client_without_a_connection_of_its_own_walks_one_round_trip_at_a_time(redis_client):
+    """The path of a cluster client (no ``.connection``): redis-py's
+    pipeline, one round trip at a time, NOSCRIPT after a flush rerun."""
+    job_ids = failed_jobs(redis_client, 40)
+    lay = hj_layout(redis_client)  # a pooled client: .connection is None
+    plan = lay.plan(redrive())
+
+    def after(n):
+        if n in (1, 3):
+            redis_client.script_flush()
+
+    w = Walk(lay, plan, batch=7, ahead=3, after=after)
+    assert w.error is None and sorted(w.moved) == job_ids
+    assert ids_of(redis_client, K.pending) == list(reversed(job_ids))
+    hj_after(redis_client, plan, w)
+
+
+def test_cli_redrive_with_a_wrong_type_job_key_is_a_one_line_error(redis_client, redis_url, tmp_path, capsys):
+    from helpers import cli_runner, write_config
+
+    failed_jobs(redis_client, 50)
+    redis_client.delete(K.job("j0020"))
+    redis_client.set(K.job("j0020"), "x")
+    cfg = write_config(tmp_path, '[queues.hjw]\nlayout = "hash-job"\n')
+    code, out, err = cli_runner(capsys, redis_url, cfg)("redrive", "hjw", "--yes")
+    assert code != 0 and out == "" and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert redis_client.llen(K.failed) == 50 and not redis_client.exists(K.pending)
