@@ -515,11 +515,12 @@ def test_cli_redrive_with_a_wrong_type_job_key_is_a_one_line_error(redis_client,
     assert redis_client.llen(K.failed) == 50 and not redis_client.exists(K.pending)
 
 
-@pytest.mark.xfail(strict=True, reason="review6 finding: a job met by the round trip in flight is carried again by "
-                   "the next one (packed before the reply); an equal json-list string dead-lettered meanwhile "
-                   "within the job's slack (the walk near the head after removals below it) is moved under that "
-                   "job and not counted; needs the walk's met entries server-side")
 def test_an_equal_string_dead_lettered_between_round_trips_is_not_moved(redis_client):
+    """A job met by the round trip in flight before its position (others
+    removed jobs below it) is carried again by the next one, packed before
+    the reply; an equal string dead-lettered meanwhile within its slack must
+    not be moved under it (before the fix: purged, uncounted).  The window
+    script keeps such positions in the walk hash ("met")."""
     a = b'{"id": "a", "task": "t"}'
     els = [jl_string(0), jl_string(1), jl_string(2), a, jl_string(4)]
     redis_client.rpush(JK.dead, *els)
@@ -539,3 +540,35 @@ def test_an_equal_string_dead_lettered_between_round_trips_is_not_moved(redis_cl
     assert w.error is None
     assert redis_client.lrange(JK.dead, 0, -1) == [a]  # not planned: stays dead
     assert sorted(w.moved) == ["a", "d002", "d004"]
+
+
+def test_a_reliable_list_job_dead_lettered_again_between_round_trips_is_not_redriven_twice(redis_client):
+    """As above on a reliable-list --ids plan: the job redriven by round
+    trip 1 (met before its position) fails again and is pushed back at the
+    head before round trip 2 (packed before the reply, carrying it again)
+    runs: it stays dead; before the fix it reached ready a second time,
+    uncounted."""
+    from jobctl.config import QueueConfig
+    from jobctl.keys import ReliableListKeys
+    from test_operations import ids, simple_dead
+
+    rk = ReliableListKeys("rvx")
+    jobs = simple_dead(redis_client, "rvx", 5)  # tail first: jobs[0] at position 0
+    lay = layout_for(own(redis_client), QueueConfig("rvx"))
+    plan = lay.plan(OpSpec(Operation.REDRIVE, "rvx", State.DEAD, State.READY, ids=tuple(jobs)))
+    assert not isinstance(plan.jobs, TailRange) and plan.planned == 5
+    assert [plan.jobs[n].position for n in range(5)] == [0, 1, 2, 3, 4]
+    redis_client.rpop(rk.dead, 2)  # others take the two oldest: jobs[3] is at 1 now
+    polls: list[int] = []
+
+    def stop():
+        polls.append(1)
+        if len(polls) == 1:  # round trip 1 (jobs[2], jobs[3]) sent, round trip 2 not yet
+            until(lambda: popped(redis_client, rk.walk) >= 2, "round trip 1 ran")
+            assert redis_client.lrem(rk.ready, 1, jobs[3]) == 1  # a worker claims it, it fails again
+            redis_client.lpush(rk.dead, jobs[3])
+        return False
+
+    w = Walk(lay, plan, batch=2, stop=stop)
+    assert w.error is None and sorted(w.moved) == sorted([jobs[2], jobs[3], jobs[4]])
+    assert ids(redis_client, rk.dead) == [jobs[3]] and jobs[3] not in ids(redis_client, rk.ready)

@@ -447,19 +447,9 @@ def _walk(src: ListSource, value: str, jobs: _Jobs, order: Sequence[int], met: b
         elif src.fence_fields:
             parts.append(jobs.sha1(n))
         key = [src.payload_key(job_id)] if src.kind != "jl" else []
-        got = ((pos, b"".join(map(_bulk, key)), b"".join(map(_bulk, parts)), ident) if conn is not None
-               else (pos, key, parts, ident))
+        got = (pos, b"".join(map(_bulk, key)), b"".join(map(_bulk, parts))) if conn is not None else (pos, key, parts)
         frags[i] = got
         return got
-
-    def repeats(g0: int) -> bool:
-        """Whether two jobs the round trip from ``g0`` may carry share an
-        identity (json-list: equal strings): the server matches the first
-        one it is not told is met, so the round trips in flight must be
-        counted (``met``) before it is packed."""
-        g1 = min(g0 + batch * depth, total)
-        a, b = _entries_for(jobs, order, g0, g1 + SLACK, start)
-        return len({frag(i, {})[3] for i in range(a, b)}) < b - a
 
     def pack(g0: int) -> _PerJobTrip:
         """The calls of the round trip from tail position ``g0``: up to
@@ -543,18 +533,14 @@ def _walk(src: ListSource, value: str, jobs: _Jobs, order: Sequence[int], met: b
 
     inflight: deque[_PerJobTrip] = deque()
     starts = iter(range(0, total, batch * depth))
-    held: int | None = None  # a round trip's start waiting for those in flight (repeats)
     try:
         while True:
             while not ended and len(inflight) < ahead:
                 if inflight and stop is not None and stop():
                     ahead = 1  # finish what is in flight; the caller polls stop() at its last result
                     break
-                g0, held = (next(starts, None), None) if held is None else (held, None)
+                g0 = next(starts, None)
                 if g0 is None:
-                    break
-                if inflight and repeats(g0):
-                    held = g0
                     break
                 rt = pack(g0)
                 if conn is not None:
