@@ -16,7 +16,8 @@
 --     elements in one RPOP/LPOP with a count + one LPUSH/RPUSH): it
 --     stays dead (every read counts the hold as dead) until list_restore.lua
 --     puts the hold back at the tail.
--- The walk's bookkeeping (op, total positions, popped so far) lives in the
+-- The walk's bookkeeping (op, total positions, popped so far, the planned
+-- positions met before their position: "met") lives in the
 -- walk hash, so calls are independent and may be pipelined; each call renews
 -- the lease and refuses to run unless its operation owns the lease and the
 -- walk.  Every key's type and every argument is checked before the first
@@ -147,6 +148,16 @@ local w = redis.call('HMGET', walk, 'op', 'total', 'popped')
 if w[1] ~= op then return redis.error_reply('WALK no walk of operation ' .. op .. ' in ' .. walk) end
 local total, popped = tonumber(w[2]), tonumber(w[3])
 local limit = math.min(upto, total)
+
+-- planned positions of entries an earlier call met before their position
+-- (jobs shifted towards the tail): a call packed before that call's reply
+-- carries them again and must not match them twice (walk hash field "met",
+-- comma-separated; only positions not yet popped are kept)
+local met_before, met_dirty = {}, false
+if width ~= 0 then
+  local s = redis.call('HGET', walk, 'met')
+  if s then for p in string.gmatch(s, '%d+') do met_before[tonumber(p)] = true end end
+end
 
 -- planned entries by identity
 local planned = {}
@@ -525,12 +536,15 @@ while width ~= 0 and popped < limit do
   if list then
     for j = 1, #list do
       local e = list[j]
-      if not e.used and popped <= e.pos and popped >= e.pos - slack then entry = e; break end
+      if not e.used and not met_before[e.pos] and popped <= e.pos and popped >= e.pos - slack then
+        entry = e; break
+      end
     end
   end
   if entry then
     flush()
     entry.used = true
+    if entry.pos > popped then met_before[entry.pos] = true; met_dirty = true end
     local code = run_step(entry, el)
     met[#met + 1] = entry.i
     met[#met + 1] = code
@@ -549,6 +563,11 @@ while width ~= 0 and popped < limit do
 end
 flush()
 redis.call('HSET', walk, 'popped', popped)
+if met_dirty or next(met_before) then
+  local keep = {}
+  for p in pairs(met_before) do if p >= popped then keep[#keep + 1] = p end end
+  if #keep > 0 then redis.call('HSET', walk, 'met', table.concat(keep, ',')) else redis.call('HDEL', walk, 'met') end
+end
 redis.call('SET', lease, lease_value, 'PX', ttl)  -- renewed (and taken back if it had expired)
 
 -- where a redrive is recorded: one HMGET + one HSET per call, the value the

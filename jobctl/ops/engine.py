@@ -146,6 +146,21 @@ def run_plan(layout: Layout, plan: Plan, *, dry_run: bool = False, rate: float |
         except BaseException:  # noqa: BLE001 - a second Ctrl-C or a lost connection
             pass
     except Exception as exc:  # noqa: BLE001 - translated below
+        # raised here (a progress callback...) with round trips in flight:
+        # count them, then the window engine reads its connection clean,
+        # puts its hold back and releases its lease (before the journal)
+        halt.append(True)
+        try:
+            while last is not None and last.more:
+                last = next(batches, None)
+                if last is not None:
+                    _count(res, last)
+        except Exception:  # noqa: BLE001 - the first error is the one reported
+            pass
+        try:
+            _close(batches)
+        except Exception:  # noqa: BLE001 - the first error is the one reported
+            pass
         err = translate(exc, target)
         if isinstance(err, ConnectionFailed):
             err = ConnectionFailed(f"{spec.operation.value} {spec.queue} stopped after {res.moved:,} of "
