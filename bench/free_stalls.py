@@ -14,13 +14,21 @@ the failed list meets them in): whole pages of the server's heap fall
 empty one after the other.  (In ``SCAN`` order few pages empty and the
 stalls mostly go.)
 
-Each mode runs on a fresh server, with the server's main thread on CPU 0
-and its other threads and this client on CPU 1 (Linux).  Run the server
-with jemalloc's decay off to see whether returning freed pages to the
-kernel is what stalls::
+Each mode runs on a fresh server, with the server's threads on CPU 0 and
+this client on CPU 1 (Linux; ``--apart``: only the server's main thread on
+CPU 0, its other threads, jemalloc's background purger among them, with
+this client).  Run the server with jemalloc's decay off to see whether
+returning freed pages to the kernel is what stalls::
 
     python3 bench/free_stalls.py --jobs 1000000
+    python3 bench/free_stalls.py --jobs 1000000 --modes del --apart
     MALLOC_CONF=dirty_decay_ms:-1,muzzy_decay_ms:-1 python3 bench/free_stalls.py --jobs 1000000
+
+On 2026-11-25 (Redis 7.0.15, a 2-vCPU Firecracker VM, five interleaved
+pairs of ``del``): 7-14 commands over 2 ms (longest 9-26 ms) with
+``--apart``, 2-6 (longest 4.7-7.7 ms) without; with decay off, none.  With
+``CONFIG SET jemalloc-bg-thread no`` (purging inline): 32-35, longest
+5.2-6.4 ms.
 
 (``MALLOC_CONF`` reaches the server as an environment variable; it is read
 by the jemalloc that Debian's ``redis-server`` links.)
@@ -40,20 +48,22 @@ QUEUE = "bench-hj"
 PIPELINE = 200
 
 
-def _pin(pid: int) -> None:
-    """Main thread of ``pid`` on CPU 0; its other threads and this process on CPU 1."""
+def _pin(pid: int, apart: bool) -> None:
+    """Every thread of ``pid`` on CPU 0 and this process on CPU 1 (as
+    ``bulk_compare.py --pin``); ``apart``: only its main thread on CPU 0, its
+    other threads (jemalloc's background purger) with this client on CPU 1."""
     if not hasattr(os, "sched_setaffinity") or (os.cpu_count() or 1) < 2:
         return
     os.sched_setaffinity(0, {1})
     for tid in (int(t) for t in os.listdir(f"/proc/{pid}/task")):
-        os.sched_setaffinity(tid, {0} if tid == pid else {1})
+        os.sched_setaffinity(tid, {0} if tid == pid or not apart else {1})
 
 
-def run(mode: str, n: int) -> dict:
+def run(mode: str, n: int, apart: bool = False) -> dict:
     """One mode on a fresh server: ``{"mode", "s", "over_2ms", "max_ms"}``."""
     srv = start_server("redis")
     try:
-        _pin(srv.pid)
+        _pin(srv.pid, apart)
         admin = redis.Redis.from_url(srv.url)
         load_hash_job_failed(admin, QUEUE, n, now_ms=int(time.time() * 1000))
         # id order, the order the jobs were written in and a purge meets them
@@ -78,10 +88,13 @@ def run(mode: str, n: int) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--jobs", type=int, default=1_000_000)
+    ap.add_argument("--apart", action="store_true",
+                    help="the server's other threads on the client's CPU, not with its main thread")
+    ap.add_argument("--modes", default="del,hget", help="comma-separated: del, hget")
     args = ap.parse_args()
     print(f"MALLOC_CONF={os.environ.get('MALLOC_CONF', '')!r}")
-    for mode in ("del", "hget"):
-        print(run(mode, args.jobs))
+    for mode in args.modes.split(","):
+        print(run(mode, args.jobs, args.apart))
 
 
 if __name__ == "__main__":
