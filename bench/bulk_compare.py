@@ -171,25 +171,28 @@ def _tasks(pid: int) -> list[int]:
 
 
 def _pin(srv: _Server) -> None:
-    """``--pin``: every thread of the server (ours: its pid; a ``--url``
-    server is left alone) and the probe on CPU 0; this process and so every
+    """``--pin``: the server's main thread (ours: its pid; a ``--url`` server
+    is left alone) and the probe on CPU 0; the server's other threads
+    (``bio_*``, jemalloc's background purger), this process and so every
     client it starts on CPU 1.
 
-    The server's other threads (``bio_*``, jemalloc's background purger)
-    stay with its main thread: on CPU 1 a busy client preempts the purger
-    while it holds an arena lock the main thread then waits for.  Plain
-    pipelined ``DEL``s of 1M hash-job hashes (``bench/free_stalls.py``, five
-    interleaved pairs, 2026-11-25): 7-14 commands over 2 ms (longest 9-26 ms)
-    with the purger on CPU 1, 2-6 (longest 4.7-7.7 ms) with it on CPU 0."""
+    Neither placement of the purger is free on two CPUs.  On CPU 1 a busy
+    client can preempt it while it holds an arena lock the main thread then
+    waits for (``bench/free_stalls.py``, five interleaved pairs of 1M plain
+    ``DEL``s, 2026-11-25: 7-14 commands over 2 ms, longest 9-26 ms, against
+    2-6, longest 4.7-7.7 ms, with it on CPU 0).  On CPU 0 it takes the main
+    thread's CPU while it returns pages: a whole run so pinned (2026-11-25
+    02:38) had the purge rows at 16-17 scripts over 2 ms and PING p99
+    2.35-2.51 ms, against 0-1 and 0.47-0.54 ms in the run before it."""
     from probe import PROBE_CPU_ENV
 
     if srv.own is not None and srv.own.pid:
         for tid in _tasks(srv.own.pid):
-            os.sched_setaffinity(tid, {0})
+            os.sched_setaffinity(tid, {0} if tid == srv.own.pid else {1})
     os.sched_setaffinity(0, {1})
     os.environ[PROBE_CPU_ENV] = "0"
-    note("pinned: every server thread and the PING probe (real-time where permitted) on CPU 0, "
-         "the clients on CPU 1")
+    note("pinned: server's main thread and PING probe (real-time where permitted) on CPU 0, "
+         "the server's other threads and the clients on CPU 1")
 
 
 def _isolate(srv: _Server) -> dict[int, set[int]]:

@@ -49,9 +49,9 @@ PIPELINE = 200
 
 
 def _pin(pid: int, apart: bool) -> None:
-    """Every thread of ``pid`` on CPU 0 and this process on CPU 1 (as
-    ``bulk_compare.py --pin``); ``apart``: only its main thread on CPU 0, its
-    other threads (jemalloc's background purger) with this client on CPU 1."""
+    """Every thread of ``pid`` on CPU 0 and this process on CPU 1; ``apart``
+    (as ``bulk_compare.py --pin``): only its main thread on CPU 0, its other
+    threads (jemalloc's background purger) with this client on CPU 1."""
     if not hasattr(os, "sched_setaffinity") or (os.cpu_count() or 1) < 2:
         return
     os.sched_setaffinity(0, {1})
