@@ -137,11 +137,7 @@ def run_plan(layout: Layout, plan: Plan, *, dry_run: bool = False, rate: float |
         res.interrupted = True
         halt.append(True)
         try:
-            # the calls of the round trip in progress already ran: count them
-            while last is not None and last.more:
-                last = next(batches, None)
-                if last is not None:
-                    _count(res, last)
+            _count_in_flight(batches, last, res)  # the calls of the round trip in progress already ran
             _close(batches)  # the window engine puts its hold back (else the next operation does)
         except BaseException:  # noqa: BLE001 - a second Ctrl-C or a lost connection
             pass
@@ -151,10 +147,7 @@ def run_plan(layout: Layout, plan: Plan, *, dry_run: bool = False, rate: float |
         # puts its hold back and releases its lease (before the journal)
         halt.append(True)
         try:
-            while last is not None and last.more:
-                last = next(batches, None)
-                if last is not None:
-                    _count(res, last)
+            _count_in_flight(batches, last, res)
         except Exception:  # noqa: BLE001 - the first error is the one reported
             pass
         try:
@@ -207,6 +200,15 @@ def _pinned(layout: Layout) -> tuple[Layout, Any]:
         return layout, None
     pinned = redis.Redis(connection_pool=client.connection_pool, single_connection_client=True)
     return type(layout)(pinned, layout.queue), pinned
+
+
+def _count_in_flight(batches, last: BatchResult | None, res) -> None:
+    """Count the results that follow ``last`` while each says ``more``: the
+    rest of a round trip that already ran and the round trips in flight."""
+    while last is not None and last.more:
+        last = next(batches, None)
+        if last is not None:
+            _count(res, last)
 
 
 def _close(batches) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["pipelined"]
+__all__ = ["pipelined", "drain"]
 
 
 def _bulk(value) -> bytes:
@@ -80,3 +80,17 @@ def pipelined(client, window, calls: list[tuple[list[str], list]]) -> list[Any]:
             client.script_load(window.script)
             return out[:n] + pipelined(client, window, calls[n:])
     return out
+
+
+def drain(inflight, recv, conn) -> None:
+    """A walk stopped early (an error, or its caller closed it): read the
+    replies of the round trips still in flight (``recv(rt)`` for each whose
+    ``replies`` is None) so that the connection ``conn`` is clean for the
+    restore; if a read fails, disconnect (the restore reconnects)."""
+    for rt in inflight:
+        if rt.replies is None:
+            try:
+                recv(rt)
+            except Exception:  # noqa: BLE001 - the restore reconnects
+                conn.disconnect()
+                break

@@ -54,7 +54,7 @@ from ..ops.result import BatchResult
 from ..ops.spec import Operation, OpSpec
 from ..scripts import script
 from .lease import LEASE_TTL_MS, acquire, lease_value, redrive_record, release
-from .pipeline import _bulk, _packed, pipelined  # noqa: F401 - _bulk, _packed: for the tests
+from .pipeline import _bulk, _packed, drain, pipelined  # noqa: F401 - _bulk, _packed: for the tests
 
 
 #: The operations the window engine drives (from a dead list); every other
@@ -578,15 +578,7 @@ def _walk(src: ListSource, value: str, jobs: _Jobs, order: Sequence[int], met: b
                     yield from results(rt)
                 raise _call_error(failed[0], src)
     finally:
-        # stopped early (an error, or the caller closed the walk): read what
-        # is still in flight so the connection is clean for the restore
-        for rt in inflight:
-            if rt.replies is None:
-                try:
-                    recv(rt)
-                except Exception:  # noqa: BLE001 - the restore reconnects
-                    conn.disconnect()
-                    break
+        drain(inflight, recv, conn)  # stopped early: the connection clean for the restore
     unmet = BatchResult()
     for n in order:
         if not met[n]:

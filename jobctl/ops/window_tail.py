@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 
 from ..ops.result import BatchResult
 from .lease import LEASE_TTL_MS, acquire
-from .pipeline import _bulk, pipelined
+from .pipeline import _bulk, drain, pipelined
 from .plan_windows import PlanWindows
 from .window import SLACK, ListSource, _call_error, _text, begin_walk, give_back, record_code
 
@@ -323,15 +323,7 @@ def _walk_tail(src: ListSource, value: str, total: int, batch: int, depth: int, 
             if pw is not None:  # the windows behind this round trip: no later reply reads their flag
                 pw.passed(rt.g0)
     finally:
-        # stopped early (an error, or the caller closed the walk): read what
-        # is still in flight so the connection is clean for the restore
-        for rt in inflight:
-            if rt.replies is None:
-                try:
-                    recv_rt(rt)
-                except Exception:  # noqa: BLE001 - the restore reconnects
-                    conn.disconnect()
-                    break
+        drain(inflight, recv_rt, conn)  # stopped early: the connection clean for the restore
     if pw is not None:  # the plan's matches the walk never reached: the list ran out (gone)
         unmet = BatchResult()
         for p in range(covered, total):
