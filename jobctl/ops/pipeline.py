@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["pipelined", "drain"]
+__all__ = ["pipelined", "read_replies", "drain"]
 
 
 def _bulk(value) -> bytes:
@@ -69,16 +69,25 @@ def pipelined(client, window, calls: list[tuple[list[str], list]]) -> list[Any]:
             window(keys=keys, args=args, client=pipe)
         return pipe.execute(raise_on_error=False)
     conn.send_packed_command([_packed(window.sha, calls)], check_health=False)
-    out: list[Any] = []
-    for _ in calls:
-        try:
-            out.append(client.parse_response(conn, "EVALSHA"))
-        except redis.exceptions.ResponseError as exc:
-            out.append(exc)
+    out = read_replies(client, conn, len(calls))
     for n, reply in enumerate(out):
         if isinstance(reply, redis.exceptions.NoScriptError):
             client.script_load(window.script)
             return out[:n] + pipelined(client, window, calls[n:])
+    return out
+
+
+def read_replies(client, conn, n: int, command: str = "EVALSHA") -> list[Any]:
+    """The next ``n`` replies on ``conn`` (sent pipelined by the caller),
+    each error reply as its ``ResponseError`` instead of raised."""
+    import redis
+
+    out: list[Any] = []
+    for _ in range(n):
+        try:
+            out.append(client.parse_response(conn, command))
+        except redis.exceptions.ResponseError as exc:
+            out.append(exc)
     return out
 
 

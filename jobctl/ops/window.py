@@ -54,7 +54,7 @@ from ..ops.result import BatchResult
 from ..ops.spec import Operation, OpSpec
 from ..scripts import script
 from .lease import LEASE_TTL_MS, acquire, lease_value, redrive_record, release
-from .pipeline import _bulk, _packed, drain, pipelined  # noqa: F401 - _bulk, _packed: for the tests
+from .pipeline import _bulk, _packed, drain, pipelined, read_replies  # noqa: F401 - _bulk, _packed: for the tests
 
 
 #: The operations the window engine drives (from a dead list); every other
@@ -492,12 +492,7 @@ def _walk(src: ListSource, value: str, jobs: _Jobs, order: Sequence[int], met: b
         return rt
 
     def recv(rt: _PerJobTrip) -> None:
-        rt.replies = []
-        for _ in rt.packed:
-            try:
-                rt.replies.append(src.client.parse_response(conn, "EVALSHA"))
-            except redis.exceptions.ResponseError as exc:
-                rt.replies.append(exc)
+        rt.replies = read_replies(src.client, conn, len(rt.packed))
 
     def run(rt: _PerJobTrip, which: list[int]) -> list[Any]:
         """Run the calls ``which`` of ``rt`` now, in order (after a NOSCRIPT)."""

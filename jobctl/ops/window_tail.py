@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 
 from ..ops.result import BatchResult
 from .lease import LEASE_TTL_MS, acquire
-from .pipeline import _bulk, drain, pipelined
+from .pipeline import _bulk, drain, pipelined, read_replies
 from .plan_windows import PlanWindows
 from .window import SLACK, ListSource, _call_error, _text, begin_walk, give_back, record_code
 
@@ -163,12 +163,7 @@ def _walk_tail(src: ListSource, value: str, total: int, batch: int, depth: int, 
 
     def recv_rt(rt: _RoundTrip) -> None:
         """Read the replies of ``rt`` (an error reply as its exception)."""
-        rt.replies = []
-        for _ in rt.bounds:
-            try:
-                rt.replies.append(src.client.parse_response(conn, "EVALSHA"))
-            except redis.exceptions.ResponseError as exc:
-                rt.replies.append(exc)
+        rt.replies = read_replies(src.client, conn, len(rt.bounds))
         if rt.read:
             try:
                 rt.got = src.client.parse_response(conn, "LRANGE")[::-1]
