@@ -145,3 +145,24 @@ def test_a_limited_reliable_list_redrive_walks_per_job_with_round_trips_in_fligh
     assert (res.moved, res.skipped) == (115, 5)
     assert sorted(ids(redis_client, rk.ready)) == sorted(jobs[:40] + jobs[45:])
     assert_consistent(redis_client, ["email"])
+
+
+def test_a_refused_call_is_reported_even_when_a_stop_comes_with_it(redis_client):
+    """A stop requested while a refused call's round trip is counted does
+    not hide the error: the run raises DataError, not "interrupted"."""
+    job_ids = failed_jobs(redis_client, 120)
+    lay = hj_layout(redis_client)
+    counted: list[int] = []
+
+    def progress(done, total):
+        counted.append(done)
+        if len(counted) == 1:
+            redis_client.rename(K.pending, "hjw:moved-aside")
+            redis_client.set(K.pending, "x")
+
+    with pytest.raises(DataError):
+        run_plan(lay, lay.plan(redrive()), batch=10, journal=False, progress=progress,
+                 stop=lambda: len(counted) >= 2)
+    moved = ids(redis_client, "hjw:moved-aside")
+    assert len(moved) == 20 and sorted(ids(redis_client, K.failed) + moved) == job_ids
+    assert not redis_client.exists(K.hold) and not redis_client.exists(K.lease)

@@ -515,7 +515,9 @@ def _walk(src: ListSource, value: str, jobs: _Jobs, order: Sequence[int], met: b
             if isinstance(reply, Exception):
                 failed.append(reply)
                 continue
-            br = BatchResult(more=k < len(rt.replies) - 1 or bool(inflight))  # type: ignore[arg-type]
+            # after a refused call every result says more: the caller pulls
+            # on to the error instead of stopping at the last one
+            br = BatchResult(more=k < len(rt.replies) - 1 or bool(inflight) or bool(failed))  # type: ignore[arg-type]
             if int(reply[2]):
                 ended = True
             for m in range(5, len(reply), 2):
