@@ -49,6 +49,22 @@ def hj_state(client) -> tuple[list[str], list[str]]:
     return list(reversed(ids(client, K.failed))), ids(client, K.pending)
 
 
+def target_turns_wrong_type(client):
+    """``(counted, progress)``: a progress callback that records each count
+    and, at the first result (a round trip still in flight), moves the
+    target aside to ``hjw:moved-aside`` and makes it a string, so every
+    later call is refused."""
+    counted: list[int] = []
+
+    def progress(done, total):
+        counted.append(done)
+        if len(counted) == 1:
+            client.rename(K.pending, "hjw:moved-aside")
+            client.set(K.pending, "x")
+
+    return counted, progress
+
+
 @pytest.mark.parametrize("ahead", [1, 2, 3])
 def test_hash_job_redrive_moves_every_job_once_whatever_is_in_flight(redis_client, monkeypatch, ahead):
     monkeypatch.setattr(window, "TAIL_AHEAD", ahead)
@@ -100,14 +116,7 @@ def test_a_refused_call_counts_what_the_round_trip_in_flight_moved(redis_client)
     is what moved, and a rerun moves the rest once."""
     job_ids = failed_jobs(redis_client, 120)
     lay = hj_layout(redis_client)
-    counted: list[int] = []
-
-    def progress(done, total):
-        counted.append(done)
-        if len(counted) == 1:
-            redis_client.rename(K.pending, "hjw:moved-aside")
-            redis_client.set(K.pending, "x")  # a string now: every later call is refused
-
+    counted, progress = target_turns_wrong_type(redis_client)
     with pytest.raises(DataError):
         run_plan(lay, lay.plan(redrive()), batch=10, journal=False, progress=progress)
     moved = ids(redis_client, "hjw:moved-aside")
@@ -152,14 +161,7 @@ def test_a_refused_call_is_reported_even_when_a_stop_comes_with_it(redis_client)
     not hide the error: the run raises DataError, not "interrupted"."""
     job_ids = failed_jobs(redis_client, 120)
     lay = hj_layout(redis_client)
-    counted: list[int] = []
-
-    def progress(done, total):
-        counted.append(done)
-        if len(counted) == 1:
-            redis_client.rename(K.pending, "hjw:moved-aside")
-            redis_client.set(K.pending, "x")
-
+    counted, progress = target_turns_wrong_type(redis_client)
     with pytest.raises(DataError):
         run_plan(lay, lay.plan(redrive()), batch=10, journal=False, progress=progress,
                  stop=lambda: len(counted) >= 2)
