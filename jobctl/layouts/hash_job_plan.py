@@ -8,8 +8,8 @@ positions), one ``LRANGE`` and one pipelined ``HMGET`` of
 :data:`~.hash_job.FENCE_FIELDS` + ``last_error`` per window of
 :data:`~.walks.WINDOW` ids, packed by jobctl (at 200k, isolated: plan 1.65
 -> 0.91 s against redis-py's pipeline, 2026-11-25), read ahead in a
-background thread (:func:`~.walks.prefetched`).  Per id: the fence (the SHA1 of the fence
-fields, as :func:`~.hash_job.fence_of`), the payload parsed once with orjson
+background thread (:func:`~.walks.prefetched`).  Per id: the fence (the
+SHA1 of the fence fields, as :func:`~.hash_job.fence_of`), the payload parsed once with orjson
 for the breakdown's job type; an id without a payload (hash expired) is
 dangling and a payload that is not JSON is malformed, set aside exactly as
 :func:`~.planning.plan_from_walk` does for full records.  The plan keeps
@@ -30,9 +30,9 @@ import orjson
 from ..model import State
 from ..ops.catalog import GROUP_MESSAGE_CHARS
 from ..ops.plan import JobColumns, Plan
+from ..ops.pipeline import _bulk
 from ..ops.spec import OpSpec
 from .common import text
-from ..ops.pipeline import _bulk
 from .walks import WINDOW, prefetched
 
 if TYPE_CHECKING:
@@ -52,10 +52,10 @@ def _windows(layout: "HashJob", names: tuple[str, ...]) -> Iterator[tuple[int, l
     """``(tail position of the first, ids, HMGET replies)`` windows.  On a
     client that is not a cluster client the HMGETs of a window are packed
     here (one RESP blob: redis-py's pipeline encoder cost more than the
-    server's work on a job) and sent on one connection (the client's own, or one of its pool for the
-    walk); a key of
-    the wrong type raises ``ResponseError`` after the window's replies are
-    read, as a pipeline does."""
+    server's work on a job), sent on one connection (the client's own, or
+    one of its pool for the walk) and read with ``read_response`` (no
+    per-reply callback); a key of the wrong type raises ``ResponseError``
+    after the window's replies are read, as a pipeline does."""
     from ..cluster import is_cluster
 
     k = layout.keys
