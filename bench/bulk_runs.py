@@ -32,7 +32,7 @@ from measure import run_process
 from probe import PingProbe
 from redrive import slowlog
 
-__all__ = ["SLOW_US", "LAYOUTS", "load", "dead_count", "jobctl_op", "jobctl_floor", "bullmq_op", "ceiling_op",
+__all__ = ["SLOW_US", "LAYOUTS", "load", "dead_count", "jobctl_op", "jobctl_floor", "bullmq_op", "bullmq_floor", "ceiling_op",
            "npm_ready", "write_catalogue"]
 
 HERE = Path(__file__).resolve().parent
@@ -227,6 +227,23 @@ def jobctl_floor(url: str, admin, work: Workdir, runs: int = 3) -> float:
     flush(admin)
     argv = jobctl_argv() + ["--url", url, "redrive", "bench", "--yes", "--json"]
     return statistics.median(run_process(argv, env=work.env()).wall_s for _ in range(runs))
+
+
+def bullmq_floor(url: str, runs: int = 3) -> float:
+    """Median wall seconds of ``failed_ops.js --op floor`` (node, ``require``,
+    connection and one ``retryJobs`` of an empty queue): BullMQ's fixed cost,
+    measured as :func:`jobctl_floor` is, which its own timing of the call
+    (:func:`bullmq_op`) leaves out."""
+    import statistics
+
+    argv = ["node", str(BULLMQ_DIR / "failed_ops.js"), "--url", url, "--queue", "bench-floor", "--op", "floor"]
+    walls = []
+    for _ in range(runs):
+        run = run_process(argv)
+        if run.returncode != 0:
+            raise RuntimeError(f"bullmq floor exited {run.returncode}")
+        walls.append(run.wall_s)
+    return statistics.median(walls)
 
 
 def _manifest_rows(manifest: dict[str, Any]) -> int | None:

@@ -13,6 +13,9 @@
 //               (BullMQ loops until its cursor is 0: every job back to wait)
 //        clean: await queue.clean(0, N, 'failed')  (deletes every failed job)
 //      {"op", "n", "seconds", "jobs_per_s", "setup_seconds", "bullmq"}
+//   --op floor instead makes no jobs: one retryJobs on the queue, empty, and
+//   exits; the caller times the whole process (node, require, connection),
+//   BullMQ's fixed cost beside jobctl's.
 //
 // With --wait-go it prints "ready" once the failed jobs exist and waits for a
 // line on stdin before timing, so the caller can start its probes first.
@@ -49,7 +52,7 @@ function parseArgs(argv) {
     else if (a === '--wait-go') out.waitGo = true;
     else usage(`unknown argument ${a}`);
   }
-  if (out.op !== 'retry' && out.op !== 'clean') usage('--op must be retry or clean');
+  if (!['retry', 'clean', 'floor'].includes(out.op)) usage('--op must be retry, clean or floor');
   for (const k of ['n', 'payload', 'count', 'concurrency', 'bulk']) {
     if (!Number.isInteger(out[k]) || out[k] < 1) usage(`--${k} must be a positive integer`);
   }
@@ -120,6 +123,12 @@ async function main() {
   const connection = connectionFrom(args.url);
   const queue = new Queue(args.queue, { connection });
   try {
+    if (args.op === 'floor') {
+      const t0 = now();
+      await queue.retryJobs({ state: 'failed', count: args.count });
+      process.stdout.write(JSON.stringify({ op: args.op, seconds: now() - t0, bullmq: BULLMQ_VERSION }) + '\n');
+      return;
+    }
     await queue.obliterate({ force: true });
     const setup = await makeFailed(queue, connection, args);
     if (args.waitGo) {
