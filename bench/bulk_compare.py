@@ -175,7 +175,7 @@ def _tasks(pid: int) -> list[int]:
         return []
 
 
-def _pin(srv: _Server) -> None:
+def _pin(srv: _Server, boost: bool = True) -> None:
     """``--pin``: the server's main thread (ours: its pid; a ``--url`` server
     is left alone) and the probe on CPU 0; the server's other threads
     (``bio_*``, jemalloc's background purger), this process and so every
@@ -193,14 +193,15 @@ def _pin(srv: _Server) -> None:
     So the other threads stay on CPU 1 but run ``SCHED_FIFO`` where
     permitted (root): a client cannot preempt them there.  That cut the
     stalls of plain ``DEL``s, not to none (``free_stalls.py --apart
-    --boost``: 2-4 over 2 ms against 6-12 in the same three pairs)."""
+    --boost``: 2-4 over 2 ms against 6-12 in the same three pairs);
+    ``boost=False`` (``--no-boost``) leaves them be."""
     from probe import PROBE_CPU_ENV
 
     boosted = 0
     if srv.own is not None and srv.own.pid:
         for tid in _tasks(srv.own.pid):
             os.sched_setaffinity(tid, {0} if tid == srv.own.pid else {1})
-            if tid != srv.own.pid:
+            if boost and tid != srv.own.pid:
                 try:
                     os.sched_setscheduler(tid, os.SCHED_FIFO, os.sched_param(1))
                     boosted += 1
@@ -327,6 +328,9 @@ def main() -> int:
                     help="With --pin: also move every other process on the machine (and so their children) to "
                          "CPU 1 for the run, leaving CPU 0 to the server and the probe; restored at the end "
                          "(needs the right to set other processes' affinity, e.g. root).")
+    ap.add_argument("--no-boost", action="store_true",
+                    help="With --pin: leave the server's other threads at their normal priority (the placement "
+                         "before 2026-11-25), for an A/B of the boost.")
     ap.add_argument("--memory", action="store_true", help="Also run jobctl's operations at --memory-size (RSS).")
     ap.add_argument("--memory-size", type=int, default=5_000_000)
     ap.add_argument("--url", help="Use this (empty) server instead of starting one; it is FLUSHALLed between runs.")
@@ -353,7 +357,7 @@ def main() -> int:
 
     srv = _Server(args.url, args.server)
     if args.pin:
-        _pin(srv)
+        _pin(srv, boost=not args.no_boost)
     moved = _isolate(srv) if args.pin and args.isolate else None
     work = Workdir()
     try:
@@ -363,7 +367,7 @@ def main() -> int:
             return 2
         env = environment()
         env.update(server_kind=srv.kind, server_version=srv.version, server_url_given=bool(args.url), pinned=args.pin,
-                   isolated=moved is not None,
+                   boosted=args.pin and not args.no_boost, isolated=moved is not None,
                    node=os.popen("node --version").read().strip() or None)
         write_catalogue(work, QUEUES)
         note(f"{srv.kind} {srv.version} at {srv.url}; sizes {sizes}; parts {sorted(parts)}")

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import signal
+
 import pytest
 
 from jobctl.keys import JsonListKeys
@@ -462,10 +465,16 @@ def test_planned_jobs_past_the_walks_total_are_not_met(redis_client):
     hj_after(redis_client, plan, w)
 
 
-@pytest.mark.xfail(strict=True, reason="review6 finding: a second Ctrl-C (KeyboardInterrupt) while a round trip's "
-                   "replies are read drops the counts of that round trip and of those in flight (they ran): "
-                   "the result and journal undercount; pre-existing for one round trip, up to TAIL_AHEAD now")
-def test_a_second_ctrl_c_while_reading_counts_what_ran(redis_client, monkeypatch):
+@pytest.mark.parametrize("presses", [2, 3])
+def test_ctrl_c_while_reading_counts_what_ran(redis_client, monkeypatch, presses):
+    """Ctrl-C pressed (real ``SIGINT``s, the CLI's handler) while the first
+    round trip's replies are read, the second in flight.  Twice: the second
+    press is deferred (``jobctl.ops.interrupt``), the walk sends nothing
+    more, and both round trips are counted (review6's finding: they were
+    lost with the connection).  Three times: the third interrupts at once,
+    uncounted, but every job is still in one state."""
+    from jobctl.cli.ops_cmds import _StopFlag
+
     job_ids = failed_jobs(redis_client, 100)
     lay = hj_layout(own(redis_client))
     plan = lay.plan(redrive())
@@ -475,15 +484,17 @@ def test_a_second_ctrl_c_while_reading_counts_what_ran(redis_client, monkeypatch
     def record_code(br, job_id, code):
         calls.append(1)
         if len(calls) == 1:
-            raise KeyboardInterrupt  # the signal lands as the first reply is read
+            for _ in range(presses):
+                os.kill(os.getpid(), signal.SIGINT)
         real(br, job_id, code)
 
     monkeypatch.setattr(window, "record_code", record_code)
-    res = run_plan(lay, plan, batch=10, journal=False)
+    with _StopFlag() as stopper:
+        res = run_plan(lay, plan, batch=10, stop=stopper.flag.is_set, journal=False)
     pending = ids_of(redis_client, K.pending)
     assert res.interrupted and not redis_client.exists(K.hold) and not redis_client.exists(K.lease)
     assert sorted(pending + ids_of(redis_client, K.failed)) == job_ids and len(pending) == 20
-    assert res.moved == len(pending)
+    assert res.moved == len(pending) if presses == 2 else res.moved <= len(pending)
 
 
 def test_a_client_without_a_connection_of_its_own_walks_one_round_trip_at_a_time(redis_client):

@@ -17,6 +17,7 @@ import click
 
 from ..errors import UsageError
 from ..model import State
+from ..ops import interrupt
 from ..ops.request import OpRequest
 from ..ops.spec import Operation
 from ..session import Session
@@ -71,7 +72,10 @@ def _duration(value: str | None, what: str) -> int:
 
 
 class _StopFlag:
-    """First Ctrl-C: stop after the current batch.  Second: interrupt now."""
+    """First Ctrl-C: stop after the current batch.  Second: the same while an
+    operation applies (:func:`jobctl.ops.interrupt.defer`: raised inside a
+    read, it would lose the count of the calls in flight), else interrupt
+    now.  Third: interrupt now."""
 
     def __init__(self) -> None:
         self.flag = threading.Event()
@@ -84,6 +88,10 @@ class _StopFlag:
 
     def _handle(self, signum, frame) -> None:
         if self.flag.is_set():
+            if interrupt.defer():
+                render.note("already stopping: counting the calls in flight "
+                            "(Ctrl-C once more to abort now, without counting them)")
+                return
             raise KeyboardInterrupt
         self.flag.set()
         render.note("stopping after the current batch (Ctrl-C again to abort now)")

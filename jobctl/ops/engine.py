@@ -22,6 +22,7 @@ from typing import Any
 from ..connection import Target, translate
 from ..errors import ConnectionFailed, JobctlError
 from ..layouts.base import Layout, now_ms
+from .interrupt import applying, requested
 from .journal import command_line, write_entry
 from .plan import Plan
 from .result import BatchResult
@@ -69,7 +70,9 @@ def run_plan(layout: Layout, plan: Plan, *, dry_run: bool = False, rate: float |
     """Apply ``plan`` on ``layout`` (or only report it when ``dry_run``).
 
     ``rate`` caps jobs moved per second; ``stop()`` is polled between script
-    calls; ``progress(done, total)`` is called after each.  The script calls
+    calls, and so is a Ctrl-C deferred by the caller's ``SIGINT`` handler
+    (:mod:`jobctl.ops.interrupt`); ``progress(done, total)`` is called after
+    each.  The script calls
     run on one dedicated connection: a lost connection ends the run with
     ``error`` set (the state stays consistent; a rerun finishes).  The journal entry is written unless ``dry_run``.
     Raises :class:`JobctlError` only for a connection error, after journaling.
@@ -98,8 +101,11 @@ def run_plan(layout: Layout, plan: Plan, *, dry_run: bool = False, rate: float |
         res.moved_ids = MovedIds(spec.op_id)
     halt: list[bool] = []  # set on Ctrl-C: the walk sends nothing more
 
+    def stopping() -> bool:  # the caller's stop, or a Ctrl-C deferred by its SIGINT handler
+        return requested() or bool(stop and stop())
+
     def halted() -> bool:
-        return bool(halt) or bool(stop and stop())
+        return bool(halt) or stopping()
 
     layout, pinned = _pinned(layout)
     sources = layout.sources(spec)
@@ -110,60 +116,63 @@ def run_plan(layout: Layout, plan: Plan, *, dry_run: bool = False, rate: float |
                         ahead=1 if rate else None)
     else:
         batches = layout.apply(plan, batch=batch)
-    last: BatchResult | None = None
-    try:
-        for br in batches:
-            last = br
-            _count(res, br)
-            if progress:
-                progress(res.moved + res.skipped + res.failed, plan.planned)
-            if br.more:
-                continue  # the rest of this round trip already ran: count it first
-            if stop and stop():
-                res.interrupted = True
-                break
-            if rate:
-                ahead = res.moved / rate - (time.monotonic() - started)
-                while ahead > 0 and not (stop and stop()):
-                    time.sleep(min(ahead, 0.1))
-                    ahead -= 0.1
-                if stop and stop():
+    # a second Ctrl-C now stops at the next result, like the first, instead of
+    # raising inside a read and losing the replies in flight (jobctl.ops.interrupt)
+    with applying():
+        last: BatchResult | None = None
+        try:
+            for br in batches:
+                last = br
+                _count(res, br)
+                if progress:
+                    progress(res.moved + res.skipped + res.failed, plan.planned)
+                if br.more:
+                    continue  # the rest of this round trip already ran: count it first
+                if stopping():
                     res.interrupted = True
                     break
-        # a stop between calls: let the layout finish what it does on close
-        # (the dead list puts the jobs that stay dead back in order)
-        _close(batches)
-    except KeyboardInterrupt:
-        res.interrupted = True
-        halt.append(True)
-        try:
-            _count_in_flight(batches, last, res)  # the calls of the round trip in progress already ran
-            _close(batches)  # the window engine puts its hold back (else the next operation does)
-        except BaseException:  # noqa: BLE001 - a second Ctrl-C or a lost connection
-            pass
-    except Exception as exc:  # noqa: BLE001 - translated below
-        # raised here (a progress callback...) with round trips in flight:
-        # count them, then the window engine reads its connection clean,
-        # puts its hold back and releases its lease (before the journal)
-        halt.append(True)
-        try:
-            _count_in_flight(batches, last, res)
-        except Exception:  # noqa: BLE001 - the first error is the one reported
-            pass
-        try:
+                if rate:
+                    ahead = res.moved / rate - (time.monotonic() - started)
+                    while ahead > 0 and not stopping():
+                        time.sleep(min(ahead, 0.1))
+                        ahead -= 0.1
+                    if stopping():
+                        res.interrupted = True
+                        break
+            # a stop between calls: let the layout finish what it does on close
+            # (the dead list puts the jobs that stay dead back in order)
             _close(batches)
-        except Exception:  # noqa: BLE001 - the first error is the one reported
-            pass
-        err = translate(exc, target)
-        if isinstance(err, ConnectionFailed):
-            err = ConnectionFailed(f"{spec.operation.value} {spec.queue} stopped after {res.moved:,} of "
-                                   f"{plan.planned:,} job(s): {str(err).rstrip('.')}; every job is in one state: run the "
-                                   "same command again to finish")
-        res.error = str(err) if isinstance(err, JobctlError) else f"{exc.__class__.__name__}: {exc}"
-        raised = err if isinstance(err, JobctlError) else exc
-    res.ended_ms = now_ms()
-    if journal:
-        _journal(layout, plan, res, target, argv, server_ok=raised is None)
+        except KeyboardInterrupt:
+            res.interrupted = True
+            halt.append(True)
+            try:
+                _count_in_flight(batches, last, res)  # the calls of the round trip in progress already ran
+                _close(batches)  # the window engine puts its hold back (else the next operation does)
+            except BaseException:  # noqa: BLE001 - a second Ctrl-C or a lost connection
+                pass
+        except Exception as exc:  # noqa: BLE001 - translated below
+            # raised here (a progress callback...) with round trips in flight:
+            # count them, then the window engine reads its connection clean,
+            # puts its hold back and releases its lease (before the journal)
+            halt.append(True)
+            try:
+                _count_in_flight(batches, last, res)
+            except Exception:  # noqa: BLE001 - the first error is the one reported
+                pass
+            try:
+                _close(batches)
+            except Exception:  # noqa: BLE001 - the first error is the one reported
+                pass
+            err = translate(exc, target)
+            if isinstance(err, ConnectionFailed):
+                err = ConnectionFailed(f"{spec.operation.value} {spec.queue} stopped after {res.moved:,} of "
+                                       f"{plan.planned:,} job(s): {str(err).rstrip('.')}; every job is in one state: run the "
+                                       "same command again to finish")
+            res.error = str(err) if isinstance(err, JobctlError) else f"{exc.__class__.__name__}: {exc}"
+            raised = err if isinstance(err, JobctlError) else exc
+        res.ended_ms = now_ms()
+        if journal:
+            _journal(layout, plan, res, target, argv, server_ok=raised is None)
     if pinned is not None:
         pinned.close()
     if raised is not None:

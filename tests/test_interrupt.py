@@ -1,0 +1,48 @@
+"""Ctrl-C while an operation applies (``jobctl.ops.interrupt`` and the
+CLI's handler): no server needed; the walks' counts under real ``SIGINT``s
+are in test_tail_walk_ahead.py and test_per_job_walk_review.py."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import pytest
+
+from jobctl.cli.ops_cmds import _StopFlag
+from jobctl.ops import interrupt
+
+
+def test_defer_only_while_applying_and_only_once():
+    assert not interrupt.defer() and not interrupt.requested()
+    with interrupt.applying():
+        with interrupt.applying():  # nested: one request for the whole
+            assert interrupt.defer() and interrupt.requested()
+            assert not interrupt.defer()  # the next press raises
+        assert interrupt.requested()
+    assert not interrupt.requested() and not interrupt.defer()
+
+
+def _press() -> None:
+    os.kill(os.getpid(), signal.SIGINT)
+
+
+def test_presses_outside_an_apply_stop_then_interrupt(capsys):
+    with _StopFlag() as stopper:
+        _press()
+        assert stopper.flag.is_set()
+        with pytest.raises(KeyboardInterrupt):
+            _press()
+    assert "stopping after the current batch" in capsys.readouterr().err
+
+
+def test_presses_while_applying_stop_stop_then_interrupt(capsys):
+    with _StopFlag() as stopper, interrupt.applying():
+        _press()
+        _press()
+        assert stopper.flag.is_set() and interrupt.requested()
+        with pytest.raises(KeyboardInterrupt):
+            _press()
+    err = capsys.readouterr().err
+    assert "already stopping: counting the calls in flight" in err and not interrupt.requested()
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
