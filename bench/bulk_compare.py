@@ -175,7 +175,7 @@ def _tasks(pid: int) -> list[int]:
         return []
 
 
-def _pin(srv: _Server, boost: bool = True) -> None:
+def _pin(srv: _Server, boost: bool = False) -> None:
     """``--pin``: the server's main thread (ours: its pid; a ``--url`` server
     is left alone) and the probe on CPU 0; the server's other threads
     (``bio_*``, jemalloc's background purger), this process and so every
@@ -190,11 +190,15 @@ def _pin(srv: _Server, boost: bool = True) -> None:
     02:38) had the purge rows at 16-17 scripts over 2 ms and PING p99
     2.35-2.51 ms, against 0-1 and 0.47-0.54 ms in the run before it.
 
-    So the other threads stay on CPU 1 but run ``SCHED_FIFO`` where
-    permitted (root): a client cannot preempt them there.  That cut the
-    stalls of plain ``DEL``s, not to none (``free_stalls.py --apart
-    --boost``: 2-4 over 2 ms against 6-12 in the same three pairs);
-    ``boost=False`` (``--no-boost``) leaves them be."""
+    ``boost`` (``--boost``): the other threads stay on CPU 1 but run
+    ``SCHED_FIFO`` where permitted (root), so no client preempts them.
+    That cut the stalls of plain ``DEL``s, not to none (``free_stalls.py
+    --apart --boost``: 2-4 over 2 ms against 6-12 in the same three pairs),
+    but not jobctl's: two interleaved pairs of ``--sizes 1000000 --only
+    redrive-filtered --only purge --only layouts`` (2026-11-25 04:06-04:13)
+    gave the hash-job purge 14 and 21 calls over 2 ms (longest 4.8, 12.9
+    ms) boosted, 12 and 11 (8.1, 15.3 ms) not, the other rows within noise.
+    So it is off unless asked for."""
     from probe import PROBE_CPU_ENV
 
     boosted = 0
@@ -328,9 +332,9 @@ def main() -> int:
                     help="With --pin: also move every other process on the machine (and so their children) to "
                          "CPU 1 for the run, leaving CPU 0 to the server and the probe; restored at the end "
                          "(needs the right to set other processes' affinity, e.g. root).")
-    ap.add_argument("--no-boost", action="store_true",
-                    help="With --pin: leave the server's other threads at their normal priority (the placement "
-                         "before 2026-11-25), for an A/B of the boost.")
+    ap.add_argument("--boost", action="store_true",
+                    help="With --pin: the server's other threads (on CPU 1) SCHED_FIFO, so no client preempts "
+                         "them (root; no gain for jobctl's rows in an A/B, see _pin).")
     ap.add_argument("--memory", action="store_true", help="Also run jobctl's operations at --memory-size (RSS).")
     ap.add_argument("--memory-size", type=int, default=5_000_000)
     ap.add_argument("--url", help="Use this (empty) server instead of starting one; it is FLUSHALLed between runs.")
@@ -357,7 +361,7 @@ def main() -> int:
 
     srv = _Server(args.url, args.server)
     if args.pin:
-        _pin(srv, boost=not args.no_boost)
+        _pin(srv, boost=args.boost)
     moved = _isolate(srv) if args.pin and args.isolate else None
     work = Workdir()
     try:
@@ -367,7 +371,7 @@ def main() -> int:
             return 2
         env = environment()
         env.update(server_kind=srv.kind, server_version=srv.version, server_url_given=bool(args.url), pinned=args.pin,
-                   boosted=args.pin and not args.no_boost, isolated=moved is not None,
+                   boosted=args.pin and args.boost, isolated=moved is not None,
                    node=os.popen("node --version").read().strip() or None)
         write_catalogue(work, QUEUES)
         note(f"{srv.kind} {srv.version} at {srv.url}; sizes {sizes}; parts {sorted(parts)}")

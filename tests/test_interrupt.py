@@ -23,6 +23,15 @@ def test_defer_only_while_applying_and_only_once():
     assert not interrupt.requested() and not interrupt.defer()
 
 
+def test_a_request_left_by_an_interrupted_apply_does_not_reach_the_next():
+    with pytest.raises(KeyboardInterrupt), interrupt.applying():
+        assert interrupt.defer()
+        raise KeyboardInterrupt  # a third press: the operation ends here
+    with interrupt.applying():
+        assert interrupt.active() and not interrupt.requested()
+    assert not interrupt.active()
+
+
 def _press() -> None:
     os.kill(os.getpid(), signal.SIGINT)
 
@@ -45,5 +54,6 @@ def test_presses_while_applying_stop_stop_then_interrupt(capsys):
         with pytest.raises(KeyboardInterrupt):
             _press()
     err = capsys.readouterr().err
+    assert "stopping after the calls in flight (Ctrl-C twice more" in err
     assert "already stopping: counting the calls in flight" in err and not interrupt.requested()
     assert signal.getsignal(signal.SIGINT) is before

@@ -468,7 +468,8 @@ def test_planned_jobs_past_the_walks_total_are_not_met(redis_client):
 @pytest.mark.parametrize("presses", [2, 3])
 def test_ctrl_c_while_reading_counts_what_ran(redis_client, monkeypatch, presses):
     """Ctrl-C pressed (real ``SIGINT``s, the CLI's handler) while the first
-    round trip's replies are read, the second in flight.  Twice: the second
+    round trip's replies are counted (read, not yet yielded), the second in
+    flight (the tail walk's test presses inside the socket read itself).  Twice: the second
     press is deferred (``jobctl.ops.interrupt``), the walk sends nothing
     more, and both round trips are counted (review6's finding: they were
     lost with the connection).  Three times: the third interrupts at once,

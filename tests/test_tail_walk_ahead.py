@@ -200,13 +200,24 @@ def test_ctrl_c_inside_a_read_with_round_trips_in_flight_leaves_every_job_in_one
     assert (res2.moved, res2.skipped) == (len(want) - len(moved), 0)
 
 
+def _deferring_handler(signum, frame):
+    """A front end's handler that only defers (no stop flag of its own)."""
+    from jobctl.ops import interrupt
+
+    if not interrupt.defer():
+        raise KeyboardInterrupt
+
+
+@pytest.mark.parametrize("handler", ["cli", "bare"])
 @pytest.mark.parametrize("flt", [None, FLT])
-def test_a_second_ctrl_c_inside_a_read_counts_every_job_moved(redis_client, monkeypatch, flt):
-    """Ctrl-C twice (real ``SIGINT``s, the CLI's handler) inside the read of
-    round trip 1's first reply, round trip 2 in flight: the second press is
-    deferred (``jobctl.ops.interrupt``), so both round trips' replies are
-    read and every job moved is counted (review5's finding: they were lost
-    with the connection), and nothing more is sent."""
+def test_a_second_ctrl_c_inside_a_read_counts_every_job_moved(redis_client, monkeypatch, flt, handler):
+    """Ctrl-C (real ``SIGINT``s) inside the read of a round trip's first
+    reply, another in flight.  ``cli``: twice, with the CLI's handler and
+    its stop flag; ``bare``: once, with a handler that only defers and no
+    ``stop``.  The press is deferred (``jobctl.ops.interrupt``), so the
+    replies in flight are read and every job moved is counted (review5's
+    finding: they were lost with the connection), and nothing more is
+    sent."""
     from redis.connection import DefaultParser
 
     from jobctl.cli.ops_cmds import _StopFlag
@@ -214,22 +225,30 @@ def test_a_second_ctrl_c_inside_a_read_counts_every_job_moved(redis_client, monk
     jobs, want, lay = setup_walk(redis_client, monkeypatch, flt, 200)
     arm: list[bool] = []
     real = DefaultParser.read_response
+    presses = 2 if handler == "cli" else 1
 
     def read_response(self, *a, **kw):
         if arm and arm[0]:
             arm[0] = False
-            for _ in range(2):
+            for _ in range(presses):
                 os.kill(os.getpid(), signal.SIGINT)
         return real(self, *a, **kw)
 
     def progress(done, total):
         if not arm:
-            arm.append(True)  # the next read: round trip 1's first reply (round trip 2 in flight)
+            arm.append(True)  # the next read: a round trip's first reply, another in flight
 
     monkeypatch.setattr(DefaultParser, "read_response", read_response)
-    with _StopFlag() as stopper:
-        res = run_plan(lay, lay.plan(spec(flt)), batch=10, progress=progress, stop=stopper.flag.is_set,
-                       journal=False)
+    plan = lay.plan(spec(flt))
+    if handler == "cli":
+        with _StopFlag() as stopper:
+            res = run_plan(lay, plan, batch=10, progress=progress, stop=stopper.flag.is_set, journal=False)
+    else:
+        old = signal.signal(signal.SIGINT, _deferring_handler)
+        try:
+            res = run_plan(lay, plan, batch=10, progress=progress, journal=False)
+        finally:
+            signal.signal(signal.SIGINT, old)
     monkeypatch.undo()
     moved = ids(redis_client, K.ready)
     assert res.interrupted and 0 < len(moved) < len(want)

@@ -94,7 +94,10 @@ class _StopFlag:
                 return
             raise KeyboardInterrupt
         self.flag.set()
-        render.note("stopping after the current batch (Ctrl-C again to abort now)")
+        if interrupt.active():
+            render.note("stopping after the calls in flight (Ctrl-C twice more to abort now, without counting them)")
+        else:
+            render.note("stopping after the current batch (Ctrl-C again to abort now)")
 
     def __exit__(self, *exc) -> None:
         if self._old is not None:

@@ -143,6 +143,8 @@ def _hold_loop(session: Session, layout, records: list[dict], *, budget: int, in
                 render.note(f"every hold on {layout.queue_name} is lifted: stopping")
                 break
             for rec in records:
+                if stopper.flag.is_set():
+                    break  # Ctrl-C during the last record's apply: no further record starts
                 spec = hold_spec(layout, rec, budget)
                 with session.errors():
                     plan = layout.plan(spec)

@@ -24,7 +24,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-__all__ = ["applying", "defer", "requested"]
+__all__ = ["active", "applying", "defer", "requested"]
 
 #: re-entrant: the handler runs on the main thread, maybe inside :func:`applying`'s own ``with``
 _lock = threading.RLock()
@@ -35,17 +35,29 @@ _requested = False
 @contextmanager
 def applying() -> Iterator[None]:
     """While an operation applies: a Ctrl-C may be deferred (:func:`defer`).
-    Nests; the request is cleared when the outermost one ends."""
+    Nests (threads too: the TUI applies in workers); the outermost one
+    starts with no request, so none leaks from an operation a
+    ``KeyboardInterrupt`` ended to the next one in the same process."""
     global _depth, _requested
-    with _lock:
-        _depth += 1
+    entered = False
     try:
-        yield
-    finally:
         with _lock:
-            _depth -= 1
             if _depth == 0:
                 _requested = False
+            _depth += 1
+            entered = True
+        yield
+    finally:
+        if entered:
+            with _lock:
+                _depth = max(0, _depth - 1)
+                if _depth == 0:
+                    _requested = False
+
+
+def active() -> bool:
+    """Whether an operation is applying (a press now would be deferred)."""
+    return _depth > 0
 
 
 def defer() -> bool:
