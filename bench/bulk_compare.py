@@ -213,8 +213,9 @@ def _pin(srv: _Server, boost: bool = False) -> None:
                     pass
     os.sched_setaffinity(0, {1})
     os.environ[PROBE_CPU_ENV] = "0"
-    note("pinned: server's main thread and PING probe (real-time where permitted) on CPU 0, "
-         f"the server's other threads ({boosted} of them real-time) and the clients on CPU 1")
+    others = f"the server's other threads ({boosted} of them real-time)" if boost else "the server's other threads"
+    note(f"pinned: server's main thread and PING probe (real-time where permitted) on CPU 0, {others} and the "
+         "clients on CPU 1")
 
 
 def _isolate(srv: _Server) -> dict[int, set[int]]:
