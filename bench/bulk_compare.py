@@ -373,6 +373,7 @@ def main() -> int:
         env = environment()
         env.update(server_kind=srv.kind, server_version=srv.version, server_url_given=bool(args.url), pinned=args.pin,
                    boosted=args.pin and args.boost, isolated=moved is not None,
+                   malloc_conf=os.environ.get("MALLOC_CONF"),  # reaches the server (its jemalloc reads it)
                    node=os.popen("node --version").read().strip() or None)
         write_catalogue(work, QUEUES)
         note(f"{srv.kind} {srv.version} at {srv.url}; sizes {sizes}; parts {sorted(parts)}")
