@@ -37,8 +37,9 @@ from typing import Any
 
 import redis
 
-from bulk_runs import bullmq_floor, bullmq_op, ceiling_op, jobctl_floor, jobctl_op, npm_ready, write_catalogue
-from harness import Workdir, jobctl_argv, start_server
+from bulk_runs import (bullmq_floor, bullmq_op, ceiling_op, jobctl_floor, jobctl_op, jobctl_warm, npm_ready,
+                       write_catalogue)
+from harness import Workdir, start_server
 from measure import ratio, run_process
 from probe import PingProbe
 from report import environment, fmt, note, table, write_results
@@ -377,8 +378,8 @@ def main() -> int:
                    node=os.popen("node --version").read().strip() or None)
         write_catalogue(work, QUEUES)
         note(f"{srv.kind} {srv.version} at {srv.url}; sizes {sizes}; parts {sorted(parts)}")
-        # untimed: fill the private bytecode cache of the jobctl child
-        run_process(jobctl_argv() + ["--url", srv.url, "status", "bench"], env=work.env())
+        # untimed: fill the private bytecode cache of the jobctl child with every module a timed run imports
+        jobctl_warm(srv.url, srv.admin, work, QUEUES)
         floor = jobctl_floor(srv.url, srv.admin, work)
         note(f"jobctl's fixed cost (redrive of an empty queue, whole process): {floor:.2f} s")
         bull_floor = None
