@@ -8,7 +8,8 @@ The operation model: :mod:`.spec` says what is asked (:class:`OpSpec`),
 (:class:`BatchResult`) and :mod:`.journal` how it is recorded.  The runners:
 :mod:`.core` plans, confirms and applies a request with every policy (every
 front end calls it), :mod:`.engine` applies a plan in batches (through :mod:`.window`, the window
-engine, for the sources a layout hands over: dead lists today).  The
+engine, for the sources a layout hands over: dead lists today; a second
+Ctrl-C while it applies is deferred to a stop through :mod:`.interrupt`).  The
 per-layout moves live with each layout; invariant checks with each layout's
 ``*_check`` module.
 """
