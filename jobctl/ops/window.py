@@ -93,7 +93,10 @@ DEPTH = 1
 #: at 240.  Two in flight may queue two round trips in front of another
 #: client, so they are half as wide: at 1M (isolated server CPU, a loaded
 #: client CPU) PING p99 2.4 ms at 2 x 240 against 1.16 at 2 x 120 and 1.34
-#: at 1 x 240, with the apply 1.6x faster than 1 x 240.
+#: at 1 x 240, with the apply 1.6x faster than 1 x 240.  Narrower again
+#: (2026-11-25, 1M redrive, three interleaved pairs, isolated): 2 x 60 gave
+#: PING p99 0.44-0.50 ms against 0.72-0.78 at 2 x 120, but 365-402k jobs/s
+#: against 448-481k, too close to BullMQ's retryJobs (245-302k) for issue 11.
 ROUND_TRIP_POSITIONS = 120
 #: At most this many calls a round trip whatever ``--batch``: a call costs
 #: ~20 µs of its own, so 240 calls of one position would hold the server
