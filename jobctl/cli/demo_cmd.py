@@ -18,6 +18,8 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import click
 
@@ -139,9 +141,12 @@ def demo(session: Session, size: int, duration: float, refresh: float, no_worker
                 if leftovers:
                     _delete_demo_keys(client, queues)
             owns_keys = True
-            _load(client, queues, size, seed)
-            if not no_workers:
-                pool = _start_pool(client, queues, seed)
+            with _sigint_held() as interrupted:
+                _load(client, queues, size, seed)
+                if not no_workers:
+                    pool = _start_pool(client, queues, seed)
+            if interrupted:  # Ctrl-C while loading or starting: the workers (if any) are stopped below
+                raise KeyboardInterrupt
         from .read_cmds import watch_status
 
         deadline = time.monotonic() + duration if duration else None
@@ -203,25 +208,30 @@ def _load(client, queues: dict[str, QueueConfig], size: int, seed: int) -> None:
 def _start_pool(client, queues: dict[str, QueueConfig], seed: int):
     from jobctl_fixtures.live import LivePool
 
-    # A Ctrl-C in the middle of Thread.start() leaves the interpreter unable to
-    # exit cleanly (it died by SIGINT, exit -2): hold the signal until every
-    # thread has started, then stop them and raise it.
-    # (Only the main thread can set a handler; elsewhere no SIGINT arrives.)
+    pools = _Pools([])
+    for n, (name, scenario, shards, _) in enumerate(DEMO_QUEUES):
+        pools.pools.append(LivePool(client, queue=name, tag=queues[name].base_tag, shards=shards,
+                                    scenario=scenario, seed=seed + n).start())
+    return pools
+
+
+@contextmanager
+def _sigint_held() -> Iterator[list[int]]:
+    """Ctrl-C while the demo loads its jobs and starts its simulated workers
+    is recorded (the yielded list), not raised: one raised in the middle of
+    ``Thread.start()`` or of an import leaves the interpreter unable to exit
+    cleanly (it died by SIGINT, exit -2, after a clean return: seen with
+    the signal landing just after "loaded", under load).  The caller raises
+    ``KeyboardInterrupt`` once set-up is over.  Only the main thread can set
+    a handler; elsewhere no SIGINT arrives and nothing is held."""
     interrupted: list[int] = []
     main = threading.current_thread() is threading.main_thread()
     old = signal.signal(signal.SIGINT, lambda signum, frame: interrupted.append(signum)) if main else None
-    pools = _Pools([])
     try:
-        for n, (name, scenario, shards, _) in enumerate(DEMO_QUEUES):
-            pools.pools.append(LivePool(client, queue=name, tag=queues[name].base_tag, shards=shards,
-                                        scenario=scenario, seed=seed + n).start())
+        yield interrupted
     finally:
         if main:
             signal.signal(signal.SIGINT, old if old is not None else signal.SIG_DFL)
-    if interrupted:
-        pools.stop()
-        raise KeyboardInterrupt
-    return pools
 
 
 class _Pools:
