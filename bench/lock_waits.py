@@ -1,0 +1,223 @@
+"""Where does a script call over 2 ms spend its time?  (``perf``, Redis 7)
+
+One ``jobctl`` bulk operation (default: the hash-job purge, the row whose
+calls go over 2 ms at 1M) runs on a freshly loaded DLQ while ``perf record``
+follows the server's main thread.  Every script call is bracketed by two
+uprobes on the server's ``evalShaCommand`` (entry and return; the symbol
+is in the dynamic symbol table of Debian's stripped ``redis-server``), and
+inside each call the thread's ``futex`` and ``madvise`` system calls and its
+context switches are timed.  A call's time is then split into:
+
+* ``futex``: blocked on a lock another thread of the server held.  The only
+  other thread that takes the allocator's locks on this path is jemalloc's
+  background purger (``jemalloc_bg_thd``);
+* ``madvise``: the main thread itself handing freed pages back to the
+  kernel (jemalloc purging inline);
+* ``off-CPU``: switched out otherwise (preempted, or blocked in the kernel);
+* the rest: the script's own work (Lua, the commands it calls, page faults).
+
+A call over 2 ms whose rest is under 2 ms would have met the issue's bound
+without the allocator: the time over is the server's memory return, not the
+script's work.  Needs ``perf`` (linux-tools) and root (uprobes and
+tracepoints); the probes are removed at the end::
+
+    python3 bench/lock_waits.py --jobs 1000000
+    python3 bench/lock_waits.py --jobs 1000000 --op redrive --layout reliable-list
+    MALLOC_CONF=dirty_decay_ms:-1,muzzy_decay_ms:-1 python3 bench/lock_waits.py --jobs 1000000
+
+Pinned as ``bulk_compare.py --pin`` (the main thread alone on CPU 0, the
+server's other threads and the clients on CPU 1).  SLOWLOG at 2 ms is read
+as well, split into script calls and the commands scripts called (SLOWLOG
+logs both).  Times in ms.  Public tools only: ``perf probe``, ``perf
+record`` and ``perf script``'s text.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import redis
+
+from bulk_runs import flush, load, write_catalogue
+from harness import Workdir, jobctl_argv, start_server
+from measure import run_process
+
+SLOW_US = 2000
+BOUND_MS = SLOW_US / 1000
+OPS = {
+    "purge": ["purge", "{q}", "--state", "dead", "--no-export", "--yes", "--json"],
+    "redrive": ["redrive", "{q}", "--yes", "--json"],
+}
+QUEUES = {"hash-job": "bench-hj", "reliable-list": "bench", "stream-group": "bench-sg"}
+#: uprobe group and the server function a script call runs in (EVALSHA).
+GROUP, FUNC = "jobctl_bench", "evalShaCommand"
+_EVENTS = [f"{GROUP}:call_in", f"{GROUP}:call_out__return",
+           "syscalls:sys_enter_futex", "syscalls:sys_exit_futex",
+           "syscalls:sys_enter_madvise", "syscalls:sys_exit_madvise", "sched:sched_switch"]
+_LINE = re.compile(r"^\s*(\d+)\s+([\d.]+):\s+(\S+?):?\s")
+_SCRIPT_CMDS = ("evalsha", "eval", "evalsha_ro", "eval_ro", "fcall", "fcall_ro")
+
+
+def _pin(pid: int) -> None:
+    """The server's main thread on CPU 0; its other threads and this process on CPU 1."""
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        os.sched_setaffinity(int(tid), {0} if int(tid) == pid else {1})
+    os.sched_setaffinity(0, {1})
+
+
+def calls(perf_text: str, tid: int) -> tuple[list[dict[str, float]], list[float], list[float]]:
+    """From ``perf script -F tid,time,event,trace`` text: the main thread's
+    script calls, each ``{"ms", "futex_ms", "madvise_ms", "off_cpu_ms"}``,
+    and the length of every ``futex`` wait and every ``madvise`` (ms),
+    inside calls or not."""
+    out: list[dict[str, float]] = []
+    futexes: list[float] = []
+    madvises: list[float] = []
+    call: dict[str, float] | None = None
+    fut_at = mad_at = off_at = None
+    for line in perf_text.splitlines():
+        m = _LINE.match(line)
+        if not m:
+            continue
+        ev = m.group(3)
+        if int(m.group(1)) != tid and not ev.endswith("sched_switch"):
+            continue  # a switch back in is logged in the context of the task it replaces
+        t = float(m.group(2)) * 1000
+        if ev.endswith(":call_in"):
+            call = {"at": t, "ms": 0.0, "futex_ms": 0.0, "madvise_ms": 0.0, "off_cpu_ms": 0.0}
+        elif ev.endswith(":call_out__return") and call is not None:
+            call["ms"] = t - call.pop("at")
+            out.append(call)
+            call = None
+        elif ev.endswith("sys_enter_futex"):
+            fut_at = t
+        elif ev.endswith("sys_exit_futex") and fut_at is not None:
+            futexes.append(t - fut_at)
+            if call is not None:
+                call["futex_ms"] += t - fut_at
+            fut_at = None
+        elif ev.endswith("sys_enter_madvise"):
+            mad_at = t
+        elif ev.endswith("sys_exit_madvise") and mad_at is not None:
+            madvises.append(t - mad_at)
+            if call is not None:
+                call["madvise_ms"] += t - mad_at
+            mad_at = None
+        elif ev.endswith("sched_switch"):
+            if f"prev_pid={tid} " in line and fut_at is None and mad_at is None:
+                off_at = t
+            elif f"next_pid={tid} " in line and off_at is not None:
+                if call is not None:
+                    call["off_cpu_ms"] += t - off_at
+                off_at = None
+    return out, futexes, madvises
+
+
+def _rest(call: dict[str, float]) -> float:
+    """A call's own time (ms): its length less the allocator's and the off-CPU time in it."""
+    return call["ms"] - call["futex_ms"] - call["madvise_ms"] - call["off_cpu_ms"]
+
+
+def _is_script(command: bytes | str) -> bool:
+    """A SLOWLOG entry's command line is a script call (EVALSHA/EVAL/FCALL)."""
+    name = (command.decode("utf-8", "replace") if isinstance(command, bytes) else command).split(" ", 1)[0]
+    return name.lower() in _SCRIPT_CMDS
+
+
+def _probes(binary: str, add: bool) -> None:
+    """Add (or remove) the entry and return uprobes on :data:`FUNC`."""
+    if not add:
+        subprocess.run(["perf", "probe", "-q", "-d", f"{GROUP}:*"], capture_output=True)
+        return
+    for spec in (f"{GROUP}:call_in={FUNC}", f"{GROUP}:call_out={FUNC}%return"):
+        proc = subprocess.run(["perf", "probe", "-q", "-x", binary, "-a", spec], capture_output=True, text=True)
+        if proc.returncode != 0:
+            _probes(binary, False)
+            raise SystemExit(f"lock_waits.py: perf probe {spec} failed: {proc.stderr.strip()[-300:]}")
+
+
+def run(op: str, layout: str, n: int, keep: bool = False) -> dict:
+    """One operation under ``perf record``; returns the figures above (ms)."""
+    if not shutil.which("perf"):
+        raise SystemExit("lock_waits.py: perf not found on PATH (linux-tools)")
+    srv = start_server("redis")
+    work = Workdir()
+    data = Path(tempfile.mkdtemp(prefix="jobctl-perf-")) / "perf.data"
+    binary = os.path.realpath(f"/proc/{srv.pid}/exe")
+    _probes(binary, False)  # a stale pair from an interrupted run
+    _probes(binary, True)
+    try:
+        _pin(srv.pid)
+        admin = redis.Redis.from_url(srv.url)
+        queue = QUEUES[layout]
+        write_catalogue(work, {queue: layout})
+        load(admin, layout, queue, n)
+        admin.config_set("slowlog-max-len", 100_000)
+        admin.config_set("slowlog-log-slower-than", SLOW_US)
+        admin.slowlog_reset()
+        perf = subprocess.Popen(["perf", "record", "-q", "-t", str(srv.pid), "-o", str(data)]
+                                + [a for e in _EVENTS for a in ("-e", e)],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        time.sleep(0.5)  # perf attached
+        if perf.poll() is not None:
+            raise SystemExit(f"lock_waits.py: perf record failed: {perf.stderr.read().decode()[-300:]}")
+        argv = jobctl_argv() + ["--url", srv.url] + [a.format(q=queue) for a in OPS[op]]
+        proc = run_process(argv, env=work.env())
+        perf.send_signal(signal.SIGINT)
+        perf.wait()
+        if proc.returncode != 0:
+            raise SystemExit(f"lock_waits.py: jobctl {op} exited {proc.returncode}: {proc.stderr[-300:]}")
+        entries = admin.slowlog_get(100_000)
+        slow = sorted(e["duration"] / 1000 for e in entries if _is_script(e["command"]))
+        text = subprocess.run(["perf", "script", "-i", str(data), "-F", "tid,time,event,trace"],
+                              capture_output=True, text=True, check=True).stdout
+        got, futexes, madvises = calls(text, srv.pid)
+        long = sorted((c for c in got if c["ms"] > BOUND_MS), key=lambda c: -c["ms"])
+        flush(admin)
+        return {
+            "op": op, "layout": layout, "n": n, "seconds": round(proc.wall_s, 2),
+            "malloc_conf": os.environ.get("MALLOC_CONF", ""),
+            "slowlog_script_calls_over_2ms": len(slow), "slowlog_longest_ms": slow[-5:],
+            "slowlog_commands_scripts_called_over_2ms": len(entries) - len(slow),
+            "calls": len(got), "calls_over_2ms": len(long),
+            "calls_over_2ms_on_their_own_time": sum(1 for c in long if _rest(c) > BOUND_MS),
+            "own_time_longest_ms": round(max((_rest(c) for c in got), default=0.0), 2),
+            "calls_over_2ms (ms, futex, madvise, off-CPU, own)": [
+                (round(c["ms"], 2), round(c["futex_ms"], 2), round(c["madvise_ms"], 2), round(c["off_cpu_ms"], 2),
+                 round(_rest(c), 2)) for c in long[:15]],
+            "futex_waits_over_1ms": sum(1 for w in futexes if w > 1),
+            "futex_total_ms": round(sum(futexes), 1), "futex_longest_ms": [round(w, 2) for w in sorted(futexes)[-5:]],
+            "madvise_calls": len(madvises), "madvise_total_ms": round(sum(madvises), 1),
+            "madvise_longest_ms": [round(w, 2) for w in sorted(madvises)[-5:]],
+        }
+    finally:
+        _probes(binary, False)
+        work.cleanup()
+        srv.stop()
+        if keep:
+            print(f"perf data kept: {data}")
+        else:
+            shutil.rmtree(data.parent, ignore_errors=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--jobs", type=int, default=1_000_000)
+    ap.add_argument("--op", choices=sorted(OPS), default="purge")
+    ap.add_argument("--layout", choices=sorted(QUEUES), default="hash-job")
+    ap.add_argument("--keep", action="store_true", help="keep perf.data (its path is printed)")
+    args = ap.parse_args()
+    for key, value in run(args.op, args.layout, args.jobs, args.keep).items():
+        print(f"{key}: {value}")
+
+
+if __name__ == "__main__":
+    main()
