@@ -90,6 +90,11 @@ def _run_size(srv: _Server, work: Workdir, n: int, parts: set[str], errors: list
         note(f"  {res['per_s']:,.0f}/s in {res['seconds']:.2f} s; RSS {fmt(res.get('rss_mib'))} MiB; "
              f"script calls > 2 ms {s['scripts_over_2ms']} (max {s['script_max_ms']:.2f} ms); "
              f"PING p99 {fmt(p['p99_ms'])} ms, max {fmt(p['max_ms'])} ms; load {res['loadavg']:.1f}")
+        if res.get("calls"):
+            c = res["calls"]
+            note(f"  uprobes: {c['calls']:,} calls, {c['over_2ms']} over 2 ms, {c['over_2ms_own']} of them over 2 ms of "
+                 f"their own time (longest own {c['own_max_ms']:.2f} ms); main thread's futex {c['futex_total_ms']} ms, "
+                 f"madvise {c['madvise_total_ms']} ms")
 
     for op in ("redrive", "redrive-filtered", "purge", "export"):
         if op in parts:
@@ -157,6 +162,10 @@ def _targets(runs: list[dict], bull_floor: float | None = None) -> list[list[Any
     if jobctl_runs:
         add("longest script call in SLOWLOG, jobctl runs (ms)",
             max(r["slow"]["script_max_ms"] for r in jobctl_runs), TARGETS["script_max_ms"], False)
+        own = [r["calls"]["own_max_ms"] for r in jobctl_runs if r.get("calls")]
+        if own:  # --attribute: the same calls less the allocator's waits and time off the CPU
+            add("longest script call, its own time (uprobes), jobctl runs (ms)", max(own), TARGETS["script_max_ms"],
+                False)
         p99 = [r["ping"]["p99_ms"] for r in jobctl_runs if r["ping"]["p99_ms"] is not None]
         pmax = [r["ping"]["max_ms"] for r in jobctl_runs if r["ping"]["max_ms"] is not None]
         if p99:
@@ -337,6 +346,10 @@ def main() -> int:
     ap.add_argument("--boost", action="store_true",
                     help="With --pin: the server's other threads (on CPU 1) SCHED_FIFO, so no client preempts "
                          "them (root; no gain for jobctl's rows in an A/B, see _pin).")
+    ap.add_argument("--attribute", action="store_true",
+                    help="Bracket every script call with uprobes (perf, root; bench/lock_waits.py) and report how "
+                         "many calls over 2 ms were over on their own time, not waiting on the allocator "
+                         "(needs the server this run starts: not with --url).")
     ap.add_argument("--memory", action="store_true", help="Also run jobctl's operations at --memory-size (RSS).")
     ap.add_argument("--memory-size", type=int, default=5_000_000)
     ap.add_argument("--url", help="Use this (empty) server instead of starting one; it is FLUSHALLed between runs.")
@@ -361,7 +374,14 @@ def main() -> int:
             note(f"skipping BullMQ: {err}")
             parts.discard("bullmq")
 
+    if args.attribute and args.url:
+        ap.error("--attribute: traces the server this run starts; not with --url")
     srv = _Server(args.url, args.server)
+    if args.attribute:
+        import bulk_runs
+        from lock_waits import CallTracer
+
+        bulk_runs.TRACER = CallTracer(srv.own.pid)
     if args.pin:
         _pin(srv, boost=args.boost)
     moved = _isolate(srv) if args.pin and args.isolate else None
@@ -407,6 +427,11 @@ def main() -> int:
     finally:
         if moved is not None:
             _restore(moved)
+        if args.attribute:
+            import bulk_runs
+
+            if bulk_runs.TRACER is not None:
+                bulk_runs.TRACER.close()
         work.cleanup()
         srv.stop()
 

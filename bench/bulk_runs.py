@@ -19,12 +19,14 @@ import hashlib
 import os
 import shutil
 import subprocess
+import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import orjson
+from redis.exceptions import ResponseError
 
 from bulkload import load_dead, load_hash_job_failed, load_stream_group_dead
 from harness import Workdir, jobctl_argv
@@ -131,17 +133,44 @@ def _slow_summary(entries: list[tuple[str, int]]) -> dict[str, Any]:
                            for k, v in sorted(by.items(), key=lambda kv: -len(kv[1]))[:6]}}
 
 
+def purge_allocator(admin) -> None:
+    """``MEMORY PURGE``: the server's allocator returns its freed pages to
+    the kernel now, untimed, instead of during the next timed run.  Without
+    it a run inherits the last one's garbage: jemalloc hands the pages of a
+    flushed 1M DLQ back over ~10 s (its decay), and while its purger does
+    that the server's calls wait on its lock (``lock_waits.py``), so a run
+    that frees little (a filtered redrive) logged calls over 2 ms that were
+    the previous run's.  A server without jemalloc answers OK and does
+    nothing."""
+    try:
+        admin.execute_command("MEMORY", "PURGE")
+    except ResponseError as exc:  # a server without the command: nothing to purge
+        print(f"MEMORY PURGE refused: {exc}", file=sys.stderr)
+
+
+#: ``bulk_compare.py --attribute``: a :class:`lock_waits.CallTracer` on the
+#: server, started and stopped around every watched block (its summary lands
+#: in the block's ``calls``); ``None``: no tracing.
+TRACER: Any = None
+
+
 @contextmanager
 def watched(url: str, admin):
-    """SLOWLOG (2 ms) and the 1 ms PING probe around a block; yields a dict
-    filled on exit with ``slow`` and ``ping``."""
+    """SLOWLOG (2 ms) and the 1 ms PING probe around a block, after
+    :func:`purge_allocator`; yields a dict filled on exit with ``slow`` and
+    ``ping`` (and ``calls`` under :data:`TRACER`)."""
     out: dict[str, Any] = {}
+    purge_allocator(admin)
     with slowlog(admin, SLOW_US, 100_000) as entries:
+        if TRACER is not None:
+            TRACER.start()
         probe = PingProbe(url).start()
         try:
             yield out
         finally:
             ping = probe.stop()
+            if TRACER is not None:
+                out["calls"] = TRACER.stop()
     out["slow"] = _slow_summary(entries)
     out["ping"] = {k: ping.get(k) for k in ("count", "p50_ms", "p99_ms", "max_ms", "over_2ms", "over_10ms")}
     out["loadavg"] = os.getloadavg()[0]

@@ -49,7 +49,7 @@ from pathlib import Path
 
 import redis
 
-from bulk_runs import flush, load, write_catalogue
+from bulk_runs import flush, load, purge_allocator, write_catalogue
 from harness import Workdir, jobctl_argv, start_server
 from measure import run_process
 
@@ -58,6 +58,7 @@ BOUND_MS = SLOW_US / 1000
 OPS = {
     "purge": ["purge", "{q}", "--state", "dead", "--no-export", "--yes", "--json"],
     "redrive": ["redrive", "{q}", "--yes", "--json"],
+    "redrive-filtered": ["redrive", "{q}", "--yes", "--json", "--filter", "tenant = t1"],  # 5 tenants: 20 %
 }
 QUEUES = {"hash-job": "bench-hj", "reliable-list": "bench", "stream-group": "bench-sg"}
 #: uprobe group and the server function a script call runs in (EVAL and EVALSHA).
@@ -162,45 +163,98 @@ def _probes(binary: str, add: bool) -> None:
             raise SystemExit(f"lock_waits.py: perf probe {spec} failed: {proc.stderr.strip()[-300:]}")
 
 
+class CallTracer:
+    """``perf record`` of one server's main thread with the call uprobes:
+    :meth:`start` before a timed block, :meth:`stop` after it (returns
+    :func:`summarize`'s dict), :meth:`close` at the end (removes the probes
+    and the data).  Raises SystemExit when ``perf`` is missing or refuses
+    (not root)."""
+
+    def __init__(self, pid: int) -> None:
+        if not shutil.which("perf"):
+            raise SystemExit("lock_waits.py: perf not found on PATH (linux-tools)")
+        self.pid = pid
+        self.binary = os.path.realpath(f"/proc/{pid}/exe")
+        self.dir = Path(tempfile.mkdtemp(prefix="jobctl-perf-"))
+        self.data = self.dir / "perf.data"
+        self.proc: subprocess.Popen | None = None
+        _probes(self.binary, False)  # a stale pair from an interrupted run
+        _probes(self.binary, True)
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(["perf", "record", "-q", "-t", str(self.pid), "-o", str(self.data)]
+                                     + [a for e in _EVENTS for a in ("-e", e)],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        time.sleep(0.5)  # perf attached
+        if self.proc.poll() is not None:
+            err = self.proc.stderr.read().decode() if self.proc.stderr else ""
+            self.close()
+            raise SystemExit(f"lock_waits.py: perf record failed: {err[-300:]}")
+
+    def stop(self) -> dict:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGINT)
+        self.proc.wait()
+        self.proc = None
+        text = subprocess.run(["perf", "script", "-i", str(self.data), "-F", "tid,time,event,trace"],
+                              capture_output=True, text=True, check=True).stdout
+        self.data.unlink(missing_ok=True)
+        return summarize(*calls(text, self.pid))
+
+    def close(self, keep: bool = False) -> None:
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+        _probes(self.binary, False)
+        if not keep:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def summarize(got: list[dict[str, float]], futexes: list[float], madvises: list[float]) -> dict:
+    """:func:`calls`' output as figures (ms): ``calls``, ``over_2ms``,
+    ``over_2ms_own`` (over 2 ms of their own time), ``own_max_ms``, the
+    calls over 2 ms split (``long``: ms, futex, madvise, off-CPU, own, page
+    faults; the 15 longest) and the main thread's ``futex`` and ``madvise``
+    totals."""
+    long = sorted((c for c in got if c["ms"] > BOUND_MS), key=lambda c: -c["ms"])
+    return {
+        "calls": len(got), "over_2ms": len(long),
+        "over_2ms_own": sum(1 for c in long if _rest(c) > BOUND_MS),
+        "own_max_ms": round(max((_rest(c) for c in got), default=0.0), 3),
+        "long": [(round(c["ms"], 2), round(c["futex_ms"], 2), round(c["madvise_ms"], 2), round(c["off_cpu_ms"], 2),
+                  round(_rest(c), 2), int(c["faults"])) for c in long[:15]],
+        "futex_waits_over_1ms": sum(1 for w in futexes if w > 1),
+        "futex_total_ms": round(sum(futexes), 1), "futex_longest_ms": [round(w, 2) for w in sorted(futexes)[-5:]],
+        "madvise_calls": len(madvises), "madvise_total_ms": round(sum(madvises), 1),
+        "madvise_longest_ms": [round(w, 2) for w in sorted(madvises)[-5:]],
+    }
+
+
 def run(op: str, layout: str, n: int, keep: bool = False) -> dict:
-    """One operation under ``perf record``; returns the figures above (ms)."""
-    if not shutil.which("perf"):
-        raise SystemExit("lock_waits.py: perf not found on PATH (linux-tools)")
+    """One operation under :class:`CallTracer`; returns the figures above (ms)."""
     srv = start_server("redis")
     work = Workdir()
-    data = Path(tempfile.mkdtemp(prefix="jobctl-perf-")) / "perf.data"
-    binary = os.path.realpath(f"/proc/{srv.pid}/exe")
-    _probes(binary, False)  # a stale pair from an interrupted run
-    _probes(binary, True)
+    tracer = CallTracer(srv.pid)
     try:
         _pin(srv.pid)
         admin = redis.Redis.from_url(srv.url)
         queue = QUEUES[layout]
         write_catalogue(work, {queue: layout})
-        load(admin, layout, queue, n)
+        load(admin, layout, queue, n, tenants=5 if op == "redrive-filtered" else 10)
+        purge_allocator(admin)  # as bulk_compare.py's runs: the loader's garbage returned, untimed
         admin.config_set("slowlog-max-len", 100_000)
         admin.config_set("slowlog-log-slower-than", SLOW_US)
         admin.slowlog_reset()
-        perf = subprocess.Popen(["perf", "record", "-q", "-t", str(srv.pid), "-o", str(data)]
-                                + [a for e in _EVENTS for a in ("-e", e)],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        time.sleep(0.5)  # perf attached
-        if perf.poll() is not None:
-            raise SystemExit(f"lock_waits.py: perf record failed: {perf.stderr.read().decode()[-300:]}")
+        tracer.start()
         argv = jobctl_argv() + ["--url", srv.url] + [a.format(q=queue) for a in OPS[op]]
         steal = _steal_ms(0)
         proc = run_process(argv, env=work.env())
         steal = _steal_ms(0) - steal
-        perf.send_signal(signal.SIGINT)
-        perf.wait()
+        traced = tracer.stop()
         if proc.returncode != 0:
             raise SystemExit(f"lock_waits.py: jobctl {op} exited {proc.returncode}: {proc.stderr[-300:]}")
         entries = admin.slowlog_get(100_000)
         slow = sorted(e["duration"] / 1000 for e in entries if _is_script(e["command"]))
-        text = subprocess.run(["perf", "script", "-i", str(data), "-F", "tid,time,event,trace"],
-                              capture_output=True, text=True, check=True).stdout
-        got, futexes, madvises = calls(text, srv.pid)
-        long = sorted((c for c in got if c["ms"] > BOUND_MS), key=lambda c: -c["ms"])
         flush(admin)
         return {
             "op": op, "layout": layout, "n": n, "seconds": round(proc.wall_s, 2),
@@ -208,25 +262,14 @@ def run(op: str, layout: str, n: int, keep: bool = False) -> dict:
             "cpu0_steal_ms": round(steal, 1),  # the main thread's vCPU, over the whole run
             "slowlog_script_calls_over_2ms": len(slow), "slowlog_longest_ms": slow[-5:],
             "slowlog_commands_scripts_called_over_2ms": len(entries) - len(slow),
-            "calls": len(got), "calls_over_2ms": len(long),
-            "calls_over_2ms_on_their_own_time": sum(1 for c in long if _rest(c) > BOUND_MS),
-            "own_time_longest_ms": round(max((_rest(c) for c in got), default=0.0), 2),
-            "calls_over_2ms (ms, futex, madvise, off-CPU, own; page faults)": [
-                (round(c["ms"], 2), round(c["futex_ms"], 2), round(c["madvise_ms"], 2), round(c["off_cpu_ms"], 2),
-                 round(_rest(c), 2), int(c["faults"])) for c in long[:15]],
-            "futex_waits_over_1ms": sum(1 for w in futexes if w > 1),
-            "futex_total_ms": round(sum(futexes), 1), "futex_longest_ms": [round(w, 2) for w in sorted(futexes)[-5:]],
-            "madvise_calls": len(madvises), "madvise_total_ms": round(sum(madvises), 1),
-            "madvise_longest_ms": [round(w, 2) for w in sorted(madvises)[-5:]],
+            **{f"calls_{k}" if k in ("over_2ms", "over_2ms_own") else k: v for k, v in traced.items()},
         }
     finally:
-        _probes(binary, False)
+        tracer.close(keep)
         work.cleanup()
         srv.stop()
         if keep:
-            print(f"perf data kept: {data}")
-        else:
-            shutil.rmtree(data.parent, ignore_errors=True)
+            print(f"perf data kept under: {tracer.dir}")
 
 
 def main() -> None:
