@@ -95,8 +95,10 @@ def calls(perf_text: str, tid: int) -> tuple[list[dict[str, float]], list[float]
     out: list[dict[str, float]] = []
     futexes: list[float] = []
     madvises: list[float] = []
+    timed = {"futex": (futexes, "futex_ms"), "madvise": (madvises, "madvise_ms")}  # syscall -> (lengths, field)
+    entered: dict[str, float] = {}  # syscall -> when the main thread entered it
     call: dict[str, float] | None = None
-    fut_at = mad_at = off_at = None
+    off_at = None
     for line in perf_text.splitlines():
         m = _LINE.match(line)
         if not m:
@@ -105,6 +107,7 @@ def calls(perf_text: str, tid: int) -> tuple[list[dict[str, float]], list[float]
         if int(m.group(1)) != tid and not ev.endswith("sched_switch"):
             continue  # a switch back in is logged in the context of the task it replaces
         t = float(m.group(2)) * 1000
+        name = ev.rpartition("_")[2]
         if ev.endswith(":call_in"):
             call = {"at": t, "ms": 0.0, "futex_ms": 0.0, "madvise_ms": 0.0, "off_cpu_ms": 0.0, "faults": 0,
                     "samples": 0}
@@ -112,28 +115,22 @@ def calls(perf_text: str, tid: int) -> tuple[list[dict[str, float]], list[float]
             call["ms"] = t - call.pop("at")
             out.append(call)
             call = None
-        elif ev.endswith("sys_enter_futex"):
-            fut_at = t
-        elif ev.endswith("sys_exit_futex") and fut_at is not None:
-            futexes.append(t - fut_at)
+        elif "sys_enter_" in ev and name in timed:
+            entered[name] = t
+        elif "sys_exit_" in ev and name in entered:
+            lengths, field = timed[name]
+            lengths.append(t - entered[name])
             if call is not None:
-                call["futex_ms"] += t - fut_at
-            fut_at = None
+                call[field] += t - entered[name]
+            del entered[name]
         elif ev.startswith("cpu-clock"):
             if call is not None:
                 call["samples"] += 1
         elif ev.endswith("page_fault_user"):
             if call is not None:
                 call["faults"] += 1
-        elif ev.endswith("sys_enter_madvise"):
-            mad_at = t
-        elif ev.endswith("sys_exit_madvise") and mad_at is not None:
-            madvises.append(t - mad_at)
-            if call is not None:
-                call["madvise_ms"] += t - mad_at
-            mad_at = None
         elif ev.endswith("sched_switch"):
-            if f"prev_pid={tid} " in line and fut_at is None and mad_at is None:
+            if f"prev_pid={tid} " in line and not entered:
                 off_at = t
             elif f"next_pid={tid} " in line and off_at is not None:
                 if call is not None:
@@ -153,8 +150,10 @@ def _steal_ms(cpu: int) -> float:
 
 
 def _cpu(call: dict[str, float]) -> float:
-    """A call's CPU time (ms) as sampled: its ``cpu-clock`` samples times the period."""
-    return call["samples"] * SAMPLE_NS / 1e6
+    """A call's own CPU time (ms) as sampled: its ``cpu-clock`` samples times
+    the period, less its ``madvise`` time (CPU too, in the kernel, but the
+    allocator's)."""
+    return max(0.0, call["samples"] * SAMPLE_NS / 1e6 - call["madvise_ms"])
 
 
 def _rest(call: dict[str, float]) -> float:
