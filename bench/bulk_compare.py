@@ -37,6 +37,7 @@ from typing import Any
 
 import redis
 
+import bulk_runs
 from bulk_runs import (bullmq_floor, bullmq_op, ceiling_op, jobctl_floor, jobctl_op, jobctl_warm, npm_ready,
                        write_catalogue)
 from harness import Workdir, start_server
@@ -381,7 +382,6 @@ def main() -> int:
         ap.error("--attribute: traces the server this run starts; not with --url")
     srv = _Server(args.url, args.server)
     if args.attribute:
-        import bulk_runs
         from lock_waits import CallTracer
 
         bulk_runs.TRACER = CallTracer(srv.own.pid)
@@ -430,11 +430,9 @@ def main() -> int:
     finally:
         if moved is not None:
             _restore(moved)
-        if args.attribute:
-            import bulk_runs
-
-            if bulk_runs.TRACER is not None:
-                bulk_runs.TRACER.close()
+        if bulk_runs.TRACER is not None:
+            bulk_runs.TRACER.close()
+            bulk_runs.TRACER = None
         work.cleanup()
         srv.stop()
 
