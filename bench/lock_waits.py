@@ -52,11 +52,10 @@ from pathlib import Path
 
 import redis
 
-from bulk_runs import flush, load, purge_allocator, write_catalogue
+from bulk_runs import _SCRIPT_CMDS, SLOW_US, flush, load, purge_allocator, write_catalogue
 from harness import Workdir, jobctl_argv, start_server
 from measure import run_process
 
-SLOW_US = 2000
 BOUND_MS = SLOW_US / 1000
 OPS = {
     "purge": ["purge", "{q}", "--state", "dead", "--no-export", "--yes", "--json"],
@@ -74,7 +73,6 @@ _EVENTS = [f"{GROUP}:call_in", f"{GROUP}:call_out__return",
            "syscalls:sys_enter_madvise", "syscalls:sys_exit_madvise", "sched:sched_switch",
            "exceptions:page_fault_user", f"cpu-clock/period={SAMPLE_NS}/"]
 _LINE = re.compile(r"^\s*(\d+)\s+([\d.]+):\s+(\S+?):?\s")
-_SCRIPT_CMDS = ("evalsha", "eval", "evalsha_ro", "eval_ro", "fcall", "fcall_ro")
 
 
 def _pin(pid: int) -> None:
