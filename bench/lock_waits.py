@@ -53,6 +53,7 @@ from pathlib import Path
 import redis
 
 from bulk_runs import _SCRIPT_CMDS, SLOW_US, flush, load, purge_allocator, write_catalogue
+from free_stalls import _pin as pin_server
 from harness import Workdir, jobctl_argv, start_server
 from measure import run_process
 
@@ -73,13 +74,6 @@ _EVENTS = [f"{GROUP}:call_in", f"{GROUP}:call_out__return",
            "syscalls:sys_enter_madvise", "syscalls:sys_exit_madvise", "sched:sched_switch",
            "exceptions:page_fault_user", f"cpu-clock/period={SAMPLE_NS}/"]
 _LINE = re.compile(r"^\s*(\d+)\s+([\d.]+):\s+(\S+?):?\s")
-
-
-def _pin(pid: int) -> None:
-    """The server's main thread on CPU 0; its other threads and this process on CPU 1."""
-    for tid in os.listdir(f"/proc/{pid}/task"):
-        os.sched_setaffinity(int(tid), {0} if int(tid) == pid else {1})
-    os.sched_setaffinity(0, {1})
 
 
 def calls(perf_text: str, tid: int) -> tuple[list[dict[str, float]], list[float], list[float]]:
@@ -254,7 +248,7 @@ def run(op: str, layout: str, n: int, keep: bool = False) -> dict:
     work = Workdir()
     tracer = CallTracer(srv.pid)
     try:
-        _pin(srv.pid)
+        pin_server(srv.pid, apart=True)  # as bulk_compare.py --pin
         admin = redis.Redis.from_url(srv.url)
         queue = QUEUES[layout]
         write_catalogue(work, {queue: layout})
