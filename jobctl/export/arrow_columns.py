@@ -32,6 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..layouts.raw import RawWindow
+from .arrow_memory import POOL as _POOL
 from .columns import _FIELDS, _I64_MAX, _I64_MIN, _KNOWN, _REQUIRED, _ints_ok, window_docs, window_extras
 from .rows import TS_MAX_MS, TS_MIN_MS, _utf8
 from .schema import COLUMNS, NAMES, arrow_schema
@@ -45,7 +46,6 @@ _I64 = pa.int64()
 _STR = pa.string()
 _TS_MS = pa.timestamp("ms", tz="UTC")
 _TS_US = _TYPES["created_at"]
-_POOL = pa.system_memory_pool()
 
 #: the typed envelope fields, in column order, as one struct
 _STRUCT = pa.struct([pa.field(key, _STR if kind == "string" else _I64) for key, kind in _FIELDS.values()])
@@ -67,7 +67,7 @@ def _const(name: str, value, n: int) -> pa.Array:
     if arr is None:
         typ = _TYPES[name]
         arr = (pa.nulls(n, type=typ, memory_pool=_POOL) if value is None
-               else pa.repeat(pa.scalar(value, type=typ), n, memory_pool=_POOL))
+               else pa.repeat(pa.scalar(value, type=typ, memory_pool=_POOL), n, memory_pool=_POOL))
         if len(_constants) > 256:  # a few windows' sizes and states: never grows past that in practice
             _constants.clear()
         _constants[key] = arr
@@ -98,7 +98,8 @@ def _payload_json(payloads: list) -> pa.Array | None:
     if len(arr) != n:  # a payload holds the separator text
         return None
     if None in payloads:
-        arr = pc.if_else(pa.array([p is None for p in payloads], type=pa.bool_()), pa.scalar(None, _STR), arr)
+        missing = pa.array([p is None for p in payloads], type=pa.bool_(), memory_pool=_POOL)
+        arr = pc.if_else(missing, pa.scalar(None, _STR, memory_pool=_POOL), arr, memory_pool=_POOL)
     return arr
 
 
@@ -106,10 +107,10 @@ def _time_column(arr: pa.Array) -> pa.Array | None:
     """An int64 column of epoch ms as ``timestamp[us, UTC]``: ``None`` when
     a value is outside years 1..9999."""
     if arr.null_count < len(arr):
-        lo, hi = pc.min_max(arr).values()
+        lo, hi = pc.min_max(arr, memory_pool=_POOL).values()
         if lo.as_py() < TS_MIN_MS or hi.as_py() > TS_MAX_MS:
             return None
-    return arr.view(_TS_MS).cast(_TS_US)
+    return arr.view(_TS_MS).cast(_TS_US, memory_pool=_POOL)
 
 
 def window_record_batch(w: RawWindow, queue: str, layout: str) -> pa.RecordBatch | None:
@@ -178,10 +179,10 @@ def window_record_batch(w: RawWindow, queue: str, layout: str) -> pa.RecordBatch
     else:
         extra_json, redriven, count = extras
         cols["extra_json"] = pa.array(extra_json, type=_STR, memory_pool=_POOL)
-        cols["redriven_at"] = pa.array(redriven, type=_TS_MS, memory_pool=_POOL).cast(_TS_US)
+        cols["redriven_at"] = pa.array(redriven, type=_TS_MS, memory_pool=_POOL).cast(_TS_US, memory_pool=_POOL)
         cols["redrive_count"] = pa.array(count, type=_I64, memory_pool=_POOL)
     raw = _bytes_array(raws)
     cols["raw"] = raw
-    cols["raw_bytes"] = pc.binary_length(raw).cast(_I64)
+    cols["raw_bytes"] = pc.binary_length(raw, memory_pool=_POOL).cast(_I64, memory_pool=_POOL)
     cols["payload_sha1"] = pa.array([sha1(r).hexdigest() for r in raws], type=_STR, memory_pool=_POOL)
     return pa.RecordBatch.from_arrays([cols[name] for name in NAMES], schema=_SCHEMA)

@@ -21,6 +21,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .arrow_memory import POOL as _POOL
 from .columns import ColumnBatch, Const, rows_columns
 from .schema import COLUMNS, NAMES, arrow_schema
 from .writer import PartWriter
@@ -46,10 +47,6 @@ def _schema() -> pa.Schema:
 
 
 _TS_MS = pa.timestamp("ms", tz="UTC")
-#: The allocator of the export's Arrow buffers and Parquet encoding: the C
-#: library's malloc returns freed row groups to the system, where pyarrow's
-#: default (mimalloc) kept ~30 MiB more resident in the 1M-job benchmark.
-_POOL = pa.system_memory_pool()
 _RAW = NAMES.index("raw")
 _I32_MAX = (1 << 31) - 1
 
@@ -58,7 +55,7 @@ def _array(kind: str, typ: pa.DataType, col, n: int) -> pa.Array:
     if isinstance(col, Const):
         if col.value is None:
             return pa.nulls(n, type=typ, memory_pool=_POOL)
-        return pa.repeat(pa.scalar(col.value, type=typ), n, memory_pool=_POOL)
+        return pa.repeat(pa.scalar(col.value, type=typ, memory_pool=_POOL), n, memory_pool=_POOL)
     if kind == "timestamp":  # epoch ms in, microseconds stored
         return pa.array(col, type=_TS_MS, memory_pool=_POOL).cast(typ, memory_pool=_POOL)
     return pa.array(col, type=typ, memory_pool=_POOL)
