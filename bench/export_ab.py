@@ -1,10 +1,12 @@
 """A/B benchmark: ``jobctl export`` (parquet) of one DLQ by several checkouts.
 
 Starts a private server (``jobctl.server.EmbeddedServer``), fills one
-reliable-list DLQ with N dead envelopes (``export_bench.fill``), then runs
+reliable-list DLQ with N dead envelopes (``bulk_runs.load``, the DLQ of
+``bulk_compare.py``; ``--envelopes export``: ``export_bench.fill``'s), then runs
 ``jobctl export`` as a child process of each checkout in turn, ``--runs``
 rounds, and prints per checkout the best and median rows/s, the child's CPU
-(user + sys) per row, minimum and median, and its peak RSS.  CPU per row is
+(user + sys) per row, minimum and median, and its peak RSS, median and
+highest of the runs.  CPU per row is
 the steadier figure on a shared machine: wall time follows the other
 engineers' load, CPU time much less.
 
@@ -20,34 +22,36 @@ import argparse
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import redis
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bulk_runs import load  # noqa: E402
 from export_bench import fill  # noqa: E402
+from measure import GNU_TIME, run_process  # noqa: E402
 
 from jobctl.server import EmbeddedServer  # noqa: E402
 
 
 def run_once(url: str, checkout: Path) -> tuple[float, float, float]:
-    """(wall seconds, CPU seconds, peak RSS MiB) of one export child."""
+    """(wall seconds, CPU seconds, peak RSS MiB) of one export child, under
+    GNU time (:func:`measure.run_process`): reaped here directly, the child
+    would report at least this process's RSS, the DLQ's loader included."""
     work = Path(tempfile.mkdtemp(prefix="jobctl-export-ab-"))
     env = dict(os.environ, PYTHONPATH=str(checkout))
     cmd = [sys.executable, "-c", "from jobctl.cli.main import main; main()", "--url", url, "export", "bench",
            "--out", str(work / "out")]
     try:
-        t0 = time.monotonic()
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=checkout, env=env)
-        _, status, usage = os.wait4(proc.pid, 0)
-        wall = time.monotonic() - t0
-        if os.waitstatus_to_exitcode(status) != 0:
-            raise SystemExit(f"{checkout}: export failed: {proc.stderr.read().decode().strip()}")
-        return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+        # in the checkout: ``python -c`` puts the working directory first on sys.path
+        run = run_process(cmd, env=env, capture=False, rss=True, cwd=checkout)
+        if run.returncode != 0:
+            raise SystemExit(f"{checkout}: export failed: {run.stderr.strip()}")
+        if run.max_rss_kib < 0:
+            raise SystemExit(f"export_ab needs GNU time at {GNU_TIME} for the child's own peak RSS")
+        return run.wall_s, run.user_s + run.sys_s, run.max_rss_kib / 1024
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -57,6 +61,9 @@ def main() -> int:
     ap.add_argument("--jobs", type=int, default=300_000)
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--server", default="auto", choices=["auto", "redis", "valkey"])
+    ap.add_argument("--envelopes", default="bulk", choices=["bulk", "export"],
+                    help="bulk: bulk_compare.py's DLQ (~550-byte envelopes, 10 tenants; the issue-11 "
+                         "figures); export: export_bench.py's")
     ap.add_argument("checkouts", nargs="*", metavar="NAME=PATH")
     args = ap.parse_args()
     here = Path(__file__).resolve().parent.parent
@@ -64,22 +71,27 @@ def main() -> int:
         or [("this", here)]
     server = EmbeddedServer(kind=args.server).start()
     try:
-        fill(redis.Redis.from_url(server.url), "bench", args.jobs)
+        client = redis.Redis.from_url(server.url)
+        if args.envelopes == "bulk":
+            load(client, "reliable-list", "bench", args.jobs)
+        else:
+            fill(client, "bench", args.jobs)
         results: dict[str, list] = {name: [] for name, _ in checkouts}
         for _ in range(args.runs):
             for name, path in checkouts:
                 results[name].append(run_once(server.url, path))
         n = args.jobs
-        print(f"{n:,} dead jobs, {server.kind} {server.version}, {args.runs} runs each, "
+        print(f"{n:,} dead jobs ({args.envelopes} envelopes), {server.kind} {server.version}, {args.runs} runs each, "
               f"load average {os.getloadavg()[0]:.2f}")
-        print("| checkout | rows/s best | rows/s median | CPU µs/row min | CPU µs/row median | peak RSS MiB |")
-        print("|---|---:|---:|---:|---:|---:|")
+        print("| checkout | rows/s best | rows/s median | CPU µs/row min | CPU µs/row median "
+              "| peak RSS MiB median | peak RSS MiB max |")
+        print("|---|---:|---:|---:|---:|---:|---:|")
         for name, runs in results.items():
             wall = [r[0] for r in runs]
             cpu = [r[1] for r in runs]
             print(f"| {name} | {n / min(wall):,.0f} | {n / statistics.median(wall):,.0f} | "
                   f"{min(cpu) / n * 1e6:.2f} | {statistics.median(cpu) / n * 1e6:.2f} | "
-                  f"{max(r[2] for r in runs):.0f} |")
+                  f"{statistics.median(r[2] for r in runs):.0f} | {max(r[2] for r in runs):.0f} |")
     finally:
         server.stop()
     return 0

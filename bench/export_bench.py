@@ -16,10 +16,8 @@ Prints a Markdown table on stdout; the figures go to bench/EXPORT.md.
 from __future__ import annotations
 
 import argparse
-import os
 import random
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -27,6 +25,8 @@ from pathlib import Path
 
 import orjson
 import redis
+
+from measure import run_process
 
 from jobctl.keys import ReliableListKeys
 from jobctl.server import EmbeddedServer
@@ -72,19 +72,16 @@ def fill(client: redis.Redis, tag: str, n: int, chunk: int = 10_000) -> float:
 
 
 def run_export(url: str, out: Path, fmt: str) -> tuple[float, float]:
-    """(seconds, peak RSS MiB) of one `jobctl export` child process."""
+    """(seconds, peak RSS MiB) of one `jobctl export` child process, under
+    GNU time (:func:`measure.run_process`: reaped here directly, the child
+    would report at least this process's RSS, the DLQ's loader included)."""
     cmd = [sys.executable, "-c", "from jobctl.cli.main import main; main()", "--url", url, "export", "bench",
            "--out", str(out), "--format", fmt]
-    t0 = time.monotonic()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    seconds = time.monotonic() - t0
-    out_text, err_text = proc.stdout.read().decode(), proc.stderr.read().decode()
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode != 0:
-        raise SystemExit(f"export failed ({proc.returncode}): {err_text.strip()}")
-    print(f"  {out_text.strip()}", file=sys.stderr)
-    return seconds, usage.ru_maxrss / 1024
+    run = run_process(cmd, rss=True)
+    if run.returncode != 0:
+        raise SystemExit(f"export failed ({run.returncode}): {run.stderr.strip()}")
+    print(f"  {run.stdout.decode().strip()}", file=sys.stderr)
+    return run.wall_s, run.max_rss_kib / 1024
 
 
 def main() -> int:

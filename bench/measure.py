@@ -74,15 +74,15 @@ def _kill_group(proc: subprocess.Popen) -> None:
 
 
 def run_process(argv: list[str], *, env: dict[str, str] | None = None, capture: bool = True,
-                rss: bool = False, timeout_s: float = 3600.0) -> ProcessRun:
+                rss: bool = False, timeout_s: float = 3600.0, cwd: str | os.PathLike | None = None) -> ProcessRun:
     """Run ``argv`` to completion; measure wall time (spawn to reap).
 
     With ``rss``, the child runs under ``/usr/bin/time -f "%M %U %S"`` (about
     1 ms more wall time) and ``max_rss_kib``, ``user_s`` and ``sys_s`` are
     the child's own; without it (or without GNU time) they are ``-1``/0.
     stdout is captured when ``capture`` (else discarded); stderr goes to a
-    temporary file.  Raises ``TimeoutError`` (after killing the child) past
-    ``timeout_s``.
+    temporary file; ``cwd`` is the child's working directory.  Raises
+    ``TimeoutError`` (after killing the child) past ``timeout_s``.
     """
     use_time = rss and os.access(GNU_TIME, os.X_OK)
     with tempfile.TemporaryDirectory(prefix="bench-run-") as tmp:
@@ -95,7 +95,7 @@ def run_process(argv: list[str], *, env: dict[str, str] | None = None, capture: 
             # too, not only GNU time (whose child would keep stdout open)
             proc = subprocess.Popen(full, stdin=subprocess.DEVNULL,
                                     stdout=subprocess.PIPE if capture else subprocess.DEVNULL,
-                                    stderr=err, env=env, process_group=0)
+                                    stderr=err, env=env, cwd=cwd, process_group=0)
             killer = threading.Timer(timeout_s, _kill_group, (proc,))
             killer.daemon = True
             killer.start()

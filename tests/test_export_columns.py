@@ -173,21 +173,20 @@ def test_clean_and_odd_export_round_trip(redis_client, tmp_path, fmt):
 
 
 _POOL_PROBE = """
-import json, sys
+import json, os, sys
 import redis
 from jobctl.config import QueueConfig
 from jobctl.export.exporter import run_export
 from jobctl.layouts import layout_for
-import pyarrow as pa
-from jobctl.export import ARROW_ENCODER_POOL
-pools = {name: getattr(pa, name + "_memory_pool")() for name in pa.supported_memory_backends()
-         if name not in ("system", ARROW_ENCODER_POOL)}
-before = {name: pool.num_allocations() for name, pool in pools.items()}
 layout = layout_for(redis.Redis.from_url(sys.argv[1]), QueueConfig(name="cols", tag="cols"))
 res = run_export(layout, sys.argv[2], fmt="parquet", server="s", batch=4, writer_options={"row_group_rows": 4})
+import pyarrow as pa  # loaded by the export
+from jobctl.export.arrow_memory import ENCODER_POOL
+others = {name: getattr(pa, name + "_memory_pool")().num_allocations()
+          for name in pa.supported_memory_backends() if name not in ("system", ENCODER_POOL)}
 print(json.dumps({"rows": res.manifest.rows, "default": pa.default_memory_pool().backend_name,
-                  "encoder": ARROW_ENCODER_POOL,
-                  "others": {name: pool.num_allocations() - before[name] for name, pool in pools.items()}}))
+                  "encoder": ENCODER_POOL, "variable": os.environ.get("ARROW_DEFAULT_MEMORY_POOL"),
+                  "others": others}))
 """
 
 
@@ -196,7 +195,8 @@ def test_parquet_export_keeps_off_mimalloc(redis_client, redis_url, tmp_path):
     and extras, the record path, the encoding) takes its Arrow buffers from
     the system allocator and the encoder's default pool (jemalloc on Linux),
     never from pyarrow's own default, mimalloc, which kept freed buffers
-    resident (``jobctl.export.arrow_memory``)."""
+    resident (``jobctl.export.arrow_memory``); the variable that chose the
+    encoder's pool is gone again (child processes see the environment as it was)."""
     _fill(redis_client, CLEAN * 3 + ODD + CLEAN, "p")
     env = {k: v for k, v in os.environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"}
     out = subprocess.run([sys.executable, "-c", _POOL_PROBE, redis_url, str(tmp_path / "p")], env=env,
@@ -204,4 +204,5 @@ def test_parquet_export_keeps_off_mimalloc(redis_client, redis_url, tmp_path):
     seen = orjson.loads(out)
     assert seen["rows"] == len(CLEAN) * 4 + len(ODD)
     assert seen["default"] == seen["encoder"]
+    assert seen["variable"] is None
     assert seen["others"] and set(seen["others"].values()) == {0}

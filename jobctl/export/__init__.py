@@ -18,20 +18,11 @@ or a redrive plan into the ``{job id: payload SHA1}`` fence of an
 :class:`~jobctl.ops.spec.OpSpec`.
 
 pyarrow is imported only by the Parquet writer, its column path
-(:mod:`.arrow_columns`) and the reader.  Its C++ default allocator is
-chosen from ``ARROW_DEFAULT_MEMORY_POOL`` when pyarrow is first imported,
-so this package sets it (unless the environment already does) before any of
-its modules imports pyarrow: see :mod:`.arrow_memory`.
+(:mod:`.arrow_columns`) and the reader, each through :mod:`.arrow_memory`,
+which chooses Arrow's allocators as pyarrow loads.
 """
 
 from __future__ import annotations
-
-import os
-import sys
-
-#: The Parquet encoder's allocator (:mod:`.arrow_memory` says why).
-ARROW_ENCODER_POOL = "jemalloc" if sys.platform.startswith("linux") else "system"
-os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", ARROW_ENCODER_POOL)
 
 __all__ = ["SCHEMA_VERSION", "FORMATS"]
 

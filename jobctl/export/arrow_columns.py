@@ -17,7 +17,7 @@ text and values past int64 but truncates a float without a word (``1.5`` ->
 ``1``), so the int fields' Python types are checked first (ints and nulls
 only, as the column path takes them).
 
-pyarrow is imported here: only the Parquet writer's callers import this module.
+pyarrow is loaded here (through :mod:`.arrow_memory`): only the Parquet writer's callers import this module.
 """
 
 from __future__ import annotations
@@ -28,11 +28,10 @@ from hashlib import sha1
 from itertools import accumulate, repeat
 
 import orjson
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from ..layouts.raw import RawWindow
 from .arrow_memory import POOL as _POOL
+from .arrow_memory import pa, pc
 from .columns import _FIELDS, _I64_MAX, _I64_MIN, _KNOWN, _REQUIRED, _ints_ok, window_docs, window_extras
 from .rows import TS_MAX_MS, TS_MIN_MS, _utf8
 from .schema import COLUMNS, NAMES, arrow_schema

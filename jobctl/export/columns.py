@@ -116,8 +116,7 @@ def _arrow_column(batch, index: int) -> list:
     """Column ``index`` of an Arrow record batch as row values (timestamps in epoch ms)."""
     arr = batch.column(index)
     if COLUMNS[index].kind == "timestamp":
-        import pyarrow as pa
-        import pyarrow.compute as pc
+        from .arrow_memory import pa, pc
 
         arr = pc.divide(arr.cast(pa.int64()), 1000)
     return arr.to_pylist()

@@ -18,10 +18,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from itertools import accumulate
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
 from .arrow_memory import POOL as _POOL
+from .arrow_memory import pa, pq
 from .columns import ColumnBatch, Const, rows_columns
 from .schema import COLUMNS, NAMES, arrow_schema
 from .writer import PartWriter

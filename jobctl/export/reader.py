@@ -45,9 +45,7 @@ def iter_rows(directory: str | Path, manifest: Manifest,
 
 
 def _parquet_rows(path: Path, cols: tuple[str, ...]) -> Iterator[tuple]:
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
+    from .arrow_memory import pa, pc, pq
 
     pf = pq.ParquetFile(str(path))
     for rb in pf.iter_batches(batch_size=10_000, columns=list(cols)):

@@ -107,7 +107,7 @@ def arrow_schema():
     Timestamps are ``timestamp[us, tz=UTC]``; the schema metadata carries
     ``jobctl.schema_version``.
     """
-    import pyarrow as pa
+    from .arrow_memory import pa
 
     from . import SCHEMA_VERSION
 
