@@ -206,3 +206,13 @@ def test_parquet_export_keeps_off_mimalloc(redis_client, redis_url, tmp_path):
     assert seen["default"] == seen["encoder"]
     assert seen["variable"] is None
     assert seen["others"] and set(seen["others"].values()) == {0}
+
+
+def test_an_operators_arrow_pool_wins(redis_client, redis_url, tmp_path):
+    """``ARROW_DEFAULT_MEMORY_POOL`` set by the operator is left as it is."""
+    _fill(redis_client, CLEAN, "q")
+    env = dict(os.environ, ARROW_DEFAULT_MEMORY_POOL="system")
+    out = subprocess.run([sys.executable, "-c", _POOL_PROBE, redis_url, str(tmp_path / "q")], env=env,
+                         capture_output=True, text=True, check=True).stdout
+    seen = orjson.loads(out)
+    assert (seen["rows"], seen["default"], seen["variable"]) == (len(CLEAN), "system", "system")
