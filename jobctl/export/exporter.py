@@ -232,9 +232,13 @@ def _run(layout, out: Path, m: Manifest, res: ExportResult, states, flt: Filter,
         m.save(out)
 
     arrow_window = None
-    if fmt == "parquet" and flt.is_match_all:
+    if fmt == "parquet":
         try:
-            from .arrow_columns import window_record_batch as arrow_window
+            # pyarrow loads here, before the read-ahead thread starts: arrow_memory
+            # sets an environment variable for the import
+            from . import arrow_memory  # noqa: F401
+            if flt.is_match_all:
+                from .arrow_columns import window_record_batch as arrow_window
         except ImportError:  # no pyarrow: open_writer says so
             pass
     try:
