@@ -17,6 +17,10 @@
 -- ARGV[2]  job id
 -- ARGV[3]  copy count, or the claimed_at_ms to set (epoch ms), per kind
 -- returns  1 when repaired, 0 when the condition no longer held
+-- Cost: LPOS/LREM scan the list (O(N): 5-10 ms on a 1M list, Redis 7.0.15);
+-- one call per finding, `jobctl check --repair` only.  A bounded repair would
+-- go through the window engine (Redis has no bounded removal from the
+-- middle of a list).
 
 local kind, id, arg = ARGV[1], ARGV[2], ARGV[3]
 local function unset(v) return (not v) or v == '' or tonumber(v) == 0 end
