@@ -30,27 +30,16 @@ import redis
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bulk_runs import load  # noqa: E402
-from export_bench import fill  # noqa: E402
-from measure import GNU_TIME, run_process  # noqa: E402
+from export_bench import export_child, fill  # noqa: E402
 
 from jobctl.server import EmbeddedServer  # noqa: E402
 
 
 def run_once(url: str, checkout: Path) -> tuple[float, float, float]:
-    """(wall seconds, CPU seconds, peak RSS MiB) of one export child, under
-    GNU time (:func:`measure.run_process`): reaped here directly, the child
-    would report at least this process's RSS, the DLQ's loader included."""
+    """(wall seconds, CPU seconds, peak RSS MiB) of one export child of ``checkout``."""
     work = Path(tempfile.mkdtemp(prefix="jobctl-export-ab-"))
-    env = dict(os.environ, PYTHONPATH=str(checkout))
-    cmd = [sys.executable, "-c", "from jobctl.cli.main import main; main()", "--url", url, "export", "bench",
-           "--out", str(work / "out")]
     try:
-        # in the checkout: ``python -c`` puts the working directory first on sys.path
-        run = run_process(cmd, env=env, capture=False, rss=True, cwd=checkout)
-        if run.returncode != 0:
-            raise SystemExit(f"{checkout}: export failed: {run.stderr.strip()}")
-        if run.max_rss_kib < 0:
-            raise SystemExit(f"export_ab needs GNU time at {GNU_TIME} for the child's own peak RSS")
+        run = export_child(url, work / "out", checkout=checkout)
         return run.wall_s, run.user_s + run.sys_s, run.max_rss_kib / 1024
     finally:
         shutil.rmtree(work, ignore_errors=True)

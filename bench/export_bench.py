@@ -16,6 +16,7 @@ Prints a Markdown table on stdout; the figures go to bench/EXPORT.md.
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import shutil
 import sys
@@ -26,7 +27,7 @@ from pathlib import Path
 import orjson
 import redis
 
-from measure import run_process
+from measure import GNU_TIME, ProcessRun, run_process
 
 from jobctl.keys import ReliableListKeys
 from jobctl.server import EmbeddedServer
@@ -71,15 +72,27 @@ def fill(client: redis.Redis, tag: str, n: int, chunk: int = 10_000) -> float:
     return time.monotonic() - t0
 
 
-def run_export(url: str, out: Path, fmt: str) -> tuple[float, float]:
-    """(seconds, peak RSS MiB) of one `jobctl export` child process, under
-    GNU time (:func:`measure.run_process`: reaped here directly, the child
-    would report at least this process's RSS, the DLQ's loader included)."""
+def export_child(url: str, out: Path, fmt: str = "parquet", checkout: Path | None = None) -> ProcessRun:
+    """One ``jobctl export`` of queue ``bench`` as a child process under GNU
+    time (:func:`measure.run_process`: reaped here directly, the child would
+    report at least this process's RSS, the DLQ's loader included).
+    ``checkout``: import that checkout's ``jobctl`` (``PYTHONPATH``, and run
+    in it: ``python -c`` puts the working directory first on sys.path).
+    Exits with the child's stderr when it fails or GNU time is missing."""
     cmd = [sys.executable, "-c", "from jobctl.cli.main import main; main()", "--url", url, "export", "bench",
            "--out", str(out), "--format", fmt]
-    run = run_process(cmd, rss=True)
+    env = dict(os.environ, PYTHONPATH=str(checkout)) if checkout is not None else None
+    run = run_process(cmd, env=env, rss=True, cwd=checkout)
     if run.returncode != 0:
-        raise SystemExit(f"export failed ({run.returncode}): {run.stderr.strip()}")
+        raise SystemExit(f"{checkout or 'jobctl'}: export failed ({run.returncode}): {run.stderr.strip()}")
+    if run.max_rss_kib < 0:
+        raise SystemExit(f"needs GNU time at {GNU_TIME} for the child's own peak RSS")
+    return run
+
+
+def run_export(url: str, out: Path, fmt: str) -> tuple[float, float]:
+    """(seconds, peak RSS MiB) of one `jobctl export` child process."""
+    run = export_child(url, out, fmt)
     print(f"  {run.stdout.decode().strip()}", file=sys.stderr)
     return run.wall_s, run.max_rss_kib / 1024
 
