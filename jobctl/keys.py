@@ -13,6 +13,7 @@ tests all ask this module.
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass
 
 __all__ = [
@@ -25,6 +26,7 @@ __all__ = [
     "OWNER_SUFFIX",
     "RELIABLE_LIST_SUFFIX_TYPES",
     "RELIABLE_LIST_PRIORITY_SUFFIX_RE",
+    "utc_day",
 ]
 
 #: SCAN MATCH pattern that finds the keys of every reliable-list queue.
@@ -55,6 +57,12 @@ OWNER_SUFFIX = ":owner"
 JOURNAL_STREAM_MAXLEN = 10_000
 
 _SHARD_RE = re.compile(r"^(.+):(\d{2,})$")
+
+
+def utc_day(epoch_ms: int) -> str:
+    """The UTC day ``YYYY-MM-DD`` of ``epoch_ms``: the last part of a
+    day-keyed jobctl key (:meth:`_WindowKeys.redriven`)."""
+    return time.strftime("%Y-%m-%d", time.gmtime(epoch_ms // 1000))
 
 
 def shard_tags(tag: str, shards: int | None) -> list[str]:
@@ -130,10 +138,11 @@ class _WindowKeys(_SuppressionKeys):
         shard's) sources (``<op id> <host> <pid>``, PX TTL renewed by the runner)."""
         return f"{self.jobctl_base}:jobctl:lease"
 
-    @property
-    def redriven(self) -> str:
-        """jobctl's hash: job id -> JSON [op id, redriven at (epoch ms), count]."""
-        return f"{self.jobctl_base}:jobctl:redriven"
+    def redriven(self, day: str) -> str:
+        """jobctl's redrive record of one UTC day ``YYYY-MM-DD``
+        (:func:`utc_day`), a hash: job id -> JSON [op id, redriven at
+        (epoch ms), count] (:mod:`jobctl.ops.redrive_record`)."""
+        return f"{self.jobctl_base}:jobctl:redriven:{day}"
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from jobctl_tui.testing import settle
 __all__ = ["wall_ms", "cli", "run_with_config", "queues_toml", "write_config", "cli_runner", "config_fixtures",
            "drain", "claim_and_ack", "assert_batches_cover", "assert_every_state_batched", "export_dead",
            "purge_exported", "Killed", "crash_on_script_call", "TUI_T0", "TUI_EXPORTS", "tui_export_root", "snap",
-           "open_and_press", "load_spike", "spike_queues"]
+           "open_and_press", "load_spike", "spike_queues", "redrive_records", "today_record"]
 
 
 def wall_ms() -> int:
@@ -255,3 +255,21 @@ async def open_and_press(pilot, queue: str, *steps: str | tuple[str, ...]) -> No
     for keys in steps:
         await pilot.press(*((keys,) if isinstance(keys, str) else keys))
         await settle(pilot)
+
+
+def redrive_records(client, keys) -> dict[bytes, bytes]:
+    """Every value of jobctl's redrive record of a queue (shard) with window
+    keys ``keys``, over the days a read looks at (newest day wins)."""
+    from jobctl.ops.redrive_record import read_keys
+
+    out: dict[bytes, bytes] = {}
+    for key in reversed(read_keys(keys, wall_ms())):
+        out.update(client.hgetall(key))
+    return out
+
+
+def today_record(keys) -> str:
+    """The redrive-record hash an operation applying now writes."""
+    from jobctl.ops.redrive_record import record_key
+
+    return record_key(keys, wall_ms())

@@ -24,6 +24,7 @@ from jobctl.keys import ReliableListKeys, shard_tags
 from jobctl.layouts import layout_for
 from jobctl.model import State
 from jobctl.ops.plan import payload_sha1
+from helpers import redrive_records
 
 pytest.importorskip("pyspark")
 
@@ -338,8 +339,8 @@ def test_plan_then_redrive_skips_jobs_changed_since_the_export(spark, redis_url,
     assert moved <= ready
     dead_now = {x.decode() for x in redis_client.lrange(keys.dead, 0, -1)}
     assert dead_now == (truth.ids_by_state["dead"] - moved - {purged})
-    # the redrive is recorded in jobctl's redriven hash: [operation id, at (epoch ms), count]
-    assert orjson.loads(redis_client.hget(keys.redriven, plan[3]["id"]))[2] == 1
+    # the redrive is recorded in jobctl's redrive record: [operation id, at (epoch ms), count]
+    assert orjson.loads(redrive_records(redis_client, keys)[plan[3]["id"].encode()])[2] == 1
 
 
 def test_empty_export(spark, redis_url, tmp_path, capsys):

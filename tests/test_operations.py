@@ -52,11 +52,9 @@ REDRIVE_FIELDS = ("redrivenAtEpochMs", "redriveOperation", "redriveCount")
 def redrive_record(client, tag: str, job_id: str) -> dict | None:
     """jobctl's record of the redrives of ``job_id`` (the redriven hash; the
     envelope is rewritten only with --reset-attempts)."""
-    raw = client.hget(ReliableListKeys(tag).redriven, job_id)
-    if raw is None:
-        return None
-    op, at, count = orjson.loads(raw)
-    return {"operation": op, "at_ms": at, "count": count}
+    from jobctl.ops.redrive_record import lookup
+
+    return lookup(client, ReliableListKeys(tag), job_id, wall_ms())
 
 RL = {"layout": "reliable-list"}
 QUEUES_TOML = queues_toml(email=RL, shq={**RL, "shards": 4}, pq={**RL, "priorities": 3})

@@ -24,6 +24,7 @@ from jobctl_fixtures.live import LivePool
 from test_operations import (  # noqa: F401 - fixtures
     assert_consistent, bulk_dead, cfg, envelope, ids, run, simple_dead, wall_ms,
 )
+from helpers import redrive_records
 
 K = ReliableListKeys("email")
 FILTER = "error = HTTP_503"
@@ -54,8 +55,8 @@ def assert_redriven_exactly_once(client, jobs: list[str]) -> None:
     ready = ids(client, K.ready)
     assert len(ready) == len(set(ready)) == len(want)
     assert set(ready) == set(want)
-    recs = client.hmget(K.redriven, want)  # jobctl's redrive record: [op, at_ms, count]
-    counts = {orjson.loads(raw)[2] for raw in recs}
+    recs = redrive_records(client, K)  # jobctl's redrive record: [op, at_ms, count]
+    counts = {orjson.loads(recs[j.encode()])[2] for j in want}
     assert counts == {1}, counts
     assert set(ids(client, K.dead)) == {j for n, j in enumerate(jobs) if code_of(n) == "HTTP_400"}
 
@@ -114,9 +115,10 @@ def test_redrive_100k_dead_jobs_while_a_worker_pool_runs(redis_client, redis_url
     op = res["operation_id"]
     keys = list(where)
     redriven = set()
+    recs = redrive_records(redis_client, K)
     for n in range(0, len(keys), 10_000):
         chunk = keys[n:n + 10_000]
-        for job_id, raw in zip(chunk, redis_client.hmget(K.redriven, chunk)):
+        for job_id, raw in zip(chunk, [recs.get(j.encode() if isinstance(j, str) else j) for j in chunk]):
             if raw is not None:
                 assert orjson.loads(raw)[0] == op and orjson.loads(raw)[2] == 1
                 redriven.add(job_id)

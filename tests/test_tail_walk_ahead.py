@@ -22,6 +22,7 @@ from jobctl.ops.spec import Operation, OpSpec
 from test_operations import (  # noqa: F401 - fixtures
     assert_consistent, dead_letter_jobs, ids, simple_dead,
 )
+from helpers import today_record
 
 K = ReliableListKeys("email")
 FLT = "tenant = tenant_1"  # simple_dead: job n has tenant_(1 + n % 5): every 5th job
@@ -109,7 +110,7 @@ def test_wrong_type_key_mid_walk_with_round_trips_in_flight(redis_client, monkey
     def progress(done, total):
         calls.append(done)
         if len(calls) == 1:
-            redis_client.set(K.redriven, "x")  # jobctl's redriven hash: a string now
+            redis_client.set(today_record(K), "x")  # jobctl's redrive record: a string now
 
     with pytest.raises(DataError):
         run_plan(lay, lay.plan(spec(flt)), batch=10, progress=progress, journal=False)
@@ -117,7 +118,7 @@ def test_wrong_type_key_mid_walk_with_round_trips_in_flight(redis_client, monkey
     assert_consistent(redis_client, ["email"])
     moved = ids(redis_client, K.ready)
     assert 0 < len(moved) < len(want)
-    redis_client.delete(K.redriven)
+    redis_client.delete(today_record(K))
     res = run_plan(lay, lay.plan(spec(flt)), batch=10, journal=False)
     assert (res.moved, res.skipped, res.failed) == (len(want) - len(moved), 0, 0)
     assert ids(redis_client, K.ready) == list(reversed(want))

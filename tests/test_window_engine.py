@@ -34,6 +34,7 @@ from jobctl_fixtures.layouts.stream_group import ADAPTER as SG_ADAPTER
 from test_operations import (  # noqa: F401 - fixtures
     assert_consistent, cfg, ids, redrive_spec, run, simple_dead,
 )
+from helpers import redrive_records, today_record
 
 K = ReliableListKeys("email")
 JL = JsonListKeys("jobs")
@@ -73,10 +74,14 @@ def snapshot(client) -> dict:
 # -- a key of the wrong type: nothing moves, exit 6 ---------------------------------------
 
 @pytest.mark.parametrize("op, bad", [("redrive", K.ready), ("suppress", K.suppressed), ("purge", K.hold),
-                                     ("redrive", K.redriven), ("suppress", K.suppressed_info)])
+                                     ("redrive", "record"), ("suppress", K.suppressed_info)])
 def test_wrong_type_key_moves_nothing_and_exits_6(redis_client, run, op, bad):
     simple_dead(redis_client, "email", 30)
-    redis_client.hset(bad, "x", "y") if bad != K.redriven else redis_client.set(bad, "not a hash")
+    if bad == "record":  # jobctl's redrive record of today
+        bad = today_record(K)
+        redis_client.set(bad, "not a hash")
+    else:
+        redis_client.hset(bad, "x", "y")
     if bad == K.suppressed_info:
         redis_client.delete(bad)
         redis_client.set(bad, "not a hash")
@@ -230,7 +235,7 @@ def test_unfiltered_redrive_pipelines_and_records_each_redrive_once(redis_client
     results = list(window.drive(lay.sources(plan.spec), plan, batch=16, depth=4))
     assert sum(len(br.moved) for br in results) == 200
     assert sum(not br.more for br in results) == -(-len(results) // 4)  # one stop point per round trip
-    recs = redis_client.hgetall(K.redriven)
+    recs = redrive_records(redis_client, K)
     assert len(recs) == 200 and {json.loads(v)[0] for v in recs.values()} == {plan.spec.op_id}
     assert ids(redis_client, K.ready) == list(reversed(jobs))  # the oldest dead job first: at the ready tail
     assert not redis_client.exists(K.dead) and not redis_client.exists(K.hold)
@@ -349,7 +354,7 @@ def test_stream_group_dead_list_redrive_is_bounded_per_call_and_keeps_order(redi
     moved = set(plan.job_ids())
     assert redis_client.xlen(sg.stream) == entries_before + len(moved)  # one XADD jobId <id> each
     assert [x.decode() for x in redis_client.lrange(sg.dead, 0, -1)] == [j for j in dead_before if j not in moved]
-    assert {k.decode() for k in redis_client.hkeys(sg.redriven)} == moved
+    assert {k.decode() for k in redrive_records(redis_client, sg)} == moved
     assert not redis_client.exists(sg.hold) and not redis_client.exists(sg.lease)
     assert lay.check().ok
 
@@ -400,7 +405,7 @@ def test_unfiltered_plan_keeps_no_per_job_data_and_takes_exactly_its_tail(redis_
     assert sorted(ids(redis_client, K.ready)) == sorted(set(jobs[:40]) - {dangling})
     assert ids(redis_client, K.dead) == list(reversed(newer)) + list(reversed(jobs[40:])) + [dangling]
     assert not redis_client.exists(K.hold) and not redis_client.exists(K.lease)
-    recs = redis_client.hgetall(K.redriven)
+    recs = redrive_records(redis_client, K)
     assert len(recs) == 39
 
 
@@ -472,7 +477,7 @@ def test_tail_walk_script_cache_flushed_with_round_trips_in_flight_moves_each_jo
     assert flushed == [40, 160] and (res.moved, res.skipped, res.failed) == (300, 0, 0)
     assert ids(redis_client, K.ready) == list(reversed(jobs))
     assert not redis_client.exists(K.dead) and not redis_client.exists(K.hold)
-    assert len(redis_client.hgetall(K.redriven)) == 300
+    assert len(redrive_records(redis_client, K)) == 300
 
 
 def test_unfiltered_purge_crash_mid_walk_then_rerun(redis_client, redis_url, run):
@@ -749,7 +754,7 @@ def test_filtered_window_call_that_starts_before_its_entries_loses_nothing(redis
     for i in ids:
         redis_client.set(k.job(i), b'{"jobId": "%s"}' % i.encode())
     redis_client.hset(k.walk, mapping={"op": "op", "total": 20, "popped": 0})
-    keys = [k.dead, k.hold, k.walk, k.lease, k.ready, k.redriven, k.suppressed_info, k.dead, k.dead, k.dead]
+    keys = [k.dead, k.hold, k.walk, k.lease, k.ready, today_record(k), k.suppressed_info, k.dead, k.dead, k.dead]
     entries = ids[::-1][5:10]  # the plan's window 5..9 from the tail; the walk is at 0
     args = ["rl", "ready", "op", "v", 1000, 20, NOW, NOW, "0", b"", 0, len(entries), 0, 5, k.job(""),
             bytes([0b11111000]), "1"]

@@ -334,9 +334,9 @@ class JsonList(ListStatesLayout):
             raise NotFound(f"job {job_id!r} not found in queue {self.queue_name}")
         if claim is not None and rec.state is not State.PROCESSING:
             rec.meta["stray_claim_time_ms"] = claim_ms(claim)
-        from ..ops.lease import redrive_record
+        from ..ops.redrive_record import lookup
 
-        redriven = redrive_record(self.client.hget(k.redriven, job_id))
+        redriven = lookup(self.client, k, job_id, now_ms())
         if redriven is not None:  # jobctl's record of its redrives (the string is never rewritten)
             rec.meta["redriven"] = redriven
         return rec

@@ -49,6 +49,7 @@ from .moves import REQUEUE_BUDGET, call_move, move_result, requeue_calls, window
 from .common import DEFAULT_BATCH, batch_result, suppression_record, text
 from .planning import TRANSITIONS_WITHOUT_SCHEDULED, check_operation, plan_from_walk, records_by_ids
 from .walks import WINDOW, lrem_chunk
+from ..ops.redrive_record import source_fields
 from ..ops.window import ListSource, drive, drives
 
 if TYPE_CHECKING:
@@ -138,11 +139,13 @@ def dead_sources(layout: "JsonList", spec: OpSpec) -> list[ListSource]:
     SHA1 (``PlannedJob.sha1``) and moved byte for byte."""
     if not drives(spec):
         return []
-    k = layout.keys
+    from .base import now_ms
+
+    k, now = layout.keys, now_ms()
     mode = window_mode(spec)  # json-list has no scheduled state
     target = {"purge": k.dead, "suppressed": k.suppressed, "ready": k.pending}[mode]
     info = (lambda now: suppression_record(spec, now)) if mode == "suppressed" else None
     return [ListSource(client=layout.client, kind="jl", tag=k.prefix, shard=0, dead=k.dead, hold=k.hold,
-                       walk=k.walk, lease=k.lease, redriven=k.redriven, info_hash=k.suppressed_info, target=target,
+                       walk=k.walk, lease=k.lease, **source_fields(k, now), info_hash=k.suppressed_info, target=target,
                        mode=mode, raw=k.suppressed_raw, attempts=k.attempts, errors=k.errors,
                        ident=lambda j: j.sha1, info=info, reset_attempts=spec.reset_attempts)]

@@ -18,7 +18,7 @@ from typing import Any
 from ..errors import DataError
 from ..keys import ReliableListKeys
 from ..model import JobRecord, QueueStatus, State, parse_envelope
-from ..ops.lease import redrive_record
+from ..ops.redrive_record import RETENTION_DAYS, lookup, merge, read_keys
 from .base import ShardedLayout, now_ms
 from .common import (SCHEDULED_READS, first_found, fold_count, fold_scheduled, merge_shard_lists, read_scheduled,
                      score_ms, status_replies, text, wrongtype_errors)
@@ -179,15 +179,17 @@ class ReliableList(ShardedLayout):
             pipe = self._pipeline()
             for keys, job_id in tails:
                 pipe.get(keys.job(job_id))
-                pipe.hget(keys.redriven, job_id)  # a redrive makes it ready again (not in the envelope)
+                for key in read_keys(keys, now):  # a redrive makes it ready again (not in the envelope)
+                    pipe.hget(key, job_id)
             replies = pipe.execute(raise_on_error=False)
-            for (keys, job_id), raw, redriven in zip(tails, replies[0::2], replies[1::2]):
+            step = 1 + RETENTION_DAYS + 1  # the GET, then read_keys' HGETs
+            for i, (keys, job_id) in enumerate(tails):
+                raw, rec = replies[i * step], merge(replies[i * step + 1:(i + 1) * step])
                 if isinstance(raw, Exception):
                     st.errors.extend(wrongtype_errors([raw], [keys.job(job_id)]))
                     continue
                 env = parse_envelope(raw)
                 since = env.ready_since_ms
-                rec = None if isinstance(redriven, Exception) else redrive_record(redriven)
                 if rec is not None and isinstance(rec["at_ms"], int) and since is not None:
                     since = max(since, rec["at_ms"])
                 if env.problems or since is None:
@@ -321,7 +323,7 @@ class ReliableList(ShardedLayout):
                 rec.meta["stray_deadline"] = True
             if state is State.DEAD and env.last_attempt_ms is not None:
                 rec.meta["dead_since_ms"] = env.last_attempt_ms
-            redriven = redrive_record(self.client.hget(keys.redriven, job_id))
+            redriven = lookup(self.client, keys, job_id, now_ms())
             if redriven is not None:  # jobctl's record of its redrives (the envelope is not rewritten)
                 rec.meta["redriven"] = redriven
             if state is State.PAUSED:

@@ -36,6 +36,7 @@ from .common import batch_result, check_transition, redrive_envelope, suppressio
 from .planning import (TRANSITIONS_WITH_SCHEDULED, plan_from_walk, records_by_ids, require_requeue_scope,
                        shard_index)
 from .walks import WINDOW, prefetched
+from ..ops.redrive_record import source_fields
 from ..ops.window import ListSource, drive, drives
 
 if TYPE_CHECKING:
@@ -266,6 +267,9 @@ def dead_sources(layout: "ReliableList", spec: OpSpec) -> list[ListSource]:
     operation from dead); ``[]`` for any other source state."""
     if not drives(spec):
         return []
+    from .base import now_ms
+
+    now = now_ms()
     out = []
     for shard, keys in enumerate(layout.shards):
         mode, target = _dead_mode(layout, keys, spec)
@@ -275,7 +279,7 @@ def dead_sources(layout: "ReliableList", spec: OpSpec) -> list[ListSource]:
         info = (lambda now: suppression_record(spec, now)) if mode == "suppressed" else None
         out.append(ListSource(
             client=layout.client, kind="rl", tag=keys.tag, shard=shard, dead=keys.dead, hold=keys.hold,
-            walk=keys.walk, lease=keys.lease, redriven=keys.redriven, info_hash=keys.suppressed_info,
+            walk=keys.walk, lease=keys.lease, **source_fields(keys, now), info_hash=keys.suppressed_info,
             target=target, mode=mode, payload_key=keys.job, new_payloads=new_payloads, info=info,
             delay_ms=spec.delay_ms if mode == "scheduled" else 0))
     return out

@@ -9,6 +9,9 @@
 --          holder is known dead), "" for none.  begin: the operation id
 -- ARGV[4]  acquire: the value it may replace ("" for none); begin: total
 --          tail positions of the walk
+-- ARGV[5]  begin only: the TTL (ms) each window call of the walk that
+--          writes jobctl's redrive record sets on it
+--          (jobctl.ops.redrive_record.EXPIRE_AFTER_MS)
 -- returns  acquire: { 1 } when taken, { 0, holder } when held by another;
 --          release: { 1 } when it was ours and is gone, { 0 } otherwise;
 --          begin: { 1 }, or { 0, op } when another operation's walk is
@@ -37,10 +40,12 @@ elseif action == 'release' then
 end
 -- begin
 if current ~= value then return redis.error_reply('LEASE operation does not hold the lease ' .. lease) end
-local total
+local total, record_ttl
 total, err = jc_int(ARGV[4], 'total', 0)
 if not total then return redis.error_reply(err) end
+record_ttl, err = jc_int(ARGV[5], 'record ttl', 1)
+if not record_ttl then return redis.error_reply(err) end
 local owner = redis.call('HGET', walk, 'op')
 if owner and owner ~= ARGV[3] then return { 0, owner } end
-redis.call('HSET', walk, 'op', ARGV[3], 'total', total, 'popped', 0)
+redis.call('HSET', walk, 'op', ARGV[3], 'total', total, 'popped', 0, 'record_ttl', record_ttl)
 return { 1 }

@@ -30,7 +30,7 @@
 -- KEYS[5]  target: ready list | stream (stream-group: XADD jobId <id>) |
 --          scheduled zset | suppressed zset | (purge) KEYS[1]
 --          (hash-job: queue:<n>:pending | queue:<n>:jobctl:suppressed | KEYS[1])
--- KEYS[6]  redriven hash (jobctl)       queue:{t}:jobctl:redriven
+-- KEYS[6]  redrive record hash (jobctl) queue:{t}:jobctl:redriven:<YYYY-MM-DD>
 --          (hash-job: KEYS[7], unused: a redrive is recorded on the job hash)
 -- KEYS[7]  suppressed-info hash (jobctl)
 -- KEYS[8]  json-list: suppressed-raw hash (jobctl); reliable-list, hash-job: KEYS[1]
@@ -144,9 +144,9 @@ local holder = redis.call('GET', lease)
 if holder ~= lease_value then
   if holder then return redis.error_reply('LEASE operation ' .. op .. ' does not hold the lease ' .. lease) end
 end
-local w = redis.call('HMGET', walk, 'op', 'total', 'popped')
+local w = redis.call('HMGET', walk, 'op', 'total', 'popped', 'record_ttl')
 if w[1] ~= op then return redis.error_reply('WALK no walk of operation ' .. op .. ' in ' .. walk) end
-local total, popped = tonumber(w[2]), tonumber(w[3])
+local total, popped, record_ttl = tonumber(w[2]), tonumber(w[3]), tonumber(w[4])
 local limit = math.min(upto, total)
 
 -- planned positions of entries an earlier call met before their position
@@ -570,8 +570,10 @@ if met_dirty or next(met_before) then
 end
 redis.call('SET', lease, lease_value, 'PX', ttl)  -- renewed (and taken back if it had expired)
 
--- where a redrive is recorded: one HMGET + one HSET per call, the value the
--- JSON array [op id, redriven at (epoch ms), count]
+-- where a redrive is recorded: one HMGET + one HSET per call into the day's
+-- record hash, the value the JSON array [op id, redriven at (epoch ms),
+-- count]; the hash then expires record_ttl ms after this write (the walk's
+-- "record_ttl", from lease.lua begin; jobctl.ops.redrive_record)
 if kind ~= 'hj' and (mode == 'ready' or mode == 'stream' or mode == 'scheduled') then
   if #moved_ids > 0 then
     local head, first_time = '[' .. op_json .. ',' .. now .. ',', '[' .. op_json .. ',' .. now .. ',1]'
@@ -592,6 +594,7 @@ if kind ~= 'hj' and (mode == 'ready' or mode == 'stream' or mode == 'scheduled')
       end
       redis.pcall('HSET', redriven, unpack(args))
     end
+    if record_ttl then redis.pcall('PEXPIRE', redriven, record_ttl) end
   end
 end
 

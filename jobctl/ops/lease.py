@@ -1,4 +1,4 @@
-"""The lease of a queue shard's sources and jobctl's record of redrives.
+"""The lease of a queue shard's sources.
 
 Lease: ``queue:{t}:jobctl:lease`` (json-list: ``<prefix>:jobctl:lease``)
 holds ``<op id> <host> <pid>`` with a PX TTL (:data:`LEASE_TTL_MS`) that
@@ -6,10 +6,6 @@ every window call renews (``list_window.lua``); ``lease.lua`` takes, gives
 back and starts a walk under it.  A second operation on the same source is
 refused with :class:`~jobctl.errors.Busy` (exit 11).  A lease held by a
 process of this host that no longer runs (kill -9) is taken over.
-
-Redrive record: jobctl's hash ``queue:{t}:jobctl:redriven`` (json-list:
-``<prefix>:jobctl:redriven``), job id -> JSON ``[op id, at (epoch ms),
-count]``, written once per window call.
 """
 
 from __future__ import annotations
@@ -18,31 +14,16 @@ import os
 import socket
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
 from ..errors import Busy
 from ..scripts import script
 
 if TYPE_CHECKING:
     from .window import ListSource
 
-__all__ = ["LEASE_TTL_MS", "lease_value", "acquire", "release", "redrive_record"]
+__all__ = ["LEASE_TTL_MS", "lease_value", "acquire", "release"]
 
 #: Lease time to live (ms); every window call renews it.
 LEASE_TTL_MS = 30_000
-
-
-def redrive_record(raw: bytes | str | None) -> dict[str, Any] | None:
-    """A value of the redriven hash (``[op id, at (epoch ms), count]``) as
-    ``{"operation", "at_ms", "count"}``; ``None`` for none or a value that
-    is not one."""
-    if raw is None:
-        return None
-    try:
-        op, at, count = orjson.loads(raw)
-    except (orjson.JSONDecodeError, ValueError, TypeError):
-        return None
-    return {"operation": op, "at_ms": at, "count": count}
 
 
 def lease_value(op_id: str) -> str:

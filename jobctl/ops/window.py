@@ -53,8 +53,9 @@ from ..ops.plan import JobColumns, Plan, PlannedJob, PredicateRange, TailRange
 from ..ops.result import BatchResult
 from ..ops.spec import Operation, OpSpec
 from ..scripts import script
-from .lease import LEASE_TTL_MS, acquire, lease_value, redrive_record, release
+from .lease import LEASE_TTL_MS, acquire, lease_value, release
 from .pipeline import _bulk, _packed, drain, pipelined, read_replies  # noqa: F401 - _bulk, _packed: for the tests
+from .redrive_record import EXPIRE_AFTER_MS
 
 
 #: The operations the window engine drives (from a dead list); every other
@@ -70,7 +71,7 @@ def drives(spec: OpSpec) -> bool:
     return spec.source is State.DEAD and spec.operation in WINDOW_OPERATIONS
 
 
-__all__ = ["ListSource", "drive", "drives", "WINDOW_OPERATIONS", "finish_hold", "redrive_record", "lease_value",
+__all__ = ["ListSource", "drive", "drives", "WINDOW_OPERATIONS", "finish_hold", "lease_value",
            "LEASE_TTL_MS", "SLACK", "DEPTH", "ROUND_TRIP_POSITIONS", "MAX_TAIL_DEPTH", "TAIL_AHEAD", "tail_depth", "WINDOW", "TAIL_WINDOW", "RESTORE_MAX"]
 
 #: How many positions a planned job may have shifted towards the tail (jobs
@@ -156,6 +157,9 @@ class ListSource:
     info_hash: str
     target: str
     mode: str
+    #: jobctl's redrive-record hashes past their retention, ``UNLINK``ed
+    #: when the walk begins (:func:`jobctl.ops.redrive_record.stale_keys`)
+    stale_records: list[str] = field(default_factory=list)
     raw: str | None = None
     attempts: str | None = None
     errors: str | None = None
@@ -382,7 +386,10 @@ def begin_walk(src: ListSource, value: str, total: int):
     send EVALSHA; returns the window script.  Raises :class:`Busy` when
     another operation's walk is still recorded."""
     finish_hold(src.client, src.kind, src.dead, src.hold, src.walk)
-    begun = script(src.client, "lease")(keys=[src.lease, src.walk], args=["begin", value, value.split(" ")[0], total])
+    if src.stale_records:  # off the main thread, whatever their size
+        src.client.unlink(*src.stale_records)
+    begun = script(src.client, "lease")(keys=[src.lease, src.walk],
+                                        args=["begin", value, value.split(" ")[0], total, EXPIRE_AFTER_MS])
     if int(begun[0]) != 1:
         raise Busy(f"walk of operation {_text(begun[1])} still recorded in {src.walk}")
     window = script(src.client, "list_window")
