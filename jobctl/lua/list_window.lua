@@ -17,7 +17,8 @@
 --     stays dead (every read counts the hold as dead) until list_restore.lua
 --     puts the hold back at the tail.
 -- The walk's bookkeeping (op, total positions, popped so far, the planned
--- positions met before their position: "met") lives in the
+-- positions met before their position: "met", the redrive record's TTL:
+-- "record_ttl") lives in the
 -- walk hash, so calls are independent and may be pipelined; each call renews
 -- the lease and refuses to run unless its operation owns the lease and the
 -- walk.  Every key's type and every argument is checked before the first
