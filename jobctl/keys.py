@@ -138,6 +138,13 @@ class _WindowKeys(_SuppressionKeys):
         shard's) sources (``<op id> <host> <pid>``, PX TTL renewed by the runner)."""
         return f"{self.jobctl_base}:jobctl:lease"
 
+    @property
+    def redriven_undated(self) -> str:
+        """jobctl's redrive record before it was kept by day (one hash for all
+        time, written by jobctl until 2026-11-27): renamed into the oldest
+        day a read looks at by the next walk (:func:`jobctl.ops.redrive_record.upkeep`)."""
+        return f"{self.jobctl_base}:jobctl:redriven"
+
     def redriven(self, day: str) -> str:
         """jobctl's redrive record of one UTC day ``YYYY-MM-DD``
         (:func:`utc_day`), a hash: job id -> JSON [op id, redriven at

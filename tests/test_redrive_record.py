@@ -80,3 +80,20 @@ def test_a_record_of_an_earlier_day_still_sets_the_ready_age(redis_client, run):
     assert code == 0, err
     [entry] = [q for q in json.loads(out)["queues"] if q["queue"] == "email"]
     assert entry["oldest_ready_since_ms"] == at
+
+
+def test_the_undated_record_of_earlier_versions_joins_the_retention(redis_client, run):
+    """The one hash jobctl kept for all time before the record was kept by
+    day is renamed into the oldest day a read looks at: still read for a
+    day, then unlinked like any stale day."""
+    [job_id] = simple_dead(redis_client, "email", 1)
+    now = wall_ms()
+    redis_client.hset(K.redriven_undated, job_id, orjson.dumps(["op-before", now - DAY_MS, 4]))
+    assert run("redrive", "email", "--yes")[0] == 0
+    oldest = read_keys(K, wall_ms())[-1]
+    assert not redis_client.exists(K.redriven_undated)
+    assert orjson.loads(redis_client.hget(oldest, job_id))[0] == "op-before"
+    assert 0 < redis_client.pttl(oldest) <= EXPIRE_AFTER_MS
+    assert lookup(redis_client, K, job_id, wall_ms())["count"] == 5  # today's 1 + the 4 before
+    # a day later that hash is past the retention: the next walk unlinks it
+    assert oldest in stale_keys(K, wall_ms() + DAY_MS)

@@ -18,7 +18,8 @@ days after that (:func:`stale_keys`; ``UNLINK`` frees a large hash off the
 main thread), and each write sets its day's hash to expire
 :data:`EXPIRE_AFTER_MS` after it: the backstop for a queue no jobctl
 operation walks again.  Without a retention the record grew forever,
-~100 bytes of server memory for every job ever redriven.
+~100 bytes of server memory for every job ever redriven; the walk also
+moves that older, undated hash into the retention (:func:`upkeep`).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import orjson
 from ..keys import utc_day
 
 __all__ = ["RETENTION_DAYS", "UNLINK_DAYS", "EXPIRE_AFTER_MS", "DAY_MS", "record_key", "read_keys", "stale_keys",
-           "parse", "merge", "lookup"]
+           "parse", "merge", "lookup", "upkeep", "source_fields"]
 
 #: One day (ms).
 DAY_MS = 86_400_000
@@ -107,9 +108,26 @@ def lookup(client: Any, keys: Any, job_id: str, now_ms: int) -> dict[str, Any] |
     return merge(pipe.execute(raise_on_error=False))
 
 
-def source_fields(keys: Any, now_ms: int) -> dict[str, Any]:
+def upkeep(client: Any, keys: Any, now_ms: int) -> None:
+    """What a walk of a queue (shard) with window keys ``keys`` does to its
+    record when it begins at ``now_ms``: ``UNLINK`` the :func:`stale_keys`,
+    and move the record jobctl kept before it was kept by day
+    (``keys.redriven_undated``, one hash for all time) to the oldest day a
+    read looks at (``RENAMENX``, O(1)), with its expiry, so reads still see
+    it for a day and the walks after that ``UNLINK`` it."""
+    client.unlink(*stale_keys(keys, now_ms))
+    undated = keys.redriven_undated
+    if client.exists(undated):
+        oldest = read_keys(keys, now_ms)[-1]
+        if client.renamenx(undated, oldest):
+            client.pexpire(oldest, EXPIRE_AFTER_MS)
+        else:  # that day's hash exists already: the undated one is older still
+            client.unlink(undated)
+
+
+def source_fields(client: Any, keys: Any, now_ms: int) -> dict[str, Any]:
     """The redrive-record fields of a window-engine source
     (:class:`~jobctl.ops.window.ListSource`) of a queue (shard) with window
     keys ``keys``, for an apply starting at ``now_ms``: the hash its calls
-    write (``redriven``) and those its walk ``UNLINK``s (``stale_records``)."""
-    return {"redriven": record_key(keys, now_ms), "stale_records": stale_keys(keys, now_ms)}
+    write (``redriven``) and its :func:`upkeep` (``record_upkeep``)."""
+    return {"redriven": record_key(keys, now_ms), "record_upkeep": lambda: upkeep(client, keys, now_ms)}

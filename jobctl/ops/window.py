@@ -45,7 +45,7 @@ from array import array
 from bisect import bisect_left
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ..errors import Busy, DataError, JobctlError
@@ -157,9 +157,9 @@ class ListSource:
     info_hash: str
     target: str
     mode: str
-    #: jobctl's redrive-record hashes past their retention, ``UNLINK``ed
-    #: when the walk begins (:func:`jobctl.ops.redrive_record.stale_keys`)
-    stale_records: list[str] = field(default_factory=list)
+    #: run when the walk begins: the upkeep of jobctl's redrive record
+    #: (:func:`jobctl.ops.redrive_record.upkeep`); ``None`` for none
+    record_upkeep: Callable[[], None] | None = None
     raw: str | None = None
     attempts: str | None = None
     errors: str | None = None
@@ -386,8 +386,8 @@ def begin_walk(src: ListSource, value: str, total: int):
     send EVALSHA; returns the window script.  Raises :class:`Busy` when
     another operation's walk is still recorded."""
     finish_hold(src.client, src.kind, src.dead, src.hold, src.walk)
-    if src.stale_records:  # off the main thread, whatever their size
-        src.client.unlink(*src.stale_records)
+    if src.record_upkeep is not None:
+        src.record_upkeep()
     begun = script(src.client, "lease")(keys=[src.lease, src.walk],
                                         args=["begin", value, value.split(" ")[0], total, EXPIRE_AFTER_MS])
     if int(begun[0]) != 1:
