@@ -97,3 +97,27 @@ def test_the_undated_record_of_earlier_versions_joins_the_retention(redis_client
     assert lookup(redis_client, K, job_id, wall_ms())["count"] == 5  # today's 1 + the 4 before
     # a day later that hash is past the retention: the next walk unlinks it
     assert oldest in stale_keys(K, wall_ms() + DAY_MS)
+
+
+def test_inspect_shows_the_record_in_words_cli_and_tui(redis_client, run):
+    """`jobctl inspect` (text) and the TUI's job inspector say how often and
+    by which operation a job was redriven, from jobctl's record."""
+    from rich.console import Console
+
+    from jobctl.config import QueueConfig
+    from jobctl.layouts.reliable_list import ReliableList
+    from jobctl_tui.inspector import facts_table
+
+    [job_id] = simple_dead(redis_client, "email", 1)
+    code, out, err = run("redrive", "email", "--yes", "--json")
+    assert code == 0, err
+    op = json.loads(out)["operation_id"]
+    code, out, err = run("inspect", "email", job_id)
+    assert code == 0, err
+    assert f"1 time(s), last by {op} at " in " ".join(out.split())
+
+    record = ReliableList(redis_client, QueueConfig("email")).inspect(job_id)
+    console = Console(record=True, width=200)
+    console.print(facts_table(record, wall_ms()))
+    text = console.export_text()
+    assert "redriven" in text and f"1 time(s), last by {op} at " in text

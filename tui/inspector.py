@@ -85,6 +85,10 @@ def facts_table(r: JobRecord, now: int) -> Table:
             t.add_row("idempotency key", e.idempotency_key)
         if "redriveOperation" in e.extra:
             t.add_row("redriven", f"{e.extra.get('redriveCount', '?')} time(s), last by {e.extra['redriveOperation']}")
+    rec = r.meta.get("redriven")  # jobctl's redrive record (the envelope is not rewritten)
+    if isinstance(rec, dict) and isinstance(rec.get("at_ms"), int) and "redriveOperation" not in e.extra:
+        t.add_row("redriven", f"{rec.get('count', '?')} time(s), last by {rec.get('operation')} "
+                              f"at {fmt.stamp(rec['at_ms'])} ({fmt.rel(now, rec['at_ms'])})")
     return t
 
 

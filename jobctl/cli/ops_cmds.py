@@ -322,11 +322,14 @@ def redrive(session: Session, queue, filter_text, ids, to, delay, reset_attempts
             batch, dry_run, yes, as_json) -> int:
     """Move dead jobs back to ready (or scheduled), keeping their ids.
 
-    The envelope records the redrive: redrivenAtEpochMs, redriveOperation
-    (the operation id, also in the journal) and redriveCount.  The attempt
-    counter is kept unless --reset-attempts, so a job that fails again goes
-    back to the DLQ at once instead of starting a new retry storm.
-    Malformed envelopes are never redriven.
+    Each redrive is recorded (operation id, time, count; `jobctl inspect`
+    shows it, the journal has the operation): from a dead list in jobctl's
+    redrive record, kept 7 days, the envelope moving untouched; elsewhere,
+    and with --reset-attempts, in the envelope (redrivenAtEpochMs,
+    redriveOperation, redriveCount).  The attempt counter is kept unless
+    --reset-attempts, so a job that fails again goes back to the DLQ at once
+    instead of starting a new retry storm.  Malformed envelopes are never
+    redriven.
     """
     req = OpRequest(Operation.REDRIVE, queue, target=State(to), filter_text=filter_text, ids=tuple(ids),
                     limit=limit, delay_ms=_duration(delay, "--delay"), reset_attempts=reset_attempts,

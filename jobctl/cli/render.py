@@ -191,6 +191,9 @@ def job_panel(r: JobRecord, now: int):
     if r.deadline_ms is not None:
         facts.add_row("deadline", f"{fmt_ms(r.deadline_ms)} ({_rel(now, r.deadline_ms)})")
     for k, v in r.meta.items():
+        if k == "redriven" and isinstance(v, dict) and isinstance(v.get("at_ms"), int):
+            # jobctl's redrive record (jobctl.ops.redrive_record): {operation, at_ms, count}
+            v = f"{v.get('count')} time(s), last by {v.get('operation')} at {fmt_ms(v['at_ms'])} ({_rel(now, v['at_ms'])})"
         facts.add_row(_markup_escape(shown(k)), _markup_escape(shown(str(v))))
     for p in r.envelope.problems:
         facts.add_row("[red]problem[/]", _markup_escape(shown(p)))
