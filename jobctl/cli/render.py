@@ -193,7 +193,8 @@ def job_panel(r: JobRecord, now: int):
     for k, v in r.meta.items():
         if k == "redriven" and isinstance(v, dict) and isinstance(v.get("at_ms"), int):
             # jobctl's redrive record (jobctl.ops.redrive_record): {operation, at_ms, count}
-            v = f"{v.get('count')} time(s), last by {v.get('operation')} at {fmt_ms(v['at_ms'])} ({_rel(now, v['at_ms'])})"
+            at = v["at_ms"]
+            v = f"{v.get('count')} time(s), last by {v.get('operation')} at {fmt_ms(at)} ({_rel(now, at)})"
         facts.add_row(_markup_escape(shown(k)), _markup_escape(shown(str(v))))
     for p in r.envelope.problems:
         facts.add_row("[red]problem[/]", _markup_escape(shown(p)))

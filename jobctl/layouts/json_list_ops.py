@@ -146,6 +146,7 @@ def dead_sources(layout: "JsonList", spec: OpSpec) -> list[ListSource]:
     target = {"purge": k.dead, "suppressed": k.suppressed, "ready": k.pending}[mode]
     info = (lambda now: suppression_record(spec, now)) if mode == "suppressed" else None
     return [ListSource(client=layout.client, kind="jl", tag=k.prefix, shard=0, dead=k.dead, hold=k.hold,
-                       walk=k.walk, lease=k.lease, **source_fields(layout.client, k, now), info_hash=k.suppressed_info, target=target,
-                       mode=mode, raw=k.suppressed_raw, attempts=k.attempts, errors=k.errors,
+                       walk=k.walk, lease=k.lease, **source_fields(layout.client, k, now),
+                       info_hash=k.suppressed_info, target=target, mode=mode, raw=k.suppressed_raw,
+                       attempts=k.attempts, errors=k.errors,
                        ident=lambda j: j.sha1, info=info, reset_attempts=spec.reset_attempts)]

@@ -279,7 +279,8 @@ def dead_sources(layout: "ReliableList", spec: OpSpec) -> list[ListSource]:
         info = (lambda now: suppression_record(spec, now)) if mode == "suppressed" else None
         out.append(ListSource(
             client=layout.client, kind="rl", tag=keys.tag, shard=shard, dead=keys.dead, hold=keys.hold,
-            walk=keys.walk, lease=keys.lease, **source_fields(layout.client, keys, now), info_hash=keys.suppressed_info,
+            walk=keys.walk, lease=keys.lease, **source_fields(layout.client, keys, now),
+            info_hash=keys.suppressed_info,
             target=target, mode=mode, payload_key=keys.job, new_payloads=new_payloads, info=info,
             delay_ms=spec.delay_ms if mode == "scheduled" else 0))
     return out

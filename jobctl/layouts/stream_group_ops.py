@@ -139,7 +139,8 @@ def dead_sources(layout: StreamGroup, spec: OpSpec) -> list:
         reset = spec.operation is Operation.REDRIVE and spec.reset_attempts
         out.append(ListSource(
             client=layout.client, kind="rl", tag=keys.tag, shard=shard, dead=keys.dead, hold=keys.hold,
-            walk=keys.walk, lease=keys.lease, **source_fields(layout.client, keys, now), info_hash=keys.suppressed_info,
+            walk=keys.walk, lease=keys.lease, **source_fields(layout.client, keys, now),
+            info_hash=keys.suppressed_info,
             target=target, mode=mode, payload_key=keys.job,
             new_payloads=reset_payloads(layout.client, keys, spec, mode) if reset else None,
             info=(lambda now: suppression_record(spec, now)) if mode == "suppressed" else None,
