@@ -141,8 +141,8 @@ class _WindowKeys(_SuppressionKeys):
     @property
     def redriven_undated(self) -> str:
         """jobctl's redrive record before it was kept by day (one hash for all
-        time, written by jobctl until 2026-11-27): renamed into the oldest
-        day a read looks at by the next walk (:func:`jobctl.ops.redrive_record.upkeep`)."""
+        time, written by jobctl until 2026-11-27): renamed into today's by
+        the next walk (:func:`jobctl.ops.redrive_record.upkeep`)."""
         return f"{self.jobctl_base}:jobctl:redriven"
 
     def redriven(self, day: str) -> str:

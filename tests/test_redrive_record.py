@@ -84,19 +84,33 @@ def test_a_record_of_an_earlier_day_still_sets_the_ready_age(redis_client, run):
 
 def test_the_undated_record_of_earlier_versions_joins_the_retention(redis_client, run):
     """The one hash jobctl kept for all time before the record was kept by
-    day is renamed into the oldest day a read looks at: still read for a
-    day, then unlinked like any stale day."""
+    day becomes today's: read, and counted on, for the retention, then
+    unlinked like any stale day."""
     [job_id] = simple_dead(redis_client, "email", 1)
     now = wall_ms()
-    redis_client.hset(K.redriven_undated, job_id, orjson.dumps(["op-before", now - DAY_MS, 4]))
-    assert run("redrive", "email", "--yes")[0] == 0
-    oldest = read_keys(K, wall_ms())[-1]
+    redis_client.hset(K.redriven_undated, mapping={job_id: orjson.dumps(["op-before", now - DAY_MS, 4]),
+                                                   "older-job": orjson.dumps(["op-before", now - DAY_MS, 1])})
+    code, out, err = run("redrive", "email", "--yes", "--json")
+    assert code == 0, err
+    today = record_key(K, wall_ms())
     assert not redis_client.exists(K.redriven_undated)
-    assert orjson.loads(redis_client.hget(oldest, job_id))[0] == "op-before"
-    assert 0 < redis_client.pttl(oldest) <= EXPIRE_AFTER_MS
-    assert lookup(redis_client, K, job_id, wall_ms())["count"] == 5  # today's 1 + the 4 before
-    # a day later that hash is past the retention: the next walk unlinks it
-    assert oldest in stale_keys(K, wall_ms() + DAY_MS)
+    assert orjson.loads(redis_client.hget(today, "older-job"))[0] == "op-before"
+    assert EXPIRE_AFTER_MS - 600_000 < redis_client.pttl(today) <= EXPIRE_AFTER_MS
+    rec = lookup(redis_client, K, job_id, wall_ms())
+    assert rec["operation"] == json.loads(out)["operation_id"] and rec["count"] == 5  # the 4 before + this one
+    assert today in stale_keys(K, wall_ms() + (RETENTION_DAYS + 1) * DAY_MS)
+
+
+def test_an_undated_record_still_written_by_an_earlier_jobctl_is_left(redis_client, run):
+    """Today's hash exists (this jobctl ran today) and an earlier jobctl
+    wrote the undated one since: nothing of it is lost, a later day's walk
+    moves it."""
+    jobs = simple_dead(redis_client, "email", 2)
+    assert run("redrive", "email", "--ids", jobs[0], "--yes")[0] == 0
+    redis_client.hset(K.redriven_undated, "by-old-jobctl", orjson.dumps(["op-old", wall_ms(), 1]))
+    assert run("redrive", "email", "--ids", jobs[1], "--yes")[0] == 0
+    assert redis_client.hget(K.redriven_undated, "by-old-jobctl") is not None
+    assert {k.decode() for k in redis_client.hkeys(record_key(K, wall_ms()))} == set(jobs)
 
 
 def test_inspect_shows_the_record_in_words_cli_and_tui(redis_client, run):

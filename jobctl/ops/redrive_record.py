@@ -19,7 +19,7 @@ main thread), and each write sets its day's hash to expire
 :data:`EXPIRE_AFTER_MS` after it: the backstop for a queue no jobctl
 operation walks again.  Without a retention the record grew forever,
 ~100 bytes of server memory for every job ever redriven; the walk also
-moves that older, undated hash into the retention (:func:`upkeep`).
+moves that older, undated hash into today's (:func:`upkeep`).
 """
 
 from __future__ import annotations
@@ -110,19 +110,23 @@ def lookup(client: Any, keys: Any, job_id: str, now_ms: int) -> dict[str, Any] |
 
 def upkeep(client: Any, keys: Any, now_ms: int) -> None:
     """What a walk of a queue (shard) with window keys ``keys`` does to its
-    record when it begins at ``now_ms``: ``UNLINK`` the :func:`stale_keys`,
-    and move the record jobctl kept before it was kept by day
-    (``keys.redriven_undated``, one hash for all time) to the oldest day a
-    read looks at (``RENAMENX``, O(1)), with its expiry, so reads still see
-    it for a day and the walks after that ``UNLINK`` it."""
+    record once it has begun at ``now_ms`` (under the lease):
+    ``UNLINK`` the :func:`stale_keys`, and move the record jobctl kept
+    before it was kept by day (``keys.redriven_undated``, one hash for all
+    time) to today's hash (``RENAMENX``, O(1)), with its expiry, so its
+    records stay readable, and their counts go on, for the retention.
+    When today's hash exists already, an earlier jobctl still writes the
+    undated one: it is left for a later day's walk."""
+    import redis
+
     client.unlink(*stale_keys(keys, now_ms))
-    undated = keys.redriven_undated
+    undated, today = keys.redriven_undated, record_key(keys, now_ms)
     if client.exists(undated):
-        oldest = read_keys(keys, now_ms)[-1]
-        if client.renamenx(undated, oldest):
-            client.pexpire(oldest, EXPIRE_AFTER_MS)
-        else:  # that day's hash exists already: the undated one is older still
-            client.unlink(undated)
+        try:
+            if client.renamenx(undated, today):
+                client.pexpire(today, EXPIRE_AFTER_MS)
+        except redis.exceptions.ResponseError:  # gone meanwhile (another walk moved it)
+            pass
 
 
 def source_fields(client: Any, keys: Any, now_ms: int) -> dict[str, Any]:

@@ -112,7 +112,8 @@ WINDOW = 64
 #: Tail positions one window call of an unfiltered plan (tail mode) pops when
 #: ``--batch`` sets none: ~0.25-0.4 ms of server time per call on an idle
 #: server (about 1-1.5 µs a moved job on the bulk path: its share of one RPOP,
-#: one EXISTS, one LPUSH and the redriven hash's HMGET/HSET; purge: UNLINK).
+#: one EXISTS, one LPUSH and the redrive record's HMGET/HSET/PEXPIRE; purge:
+#: UNLINK).
 #: One call a round trip (:data:`ROUND_TRIP_POSITIONS`).
 TAIL_WINDOW = 120
 #: Round trips in flight in tail mode: the client packs the next one while
@@ -386,12 +387,12 @@ def begin_walk(src: ListSource, value: str, total: int):
     send EVALSHA; returns the window script.  Raises :class:`Busy` when
     another operation's walk is still recorded."""
     finish_hold(src.client, src.kind, src.dead, src.hold, src.walk)
-    if src.record_upkeep is not None:
-        src.record_upkeep()
     begun = script(src.client, "lease")(keys=[src.lease, src.walk],
                                         args=["begin", value, value.split(" ")[0], total, EXPIRE_AFTER_MS])
     if int(begun[0]) != 1:
         raise Busy(f"walk of operation {_text(begun[1])} still recorded in {src.walk}")
+    if src.record_upkeep is not None:  # only once the walk is this operation's
+        src.record_upkeep()
     window = script(src.client, "list_window")
     src.client.script_load(window.script)
     return window
