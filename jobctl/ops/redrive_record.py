@@ -14,8 +14,8 @@ redrives recorded in that hash), with one ``HMGET`` + one ``HSET`` per call
 Retention: reads (``jobctl inspect``, the oldest-ready age of ``status``)
 look at today's hash and those of the :data:`RETENTION_DAYS` days before.
 Each operation's walk ``UNLINK``s the hashes of the :data:`UNLINK_DAYS`
-days after that (:func:`stale_keys`; ``UNLINK`` frees a large hash off the
-main thread), and each write sets its day's hash to expire
+days before the oldest one read (:func:`stale_keys`; ``UNLINK`` frees a
+large hash off the main thread), and each write sets its day's hash to expire
 :data:`EXPIRE_AFTER_MS` after it: the backstop for a queue no jobctl
 operation walks again.  Without a retention the record grew forever,
 ~100 bytes of server memory for every job ever redriven; the walk also
@@ -110,23 +110,28 @@ def lookup(client: Any, keys: Any, job_id: str, now_ms: int) -> dict[str, Any] |
 
 def upkeep(client: Any, keys: Any, now_ms: int) -> None:
     """What a walk of a queue (shard) with window keys ``keys`` does to its
-    record once it has begun at ``now_ms`` (under the lease):
-    ``UNLINK`` the :func:`stale_keys`, and move the record jobctl kept
+    record once it has begun at ``now_ms`` (under the lease): ``UNLINK``
+    each of the :func:`stale_keys` and look for the record jobctl kept
     before it was kept by day (``keys.redriven_undated``, one hash for all
-    time) to today's hash (``RENAMENX``, O(1)), with its expiry, so its
+    time), in one pipelined round trip; if there is one (once per queue),
+    move it to today's hash (``RENAMENX``, O(1)) with its expiry, so its
     records stay readable, and their counts go on, for the retention.
     When today's hash exists already, an earlier jobctl still writes the
     undated one: it is left for a later day's walk."""
     import redis
 
-    client.unlink(*stale_keys(keys, now_ms))
-    undated, today = keys.redriven_undated, record_key(keys, now_ms)
-    if client.exists(undated):
-        try:
-            if client.renamenx(undated, today):
-                client.pexpire(today, EXPIRE_AFTER_MS)
-        except redis.exceptions.ResponseError:  # gone meanwhile (another walk moved it)
-            pass
+    pipe = client.pipeline(transaction=False)
+    for key in stale_keys(keys, now_ms):  # one UNLINK a key: a cluster pipeline takes no multi-key UNLINK
+        pipe.unlink(key)
+    pipe.exists(keys.redriven_undated)
+    if not pipe.execute(raise_on_error=False)[-1]:
+        return
+    today = record_key(keys, now_ms)
+    try:
+        if client.renamenx(keys.redriven_undated, today):
+            client.pexpire(today, EXPIRE_AFTER_MS)
+    except redis.exceptions.ResponseError:  # gone meanwhile (another walk moved it)
+        pass
 
 
 def source_fields(client: Any, keys: Any, now_ms: int) -> dict[str, Any]:
