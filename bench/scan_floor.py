@@ -29,7 +29,6 @@ import statistics
 import sys
 import time
 
-import orjson
 import redis
 
 from bulkload import load_dead
@@ -56,6 +55,8 @@ def main() -> int:
     if args.quick:
         args.jobs, args.rounds, args.windows = min(args.jobs, 100_000), min(args.rounds, 3), min(args.windows, 20)
 
+    from jobctl.filter import compile_filter
+    from jobctl.filter.lua_predicate import lua_program
     from jobctl.keys import ReliableListKeys
     from jobctl.layouts.predicate_plan import SCAN_WINDOW
     from jobctl.scripts import source
@@ -70,7 +71,7 @@ def main() -> int:
         ids = client.lrange(keys.dead, -width * args.windows, -1)
         windows = [[keys.job(i.decode()) for i in ids[w * width:(w + 1) * width]] for w in range(args.windows)]
         prefix = keys.job("")
-        program = orjson.dumps([["c", "tenantId", "=", "t1"]])
+        program = lua_program(compile_filter("tenant = t1"))  # the program the plan sends
         scan, floor = client.script_load(source("list_scan")), client.script_load(MGET_ONLY)
         readers = {
             "list_scan (tenant = t1)": ("evalsha", lambda ks: client.evalsha(scan, len(ks), *ks, program, "1",
