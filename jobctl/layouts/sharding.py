@@ -6,11 +6,13 @@ queue's config.  Known rules:
 
 * ``java-hashcode-floormod``: ``Math.floorMod(jobId.hashCode(), shards)``
   (Java's ``String.hashCode``: ``s[0]*31^(n-1) + ... + s[n-1]`` in signed
-  32-bit arithmetic).
+  32-bit arithmetic, over UTF-16 code units: a character outside the Basic
+  Multilingual Plane counts as its two surrogates, as in Java).
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -20,17 +22,35 @@ if TYPE_CHECKING:
     from ..config import QueueConfig
     from .base import Layout
 
-__all__ = ["SHARD_RULES", "shard_rule", "java_hashcode_floormod", "reshard_destination"]
+__all__ = ["SHARD_RULES", "shard_rule", "java_hashcode_floormod", "java_string_hash", "utf16_code_units",
+           "reshard_destination"]
+
+# UTF-16 in this machine's byte order, so the code units read back as "H" items.
+_UTF16 = "utf-16-le" if sys.byteorder == "little" else "utf-16-be"
+
+
+def utf16_code_units(text: str):
+    """The UTF-16 code units of ``text`` (an iterable of ints 0..0xFFFF), as
+    a Java ``String`` holds them: a character above U+FFFF gives its two
+    surrogates; a lone surrogate in ``text`` is kept as one unit."""
+    if text.isascii():
+        return map(ord, text)
+    return memoryview(text.encode(_UTF16, "surrogatepass")).cast("H")
+
+
+def java_string_hash(text: str) -> int:
+    """Java's ``text.hashCode()``: a signed 32-bit int (``s[0]*31^(n-1) +
+    ... + s[n-1]`` over UTF-16 code units, with int overflow)."""
+    h = 0
+    for unit in utf16_code_units(text):
+        h = (31 * h + unit) & 0xFFFFFFFF
+    return h - (1 << 32) if h & 0x80000000 else h
 
 
 def java_hashcode_floormod(job_id: str, shards: int) -> int:
-    """``Math.floorMod(jobId.hashCode(), shards)``."""
-    h = 0
-    for ch in job_id:
-        h = (31 * h + ord(ch)) & 0xFFFFFFFF
-    if h & 0x80000000:
-        h -= 1 << 32
-    return h % shards  # Python's % is floorMod
+    """``Math.floorMod(jobId.hashCode(), shards)``: the shard index in
+    ``0..shards-1`` (``shards`` >= 1) that a Java producer picks."""
+    return java_string_hash(job_id) % shards  # Python's % is floorMod
 
 
 #: Rule name -> ``fn(job_id, shards) -> shard index``.
