@@ -8,7 +8,7 @@ import click
 
 from ..exitcodes import ExitCode
 from ..session import Session
-from . import render
+from . import options, render
 
 __all__ = ["COMMANDS"]
 
@@ -86,7 +86,7 @@ def check(session: Session, queues: tuple[str, ...], repair: bool, yes: bool, as
 
 @click.command()
 @click.argument("queues", nargs=-1)
-@click.option("--limit", type=click.IntRange(1, 10_000), default=20, show_default=True)
+@click.option("--limit", type=options.Count(1, 10_000), default=20, show_default=True)
 @click.option("--local", is_flag=True, help="Read the local JSONL journal instead of the servers' streams.")
 @click.option("--json", "as_json", is_flag=True)
 @pass_session

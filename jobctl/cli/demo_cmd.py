@@ -94,7 +94,7 @@ def _scan_batches(client, pattern: str):
 
 
 @click.command()
-@click.option("--size", type=click.IntRange(100, 1_000_000), default=20_000, show_default=True,
+@click.option("--size", type=options.Count(100, 1_000_000), default=20_000, show_default=True,
               help="Jobs to load across the demo queues.")
 @click.option("--duration", type=options.Finite(0, 86400 * 366), default=0,
               help="Stop after SECONDS (0: until Ctrl-C).")

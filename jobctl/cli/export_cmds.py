@@ -43,7 +43,7 @@ def _progress_bar(total: int):
 @click.argument("queue")
 @click.option("--state", "states", multiple=True, type=click.Choice(_EXPORT_STATES),
               help="State to export (repeatable).  [default: dead]")
-@click.option("--filter", "filter_text", metavar="EXPR",
+@click.option("--filter", "filter_text", metavar="EXPR", type=options.FILTER,
               help="Only jobs matching this filter (docs/filter.md), evaluated at the snapshot time.")
 @click.option("--out", "out_dir", required=True, metavar="DIR", type=options.OUT_DIR,
               help="Export directory (created; an interrupted export there is continued).")
@@ -51,7 +51,7 @@ def _progress_bar(total: int):
               show_default=True)
 @click.option("--part-rows", type=options.Count(1000, options.MAX_JOBS), default=500_000, show_default=True,
               help="Rows per part file.")
-@click.option("--batch", type=click.IntRange(1, 10_000), default=1000, show_default=True,
+@click.option("--batch", type=options.Count(1, 10_000), default=1000, show_default=True,
               help="Jobs read per Redis round trip.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @pass_session

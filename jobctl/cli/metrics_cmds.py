@@ -36,7 +36,7 @@ def metrics() -> None:
 
 @metrics.command()
 @click.argument("queues", nargs=-1)
-@click.option("--port", type=click.IntRange(0, 65535), default=None, help="TCP port (default 9839; 0: any free port).")
+@click.option("--port", type=options.Count(0, 65535), default=None, help="TCP port (default 9839; 0: any free port).")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @_interval_options
 @pass_session

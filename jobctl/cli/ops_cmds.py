@@ -29,7 +29,7 @@ pass_session = click.make_pass_decorator(Session)
 
 
 def _filter_option(required: bool = False):
-    return click.option("--filter", "filter_text", metavar="EXPR", required=required,
+    return click.option("--filter", "filter_text", metavar="EXPR", type=options.FILTER, required=required,
                         help="Filter expression, e.g. 'error ~ \"HTTP_5*\" and tenant = t1' (docs/filter.md).")
 
 
@@ -50,7 +50,7 @@ def _common(fn: Callable) -> Callable:
     for opt in reversed([
         click.option("--limit", type=options.JOB_LIMIT, help="Touch at most N jobs."),
         click.option("--rate", type=options.RATE, metavar="N", help="At most N jobs per second."),
-        click.option("--batch", type=click.IntRange(1, 5000), default=None,
+        click.option("--batch", type=options.Count(1, 5000), default=None,
                      help="Jobs per script call (default: the layout's; 128 for reliable-list)."),
         click.option("--dry-run", is_flag=True, help="Print the plan; change nothing."),
         click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation (required without a TTY)."),

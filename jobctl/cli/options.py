@@ -10,6 +10,7 @@ error, so the CLI prints one line and exits with
 
 * :class:`Count`: an integer in ``[min, max]`` (both always bounded).
 * :class:`Finite`: a finite float in ``[min, max]``.
+* :class:`FilterText`: a filter expression that is not blank.
 * :class:`BoundedDuration`: an operator duration (:func:`jobctl.durations.parse_duration`,
   ``30s``, ``1h30m``...) of at most ``max_ms`` milliseconds; the value stays
   the text the operator typed, so commands parse it as before.
@@ -23,7 +24,7 @@ import math
 
 import click
 
-__all__ = ["Count", "Finite", "BoundedDuration", "MAX_JOBS", "MAX_RATE", "MAX_PRIORITY", "MAX_DELAY_MS",
+__all__ = ["Count", "Finite", "BoundedDuration", "FilterText", "FILTER", "MAX_JOBS", "MAX_RATE", "MAX_PRIORITY", "MAX_DELAY_MS",
            "JOB_LIMIT", "RATE", "PRIORITY", "DELAY"]
 
 #: The most jobs one command may touch or list (--limit): far above any
@@ -44,6 +45,12 @@ class Count(click.IntRange):
 
     def __init__(self, min: int = 0, max: int = MAX_JOBS) -> None:  # noqa: A002 - click's names
         super().__init__(min, max)
+
+    def convert(self, value, param, ctx):
+        # int() takes any Unicode digit ("١٢" is 12): an operator's count is ASCII only
+        if isinstance(value, str) and not value.strip().lstrip("+-").isascii():
+            self.fail(f"{value!r} is not an integer (ASCII digits only)", param, ctx)
+        return click.IntRange.convert(self, value, param, ctx)
 
 
 class Finite(click.FloatRange):
@@ -84,6 +91,23 @@ class BoundedDuration(click.ParamType):
         return value
 
 
+class FilterText(click.ParamType):
+    """A filter expression (docs/filter.md); blank text is refused, so an
+    unset shell variable never widens a command to every job."""
+
+    name = "filter"
+
+    def convert(self, value, param, ctx):
+        from ..filter import FilterError, checked_filter_text
+
+        try:
+            return checked_filter_text(value)
+        except FilterError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+#: --filter of every command that takes one.
+FILTER = FilterText()
 #: --limit of the operations: at least one job, at most MAX_JOBS.
 JOB_LIMIT = Count(1, MAX_JOBS)
 #: --rate: jobs per second.

@@ -136,7 +136,7 @@ def watch_status(session: Session, queues: tuple[str, ...], interval: float, *, 
 @click.command(name="ls")
 @click.argument("queue")
 @click.option("--state", type=_STATES, default="ready", show_default=True)
-@click.option("--limit", type=click.IntRange(1, 10_000), default=20, show_default=True)
+@click.option("--limit", type=options.Count(1, 10_000), default=20, show_default=True)
 @click.option("--json", "as_json", is_flag=True)
 @pass_session
 def ls(session: Session, queue: str, state: str, limit: int, as_json: bool) -> int:
@@ -257,7 +257,7 @@ def _evidence(keys: list[str]) -> list[str]:
 
 @click.command()
 @click.option("--json", "as_json", is_flag=True)
-@click.option("--limit", type=click.IntRange(1000, 100_000_000), default=200_000, show_default=True,
+@click.option("--limit", type=options.Count(1000, 100_000_000), default=200_000, show_default=True,
               help="Examine at most this many keys.")
 @click.option("--write-config", "write_config", metavar="FILE", type=click.Path(dir_okay=False),
               help="Write what was found as a [queues] catalogue (TOML) to FILE (must not exist).")

@@ -58,11 +58,11 @@ def _pausable(session: Session, queue: str, verb: str):
               help="Which jobs to pause.")
 @click.option("--hold", is_flag=True,
               help="Also keep pausing newly ready matching jobs until resumed (foreground loop).")
-@click.option("--budget", type=click.IntRange(1, 100_000), default=1000, show_default=True,
+@click.option("--budget", type=options.Count(1, 100_000), default=1000, show_default=True,
               help="--hold: at most N jobs paused per cycle.")
 @click.option("--interval", default="1s", show_default=True, metavar="DURATION",
               help="--hold: pause between cycles.")
-@click.option("--cycles", type=click.IntRange(0), default=None, hidden=True,
+@click.option("--cycles", type=options.Count(0), default=None, hidden=True,
               help="--hold: stop after N cycles (tests).")
 @_common
 @pass_session
@@ -197,12 +197,12 @@ def hold() -> None:
 
 @hold.command("run")
 @click.argument("queue")
-@click.option("--budget", type=click.IntRange(1, 100_000), default=1000, show_default=True,
+@click.option("--budget", type=options.Count(1, 100_000), default=1000, show_default=True,
               help="At most N jobs paused per hold per cycle.")
 @click.option("--interval", default="1s", show_default=True, metavar="DURATION", help="Pause between cycles.")
-@click.option("--cycles", type=click.IntRange(0), default=None, hidden=True, help="Stop after N cycles (tests).")
+@click.option("--cycles", type=options.Count(0), default=None, hidden=True, help="Stop after N cycles (tests).")
 @click.option("--rate", type=click.FloatRange(0.1), metavar="N", help="At most N jobs per second.")
-@click.option("--batch", type=click.IntRange(1, 5000), default=None, help="Jobs per script call.")
+@click.option("--batch", type=options.Count(1, 5000), default=None, help="Jobs per script call.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
 @pass_session
 def hold_run(session: Session, queue, budget, interval, cycles, rate, batch, as_json) -> int:
@@ -375,7 +375,7 @@ def replay(session: Session, queue, from_, to, filter_text, limit, rate, batch, 
 
 @click.command()
 @click.argument("queue")
-@click.option("--shards", type=click.IntRange(1, 1024), required=True, help="The new number of shards.")
+@click.option("--shards", type=options.Count(1, 1024), required=True, help="The new number of shards.")
 @click.option("--state", type=click.Choice(["ready", "scheduled"]), default="ready", show_default=True,
               help="Which jobs to move to their new shard (run once per state).")
 @_common

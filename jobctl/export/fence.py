@@ -83,7 +83,7 @@ def export_fence(session: "Session", queue: str, state: State, filter_text: str 
         return None
     from .exporter import run_export
 
-    flt = MATCH_ALL if not filter_text else compile_filter(filter_text)
+    flt = MATCH_ALL if filter_text is None else compile_filter(filter_text)
     with session.errors():
         layout = session.layout(queue)
         res = run_export(layout, directory, states=[state], flt=flt, fmt=fmt, server=session.target.display,

@@ -53,6 +53,7 @@ __all__ = [
     "Filter",
     "MATCH_ALL",
     "compile_filter",
+    "checked_filter_text",
     "field_getter",
     "Predicate",
     "Getter",
@@ -78,8 +79,7 @@ def compile_filter(text: str) -> Filter:
     """
     if not isinstance(text, str):
         raise TypeError(f"filter text must be str, not {type(text).__name__}")
-    if not text.strip():
-        raise _error(text, 0, "empty filter", "leave --filter out to match everything")
+    checked_filter_text(text)
     from .compiler import _Compiler
     from .grammar import _parse
 
@@ -92,6 +92,20 @@ def compile_filter(text: str) -> Filter:
     if pred is None:
         raise _error(text, 0, "filter is nested too deeply")
     return Filter(text, pred, frozenset(comp.fields))
+
+
+def checked_filter_text(text: str | None) -> str | None:
+    """``text`` itself, or ``None`` for no filter (every job).
+
+    Every filter an operator gives passes here before anything is read, so a
+    blank shell variable never widens a filtered command to every job.
+
+    Raises:
+        FilterError: (exit code 2) when ``text`` is empty or only white space.
+    """
+    if text is not None and not text.strip():
+        raise _error(text, 0, "empty filter", "leave --filter out to match everything")
+    return text
 
 
 def field_getter(name: str) -> Getter:

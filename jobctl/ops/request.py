@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..filter import checked_filter_text
 from ..model import State
 from .catalog import OPERATIONS
 from .spec import Operation
@@ -26,7 +27,8 @@ class OpRequest:
     ``source`` defaults to the operation's first source state and
     ``target`` to its default target (:data:`jobctl.ops.catalog.OPERATIONS`;
     redrive may target ``scheduled`` with ``delay_ms``).  ``filter_text``:
-    the filter language (``None``/``""``: every job).  ``plan_file``: a
+    the filter language (``None``: every job; blank text raises
+    :class:`~jobctl.filter.FilterError`).  ``plan_file``: a
     ``redrive-plan.jsonl`` (redrive only those ids, each while unchanged).
     ``older_than_ms``: purge only jobs dead for at least that long.  A purge
     needs ``export_to`` (export there first, then purge exactly those) or
@@ -60,6 +62,7 @@ class OpRequest:
     replay_range: tuple[str, str] | None = None
 
     def __post_init__(self) -> None:
+        self.filter_text = checked_filter_text(self.filter_text)
         info = OPERATIONS[self.operation]
         if self.source is None:
             self.source = info.sources[0]
@@ -69,7 +72,7 @@ class OpRequest:
     @property
     def effective_filter_text(self) -> str | None:
         """``filter_text`` with ``older_than_ms`` as a ``dead_for >= Nms`` clause."""
-        text = self.filter_text or None
+        text = self.filter_text
         if self.older_than_ms:
             clause = f"dead_for >= {self.older_than_ms}ms"
             text = clause if not text else f"({text}) and {clause}"
