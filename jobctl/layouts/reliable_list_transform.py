@@ -2,39 +2,77 @@
 rewrite matching envelopes in place (:mod:`jobctl.ops.transform`), fenced
 by the payload SHA1 the plan saw, one ``rl_transform.lua`` call per batch;
 each replaced envelope is kept in ``queue:{t}:jobctl:envelopes-before``
-with the operation id, so that ``--rollback OPERATION`` restores it while
-the job still holds what the transform wrote.  The jobs stay where they are
-(ready, scheduled, dead or paused).
+(field: the job id) as a stack of layers, newest first, each with the
+operation id, so that transformations stack: ``--rollback OPERATION``
+restores a job's envelope while OPERATION's layer is on top of its stack
+and the job still holds what OPERATION wrote.  A rollback of an older
+transformation while a newer one is live on any of its jobs is refused
+(exit 2, naming the newer operation): roll back newest first.  The jobs
+stay where they are (ready, scheduled, dead or paused).
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
-
-import orjson
 
 from ..errors import UsageError
 from ..model import State
 from ..ops.plan import Plan, PlannedJob, payload_sha1
 from ..ops.result import BatchResult
 from ..ops.spec import Operation, OpSpec
-from ..scripts import script
-from .common import batch_result, check_transition, text
-from .moves import shard_chunks
+from .common import check_transition, text
+from .moves import call_move, move_result, shard_chunks
 from .planning import plan_from_walk, shard_index
 from .walks import WINDOW
 
 if TYPE_CHECKING:
     from .reliable_list import ReliableList
 
-__all__ = ["TRANSFORM_TRANSITIONS", "plan_operation", "apply_plan", "DEFAULT_BATCH"]
+__all__ = ["TRANSFORM_TRANSITIONS", "plan_operation", "apply_plan", "DEFAULT_BATCH", "KeptLayer", "kept_layers"]
 
 #: (operation, source) -> allowed targets: the job keeps its state.
 TRANSFORM_TRANSITIONS = {(Operation.TRANSFORM, s): (s,) for s in
                          (State.READY, State.SCHEDULED, State.DEAD, State.PAUSED, State.SUPPRESSED)}
 
 DEFAULT_BATCH = 128
+
+
+@dataclass(frozen=True)
+class KeptLayer:
+    """One layer of a job's kept stack: ``operation`` replaced ``before``
+    (the envelope's bytes as they were) at ``at_ms`` (epoch ms) with an
+    envelope whose SHA1 is ``after_sha1``."""
+
+    operation: str
+    at_ms: int
+    after_sha1: str
+    before: bytes
+
+
+def kept_layers(value: bytes) -> list[KeptLayer]:
+    """The layers of a kept stack (a field value of the envelopes-before
+    hash, written by ``rl_transform.lua``: ``T1\\n<operation>\\n<at_ms>\\n
+    <after_sha1>\\n<length>\\n<before bytes>`` per layer, newest first),
+    newest first; parsing stops at the first bytes that are not a layer."""
+    out: list[KeptLayer] = []
+    pos = 0
+    while pos < len(value):
+        head, start = [], pos
+        for _ in range(5):
+            nl = value.find(b"\n", start)
+            if nl < 0:
+                return out
+            head.append(value[start:nl])
+            start = nl + 1
+        end = start + int(head[4]) if head[4].isdigit() else -1
+        if head[0] != b"T1" or not head[2].isdigit() or end < start or end > len(value):
+            return out
+        out.append(KeptLayer(text(head[1]), int(head[2]), text(head[3]), value[start:end]))
+        pos = end
+    return out
 
 
 def plan_operation(layout: "ReliableList", spec: OpSpec, now: int) -> Plan:
@@ -47,24 +85,59 @@ def plan_operation(layout: "ReliableList", spec: OpSpec, now: int) -> Plan:
     if spec.transform is None and not _rollback_of(spec):
         raise UsageError("migrate --transform needs a transformation file")
     plan = Plan(spec=spec, now_ms=now)
-    if _rollback_of(spec):
-        op = _rollback_of(spec)
-        for n, keys in enumerate(layout.shards):
-            for field, raw in layout.client.hscan_iter(keys.envelopes_before, count=WINDOW):
-                try:
-                    doc = orjson.loads(raw)
-                except orjson.JSONDecodeError:
-                    continue
-                if isinstance(doc, dict) and doc.get("operation") == op:
-                    plan.scanned += 1
-                    plan.jobs.append(PlannedJob(job_id=text(field), shard=n, position=None, score=None, sha1=""))
-        return plan
+    op = _rollback_of(spec)
+    if op:
+        return _plan_rollback(layout, plan, op)
 
     def walk():
         for keys in layout.shards:
             yield from layout.iter_batches_of(keys, spec.source, WINDOW)
 
     return plan_from_walk(plan, walk(), lambda rec: payload_sha1(rec.raw), shard_of=shard_index(layout.shards))
+
+
+def _plan_rollback(layout: "ReliableList", plan: Plan, op: str) -> Plan:
+    """The jobs whose kept stack holds a layer of ``op``.  Raises
+    :class:`UsageError` when a newer transformation's layer lies over it on
+    a job that still holds what that newer one wrote (it must be rolled
+    back first); reads only."""
+    newer: list[tuple[int, str, KeptLayer]] = []
+    for n, keys in enumerate(layout.shards):
+        for field, raw in layout.client.hscan_iter(keys.envelopes_before, count=WINDOW):
+            layers = kept_layers(raw)
+            if not any(layer.operation == op for layer in layers):
+                continue
+            plan.scanned += 1
+            job = PlannedJob(job_id=text(field), shard=n, position=None, score=None, sha1="")
+            plan.jobs.append(job)
+            if layers[0].operation != op:
+                newer.append((n, job.job_id, layers[0]))
+    live = _live_newer(layout, newer)
+    if live:
+        names = ", ".join(f"{name} ({count} job(s))" for name, count in live.most_common())
+        raise UsageError(f"--rollback {op}: envelopes it replaced were transformed again since by {names}: "
+                         "roll that back first (nothing changed)")
+    return plan
+
+
+def _live_newer(layout: "ReliableList", newer: list[tuple[int, str, KeptLayer]]) -> Counter:
+    """Operation -> how many of ``newer``'s jobs (shard, id, top layer)
+    still hold what that top layer's operation wrote."""
+    live: Counter = Counter()
+    for shard, chunk in shard_chunks([_Newer(*t) for t in newer], WINDOW):
+        keys = layout.shards[shard]
+        raws = layout.client.mget([keys.job(j.job_id) for j in chunk])
+        for j, raw in zip(chunk, raws):
+            if isinstance(raw, bytes) and payload_sha1(raw) == j.top.after_sha1:
+                live[j.top.operation] += 1
+    return live
+
+
+@dataclass(frozen=True)
+class _Newer:
+    shard: int
+    job_id: str
+    top: KeptLayer
 
 
 def _rollback_of(spec: OpSpec) -> str | None:
@@ -76,44 +149,54 @@ def _rollback_of(spec: OpSpec) -> str | None:
 def apply_plan(layout: "ReliableList", plan: Plan, *, batch: int = DEFAULT_BATCH,
                now_fn=None) -> Iterator[BatchResult]:
     """Replace (or, for a rollback, restore) the planned envelopes one
-    script call per ``batch`` jobs."""
+    ``rl_transform.lua`` call per ``batch`` jobs of a shard.  Raises
+    :class:`~jobctl.errors.DataError` when the envelopes-before hash holds
+    another type (that call wrote nothing)."""
     from .base import now_ms
 
     now_fn = now_fn or now_ms
     spec = plan.spec
     rollback = _rollback_of(spec)
-    call = script(layout.client, "rl_transform")
     for shard, chunk in shard_chunks(plan.jobs, batch):
         keys = layout.shards[shard]
-        result = BatchResult()
-        args: list = []
-        sent: list[PlannedJob] = []
         if rollback:
-            for j in chunk:
-                args += [j.job_id, "", ""]
-                sent.append(j)
+            result, sent, args = BatchResult(), chunk, [x for j in chunk for x in (j.job_id, "", "")]
         else:
-            raws = layout.client.mget([keys.job(j.job_id) for j in chunk])
-            for j, raw in zip(chunk, raws):
-                new = spec.transform.apply_raw(raw) if raw is not None else None
-                if raw is None:
-                    reason = "gone"
-                elif payload_sha1(raw) != j.sha1:
-                    reason = "changed"
-                elif new is None:
-                    reason = "malformed"
-                else:
-                    args += [j.job_id, j.sha1, new]
-                    sent.append(j)
-                    continue
-                result.skipped.append(j.job_id)
-                result.reasons[j.job_id] = reason
+            result, sent, args = _transform_args(layout, keys, spec, chunk)
         if sent:
-            res = call(keys=[keys.envelopes_before, *[keys.job(j.job_id) for j in sent]],
-                       args=["rollback" if rollback else "apply", rollback or spec.op_id, now_fn(),
-                             len(sent), *args])
-            got = batch_result(res)
+            reply = call_move(layout.client, "rl_transform",
+                              [keys.envelopes_before, *[keys.job(j.job_id) for j in sent]],
+                              ["rollback" if rollback else "apply", rollback or spec.op_id, now_fn(), len(sent),
+                               *args])
+            got = move_result(reply)
             result.moved += got.moved
             result.skipped += got.skipped
+            result.failed += got.failed
             result.reasons.update(got.reasons)
         yield result
+
+
+def _transform_args(layout: "ReliableList", keys, spec: OpSpec, chunk: list[PlannedJob]
+                    ) -> tuple[BatchResult, list[PlannedJob], list]:
+    """``(result with the jobs skipped here, jobs to send, their ARGV)``:
+    each job's new envelope computed from its current payload, when that is
+    still the one the plan saw."""
+    result = BatchResult()
+    args: list = []
+    sent: list[PlannedJob] = []
+    raws = layout.client.mget([keys.job(j.job_id) for j in chunk])
+    for j, raw in zip(chunk, raws):
+        new = spec.transform.apply_raw(raw) if raw is not None else None
+        if raw is None:
+            reason = "gone"
+        elif payload_sha1(raw) != j.sha1:
+            reason = "changed"
+        elif new is None:
+            reason = "malformed"
+        else:
+            args += [j.job_id, j.sha1, new]
+            sent.append(j)
+            continue
+        result.skipped.append(j.job_id)
+        result.reasons[j.job_id] = reason
+    return result, sent, args
