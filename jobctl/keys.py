@@ -318,8 +318,17 @@ class StreamGroupKeys(_WindowKeys):
 
     @property
     def replayed(self) -> str:
-        """jobctl's set of the entry ids ``jobctl replay`` re-added (a rerun replays each once)."""
+        """The set of the entry ids an earlier jobctl's ``replay`` re-added:
+        still read (each is replayed no more), no longer written."""
         return f"queue:{{{self.tag}}}:jobctl:replayed"
+
+    @property
+    def replay_record(self) -> str:
+        """jobctl's replay record (zset, every score 0): one member
+        ``<original id, each part zero-padded to 20 digits> <replay id>`` per
+        entry ``jobctl replay`` re-added, trimmed to the entries the stream
+        still holds (``jobctl/lua/sg_replay.lua``)."""
+        return f"queue:{{{self.tag}}}:jobctl:replay-record"
 
 
 # -- delayed-events (layouts.md section 5; seed 003) ---------------------------

@@ -357,9 +357,11 @@ def replay(session: Session, queue, from_, to, filter_text, limit, rate, batch, 
     """Re-add acknowledged stream entries as new entries (stream-group layout).
 
     Each replayed entry keeps its fields and gets replayOf = the original
-    entry id; the ids replayed are kept (queue:{t}:jobctl:replayed), so the
-    same replay run twice replays each entry once.  Entries still pending or
-    not yet delivered are not history and are left alone.
+    entry id.  Each original is replayed once, whatever the runs (one after
+    the other or at the same time): jobctl records it
+    (queue:{t}:jobctl:replay-record) in the same atomic step.  An entry that
+    carries replayOf is a replay and is never replayed.  Entries still
+    pending or not yet delivered are not history and are left alone.
     """
     from ..ops.core import check_layout
     from ..ops.stream_bounds import replay_range
