@@ -306,3 +306,31 @@ def test_cli_transform_over_a_wrong_typed_kept_hash_exits_6_and_writes_nothing(r
     snap.pop(b"jobctl:journal", None)
     assert {k: v for k, v in keyspace(redis_client).items() if b"journal" not in k} == \
         {k: v for k, v in snap.items() if b"journal" not in k}
+
+
+# -- a transformation changes only what it names -------------------------------
+
+def test_numbers_the_transformation_does_not_name_keep_their_exact_text(redis_client, run, tmp_path):
+    """Integers past 64 bits and decimals past a double's precision come out
+    as they went in (not rounded through a double); an envelope with a
+    duplicate key (whose value a re-encoding would drop) is not rewritten."""
+    ids = enqueue(redis_client, "email", 3)
+    literals = [b"18446744073709551617", b"-9223372036854775809", b"0.1000000000000000000001", b"1e400", b"2.50"]
+    for i in ids[:2]:
+        raw = redis_client.get(K.job(i))
+        extra = b', "exact": [' + b", ".join(literals) + b"]}"
+        redis_client.set(K.job(i), raw[:raw.rindex(b"}")] + extra)  # the last field: payload, an object
+    dup = redis_client.get(K.job(ids[2]))
+    redis_client.set(K.job(ids[2]), dup[:-1] + b', "tenantId": "t9"}')
+    originals = {i: redis_client.get(K.job(i)) for i in ids}
+    code, out, err = run("migrate", "email", "--transform", transform_file(tmp_path, "t1.toml", T1), "--yes", "--json")
+    assert code == 8, out + err  # one job skipped
+    res = json.loads(out)
+    assert res["moved"] == 2 and res["skipped_reasons"] == {"malformed": 1}
+    op = res["operation_id"]
+    for i in ids[:2]:
+        after = redis_client.get(K.job(i))
+        assert b'"region":"eu"' in after and b'"exact":[' + b",".join(literals) + b"]" in after
+    assert redis_client.get(K.job(ids[2])) == originals[ids[2]]
+    op_of(run, "--rollback", op)
+    assert {i: redis_client.get(K.job(i)) for i in ids} == originals

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import copy
 import difflib
+import json
 import tomllib
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,7 +34,7 @@ import orjson
 
 from ..errors import UsageError
 
-__all__ = ["Transform", "Rollback", "load_transform", "diff_lines"]
+__all__ = ["Transform", "Rollback", "load_transform", "load_exact", "diff_lines"]
 
 _KEYS = {"set", "rename", "delete", "bump_version"}
 
@@ -50,7 +51,10 @@ class Transform:
 
     def apply(self, doc: dict[str, Any]) -> dict[str, Any]:
         """The transformed copy of the envelope ``doc``."""
-        out = copy.deepcopy(doc)
+        return self.apply_in_place(copy.deepcopy(doc))
+
+    def apply_in_place(self, out: dict[str, Any]) -> dict[str, Any]:
+        """Transform the envelope ``out`` itself; returns it."""
         for old, new in self.rename.items():
             found, value = _pop(out, old)
             if found:
@@ -65,14 +69,19 @@ class Transform:
         return out
 
     def apply_raw(self, raw: bytes) -> bytes | None:
-        """The transformed envelope bytes; ``None`` when ``raw`` is not a JSON object."""
-        try:
-            doc = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            return None
+        """The transformed envelope bytes (compact JSON); ``None`` when
+        ``raw`` cannot be rewritten exactly: not a JSON object, a key twice
+        in one object, text that is not UTF-8 or a lone surrogate.  Numbers
+        the transformation does not set keep their text as stored (no
+        rounding through a double, whatever their size)."""
+        doc = load_exact(raw)
         if not isinstance(doc, dict):
             return None
-        return orjson.dumps(self.apply(doc))
+        out = self.apply_in_place(doc)  # a fresh parse: nothing shared
+        try:
+            return orjson.dumps(out)
+        except orjson.JSONEncodeError:  # a lone surrogate in a string
+            return None
 
     def describe(self) -> str:
         parts = [f"rename {len(self.rename)}", f"set {len(self.set)}", f"delete {len(self.delete)}"]
@@ -98,6 +107,39 @@ class Rollback:
 
     def to_json(self) -> dict[str, Any]:
         return {"rollback": self.operation}
+
+
+class _NotExact(ValueError):
+    """An envelope that cannot be rewritten exactly."""
+
+
+def load_exact(raw: bytes) -> Any:
+    """``raw`` parsed as JSON with every number that an ``int`` cannot hold
+    exactly in 64 bits (a fraction, an exponent, a big integer, ``-0``) kept
+    as its text (an :class:`orjson.Fragment` that ``orjson.dumps`` writes as
+    it was); ``None`` when ``raw`` is not JSON, not UTF-8, holds NaN or
+    Infinity, or an object with a key twice."""
+    try:
+        return json.loads(raw, parse_float=orjson.Fragment, parse_int=_exact_int,
+                          parse_constant=_not_exact, object_pairs_hook=_unique_keys)
+    except (ValueError, RecursionError):  # JSONDecodeError, UnicodeDecodeError, _NotExact
+        return None
+
+
+def _exact_int(literal: str) -> int | orjson.Fragment:
+    n = int(literal)
+    return n if -2**63 <= n < 2**64 and str(n) == literal else orjson.Fragment(literal)
+
+
+def _not_exact(literal: str) -> Any:
+    raise _NotExact(literal)
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    doc = dict(pairs)
+    if len(doc) != len(pairs):
+        raise _NotExact("a key twice in one object")
+    return doc
 
 
 def _walk(doc: dict[str, Any], path: str, create: bool) -> tuple[dict[str, Any] | None, str]:
