@@ -252,8 +252,9 @@ class ReliableListKeys(_WindowKeys):
 
     @property
     def envelopes_before(self) -> str:
-        """jobctl's hash: job id -> JSON {operation, at_ms, before}: the envelope a
-        ``jobctl migrate --transform`` replaced (``--rollback OPERATION`` puts it back)."""
+        """jobctl's hash: job id -> the envelopes ``jobctl migrate --transform``
+        replaced, a stack of layers newest first (format: ``jobctl/lua/rl_transform.lua``;
+        ``--rollback OPERATION`` pops OPERATION's layer back into the job)."""
         return f"queue:{{{self.tag}}}:jobctl:envelopes-before"
 
     @property

@@ -270,9 +270,11 @@ def migrate(session: Session, src, dst, filter_text, state, transform_file, roll
     producers' end.
 
     SRC --transform FILE: set, rename and delete envelope fields, bump
-    jobVersion (see jobctl/ops/transform.py for the file's format), in
-    place, each job only while its payload is the one the plan saw; the old
-    envelope is kept (queue:{t}:jobctl:envelopes-before) for --rollback.
+    jobVersion (the file's format: docs/recovery.md, "Envelope
+    transformations"), in place, each job only while its payload is the one
+    the plan saw; the old envelope is kept (queue:{t}:jobctl:envelopes-before)
+    for --rollback.  Transformations stack: roll them back newest first (a
+    rollback under a newer live transformation exits 2, naming it).
     --dry-run prints a before/after diff of sample envelopes.
     """
     if transform_file or rollback:
