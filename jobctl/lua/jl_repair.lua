@@ -20,12 +20,41 @@
 -- ARGV[3]  copy count, or a claim time in epoch seconds, per kind
 -- ARGV[4]  the job string (exact bytes), for the list kinds
 -- returns  1 when repaired, 0 when the condition no longer held
+-- errors   every argument and the type of every key the kind uses are
+--          checked before any write: "BADKIND <kind>", "BADARG ...",
+--          "WRONGTYPE key <key> holds a <type>, expected ..." (nothing written)
 -- Cost: LPOS/LREM scan the list (O(N): 5-10 ms on a 1M list, Redis 7.0.15);
 -- one call per finding, `jobctl check --repair` only.  A bounded repair would
 -- go through the window engine (Redis has no bounded removal from the
 -- middle of a list).
 
 local kind, id, arg, raw = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+--@prelude
+
+-- the keys each kind uses, with their types
+local TYPES = {
+  duplicate = { { KEYS[1], 'list' } },
+  missing_claim_time = { { KEYS[1], 'list' }, { KEYS[2], 'zset' } },
+  stray_claim_time = { { KEYS[2], 'zset' } },
+  dangling = { { KEYS[1], 'zset' }, { KEYS[3], 'hash' }, { KEYS[4], 'hash' } },
+}
+
+-- every argument and the type of every key the kind uses, before any write
+local function check()
+  local specs = TYPES[kind]
+  if not specs then return 'BADKIND ' .. tostring(kind) end
+  local _, err = jc_nonempty(id, 'job id')
+  if not err and kind == 'duplicate' then _, err = jc_int(arg, 'copy count', 0) end
+  if not err and kind ~= 'duplicate' and kind ~= 'dangling' then _, err = jc_number(arg, 'claim time') end
+  if not err and (kind == 'duplicate' or kind == 'missing_claim_time') and raw == nil then
+    err = 'BADARG job string missing'
+  end
+  return err or jc_check_types(specs)
+end
+
+local bad = check()
+if bad then return redis.error_reply(bad) end
+
 if kind == 'duplicate' then
   local extra = tonumber(arg) - 1
   if extra < 1 then return 0 end
@@ -41,11 +70,11 @@ elseif kind == 'stray_claim_time' then
     return redis.call('ZREM', KEYS[2], id)
   end
   return 0
-elseif kind == 'dangling' then
-  if redis.call('HEXISTS', KEYS[3], id) == 0 then
-    redis.call('HDEL', KEYS[4], id)
-    return redis.call('ZREM', KEYS[1], id)
-  end
-  return 0
 end
-return redis.error_reply('BADKIND ' .. kind)
+-- dangling
+if redis.call('HEXISTS', KEYS[3], id) == 0 then
+  local removed = redis.call('ZREM', KEYS[1], id)
+  redis.call('HDEL', KEYS[4], id)
+  return removed
+end
+return 0

@@ -16,17 +16,41 @@
 -- ARGV[1]  N, then per job: id, payload, token (the take-out operation id),
 --          state ("ready" | "scheduled"), due time (epoch ms; "" for ready)
 -- returns  { id1, code1, ... }: "copied", "done" (copied by an earlier
---          run), "conflict" (another job has this id at the destination)
+--          run), "conflict" (another job has this id at the destination:
+--          its payload key exists, whatever its type)
+-- errors   every argument and the type of the ready list, scheduled zset
+--          and marker hash are checked before any write: "BADARG ...",
+--          "WRONGTYPE key <key> holds a <type>, expected ..." (nothing written)
 
 local ready, scheduled, marker = KEYS[1], KEYS[2], KEYS[3]
 --@prelude
+
+-- every argument and the type of every key, before any write
+local function check()
+  local _
+  local n, err = jc_job_count(1, 5, 3)
+  for i = 1, (err and 0 or n) do
+    local b = 2 + 5 * (i - 1)
+    local state, due = ARGV[b + 3], ARGV[b + 4]
+    _, err = jc_nonempty(ARGV[b], 'id of job ' .. i)
+    if not err then _, err = jc_one_of(state, 'state of job ' .. i, { ready = true, scheduled = true }) end
+    if not err and (state == 'scheduled') ~= (due ~= '') then err = 'BADARG due time of job ' .. i end
+    if not err and due ~= '' then _, err = jc_number(due, 'due time of job ' .. i) end
+    if err then break end
+  end
+  return err or jc_check_types({ { ready, 'list' }, { scheduled, 'zset' }, { marker, 'hash' } })
+end
+
+local bad = check()
+if bad then return redis.error_reply(bad) end
+
 return jc_each({}, 2, 5, tonumber(ARGV[1]), function(i, b)
   local id, payload, token, state, due = ARGV[b], ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 4]
   local key = KEYS[3 + i]
   if redis.call('HGET', marker, id) == token then return 'done' end
-  if redis.call('EXISTS', key) == 1 then return 'conflict' end
+  if redis.call('EXISTS', key) == 1 then return 'conflict' end  -- whatever its type: nothing is overwritten
   redis.call('SET', key, payload)
-  if state == 'scheduled' and due ~= '' then
+  if state == 'scheduled' then
     redis.call('ZADD', scheduled, due, id)
   else
     redis.call('LPUSH', ready, id)

@@ -12,9 +12,34 @@
 -- ARGV[1]  N, then per job: id, action ("delete" | "back"), due time ("" none)
 -- returns  { id1, code1, ... }: "moved" (deleted here), "back", "not-next"
 --          (the migrating list's tail is another job)
+-- errors   every argument and the type of every key (the payload key of
+--          each job to delete: a string or missing) are checked before any
+--          write: "BADARG ...", "WRONGTYPE key <key> holds a <type>,
+--          expected ..." (nothing written)
 
 local migrating, info, ready, scheduled = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 --@prelude
+
+-- every argument and the type of every key, before any write
+local function check()
+  local _
+  local n, err = jc_job_count(1, 3, 4)
+  local specs = { { migrating, 'list' }, { info, 'hash' }, { ready, 'list' }, { scheduled, 'zset' } }
+  for i = 1, (err and 0 or n) do
+    local b = 2 + 3 * (i - 1)
+    local action, due = ARGV[b + 1], ARGV[b + 2]
+    _, err = jc_nonempty(ARGV[b], 'id of job ' .. i)
+    if not err then _, err = jc_one_of(action, 'action of job ' .. i, { delete = true, back = true }) end
+    if not err and due ~= '' then _, err = jc_number(due, 'due time of job ' .. i) end
+    if err then break end
+    if action == 'delete' then specs[#specs + 1] = { KEYS[4 + i], 'string' } end
+  end
+  return err or jc_check_types(specs)
+end
+
+local bad = check()
+if bad then return redis.error_reply(bad) end
+
 return jc_each({}, 2, 3, tonumber(ARGV[1]), function(i, b)
   local id, action, due = ARGV[b], ARGV[b + 1], ARGV[b + 2]
   if redis.call('LINDEX', migrating, -1) ~= id then return 'not-next' end

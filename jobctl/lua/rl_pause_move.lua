@@ -40,47 +40,96 @@
 -- returns  { found, shift, id1, code1, ... }: code "moved", "changed"
 --          (payload or due time differs), "gone" (payload key missing),
 --          "unseen" (not in the window: claimed, moved, or drifted out of
---          it), "unheld" (the hold record is gone); found: how many given
---          jobs the window held; shift: the largest (planned position -
---          found position) among them (0 when none)
+--          it), "unheld" (the hold record is gone), "wrongtype" (pause:
+--          the payload key holds another type), "error" (pause_zset: a
+--          write failed; the job's writes were undone, it stays scheduled);
+--          found: how many given jobs the window held; shift: the largest
+--          (planned position - found position) among them (0 when none)
+-- errors   every argument (mode, window, counts, ids, positions, due
+--          times) and the type of every key but the payload keys are
+--          checked before any write: "BADARG ...", "WRONGTYPE key <key>
+--          holds a <type>, expected ..." (nothing written)
 
 local src, paused, info, holds, scheduled = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 --@prelude
-local mode, lo, hi, tomb, hold = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], ARGV[5]
-local nready = tonumber(ARGV[6])
-local n = tonumber(ARGV[7])
-local out = {0, 0}
+local MODES = { pause = true, pause_all = true, pause_tail = true, pause_zset = true, resume = true,
+                resume_all = true }
+-- list modes: one window read (bounded: at most MAX_WINDOW elements)
+local MAX_WINDOW = 4096
 
+-- each job's arguments (ARGV[7] N, then 4 per job)
 local function job(i)
   local b = 8 + 4 * (i - 1)
   return ARGV[b], ARGV[b + 1], ARGV[b + 2], ARGV[b + 3]
 end
+
+-- the window, the ready-list count and the jobs' arguments; nil or the error text
+local function check_args(mode, resuming)
+  local _, lo, hi, nready, n, err
+  lo, err = jc_int(ARGV[2], 'lo', 0)
+  if not err then hi, err = jc_int(ARGV[3], 'hi', 0) end
+  if not err and mode ~= 'pause_zset' and (hi < lo or hi - lo + 1 > MAX_WINDOW) then
+    err = 'BADARG window ' .. lo .. '..' .. hi .. ' (at most ' .. MAX_WINDOW .. ' positions)'
+  end
+  if not err then _, err = jc_nonempty(ARGV[4], 'tombstone') end
+  if not err then nready, err = jc_int(ARGV[6], 'ready list count', resuming and 1 or 0) end
+  if not err then n, err = jc_job_count(7, 4, (not resuming) and 5 + nready or nil) end
+  if not err and resuming and #KEYS ~= 5 + nready then
+    err = 'BADARG keys: ' .. (5 + nready) .. ' expected, got ' .. #KEYS
+  end
+  for i = 1, (err and 0 or n) do
+    local id, _, where = job(i)
+    _, err = jc_nonempty(id, 'id of job ' .. i)
+    if not err and (where ~= '' or mode == 'pause_zset') then
+      _, err = jc_number(where, (mode == 'pause_zset' and 'due time' or 'position') .. ' of job ' .. i)
+    end
+    if err then break end
+  end
+  return err
+end
+
+-- every argument and the type of every key (a payload key of another type
+-- only skips its job: "wrongtype"), before any write
+local function check(mode)
+  local resuming = mode == 'resume' or mode == 'resume_all'
+  local err = check_args(mode, resuming)
+  if err then return err end
+  local specs = { { src, mode == 'pause_zset' and 'zset' or 'list' }, { paused, 'list' }, { info, 'hash' },
+                  { holds, 'hash' }, { scheduled, 'zset' } }
+  for r = 1, (resuming and tonumber(ARGV[6]) or 0) do specs[#specs + 1] = { KEYS[5 + r], 'list' } end
+  return jc_check_types(specs)
+end
+
+local mode, err = jc_one_of(ARGV[1], 'mode', MODES)
+err = err or check(mode)
+if err then return redis.error_reply(err) end
+
+local lo, hi, tomb, hold = tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], ARGV[5]
+local nready = tonumber(ARGV[6])
+local n = tonumber(ARGV[7])
+local out = {0, 0}
 
 if hold ~= '' and redis.call('HEXISTS', holds, hold) == 0 then
   return jc_each(out, 8, 4, n, function() return 'unheld' end)
 end
 
 if mode == 'pause_zset' then
+  -- the paused list and the record first, the zset last: a failing write
+  -- undoes the job's earlier ones ("error") and the job stays scheduled
   return jc_each(out, 8, 4, n, function(i)
     local id, sha, score, rec = job(i)
     local sc = redis.call('ZSCORE', src, id)
-    local raw = redis.call('GET', KEYS[5 + nready + i])
     if not sc then return 'unseen' end
-    if not raw then return 'gone' end
-    if redis.sha1hex(raw) ~= sha or tonumber(sc) ~= tonumber(score) then return 'changed' end
-    redis.call('ZREM', src, id)
-    redis.call('LPUSH', paused, id)
-    redis.call('HSET', info, id, rec)
-    return 'moved'
+    local code = jc_payload_code(KEYS[5 + nready + i], sha, false)
+    if code then return code end
+    if tonumber(sc) ~= tonumber(score) then return 'changed' end
+    return jc_move({ { { 'LPUSH', paused, id }, { 'LPOP', paused } }, { { 'HSET', info, id, rec }, { 'HDEL', info, id } },
+                     { { 'ZREM', src, id }, nil } })
   end)
 end
 
--- list modes: read the window once (bounded: at most MAX_WINDOW elements);
--- positions counted from the tail (pause) or the head (resume)
-local MAX_WINDOW = 4096
-if hi < lo or hi - lo + 1 > MAX_WINDOW then
-  return redis.error_reply('ERR rl_pause_move: window ' .. lo .. '..' .. hi .. ' wider than ' .. MAX_WINDOW)
-end
+-- list modes: read the window once; positions counted from the tail
+-- (pause) or the head (resume)
 local window
 local from_tail = (mode == 'pause' or mode == 'pause_tail' or mode == 'pause_all')
 if from_tail then
@@ -113,14 +162,7 @@ for i = 1, n do
   if pos == nil then
     code = 'unseen'
   elseif from_tail then
-    local raw = redis.call('GET', KEYS[5 + nready + i])
-    if not raw then
-      code = 'gone'
-    elseif redis.sha1hex(raw) ~= sha then
-      code = 'changed'
-    else
-      code = 'moved'
-    end
+    code = jc_payload_code(KEYS[5 + nready + i], sha, false) or 'moved'
   else
     code = 'moved'
   end

@@ -24,12 +24,37 @@
 -- ARGV[2]  job id
 -- ARGV[3]  score (epoch ms) or copy count, per kind
 -- returns  1 when repaired, 0 when the condition no longer held
+-- errors   every argument and the type of every key the kind uses are
+--          checked before any write (KEYS[3] a zset, KEYS[4] a list, KEYS[1]
+--          a list or zset per kind): "BADKIND <kind>", "BADARG ...",
+--          "WRONGTYPE key <key> holds a <type>, expected ..." (nothing written)
 -- Cost: LPOS/LREM scan the list (O(N): 5-10 ms on a 1M list, Redis 7.0.15);
 -- one call per finding, `jobctl check --repair` only.  A bounded repair would
 -- go through the window engine (Redis has no bounded removal from the
 -- middle of a list).
 
 local kind, id, arg = ARGV[1], ARGV[2], ARGV[3]
+--@prelude
+
+-- the type KEYS[1] must have, per kind (false: KEYS[1] is not used)
+local STATE = { stray_deadline = false, missing_deadline = false, dangling_list = 'list', dangling_zset = 'zset',
+                duplicate = 'list' }
+
+-- every argument and the type of every key the kind uses, before any write
+local function check()
+  local state = STATE[kind]
+  if state == nil then return 'BADKIND ' .. tostring(kind) end
+  local _, err = jc_nonempty(id, 'job id')
+  if not err and (kind == 'stray_deadline' or kind == 'missing_deadline') then _, err = jc_number(arg, 'score') end
+  if not err and kind == 'duplicate' then _, err = jc_int(arg, 'copy count', 0) end
+  local specs = { { KEYS[3], 'zset' }, { KEYS[4], 'list' } }
+  if state then specs[3] = { KEYS[1], state } end
+  return err or jc_check_types(specs)
+end
+
+local bad = check()
+if bad then return redis.error_reply(bad) end
+
 if kind == 'stray_deadline' then
   local sc = redis.call('ZSCORE', KEYS[3], id)
   if sc and tonumber(sc) == tonumber(arg) and not redis.call('LPOS', KEYS[4], id) then
@@ -53,9 +78,8 @@ elseif kind == 'dangling_zset' then
     return redis.call('ZREM', KEYS[1], id)
   end
   return 0
-elseif kind == 'duplicate' then
-  local copies = #redis.call('LPOS', KEYS[1], id, 'COUNT', 0)
-  if copies < 2 then return 0 end
-  return redis.call('LREM', KEYS[1], -(copies - 1), id) > 0 and 1 or 0
 end
-return redis.error_reply('BADKIND ' .. kind)
+-- duplicate
+local copies = #redis.call('LPOS', KEYS[1], id, 'COUNT', 0)
+if copies < 2 then return 0 end
+return redis.call('LREM', KEYS[1], -(copies - 1), id) > 0 and 1 or 0

@@ -12,6 +12,10 @@
 --   jc_int(value, name, min)  tonumber(value) when it is an integer >= min,
 --                             else nil and the error text "BADARG <name> ..."
 --   jc_one_of(value, name, set) value when set[value], else nil and an error
+--   jc_number(value, name)    tonumber(value) when it is a finite number,
+--                             else nil and the error text "BADARG <name> ..."
+--   jc_nonempty(value, name)  value when it is a non-empty string, else nil
+--                             and the error text "BADARG <name> ..."
 --   jc_budget(value)          a search budget: tonumber(value) when it is an
 --                             integer >= 1, else nil and "BADARG budget <value>"
 --   jc_job_count(at, per, keys0)
@@ -56,6 +60,19 @@ end
 local function jc_one_of(value, name, set)
   if set[value] then return value end
   return nil, 'BADARG ' .. name .. ' ' .. tostring(value)
+end
+
+local function jc_number(value, name)
+  local n = tonumber(value)
+  if n == nil or n ~= n or n == math.huge or n == -math.huge then
+    return nil, 'BADARG ' .. name .. ' must be a number, got ' .. tostring(value)
+  end
+  return n
+end
+
+local function jc_nonempty(value, name)
+  if type(value) ~= 'string' or value == '' then return nil, 'BADARG ' .. name .. ' is empty' end
+  return value
 end
 
 local function jc_budget(value)
