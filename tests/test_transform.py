@@ -16,6 +16,7 @@ from jobctl.config import QueueConfig
 from jobctl.filter import compile_filter
 from jobctl.keys import ReliableListKeys
 from jobctl.layouts.reliable_list import ReliableList
+from jobctl.layouts.reliable_list_transform import kept_layers
 from jobctl.model import State
 from jobctl.ops.engine import run_plan
 from jobctl.ops.spec import Operation, OpSpec
@@ -214,6 +215,9 @@ def test_a_second_transform_keeps_the_first_ones_originals(redis_client, tmp_pat
     mid, new = b'{"jobId": "j0000", "v": 1}', b'{"jobId": "j0000", "v": 2}'
     assert call(keys=keys, args=["apply", "op-a", 1, 1, job_id, sha1(raw), mid]) == [job_id.encode(), b"moved"]
     assert call(keys=keys, args=["apply", "op-b", 2, 1, job_id, sha1(mid), new]) == [job_id.encode(), b"moved"]
+    layers = kept_layers(redis_client.hget(K.envelopes_before, job_id))
+    assert [(x.operation, x.at_ms, x.after_sha1, x.before) for x in layers] == \
+        [("op-b", 2, sha1(new), mid), ("op-a", 1, sha1(mid), raw)]
     assert call(keys=keys, args=["rollback", "op-a", 3, 1, job_id, "", ""]) == \
         [job_id.encode(), b"transformed since by op-b"]
     assert call(keys=keys, args=["rollback", "op-b", 3, 1, job_id, "", ""]) == [job_id.encode(), b"moved"]

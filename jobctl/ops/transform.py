@@ -98,7 +98,8 @@ class Transform:
 class Rollback:
     """Undo the transformation operation ``operation`` (its id in the
     journal): each envelope it replaced goes back, while the job still holds
-    what that operation wrote."""
+    what that operation wrote.  Transformations stack per job, so rollbacks
+    go newest first (an older one under a live newer one is refused)."""
 
     operation: str
 
