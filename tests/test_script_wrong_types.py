@@ -645,6 +645,66 @@ def test_read_only_scripts_write_nothing(redis_client, name):
     assert_unchanged(before, keyspace(redis_client))
 
 
+def _with(args: list, at: int, value) -> list:
+    out = list(args)
+    out[at] = value
+    return out
+
+
+#: (script, call, how its ARGV is spoiled, what the error reply starts with)
+BAD_ARGS = [
+    ("rl_pause_move", _rl_resume(False), lambda a: _with(a, 0, "unpause"), "BADARG mode"),
+    ("rl_pause_move", _rl_pause("pause"), lambda a: _with(a, 0, "pause_list"), "BADARG mode"),
+    ("rl_pause_move", _rl_pause("pause"), lambda a: _with(a, 2, 5000), "BADARG window"),
+    ("rl_pause_move", _rl_pause("pause_zset"), lambda a: _with(a, 9, "soon"), "BADARG due time"),
+    ("rl_pause_move", _rl_pause("pause"), lambda a: _with(a, 6, 2), "BADARG job count"),
+    ("rl_pause_move", _rl_resume(False), lambda a: _with(a, 5, 0), "BADARG ready list count"),
+    ("rl_migrate_in", _rl_migrate_in("ready"), lambda a: _with(a, 4, "later"), "BADARG state"),
+    ("rl_migrate_in", _rl_migrate_in("scheduled"), lambda a: _with(a, 5, ""), "BADARG due time"),
+    ("rl_migrate_in", _rl_migrate_in("scheduled"), lambda a: _with(a, 5, "soon"), "BADARG due time"),
+    ("rl_migrate_in", _rl_migrate_in("ready"), lambda a: _with(a, 0, "x"), "BADARG job count"),
+    ("rl_migrate_out", _rl_migrate_out("delete"), lambda a: _with(a, 2, "drop"), "BADARG action"),
+    ("rl_migrate_out", _rl_migrate_out("back", "1000"), lambda a: _with(a, 3, "soon"), "BADARG due time"),
+    ("rl_migrate_out", _rl_migrate_out("delete"), lambda a: a + ["b", "delete", ""], "BADARG job count"),
+    ("rl_repair", _rl_repair("missing_deadline"), lambda a: _with(a, 2, "soon"), "BADARG score"),
+    ("rl_repair", _rl_repair("dangling_processing"), lambda a: _with(a, 0, "dangling"), "BADKIND"),
+    ("rl_repair", _rl_repair("duplicate"), lambda a: _with(a, 1, ""), "BADARG job id"),
+    ("hj_repair", _hj_repair("duplicate"), lambda a: _with(a, 2, "x"), "BADARG copy count"),
+    ("hj_repair", _hj_repair("no_deadline"), lambda a: _with(a, 2, ""), "BADARG claimed_at_ms"),
+    ("hj_repair", _hj_repair("dangling_zset"), lambda a: _with(a, 0, "dangling"), "BADKIND"),
+    ("jl_repair", _jl_repair("stray_claim_time"), lambda a: _with(a, 2, "x"), "BADARG claim time"),
+    ("jl_repair", _jl_repair("duplicate"), lambda a: a[:3], "BADARG job string"),
+    ("jl_repair", _jl_repair("dangling"), lambda a: _with(a, 1, ""), "BADARG job id"),
+]
+
+
+@pytest.mark.parametrize("name,build,spoil,error", [pytest.param(*b, id=f"{b[0]}-{n}") for n, b in enumerate(BAD_ARGS)])
+def test_bad_arguments_are_refused_before_any_write(redis_client, name, build, spoil, error):
+    keys, args = build(redis_client)
+    before = keyspace(redis_client)
+    with pytest.raises(redis.exceptions.ResponseError, match="^" + error):
+        script(redis_client, name)(keys=keys, args=spoil(args))
+    assert_unchanged(before, keyspace(redis_client))
+
+
+def test_pause_from_scheduled_with_a_string_at_the_paused_list_keeps_the_job_scheduled(redis_client):
+    keys, args = _rl_pause("pause_zset")(redis_client)
+    redis_client.set(keys[1], "not a list")
+    with pytest.raises(redis.exceptions.ResponseError, match=f"^WRONGTYPE key {keys[1]} holds a string"):
+        script(redis_client, "rl_pause_move")(keys=keys, args=args)
+    assert redis_client.zscore(keys[0], "a") == 5
+
+
+def test_migrate_in_with_a_wrong_typed_ready_list_writes_nothing(redis_client):
+    keys, args = _rl_migrate_in("ready")(redis_client)
+    redis_client.hset(keys[0], "not", "a list")
+    before = keyspace(redis_client)
+    with pytest.raises(redis.exceptions.ResponseError, match=f"^WRONGTYPE key {keys[0]} holds a hash"):
+        script(redis_client, "rl_migrate_in")(keys=keys, args=args)
+    assert_unchanged(before, keyspace(redis_client))
+    assert not redis_client.exists(keys[3])
+
+
 def _matrix():
     for name, call in _calls():
         for index, want in sorted(call.types.items()):
