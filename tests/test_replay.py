@@ -170,7 +170,8 @@ def test_record_is_trimmed_to_the_entries_the_stream_still_holds(redis_client):
     ids = history(redis_client, 6, acked=6, pending=0)
     call_replay(redis_client, 4, *ids[:4])
     assert redis_client.zcard(K.replay_record) == 4
-    redis_client.xtrim(K.stream, minid=ids[2], approximate=False)  # entries 0 and 1 are gone: their records too, next call
+    # entries 0 and 1 are gone: so are their records, from the next call on
+    redis_client.xtrim(K.stream, minid=ids[2], approximate=False)
     got = call_replay(redis_client, 2, ids[0], ids[4])
     assert [c.decode() for c in got[1::2]] == ["gone", "moved"]
     assert redis_client.zcard(K.replay_record) == 3

@@ -6,6 +6,7 @@ replay (it carries ``replayOf``) is never replayed."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections import Counter
@@ -72,13 +73,18 @@ def produce(client, n: int) -> list[str]:
     return [eid.decode() for eid in pipe.execute()]
 
 
-def concurrent_replays(url: str, config: str) -> None:
+def concurrent_replays(url: str, config: str) -> list[int]:
     """Two ``jobctl replay ev --from 0`` child processes at once; both exit
-    0 (or 8, some entries skipped) without a traceback."""
-    procs = [spawn_cli(url, config, "replay", "ev", "--from", "0", "--yes", "--batch", "8") for _ in range(2)]
+    0 (or 8, some entries skipped) without a traceback; returns how many
+    each replayed."""
+    argv = ("replay", "ev", "--from", "0", "--yes", "--batch", "8", "--rate", "400", "--json")  # ~2 s each: they overlap
+    procs = [spawn_cli(url, config, *argv) for _ in range(2)]
+    moved = []
     for proc in procs:
-        _out, err = proc.communicate(timeout=120)
+        out, err = proc.communicate(timeout=120)
         assert proc.returncode in (0, 8) and b"Traceback" not in err, err.decode()
+        moved.append(json.loads(out)["moved"])
+    return moved
 
 
 @pytest.fixture
@@ -106,8 +112,11 @@ def test_two_concurrent_replays_deliver_each_original_once_more(redis_client, re
     originals = produce(redis_client, 800)
     with Consumer(redis_url) as consumer:
         consumer.caught_up()
-        for _ in range(2):  # twice: the second time, the first replays are acknowledged history
-            concurrent_replays(redis_url, config)
-            consumer.caught_up()
+        moved = concurrent_replays(redis_url, config)
+        consumer.caught_up()
+        assert sum(moved) == len(originals), moved
+        # again, now that the first replays are acknowledged history
+        assert concurrent_replays(redis_url, config) == [0, 0]
+        consumer.caught_up()
     assert consumer.deliveries == Counter({eid: 2 for eid in originals})
     assert redis_client.xlen(K.stream) == 2 * len(originals)

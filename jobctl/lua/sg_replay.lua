@@ -14,11 +14,11 @@
 -- <ms>-<seq> is the original id with each part zero-padded to 20 digits, so
 -- that lexical order is id order.  Bounded by the stream's retention: an
 -- original older than the stream's first entry can never be replayed again,
--- so each call first removes at most TRIM (256) such members (each call
--- re-adds at most its N entries, N <= the batch, 128 by default, so the
--- record holds at most one member per original the stream still holds, plus
--- what the latest trims left for the next calls).  No TTL: a TTL would let
--- a late rerun replay an original still in the stream a second time.
+-- so each call first removes at most TRIM + 2N (256 + 2N) such members: a
+-- call adds at most N members and removes up to 2N + 256 stale ones, so the
+-- record holds about one member per replayed original the stream still
+-- holds (plus stale ones the next calls remove).  No TTL: a TTL would let a
+-- late rerun replay an original still in the stream a second time.
 --
 -- Checks first (nothing is written when one fails): KEYS and ARGV counts,
 -- every id, the type of every key.
@@ -67,10 +67,10 @@ local function check_args()
   return sorted, jc_check_types({ { stream, 'stream' }, { record, 'zset' }, { earlier, 'set' } })
 end
 
-local function trim_record()
+local function trim_record(n)
   local first = redis.call('XRANGE', stream, '-', '+', 'COUNT', 1)
   local below = first[1] and ('(' .. sortable(first[1][1])) or '+'
-  local old = redis.call('ZRANGEBYLEX', record, '-', below, 'LIMIT', 0, TRIM)
+  local old = redis.call('ZRANGEBYLEX', record, '-', below, 'LIMIT', 0, TRIM + 2 * n)
   if #old > 0 then redis.call('ZREM', record, unpack(old)) end
 end
 
@@ -98,7 +98,7 @@ end
 
 local sorted, err = check_args()
 if err then return redis.error_reply(err) end
-trim_record()
+trim_record(#sorted)
 return jc_each({}, 2, 1, #sorted, function(i, b)
   return replay_one(ARGV[b], sorted[i])
 end)
