@@ -274,6 +274,8 @@ class QueueStatus:
     paused: int = 0
     #: jobs between two queues: taken out by a ``jobctl migrate`` that has not finished them
     migrating: int = 0
+    #: dead jobs (counted in ``dead``) left in jobctl's hold lists by an operation that no longer runs
+    held: int = 0
     held_filters: list[dict[str, Any]] = field(default_factory=list)
     oldest_ready_since_ms: int | None = None
     oldest_ready_age_ms: int | None = None

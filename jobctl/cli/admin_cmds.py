@@ -15,6 +15,52 @@ __all__ = ["COMMANDS"]
 pass_session = click.make_pass_decorator(Session)
 
 
+def _held_problems(layout) -> list:
+    """The findings of the holds a killed operation left (:mod:`jobctl.ops.orphan_holds`)."""
+    from ..layouts.reliable_list_check import Problem
+    from ..ops.orphan_holds import find
+
+    return [Problem("orphaned_hold", o.tag, "", o.describe(), "give back to the dead list, in order")
+            for o in find(layout)]
+
+
+def _check_queue(session: Session, q, repair: bool, yes: bool):
+    """One queue's check report; with ``repair`` (confirmed unless ``yes``)
+    its holds given back, its repairs applied and journaled."""
+    from ..layouts.status_truth import catalogue_warnings
+    from ..ops.journal import command_line, write_entry
+    from ..ops.orphan_holds import give_back
+    from ..ops.spec import operator_name
+    from .ops_cmds import invocation
+
+    layout = session.layout(q)
+    for w in catalogue_warnings(layout):  # a wrong entry makes the check read the wrong keys
+        render.note(f"warning: queue {q.name}: {w}")
+    started = int(time.time() * 1000)
+    held = _held_problems(layout)
+    report = layout.check(repair=False)
+    report.problems[:0] = held
+    if not (repair and any(p.repair for p in report.problems)):
+        return report
+    if not yes and not click.confirm(f"{q.name}: repair {sum(1 for p in report.problems if p.repair)} "
+                                     "problem(s)?", default=False, err=True):
+        raise click.exceptions.Abort()
+    back = give_back(layout, f"check-{started}")
+    report = layout.check(repair=True)
+    given = {o.tag for o in back}
+    for p in held:
+        p.repaired = p.shard in given
+    report.problems[:0] = held
+    fixed = [p for p in report.problems if p.repaired]
+    write_entry(layout.client, layout.journal_key, {
+        "id": f"check-{started}", "operation": "check --repair", "queue": q.name,
+        "operator": operator_name(), "command": command_line(invocation(), session.target),
+        "server": session.target.display, "planned": len(report.problems), "moved": len(fixed),
+        "skipped": len(report.remaining), "failed": 0, "repairs": [p.to_json() for p in fixed[:200]],
+        "started_ms": started, "ended_ms": int(time.time() * 1000)}, session.target)
+    return report
+
+
 @click.command()
 @click.argument("queues", nargs=-1)
 @click.option("--repair", is_flag=True, help="Fix what is unambiguous (journaled); report the rest.")
@@ -32,9 +78,6 @@ def check(session: Session, queues: tuple[str, ...], repair: bool, yes: bool, as
     import sys
 
     from ..errors import UsageError
-    from ..ops.journal import command_line, write_entry
-    from ..ops.spec import operator_name
-    from .ops_cmds import invocation
 
     if repair:
         session.require_writable("check --repair")
@@ -43,26 +86,7 @@ def check(session: Session, queues: tuple[str, ...], repair: bool, yes: bool, as
     reports = []
     with session.errors():
         for q in session.queues(queues):
-            layout = session.layout(q)
-            from ..layouts.status_truth import catalogue_warnings
-
-            for w in catalogue_warnings(layout):  # a wrong entry makes the check read the wrong keys
-                render.note(f"warning: queue {q.name}: {w}")
-            started = int(time.time() * 1000)
-            report = layout.check(repair=False)
-            if repair and report.problems and any(p.repair for p in report.problems):
-                if not yes and not click.confirm(f"{q.name}: repair {sum(1 for p in report.problems if p.repair)} "
-                                                 "problem(s)?", default=False, err=True):
-                    raise click.exceptions.Abort()
-                report = layout.check(repair=True)
-                fixed = [p for p in report.problems if p.repaired]
-                write_entry(layout.client, layout.journal_key, {
-                    "id": f"check-{started}", "operation": "check --repair", "queue": q.name,
-                    "operator": operator_name(), "command": command_line(invocation(), session.target),
-                    "server": session.target.display, "planned": len(report.problems), "moved": len(fixed),
-                    "skipped": len(report.remaining), "failed": 0, "repairs": [p.to_json() for p in fixed[:200]],
-                    "started_ms": started, "ended_ms": int(time.time() * 1000)}, session.target)
-            reports.append(report)
+            reports.append(_check_queue(session, q, repair, yes))
     if as_json:
         render.print_json({"ok": all(r.ok for r in reports), "queues": [r.to_json() for r in reports]})
     else:

@@ -69,6 +69,7 @@ def annotate(layout, st: QueueStatus, *, audit_dead: bool = True) -> QueueStatus
         _unexplained_reliable(layout, st)
     if audit_dead:
         audit_dlq(layout, st)
+    _held(layout, st)
     history = getattr(getattr(layout, "keys", None), "completed", None)
     if history is not None and q.layout == "hash-job":
         st.history = int(layout.client.llen(history) or 0)
@@ -118,6 +119,18 @@ def _pinned(layout, st: QueueStatus) -> None:
         st.warnings.append(f"DLQ pinned at {pinned:,} entries while new failures arrive: the workers trim it "
                            "(LTRIM), the oldest dead jobs are being dropped; export the DLQ now "
                            "(runbook dlq-spike, step export-now) and set dead_cap")
+
+
+def _held(layout, st: QueueStatus) -> None:
+    """``st.held``: dead jobs a killed operation left in jobctl's hold lists
+    (counted in ``dead`` too), and a warning naming them."""
+    from ..ops.orphan_holds import find, summary
+
+    orphans = find(layout)
+    if orphans:
+        st.held = sum(o.jobs for o in orphans)
+        st.warnings.append(f"{summary(orphans)}: the next operation on the queue, or `jobctl check --repair`, "
+                           "gives them back to their dead lists")
 
 
 def catalogue_warnings(layout) -> list[str]:

@@ -100,6 +100,21 @@ def check_layout(operation: Operation, layout: "Layout") -> None:
                          "acknowledged history to replay)")
 
 
+def recover_holds(layout: "Layout", op_id: str, *, dry_run: bool, note: Note | None) -> None:
+    """Before an operation plans: give back every hold a killed operation
+    left on any shard of ``layout`` (:mod:`jobctl.ops.orphan_holds`), so the
+    plan sees every dead job where it belongs; a dry run only says so."""
+    from .orphan_holds import find, give_back, summary
+
+    say = note or (lambda _text: None)
+    if dry_run:
+        if orphans := find(layout):
+            say(f"{summary(orphans)}: a run gives them back to their dead lists first")
+        return
+    if back := give_back(layout, op_id):
+        say(f"gave back {summary(back)} to their dead lists, in order")
+
+
 def breakdown_rows(plan: "Plan", top: int) -> list[tuple[str, str, str]]:
     """The plan's breakdown as display rows ``(job type, error, jobs)``, the
     ``top`` largest groups first, then one ``("…", "N more groups", jobs)``
@@ -247,6 +262,7 @@ class OperationCore:
         with self.session.errors():
             layout = self.session.layout(req.queue)
             check_layout(req.operation, layout)
+            recover_holds(layout, spec.op_id, dry_run=req.dry_run, note=note)
             if req.destination:  # migrate/drain --to: the destination queue, resolved like the source
                 spec.destination = self.session.layout(req.destination)
             elif req.operation is Operation.DRAIN:  # drain --export-to: where the drained jobs are

@@ -20,7 +20,7 @@ from ..scripts import script
 if TYPE_CHECKING:
     from .window import ListSource
 
-__all__ = ["LEASE_TTL_MS", "lease_value", "acquire", "release"]
+__all__ = ["LEASE_TTL_MS", "lease_value", "acquire", "release", "holder_gone"]
 
 #: Lease time to live (ms); every window call renews it.
 LEASE_TTL_MS = 30_000
@@ -35,7 +35,7 @@ def lease_value(op_id: str) -> str:
 _HELD: set[str] = set()
 
 
-def _dead_holder(holder: str) -> bool:
+def holder_gone(holder: str) -> bool:
     """Whether the lease value ``holder`` names a process of this host that
     no longer runs, or this very process while no operation of it holds the
     lease (an earlier run here ended on a lost connection before it could
@@ -67,7 +67,7 @@ def acquire(src: "ListSource", value: str, queue: str) -> None:
         _HELD.add(value)
         return
     holder = _text(res[1])
-    if _dead_holder(holder):
+    if holder_gone(holder):
         res = lease(keys=[src.lease, src.walk], args=["acquire", value, LEASE_TTL_MS, holder])
         if int(res[0]) == 1:
             _HELD.add(value)

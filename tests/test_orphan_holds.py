@@ -1,0 +1,114 @@
+"""Jobs a killed operation left in jobctl's hold lists are never hidden.
+
+A window walk sets aside, in jobctl's hold list of each shard, the dead jobs
+it pops and does not move; it puts them back when it ends.  A kill -9 just
+before that leaves every shard's non-matching jobs in the hold.  Then:
+
+* the same command run again gives back every such hold, on every shard,
+  before it plans (not only on the shards where it still has jobs to move);
+* ``check`` reports each jobctl-owned key holding jobs with no live
+  operation (exit 7) and ``check --repair`` gives them back;
+* ``status`` says how many dead jobs are held so.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from jobctl.keys import ReliableListKeys, shard_tags
+from helpers import config_fixtures, queues_toml
+from jobctl_fixtures.ids import shard_index
+from test_operations import dead_letter_jobs
+
+SHARDS = 4
+cfg, run = config_fixtures(queues_toml(email={"layout": "reliable-list", "shards": SHARDS}))
+
+#: a child that runs the CLI and dies by SIGKILL at the moment the walk would give its holds back
+KILLED_AT_GIVE_BACK = """
+import os, signal, sys
+from jobctl.ops import window, window_tail
+def die(*_a, **_k):
+    os.kill(os.getpid(), signal.SIGKILL)
+window.give_back = window_tail.give_back = die
+from jobctl.cli.main import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def _shard_keys():
+    return [ReliableListKeys(tag) for tag in shard_tags("email", SHARDS)]
+
+
+def _held(client) -> int:
+    return sum(client.llen(k.hold) for k in _shard_keys())
+
+
+def _dead(client) -> list[list[bytes]]:
+    return [client.lrange(k.dead, 0, -1) for k in _shard_keys()]
+
+
+@pytest.fixture
+def crashed(redis_client, redis_url, cfg):
+    """400 dead jobs over 4 shards; a filtered redrive of half of them
+    killed (SIGKILL) after its walk, before it gave its holds back.
+    Returns the dead lists expected once every hold is back (per shard:
+    the HTTP_400 jobs in their order) and the number of held jobs."""
+    specs = [(f"job_{i:04d}", "webhook.deliver", "tenant_1", ("HTTP_503", "HTTP_400")[i % 2]) for i in range(400)]
+    for n, tag in enumerate(shard_tags("email", SHARDS)):
+        dead_letter_jobs(redis_client, tag, [s for s in specs if shard_index(s[0], SHARDS) == n])
+    before = _dead(redis_client)
+    argv = ["--url", redis_url, "--config", cfg, "redrive", "email", "--filter", "error = HTTP_503", "--yes"]
+    child = subprocess.run([sys.executable, "-c", KILLED_AT_GIVE_BACK, *argv], capture_output=True, timeout=120)
+    assert child.returncode == -signal.SIGKILL, child.stderr
+    held = _held(redis_client)
+    assert held > 100, "the kill left the non-matching jobs in the holds"
+    expected = [[i for i in ids if int(i.rsplit(b"_", 1)[1]) % 2] for ids in before]  # HTTP_400: odd numbers
+    return expected, held
+
+
+def test_the_rerun_gives_back_every_hold(redis_client, run, crashed):
+    expected, held = crashed
+    code, out, err = run("redrive", "email", "--filter", "error = HTTP_503", "--yes")
+    assert code == 0, (out, err)
+    assert _held(redis_client) == 0, "no job stays in a jobctl-owned key after exit 0"
+    assert _dead(redis_client) == expected, "every non-matching job is back in its dead list, in order"
+    assert "gave back" in err and f"{held}" in err, err
+
+
+def test_a_dry_run_says_so_and_writes_nothing(redis_client, run, crashed):
+    _, held = crashed
+    code, out, err = run("redrive", "email", "--dry-run")
+    assert code == 0, (out, err)
+    assert _held(redis_client) == held
+    assert f"{held}" in err and "hold lists" in err, err
+
+
+def test_check_reports_and_repairs_an_orphaned_hold(redis_client, run, crashed):
+    code, out, err = run("check", "email", "--json")
+    assert code == 7, (out, err)
+    findings = [f for f in json.loads(out)["queues"][0]["problems"] if f["kind"] == "orphaned_hold"]
+    expected, held = crashed
+    assert len(findings) == SHARDS, out
+    assert sum(int(f["detail"].split()[0].replace(",", "")) for f in findings) == held
+    code, out, err = run("check", "email", "--repair", "--yes")
+    assert code == 0, (out, err)
+    assert _held(redis_client) == 0
+    assert _dead(redis_client) == expected
+    code, out, err = run("check", "email")
+    assert code == 0, (out, err)
+
+
+def test_status_counts_held_jobs_where_they_are(redis_client, run, crashed):
+    code, out, err = run("status", "email", "--json")
+    assert code == 0, (out, err)
+    _, held = crashed
+    doc = json.loads(out)
+    st = doc["queues"][0] if isinstance(doc, dict) else doc[0]
+    assert st["dead"] == 200, "held jobs are still counted as dead"
+    assert st.get("held") == held, json.dumps(st)[:2000]
+    assert any("hold lists" in w and f"{held}" in w for w in st["warnings"]), st["warnings"]
