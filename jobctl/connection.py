@@ -140,18 +140,60 @@ _QUERY_PASSWORD_RE_VALUE = re.compile(r"(?:^|[&;])(?:sentinel_)?password=([^&;#]
 
 def _check_url(url: str, source: str) -> str:
     """``url`` when it parses (:func:`jobctl.topology.parse_url`); else
-    :class:`UsageError` naming the redacted URL."""
+    :class:`UsageError` naming the redacted URL.  Its message never quotes
+    the URL's userinfo: a ``/``, ``?``, ``#`` or ``@`` written unescaped in
+    a password is refused before anything reads the URL's parts."""
     if not isinstance(url, str):
         raise UsageError(f"{source}: the URL must be a string, got {type(url).__name__}")
+    if not url.strip():
+        raise UsageError(f"{source}: the URL is empty")
+    if ambiguous_userinfo(url):
+        raise UsageError(f"{source}: malformed URL {redact_url(url)}: write a '/', '?', '#' or '@' of the user "
+                         "name or password percent-encoded (%2F, %3F, %23, %40)")
     try:
         topo = parse_url(url, source)
         if topo.kind == "single" and not url.lower().startswith("unix"):
             urlsplit(url).port  # noqa: B018  (raises ValueError on a bad port)
+        for host, _port in topo.nodes:
+            check_host_name(host, source)
     except UsageError as exc:
-        raise UsageError(f"{exc} ({redact_url(url)})") from None
+        raise UsageError(scrub(f"{exc} ({redact_url(url)})", Target(url=url, source=source))) from None
     except ValueError:
         raise UsageError(f"{source}: malformed URL {redact_url(url)}") from None
     return url
+
+
+def ambiguous_userinfo(url: str) -> bool:
+    """True when ``url`` has an authority and an ``@`` after the first
+    ``/``, ``?`` or ``#`` that follows it: a password holding one of those
+    characters unescaped (``redis://u:a/b@host/0``), where no reading of
+    the URL can tell the password from the host."""
+    rest = url.partition("://")[2]
+    cut = min([i for i in (rest.find("/"), rest.find("?"), rest.find("#")) if i >= 0], default=len(rest))
+    return cut > 0 and "@" in rest[cut:]
+
+
+#: The longest DNS name and label (RFC 1035), in characters.
+MAX_HOST_NAME, MAX_HOST_LABEL = 253, 63
+
+
+def check_host_name(host: str, source: str) -> None:
+    """Raise :class:`UsageError` unless ``host`` (an IP address or a DNS
+    name, as the resolver will be asked) can be looked up: every label of
+    1..63 characters, at most 253 in all, IDNA-encodable."""
+    if ":" in host:  # an IPv6 address (the brackets are gone)
+        return
+    name = host[:-1] if host.endswith(".") else host
+    shown = host if len(host) <= 40 else host[:37] + "..."
+    if len(name) > MAX_HOST_NAME:
+        raise UsageError(f"{source}: bad host name {shown!r}: longer than {MAX_HOST_NAME} characters")
+    if any(not 0 < len(label) <= MAX_HOST_LABEL for label in name.split(".")):
+        raise UsageError(f"{source}: bad host name {shown!r}: each dot-separated label must be 1 to "
+                         f"{MAX_HOST_LABEL} characters")
+    try:
+        name.encode("idna")
+    except UnicodeError:
+        raise UsageError(f"{source}: bad host name {shown!r}") from None
 
 
 def _with_password(url: str, password: str) -> str:
@@ -195,7 +237,7 @@ def resolve_target(config: Config, *, url: str | None = None, profile: str | Non
     Raises :class:`UsageError` for a malformed URL and
     :class:`~jobctl.errors.NotFound` for an unknown profile.
     """
-    if url:
+    if url is not None:
         return Target(url=_check_url(url, "--url"), source="--url", tls=tls)
     if profile:
         return _from_profile(config.profile(profile), tls)
@@ -281,6 +323,32 @@ def _driver_info(redis) -> dict:
     return {"driver_info": info(lib_version=version)} if info is not None and version else {}
 
 
+#: The name jobctl's connections give themselves (``CLIENT SETNAME``).
+CLIENT_NAME = "jobctl"
+
+
+def name_connection(connection) -> None:
+    """``CLIENT SETNAME jobctl`` on a redis-py ``connection`` that has just
+    authenticated; a refusal (an ACL user without ``client|setname``, a
+    server without the command) leaves the connection unnamed.  Raises
+    what redis-py raises for a connection error."""
+    from redis.exceptions import ResponseError
+
+    connection.send_command("CLIENT", "SETNAME", CLIENT_NAME, check_health=False)
+    try:
+        connection.read_response()
+    except ResponseError:
+        pass
+
+
+def connect_and_name(connection) -> None:
+    """redis-py's ``redis_connect_func`` for one server or a Sentinel's
+    primary: the connection's own handshake (AUTH, SELECT...), then
+    :func:`name_connection`."""
+    connection.on_connect()
+    name_connection(connection)
+
+
 def make_client(target: Target, *, timeout_s: float = 5.0):
     """The client for ``target``: ``redis.Redis`` (one server),
     ``redis.RedisCluster`` (``redis+cluster://``: MOVED/ASK followed by
@@ -289,9 +357,11 @@ def make_client(target: Target, *, timeout_s: float = 5.0):
     new connection).
 
     Every client: bytes replies, ``encoding_errors="surrogateescape"``,
-    client name ``jobctl``, socket timeouts of ``timeout_s`` seconds and no
-    silent retry (an operation must know whether its script ran).  Raises
-    :class:`UsageError` for a bad URL or TLS option; connects lazily.
+    client name ``jobctl`` (set when the server's ACL allows ``CLIENT
+    SETNAME``: :func:`name_connection`), socket timeouts of ``timeout_s``
+    seconds and no silent retry (an operation must know whether its script
+    ran).  Raises :class:`UsageError` for a bad URL or TLS option; connects
+    lazily.
     """
     import redis
     from redis.backoff import NoBackoff
@@ -300,14 +370,16 @@ def make_client(target: Target, *, timeout_s: float = 5.0):
     topo = target.topology
     tls = _tls_kwargs(target, topo)
     common = {"socket_timeout": timeout_s, "socket_connect_timeout": timeout_s, "decode_responses": False,
-              "encoding_errors": "surrogateescape", "client_name": "jobctl", **_driver_info(redis)}
+              "encoding_errors": "surrogateescape", "redis_connect_func": connect_and_name, **_driver_info(redis)}
     try:
         if topo.kind == "cluster":
             from redis.cluster import ClusterNode
 
+            # RedisCluster runs the connection's own handshake, then this
             return redis.RedisCluster(
                 startup_nodes=[ClusterNode(h, p) for h, p in topo.nodes], username=topo.username,
-                password=topo.password, ssl=bool(tls), **tls, retry=Retry(NoBackoff(), 0), **common)
+                password=topo.password, ssl=bool(tls), **tls, retry=Retry(NoBackoff(), 0),
+                **{**common, "redis_connect_func": name_connection})
         if topo.kind == "sentinel":
             from redis.sentinel import Sentinel
 
@@ -333,10 +405,15 @@ def connect(target: Target, *, timeout_s: float = 5.0, ping: bool = True):
     :class:`AuthFailed` when authentication is refused; messages name the
     redacted URL only.
     """
+    from redis.exceptions import NoPermissionError
+
     with translate_redis_errors(target):
         client = make_client(target, timeout_s=timeout_s)
         if ping:
-            client.ping()
+            try:
+                client.ping()
+            except NoPermissionError:
+                pass  # it answered, as an ACL user without PING (e.g. +@read only)
     return client
 
 
@@ -390,12 +467,18 @@ def translate(exc: BaseException, target: Target | None) -> BaseException:
         return AuthFailed(f"authentication failed at {where}: {text}")
     if isinstance(exc, rx.NoPermissionError) or upper.startswith("NOPERM"):
         return AuthFailed(f"permission denied at {where}: {text}")
+    if isinstance(exc, rx.RedisClusterException) and any(m in upper for m in _AUTH_MARKERS):
+        # redis-py words a refused AUTH on every seed node as "cannot be connected: <the refusal>"
+        return AuthFailed(f"authentication failed at {where}: {text.rpartition(': ')[2] or text}")
     if upper.startswith("CROSSSLOT") or "MUST MAP TO THE SAME KEY SLOT" in upper:
         return UsageError(f"the keys of this command do not share a Redis Cluster slot at {where}: {text}")
     if "CLUSTER MODE IS NOT ENABLED" in upper:
         return UsageError(f"{where} is not a Redis Cluster node: use redis:// (or rediss://) for one server")
     if "DB INDEX IS OUT OF RANGE" in upper:
         return UsageError(f"{target.source if target else 'the URL'}: the db index is out of range at {where}")
+    if isinstance(exc, rx.InvalidResponse):  # an HTTP, SSH... server on the port
+        return ConnectionFailed(f"{where} does not answer in the Redis protocol (is it a Redis server, "
+                                f"and the port the right one?): {text[:100]}")
     if _is_unreachable(exc):
         return ConnectionFailed(f"cannot reach {where}: {text[:200]}")
     if exc.__class__.__name__ == "MasterNotFoundError":
@@ -411,6 +494,11 @@ def translate(exc: BaseException, target: Target | None) -> BaseException:
     if isinstance(exc, rx.ResponseError) and upper.startswith("WRONGTYPE"):
         return DataError(f"a queue key holds the wrong Redis type at {where}: {text}")
     return exc
+
+
+#: How a server words a refused AUTH (in upper case), inside redis-py's cluster errors.
+_AUTH_MARKERS = ("WRONGPASS", "NOAUTH", "INVALID USERNAME-PASSWORD PAIR", "INVALID PASSWORD",
+                 "INVALID USERNAME OR PASSWORD", "AUTHENTICATION REQUIRED")
 
 
 def _topology_changes() -> tuple[type[BaseException], ...]:
