@@ -69,7 +69,7 @@ ENV = b'{"jobId":"a","jobType":"email","createdAtEpochMs":1}'
 JL = '{"id":"a","type":"email"}'
 
 
-# -- reliable-list ------------------------------------------------------------------------------------
+# -- reliable-list --------------------------------------------------------------------------------------------
 
 def _rl_zset_move(purge: bool):
     def build(c):
@@ -194,7 +194,7 @@ def _rl_transform(mode: str):
     return build
 
 
-# -- stream-group ---------------------------------------------------------------------------------------
+# -- stream-group ---------------------------------------------------------------------------------------------
 
 def _sg_replay(c):
     c.xadd("s:{t}:jobs", {"jobId": "a"}, id="1-0")
@@ -247,7 +247,7 @@ def _sg_dead_move(mode: str, kind: str, new: bytes = b""):
     return build
 
 
-# -- delayed-events, delay-zset ------------------------------------------------------------------------------
+# -- delayed-events, delay-zset -------------------------------------------------------------------------------
 
 DE_KEYS = ["delayed_events", "events", "delayed_events_lock", "delayed_events:sup", "delayed_events:sup:info"]
 DE_ENV = '{"id":"m","attempt":2}'
@@ -276,7 +276,7 @@ def _dz_move(mode: str):
     return build
 
 
-# -- hash-job ---------------------------------------------------------------------------------------------------
+# -- hash-job -------------------------------------------------------------------------------------------------
 
 HJ_JOB = {"status": "processing", "attempts": "1", "claim_token": "t", "claimed_at_ms": "5"}
 
@@ -323,7 +323,7 @@ def _hj_repair(kind: str):
     return build
 
 
-# -- json-list --------------------------------------------------------------------------------------------------
+# -- json-list ------------------------------------------------------------------------------------------------
 
 def _jl_requeue(c):
     c.rpush("j:processing", JL)
@@ -369,7 +369,7 @@ def _jl_repair(kind: str):
     return build
 
 
-# -- the window engine ------------------------------------------------------------------------------------------
+# -- the window engine ----------------------------------------------------------------------------------------
 
 WIN = ["w:{t}:dead", "w:{t}:hold", "w:{t}:walk", "w:{t}:lease"]
 
@@ -432,7 +432,7 @@ def _list_scan(c):
     return ["job:{t}:a", "job:{t}:b"], ['[["c","jobType","=","email"]]', "1", "job:{t}:"]
 
 
-# -- the table ------------------------------------------------------------------------------------------------------
+# -- the table ------------------------------------------------------------------------------------------------
 
 def C(label, build, writes, types, per_job=None, untyped=None) -> Call:  # noqa: N802 - a table row
     return Call(label, build, frozenset(writes), types, per_job or {}, untyped or {})
@@ -556,11 +556,7 @@ SCRIPTS: dict[str, tuple[Call, ...] | ReadOnly] = {
     "list_scan": ReadOnly(_list_scan),
 }
 
-#: scripts another change fixes; their matrix cases are expected to fail until it lands
-PARALLEL: set[str] = set()
-
-
-# -- the keyspace --------------------------------------------------------------------------------------------------------
+# -- the keyspace ---------------------------------------------------------------------------------------------
 
 def keyspace(client) -> dict[bytes, tuple[bytes, int]]:
     """Every key: (DUMP, PTTL)."""
@@ -604,7 +600,7 @@ def flat(reply) -> list:
     return out
 
 
-# -- the tests ------------------------------------------------------------------------------------------------------------
+# -- the tests ------------------------------------------------------------------------------------------------
 
 def test_table_enters_every_registered_script():
     assert len(set(SCRIPT_NAMES)) == len(SCRIPT_NAMES)
@@ -622,10 +618,6 @@ def _calls():
         entry = SCRIPTS.get(name)
         for call in () if entry is None or isinstance(entry, ReadOnly) else entry:
             yield name, call
-
-
-def _marks(name: str):
-    return [pytest.mark.xfail(reason="fixed in a parallel change", strict=False)] if name in PARALLEL else []
 
 
 @pytest.mark.parametrize("name,call", [pytest.param(n, c, id=f"{n}-{c.label}") for n, c in _calls()])
@@ -710,8 +702,7 @@ def _matrix():
         for index, want in sorted(call.types.items()):
             for wrong in TYPES:
                 if wrong != want:
-                    yield pytest.param(name, call, index, wrong, id=f"{name}-{call.label}-KEYS{index}-{wrong}",
-                                       marks=_marks(name))
+                    yield pytest.param(name, call, index, wrong, id=f"{name}-{call.label}-KEYS{index}-{wrong}")
 
 
 @pytest.mark.parametrize("name,call,index,wrong", list(_matrix()))

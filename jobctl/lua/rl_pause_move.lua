@@ -123,7 +123,8 @@ if mode == 'pause_zset' then
     local code = jc_payload_code(KEYS[5 + nready + i], sha, false)
     if code then return code end
     if tonumber(sc) ~= tonumber(score) then return 'changed' end
-    return jc_move({ { { 'LPUSH', paused, id }, { 'LPOP', paused } }, { { 'HSET', info, id, rec }, { 'HDEL', info, id } },
+    return jc_move({ { { 'LPUSH', paused, id }, { 'LPOP', paused } },
+                     { { 'HSET', info, id, rec }, { 'HDEL', info, id } },
                      { { 'ZREM', src, id }, nil } })
   end)
 end
