@@ -16,7 +16,7 @@ class ExitCode(IntEnum):
     NOT_FOUND = 5          #: unknown queue, job or profile
     DATA = 6               #: keys of the wrong type or unreadable data
     INVARIANT = 7          #: `jobctl check` found a broken invariant
-    PARTIAL = 8            #: an operation finished with skipped or failed jobs
+    PARTIAL = 8            #: an operation failed jobs, or skipped some other than the expected race
     READ_ONLY = 9          #: a mutating command refused by --read-only
     ABORTED = 10           #: the operator declined the confirmation
     BUSY = 11              #: another operation holds the queue's lease
@@ -41,7 +41,7 @@ _DOCS = {
     ExitCode.NOT_FOUND: "unknown queue, job or profile",
     ExitCode.DATA: "a key of the wrong type or unreadable data",
     ExitCode.INVARIANT: "`jobctl check` found a broken invariant",
-    ExitCode.PARTIAL: "an operation skipped or failed some jobs",
+    ExitCode.PARTIAL: "an operation failed some jobs, or skipped some that no worker took",
     ExitCode.READ_ONLY: "a mutating command refused by --read-only",
     ExitCode.ABORTED: "the operator declined the confirmation",
     ExitCode.BUSY: "another jobctl operation is running on the same queue",

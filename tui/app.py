@@ -390,12 +390,9 @@ class JobctlApp(App):
             for h in prepared.holds:  # resume: lifted by the core before the jobs moved
                 self.notify(f"hold {h['id']} lifted ({h['filter'] or 'every job'})")
         if res is not None:
-            reasons = ", ".join(f"{k}: {v:,}" for k, v in res.skipped_reasons.items())
-            text = (f"{res.operation} {res.queue}: planned {res.planned:,}, moved {res.moved:,}, "
-                    f"skipped {res.skipped:,}{f' ({reasons})' if reasons else ''}, failed {res.failed:,}"
-                    f"{' — interrupted: run it again to finish' if res.interrupted else ''}"
+            text = (f"{res.summary()}{' — interrupted: run it again to finish' if res.interrupted else ''}"
                     f"  [{res.operation_id}]")
-            bad = res.skipped or res.failed or res.interrupted or res.error
+            bad = res.troubled or res.interrupted or res.error
             self.notify(text, title="done" if not bad else "done, with problems",
                         severity="warning" if bad else "information", timeout=10)
             for p in res.journal_problems:

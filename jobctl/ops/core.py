@@ -28,7 +28,9 @@ Policies (each only here):
 * resume lifts the holds of its filter (every hold without one) of a
   reliable-list queue (:attr:`Prepared.holds`), once confirmed and before
   any job moves, so that no hold cycle pauses the resumed jobs again;
-* exit codes: OK, PARTIAL (skipped or failed jobs, fenced ids skipped),
+* exit codes: OK (jobs a worker took since the plan are counted, not a
+  failure: :data:`~jobctl.ops.result.EXPECTED_SKIPS`), PARTIAL (failed jobs,
+  other skips, fenced ids skipped),
   INTERRUPTED, ABORTED (confirmation declined).
 """
 
@@ -184,9 +186,7 @@ class Outcome:
         res = self.result
         if res is None:
             return f"{self.plan.spec.operation.value} cancelled: nothing was changed"
-        reasons = ", ".join(f"{k}: {v:,}" for k, v in res.skipped_reasons.items())
-        return (f"{res.operation} {res.queue}: planned {res.planned:,}, moved {res.moved:,}, "
-                f"skipped {res.skipped:,}{f' ({reasons})' if reasons else ''}, failed {res.failed:,}")
+        return res.summary()
 
 
 def _holds_to_lift(req: OpRequest, layout: "Layout") -> list[dict[str, Any]]:
@@ -293,7 +293,7 @@ class OperationCore:
         lifted = self._lift(prepared)
         if plan.planned == 0:
             res = run_plan(layout, plan, dry_run=False, journal=False)
-            return Outcome(prepared, "nothing", ExitCode.PARTIAL if plan.fence_skipped else ExitCode.OK, res,
+            return Outcome(prepared, "nothing", ExitCode.PARTIAL if res.troubled else ExitCode.OK, res,
                            lifted=lifted)
         self.session.require_writable(plan.spec.operation.value)
         with self.session.errors():
@@ -302,7 +302,7 @@ class OperationCore:
         if res.interrupted:
             code = ExitCode.INTERRUPTED
         else:
-            code = ExitCode.PARTIAL if (res.skipped or res.failed) else ExitCode.OK
+            code = ExitCode.PARTIAL if res.troubled else ExitCode.OK  # the expected race is no failure
         return Outcome(prepared, "applied", code, res, problems=list(res.journal_problems), lifted=lifted)
 
     def _lift(self, prepared: Prepared) -> list[dict[str, Any]]:

@@ -25,7 +25,7 @@ from ..layouts.base import Layout, now_ms
 from .interrupt import applying, requested
 from .journal import command_line, write_entry
 from .plan import Plan
-from .result import BatchResult
+from .result import EXPECTED_SKIPS, BatchResult, skip_words
 from .window import drive
 
 __all__ = ["RunResult", "run_plan"]
@@ -53,6 +53,23 @@ class RunResult:
     #: the moved ids, streamed to the local journal's ids file (journaled runs)
     moved_ids: Any = field(default=None, repr=False, compare=False)
 
+    @property
+    def raced(self) -> int:
+        """Skipped jobs of the expected race (:data:`~jobctl.ops.result.EXPECTED_SKIPS`):
+        not failures."""
+        return sum(n for k, n in self.skipped_reasons.items() if k in EXPECTED_SKIPS)
+
+    @property
+    def troubled(self) -> int:
+        """Jobs that truly failed or were skipped for another reason (exit 8 when any)."""
+        return self.failed + self.skipped - self.raced
+
+    def summary(self) -> str:
+        """One line: ``redrive email: planned 10, moved 9, skipped 1 (changed since the plan: 1), failed 0``."""
+        reasons = skip_words(self.skipped_reasons)
+        return (f"{self.operation} {self.queue}: planned {self.planned:,}, moved {self.moved:,}, "
+                f"skipped {self.skipped:,}{f' ({reasons})' if reasons else ''}, failed {self.failed:,}")
+
     def to_json(self) -> dict[str, Any]:
         return {
             "operation": self.operation, "queue": self.queue, "operation_id": self.operation_id,
@@ -60,6 +77,7 @@ class RunResult:
             "dry_run": self.dry_run, "interrupted": self.interrupted, "error": self.error,
             "started_ms": self.started_ms, "ended_ms": self.ended_ms,
             "skipped_reasons": dict(self.skipped_reasons), "skipped_sample": self.skipped_sample[:20],
+            "raced": self.raced,
         }
 
 

@@ -4,7 +4,31 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["BatchResult"]
+__all__ = ["BatchResult", "EXPECTED_SKIPS", "SKIP_WORDS", "skip_words"]
+
+#: Skip codes of the expected race, not a failure: the job left the state the
+#: plan saw it in (a live worker took it, or another client moved it) before
+#: the script call, or the work was already done (replay).  An operation
+#: whose only skips are these exits 0 and says how many.
+EXPECTED_SKIPS = frozenset({"gone", "moved", "replayed", "is-replay"})
+
+#: What a skip code means, in the words the CLI and the TUI print.
+SKIP_WORDS = {
+    "gone": "taken by a worker since the plan",
+    "moved": "taken by a worker since the plan",  # a skip code of pause and migrate: no longer in its source
+    "changed": "changed since the plan",
+    "replayed": "already replayed",
+    "is-replay": "itself a replay",
+}
+
+
+def skip_words(reasons: dict[str, int]) -> str:
+    """``"taken by a worker since the plan: 3, changed since the plan: 1"``
+    (codes of the same words added up)."""
+    words: dict[str, int] = {}
+    for code, n in reasons.items():
+        words[SKIP_WORDS.get(code, code)] = words.get(SKIP_WORDS.get(code, code), 0) + n
+    return ", ".join(f"{w}: {n:,}" for w, n in words.items())
 
 
 @dataclass
