@@ -28,6 +28,11 @@ from .walks import walk_list, walk_zset
 __all__ = ["ReliableList"]
 
 _RECORD_ATTRS = frozenset({"position", "score", "deadline_ms"})
+#: Reads of a ready list's tail for the oldest ready job when workers keep taking it.
+TAIL_READS = 5
+#: Tail elements read again with a vanished oldest job: the deepest one is read next
+#: (workers take the others first; it is at most this many jobs younger than the oldest).
+TAIL_SLACK = 8
 
 
 @dataclass(frozen=True)
@@ -163,7 +168,7 @@ class ReliableList(ShardedLayout):
                 if extra.priority is not None:
                     st.ready_by_priority[extra.priority] = st.ready_by_priority.get(extra.priority, 0) + res
             elif what == "ready_tail":
-                tails.append((extra[0], text(res)))
+                tails.append((extra[0], text(res), extra[1].key))
             elif what in SCHEDULED_READS:
                 fold_scheduled(st, what, res, now)
             elif what == "next_deadline":
@@ -175,32 +180,49 @@ class ReliableList(ShardedLayout):
 
                 st.held_filters = holds_of(res, now)
 
-        if tails:
-            pipe = self._pipeline()
-            for keys, job_id in tails:
-                pipe.get(keys.job(job_id))
-                for key in read_keys(keys, now):  # a redrive makes it ready again (not in the envelope)
-                    pipe.hget(key, job_id)
-            replies = pipe.execute(raise_on_error=False)
-            step = 1 + RETENTION_DAYS + 1  # the GET, then read_keys' HGETs
-            for i, (keys, job_id) in enumerate(tails):
-                raw, rec = replies[i * step], merge(replies[i * step + 1:(i + 1) * step])
-                if isinstance(raw, Exception):
-                    st.errors.extend(wrongtype_errors([raw], [keys.job(job_id)]))
-                    continue
-                env = parse_envelope(raw)
-                since = env.ready_since_ms
-                if rec is not None and isinstance(rec["at_ms"], int) and since is not None:
-                    since = max(since, rec["at_ms"])
-                if env.problems or since is None:
-                    problem = env.problems[0] if env.problems else "no timestamps"
-                    st.warnings.append(f"oldest ready job {job_id} in shard {keys.tag}: {problem}")
-                    continue
-                if st.oldest_ready_since_ms is None or since < st.oldest_ready_since_ms:
-                    st.oldest_ready_since_ms = since
+        for _ in range(TAIL_READS):  # a tail a worker took since it was read is read again
+            tails = self._fold_ready_tails(st, tails, now)
+            if not tails:
+                break
         if st.oldest_ready_since_ms is not None:
             st.oldest_ready_age_ms = max(0, now - st.oldest_ready_since_ms)
         return st
+
+    def _fold_ready_tails(self, st: QueueStatus, tails: list[tuple[ReliableListKeys, str, str]], now: int
+                          ) -> list[tuple[ReliableListKeys, str, str]]:
+        """Fold the oldest ready job of each ``(keys, id, ready list)`` into
+        ``st``; returns the tails to read again: those whose payload was gone
+        while the list's tail had changed since (a worker took the job)."""
+        pipe = self._pipeline()
+        for keys, job_id, ready in tails:
+            pipe.get(keys.job(job_id))
+            for key in read_keys(keys, now):  # a redrive makes it ready again (not in the envelope)
+                pipe.hget(key, job_id)
+            pipe.lrange(ready, -TAIL_SLACK, -1)
+        replies = pipe.execute(raise_on_error=False)
+        step = 1 + RETENTION_DAYS + 1 + 1  # the GET, read_keys' HGETs, then the tail again
+        again = []
+        for i, (keys, job_id, ready) in enumerate(tails):
+            raw, rec = replies[i * step], merge(replies[i * step + 1:(i + 1) * step - 1])
+            tail = replies[(i + 1) * step - 1]
+            if raw is None and isinstance(tail, list) and job_id.encode("utf-8", "surrogateescape") not in tail:
+                if tail:  # taken since it was read: the deepest of the tail now outlives the next read
+                    again.append((keys, text(tail[0]), ready))
+                continue
+            if isinstance(raw, Exception):
+                st.errors.extend(wrongtype_errors([raw], [keys.job(job_id)]))
+                continue
+            env = parse_envelope(raw)
+            since = env.ready_since_ms
+            if rec is not None and isinstance(rec["at_ms"], int) and since is not None:
+                since = max(since, rec["at_ms"])
+            if env.problems or since is None:
+                problem = env.problems[0] if env.problems else "no timestamps"
+                st.warnings.append(f"oldest ready job {job_id} in shard {keys.tag}: {problem}")
+                continue
+            if st.oldest_ready_since_ms is None or since < st.oldest_ready_since_ms:
+                st.oldest_ready_since_ms = since
+        return again
 
     def depth(self, state: State) -> int:
         self.check_supported(state)
@@ -375,6 +397,9 @@ class ReliableList(ShardedLayout):
                 for _, pairs in walk_zset(self.client, key, batch=batch, sample=sample):
                     yield window([m for m, _ in pairs], "score", [score_ms(sc) for _, sc in pairs])
                 continue
+            if state is not State.DEAD and sample is None:  # workers pop and push while it is read
+                yield from self._live_windows(keys, key, batch, window)
+                continue
             # walk from the tail with negative indexes: LPUSHes at the head
             # during the walk do not shift them.  Dead: the hold, then the
             # dead list, positions counted on from the hold's.
@@ -386,6 +411,22 @@ class ReliableList(ShardedLayout):
                 for start, chunk in walk_list(self.client, keys.dead, from_right=True, batch=batch, sample=sample):
                     yield window(chunk, "position", list(range(offset + start, offset + start + len(chunk))))
                 return
+
+    def _live_windows(self, keys: ReliableListKeys, key: str, batch: int, window):
+        """The windows of a list workers change (:func:`.live_walk.walk_live_list`):
+        each element read once; an id whose payload was gone when read and
+        that the list no longer holds was taken meanwhile, and is left out."""
+        from .live_walk import still_listed, walk_live_list
+
+        for start, chunk in walk_live_list(self.client, key, batch=batch):
+            ids, raws, attr, positions = window(chunk, "position", list(range(start, start + len(chunk))))
+            gone = [m for m, raw in zip(chunk, raws) if raw is None]
+            if gone:
+                kept = still_listed(self.client, key, start, gone, batch)
+                rows = [n for n, (m, raw) in enumerate(zip(chunk, raws)) if raw is not None or m in kept]
+                ids, raws, positions = [ids[n] for n in rows], [raws[n] for n in rows], [positions[n] for n in rows]
+            if ids:
+                yield ids, raws, attr, positions
 
 
 def _ready_sort(r: JobRecord):
