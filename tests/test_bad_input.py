@@ -17,9 +17,17 @@ The operations that do apply (``--yes``) are in :func:`test_applied_operations_a
 on their own load.  ``test_zz_corpus_summary`` prints the corpus size and
 the counts by exit code (run with ``-s`` to see them).
 
-Until connection.py builds every client with surrogateescape encoding
-(engineer "cluster"), :func:`surrogate_clients` makes the session's client
-send ``str`` arguments holding undecodable bytes as those exact bytes.
+Every case runs through the client jobctl ships (:func:`jobctl.connection.make_client`:
+``str`` arguments holding undecodable bytes go out as those exact bytes,
+``surrogateescape``): nothing in this module patches it.
+
+The loaded queues also hold, in every zset of every layout (deadlines,
+scheduled, suppressed, claim times, delayed events, delay zsets, Redisson's
+timeouts), members scored ``+inf`` and ``-inf`` (:func:`_infinite_scores`);
+stream entries and dead-stream entries whose ``jobId`` is each bad id and
+delayed-events members holding each bad id (:func:`_load_more_layouts`); and
+queues whose payload keys have the wrong Redis type in every state
+(:data:`WRONG_PAYLOAD`): reported as such, naming the key, never as dangling.
 """
 
 from __future__ import annotations
@@ -234,28 +242,7 @@ def dump_all(client) -> dict[bytes, object]:
 
 
 @pytest.fixture(scope="module")
-def surrogate_clients():
-    """Clients the session builds send undecodable id bytes exactly (see the module docstring)."""
-    import jobctl.session
-    from redis.connection import Encoder, PythonRespSerializer
-
-    original = jobctl.session.connect
-
-    def connect(*args, **kwargs):
-        client = original(*args, **kwargs)
-        encode = Encoder("utf-8", "surrogateescape", False).encode
-        client.connection_pool.connection_kwargs.update(
-            encoding_errors="surrogateescape", command_packer=PythonRespSerializer(6000, encode))
-        client.connection_pool.reset()
-        return client
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(jobctl.session, "connect", connect)
-        yield
-
-
-@pytest.fixture(scope="module")
-def loaded(redis_server, _redis_admin, surrogate_clients, tmp_path_factory):
+def loaded(redis_server, _redis_admin, tmp_path_factory):
     """(url, config path, client, dump) of the loaded server; shared by the module."""
     _redis_admin.flushall()
     _redis_admin.script_flush()
@@ -568,7 +555,7 @@ def test_tui_screens_on_bad_data(loaded):
                                   ("suppress", "rl", "--filter", "attempts >= 0", "--reason", "r", "--limit", "3"),
                                   ("purge", "rl", "--state", "dead", "--no-export", "--limit", "2")],
                          ids=lambda a: a[0])
-def test_applied_operations_are_journaled(capsys, redis_url, redis_client, surrogate_clients, tmp_path, argv):
+def test_applied_operations_are_journaled(capsys, redis_url, redis_client, tmp_path, argv):
     """Every applied operation leaves a journal entry, with bad ids among the jobs."""
     from jobctl_fixtures.scenarios import load_scenario
 
@@ -604,7 +591,7 @@ def test_zz_corpus_summary(capsys):
     assert OUTCOMES[int(ExitCode.FAILURE)] == 0
 
 
-def test_purge_with_export_takes_bad_ids_exactly(capsys, redis_url, redis_client, surrogate_clients, tmp_path):
+def test_purge_with_export_takes_bad_ids_exactly(capsys, redis_url, redis_client, tmp_path):
     """Ids with undecodable bytes are exported escaped and purged exactly (the fence unescapes them)."""
     rl = ReliableListKeys("rl")
     for bad in BAD_IDS:
