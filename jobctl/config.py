@@ -362,6 +362,9 @@ def load_config(explicit: str | os.PathLike[str] | None = None) -> Config:
             raise ConfigError(f"{where} must be a table")
         raw = dict(raw)
         layout = raw.pop("layout", "reliable-list")
+        if not isinstance(layout, str):  # a list or table is unhashable: refused before the lookup
+            raise ConfigError(f"{where}: layout must be a string naming a layout, got {_short(layout)} "
+                              f"(known: {', '.join(sorted(layouts))})")
         if layout not in layouts:
             raise ConfigError(f"{where}: unknown layout {_short(layout)} (known: {', '.join(sorted(layouts))})")
         _check_keys(where, raw, [k for k in QUEUE_KEYS if k != "layout"] + list(LAYOUT_OPTIONS.get(layout, ())))
