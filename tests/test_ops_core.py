@@ -50,8 +50,8 @@ def test_catalog_defaults_and_equivalent_command():
     assert (req.source, req.target) == (State.DEAD, State.READY)
     purge = OpRequest(Operation.PURGE, "email", source=State.SUPPRESSED, export_to="/tmp/x y")
     assert purge.target is None
-    assert equivalent_command(purge) == ["jobctl-tui", "purge", "email", "--state", "suppressed", "--export-to",
-                                         "'/tmp/x y'"]
+    assert equivalent_command(purge) == ["jobctl", "purge", "email", "--state", "suppressed", "--export-to",
+                                         "/tmp/x y"]  # words: the journal's command_line quotes them once
     assert [i.key for i in OPERATIONS.values() if i.key] == ["U", "P", "R", "S", "X"]
     assert OpRequest(Operation.PURGE, "q", older_than_ms=60_000, filter_text="tenant = t1"
                      ).effective_filter_text == "(tenant = t1) and dead_for >= 60000ms"

@@ -239,8 +239,8 @@ def test_equivalent_command_is_a_cli_command_line() -> None:
 
     spec = OpSpec(Operation.REDRIVE, "email", State.DEAD, State.READY,
                   filter=compile_filter('type = "a b" and error = "E"'))
-    assert equivalent_command(spec) == ["jobctl-tui", "redrive", "email", "--filter",
-                                        "'type = \"a b\" and error = \"E\"'"]
+    assert equivalent_command(spec) == ["jobctl", "redrive", "email", "--filter",
+                                        'type = "a b" and error = "E"']  # quoted once, by the journal
     spec = OpSpec(Operation.PURGE, "email", State.SUPPRESSED, None, ids=("j1",))
     assert equivalent_command(spec)[3:] == ["--state", "suppressed", "--no-export", "--ids", "j1"]
 

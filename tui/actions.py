@@ -99,6 +99,24 @@ def _plan_table(plan) -> Table:
     return t
 
 
+def _export_words(prepared) -> str:
+    """What a purge (drain) plan says of its export: written on Apply
+    (nothing is written before), or the complete export it is fenced to."""
+    pending = getattr(prepared, "export_pending", None)
+    done = prepared.exported
+    where = Path(pending or done).name if (pending or done) else None
+    drain = prepared.plan.spec.operation is Operation.DRAIN
+    head = ("\ndrain removes the jobs from Redis (index entry and payload); " if drain
+            else "\npurge deletes jobs for good (index entry and payload); ")
+    if where is None:
+        return head + "there is no export"
+    what = "removed" if drain else "purged"
+    if pending:
+        return head + (f"on Apply, first exported to …/{where} (nothing is written before): only the "
+                       f"exported jobs, each if unchanged, are {what}")
+    return head + f"exported first to …/{where}: only those jobs, each if unchanged, are {what}"
+
+
 class PlanModal(ModalScreen[bool]):
     """The plan of an operation; dismisses with True to apply it.
 
@@ -168,15 +186,7 @@ class PlanModal(ModalScreen[bool]):
                     extra.append(f"\n{len(plan.dangling):,} dangling id(s) without payload excluded "
                                  "(see jobctl check)", style="yellow")
                 if info.destructive:
-                    where = Path(self.prepared.exported).name if self.prepared.exported else None
-                    if plan.spec.operation is Operation.DRAIN:
-                        extra.append(f"\ndrain removes the jobs from Redis (index entry and payload); exported "
-                                     f"first to …/{where}: only those jobs, each if unchanged, are removed",
-                                     style="bold red")
-                    else:
-                        extra.append("\npurge deletes jobs for good (index entry and payload); "
-                                     + (f"exported first to …/{where}: only those jobs, each if unchanged, are "
-                                        "purged" if where else "there is no export"), style="bold red")
+                    extra.append(_export_words(self.prepared), style="bold red")
                 yield Static(extra, id="plan-extra")
                 if getattr(self.prepared, "samples", None):  # migrate --transform: the core's sample diff
                     from .recovery_modals import diff_text
@@ -396,7 +406,8 @@ class RunModal(ModalScreen):
         try:
             res = app.dash.apply(self.prepared, stop=self.stop_event.is_set,
                                  progress=lambda d, t: self.post_message(RunProgress(d, t)),
-                                 rate=app.op_rate, batch=app.op_batch).result
+                                 rate=app.op_rate, batch=app.op_batch,
+                                 note=lambda text: app.call_from_thread(app.notify, text)).result
         except BaseException as exc:  # noqa: BLE001 - reported by the UI thread
             self.post_message(RunFinished(error=exc))
             return
@@ -404,7 +415,7 @@ class RunModal(ModalScreen):
 
     def on_run_progress(self, msg: RunProgress) -> None:
         self.done = msg.done
-        self.query_one(ProgressBar).update(progress=msg.done)
+        self.query_one(ProgressBar).update(total=max(1, msg.total), progress=msg.done)
         self.query_one("#run-status", Static).update(f"{msg.done:,} of {msg.total:,} done")
 
     def on_run_finished(self, msg: RunFinished) -> None:

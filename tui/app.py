@@ -22,7 +22,7 @@ from textual.screen import Screen
 
 from jobctl.dashboard import Dashboard, Snapshot
 from jobctl.errors import AuthFailed, ConnectionFailed, JobctlError, ReadOnlyRefused
-from jobctl.ops.core import check_request
+from jobctl.ops.core import check_layout, check_request
 from jobctl.ops.spec import Operation
 from jobctl.session import Session
 
@@ -286,6 +286,13 @@ class JobctlApp(App):
         if req.source not in info.sources:
             srcs = " or ".join(s.value for s in info.sources)
             self.notify(f"{info.verb} works on {srcs} jobs, not {req.source.value}", severity="warning")
+            return
+        try:  # the core's layout refusals, before asking anything (prepare checks them all again)
+            with self.session.errors():
+                layout = self.session.layout(req.queue)
+            check_layout(req.operation, layout)
+        except JobctlError as exc:
+            self.notify(str(exc), severity="error")
             return
         if req.operation in (Operation.SUPPRESS, Operation.PAUSE) and not req.reason:
             def got_reason(reason: str | None) -> None:

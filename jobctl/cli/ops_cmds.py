@@ -254,32 +254,6 @@ def _progress(total: int, enabled: bool):
     return (lambda done, _total: prog.update(task, completed=done)), prog.stop
 
 
-def _visibility_known(session: Session, queue: str, visibility: str | None, stuck: bool) -> None:
-    """Use ``--visibility-timeout`` for ``queue``; refuse ``--stuck`` on a
-    defaulted one (a guess would requeue jobs live workers still hold)."""
-    from dataclasses import replace
-
-    from ..config import defaulted_visibility
-
-    with session.errors():
-        q = session.queue(queue)
-    if visibility is not None:
-        ms = _duration(visibility, "--visibility-timeout")
-        if ms < 1:
-            raise UsageError("--visibility-timeout must be at least 1ms")
-        if q.name in session.config.queues:
-            session.config.queues[q.name] = replace(q, visibility_timeout_ms=ms)
-        return
-    default = defaulted_visibility(q)
-    if default is not None:
-        if stuck:
-            raise UsageError(f"requeue --stuck on queue {q.name}: its visibility timeout is not configured (the "
-                             f"{q.layout} default {default:,} ms is a guess; a longer worker timeout would "
-                             "requeue live jobs): set visibility_timeout_ms or pass --visibility-timeout")
-        render.note(f"warning: queue {q.name}: visibility_timeout_ms is not configured; deadlines shown use the "
-                    f"{q.layout} default of {default:,} ms")
-
-
 @_queue_command
 @click.option("--stuck", is_flag=True, help="Processing jobs past their visibility deadline.")
 @_ids_option("processing")
@@ -300,9 +274,9 @@ def requeue(session: Session, queue, stuck, ids, priority, visibility, filter_te
     json-list), the visibility timeout must be known: from the catalogue's
     visibility_timeout_ms or --visibility-timeout.
     """
-    _visibility_known(session, queue, visibility, stuck)
     req = OpRequest(Operation.REQUEUE, queue, filter_text=filter_text, ids=tuple(ids), stuck_only=stuck,
-                    limit=limit, priority=priority, dry_run=dry_run)
+                    limit=limit, priority=priority, dry_run=dry_run,
+                    visibility_timeout_ms=None if visibility is None else _duration(visibility, "--visibility-timeout"))
     return execute(session, req, yes=yes, as_json=as_json, rate=rate, batch=batch)
 
 
@@ -352,13 +326,16 @@ def promote(session: Session, queue, filter_text, ids, priority, limit, rate, ba
 
 
 @_queue_command
-@_filter_option(required=True)
+@_filter_option()
+@_ids_option("dead")
 @click.option("--reason", required=True, metavar="TEXT", help="Why (kept with who and when).")
 @_common
 @pass_session
-def suppress(session: Session, queue, filter_text, reason, limit, rate, batch, dry_run, yes, as_json) -> int:
-    """Move dead jobs to suppressed: kept for audit, excluded from redrive and DLQ alerts."""
-    req = OpRequest(Operation.SUPPRESS, queue, filter_text=filter_text, limit=limit, reason=reason,
+def suppress(session: Session, queue, filter_text, ids, reason, limit, rate, batch, dry_run, yes, as_json) -> int:
+    """Move dead jobs to suppressed: kept for audit, excluded from redrive and DLQ alerts.
+
+    Takes --filter or --ids (never every dead job at once)."""
+    req = OpRequest(Operation.SUPPRESS, queue, filter_text=filter_text, ids=tuple(ids), limit=limit, reason=reason,
                     dry_run=dry_run)
     return execute(session, req, yes=yes, as_json=as_json, rate=rate, batch=batch)
 

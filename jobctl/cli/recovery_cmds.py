@@ -36,17 +36,14 @@ __all__ = ["COMMANDS"]
 
 pass_session = click.make_pass_decorator(Session)
 
-#: Layouts whose jobs jobctl can take out of the workers' reach.
-_PAUSABLE = ("reliable-list",)
-
-
 def _pausable(session: Session, queue: str, verb: str):
+    """``queue``'s layout, refused by the operations core unless jobctl can
+    hold its jobs (:func:`jobctl.ops.core.require_holdable`)."""
+    from ..ops.core import require_holdable
+
     with session.errors():
         layout = session.layout(queue)
-    if layout.name not in _PAUSABLE:
-        raise UsageError(f"{verb} is not supported for layout {layout.name}: its workers take jobs from keys "
-                         "jobctl cannot hold jobs back from without their cooperation (supported: "
-                         f"{', '.join(_PAUSABLE)})")
+    require_holdable(layout, verb)
     return layout
 
 
@@ -75,23 +72,23 @@ def pause(session: Session, queue, filter_text, reason, state, hold, budget, int
     next, in their original order.  Seen in status (paused, held_filters),
     `ls --state paused`, inspect, the exporter and `jobctl check`.
     """
-    if not reason.strip():
-        raise UsageError("--reason must not be empty")
     if hold and state != "ready":
         raise UsageError("--hold holds newly ready jobs: it takes --state ready")
     interval_ms = _interval(interval)
-    layout = _pausable(session, queue, "pause")
-    if hold:
-        if limit is not None:
-            raise UsageError("--hold pauses every matching job: use --budget, not --limit")
-        if not dry_run:
-            session.require_writable("pause")
-        from ..filter import compile_filter
-
-        if filter_text:
-            compile_filter(filter_text)  # a bad filter fails before the hold is recorded
+    if hold and limit is not None:
+        raise UsageError("--hold pauses every matching job: use --budget, not --limit")
     req = OpRequest(Operation.PAUSE, queue, source=State(state), target=State.PAUSED, filter_text=filter_text,
                     limit=limit, reason=reason, dry_run=dry_run)
+    if hold:  # the core's refusals before the hold is recorded (the pause checks them again)
+        from ..filter import compile_filter
+        from ..ops.core import check_layout, check_request
+
+        check_request(req, session)
+        with session.errors():
+            layout = session.layout(queue)
+        check_layout(req, layout)
+        if filter_text:
+            compile_filter(filter_text)  # a bad filter fails before the hold is recorded
     if hold and not dry_run:
         from ..layouts.reliable_list_pause import add_hold
 
@@ -182,11 +179,8 @@ def resume(session: Session, queue, filter_text, limit, rate, batch, dry_run, ye
     again (the operations core: jobctl.ops.core).  Jobs paused from
     scheduled go back to scheduled with their due time.
     """
-    _pausable(session, queue, "resume")
     req = OpRequest(Operation.RESUME, queue, source=State.PAUSED, target=State.READY, filter_text=filter_text,
                     limit=limit, dry_run=dry_run)
-    if not dry_run:
-        session.require_writable("resume")
     return execute(session, req, yes=yes, as_json=as_json, rate=rate, batch=batch)
 
 
@@ -239,9 +233,7 @@ def hold_ls(session: Session, queue, as_json) -> int:
     return int(ExitCode.OK)
 
 
-def _migrate_request(session: Session, src: str, dst: str, state: str, filter_text, limit, dry_run) -> OpRequest:
-    _pausable(session, src, "migrate")
-    _pausable(session, dst, "migrate")
+def _migrate_request(src: str, dst: str, state: str, filter_text, limit, dry_run) -> OpRequest:
     return OpRequest(Operation.MIGRATE, src, source=State(state), target=State(state), filter_text=filter_text,
                      limit=limit, dry_run=dry_run, destination=dst)
 
@@ -285,7 +277,6 @@ def migrate(session: Session, src, dst, filter_text, state, transform_file, roll
         from ..ops.transform import Rollback, load_transform
 
         transform = load_transform(transform_file) if transform_file else Rollback(rollback)
-        _pausable(session, src, "migrate --transform")
         st = State(state or ("dead" if rollback else "ready"))
         req = OpRequest(Operation.TRANSFORM, src, source=st, target=st, filter_text=filter_text, limit=limit,
                         dry_run=dry_run, transform=transform)
@@ -296,7 +287,7 @@ def migrate(session: Session, src, dst, filter_text, state, transform_file, roll
         raise UsageError("migrate needs DST (or --transform FILE)")
     if state not in (None, "ready", "scheduled"):
         raise UsageError("a move between queues takes --state ready or scheduled")
-    req = _migrate_request(session, src, dst, state or "ready", filter_text, limit, dry_run)
+    req = _migrate_request(src, dst, state or "ready", filter_text, limit, dry_run)
     return execute(session, req, yes=yes, as_json=as_json, rate=rate, batch=batch)
 
 
@@ -339,9 +330,8 @@ def drain(session: Session, queue, to, export_to, export_format, state, limit, r
     if (to is None) == (export_to is None):
         raise UsageError("drain needs exactly one of --to QUEUE and --export-to DIR")
     if to is not None:
-        req = _migrate_request(session, queue, to, state, None, limit, dry_run)
+        req = _migrate_request(queue, to, state, None, limit, dry_run)
     else:
-        _pausable(session, queue, "drain --export-to")
         req = OpRequest(Operation.DRAIN, queue, source=State(state), limit=limit, dry_run=dry_run,
                         export_to=export_to, export_format=export_format)
     return execute(session, req, yes=yes, as_json=as_json, rate=rate, batch=batch)
@@ -365,13 +355,9 @@ def replay(session: Session, queue, from_, to, filter_text, limit, rate, batch, 
     carries replayOf is a replay and is never replayed.  Entries still
     pending or not yet delivered are not history and are left alone.
     """
-    from ..ops.core import check_layout
     from ..ops.stream_bounds import replay_range
 
     start, end = replay_range(from_, to)
-    with session.errors():
-        layout = session.layout(queue)
-    check_layout(Operation.REPLAY, layout)
     req = OpRequest(Operation.REPLAY, queue, source=State.HISTORY, target=State.READY, filter_text=filter_text,
                     limit=limit, dry_run=dry_run, replay_range=(start, end))
     return execute(session, req, yes=yes, as_json=as_json, rate=rate, batch=batch)

@@ -75,19 +75,35 @@ class QueueDetail:
     states: tuple[State, ...] = ()
 
 
-def equivalent_command(spec: "OpSpec | OpRequest") -> list[str]:
-    """The CLI command line that does what ``spec`` does, shell-quoted (the
-    journal's ``command`` of an operation started from the TUI); see
-    :func:`jobctl.ops.request.equivalent_command`.  An :class:`OpSpec` is
-    read as a request without an export (``--no-export`` for a purge)."""
+def equivalent_command(spec: "OpSpec | OpRequest", session: "Session | None" = None) -> list[str]:
+    """The ``jobctl`` command line that does what ``spec`` does, as argv
+    words (the journal's ``command`` of an operation started from the TUI,
+    quoted once by :func:`jobctl.ops.journal.command_line`); see
+    :func:`jobctl.ops.request.equivalent_command`.  ``session``: its
+    ``--url`` (redacted in the journal), ``--profile`` and ``--config``
+    come first, so the line runs as printed.  An :class:`OpSpec` is read as
+    a request without an export (``--no-export`` for a purge)."""
     from ..ops.request import OpRequest, equivalent_command as of_request
 
-    if isinstance(spec, OpRequest):
-        return of_request(spec)
-    return of_request(OpRequest(spec.operation, spec.queue, source=spec.source, target=spec.target,
-                                filter_text=spec.filter.text or None, ids=tuple(spec.ids),
-                                stuck_only=spec.stuck_only, reason=spec.reason, limit=spec.limit,
-                                no_export=True))
+    if not isinstance(spec, OpRequest):
+        spec = OpRequest(spec.operation, spec.queue, source=spec.source, target=spec.target,
+                         filter_text=spec.filter.text or None, ids=tuple(spec.ids), stuck_only=spec.stuck_only,
+                         reason=spec.reason, limit=spec.limit, no_export=True)
+    return of_request(spec, global_args=_session_args(session))
+
+
+def _session_args(session: "Session | None") -> tuple[str, ...]:
+    """The global options that point a ``jobctl`` command at ``session``'s server and catalogue."""
+    if session is None:
+        return ()
+    out: list[str] = []
+    if session.url:
+        out += ["--url", session.url]
+    elif session.profile:
+        out += ["--profile", session.profile]
+    if session.config_file:
+        out += ["--config", str(session.config_file)]
+    return tuple(out)
 
 
 class Dashboard:
@@ -241,14 +257,19 @@ class Dashboard:
 
     def prepare(self, request: "OpRequest", *, note: Callable[[str], None] | None = None) -> "Prepared":
         """:meth:`OperationCore.prepare <jobctl.ops.core.OperationCore.prepare>`:
-        the request's policies, fence (a purge's export is written here) and plan."""
-        return self._call(lambda: self.core().prepare(request, note=note))
+        the request's policies (every refusal of the CLI, from the same
+        core) and plan; nothing is written: a purge's (drain's) export is
+        only planned (:attr:`Prepared.export_pending`), :meth:`apply` writes
+        it once confirmed."""
+        return self._call(lambda: self.core().prepare(request, note=note, defer_export=True))
 
     def apply(self, prepared: "Prepared", *, stop: Callable[[], bool] | None = None,
               progress: Callable[[int, int], None] | None = None, rate: float | None = None,
-              batch: int | None = None) -> "Outcome":
+              batch: int | None = None, note: Callable[[str], None] | None = None) -> "Outcome":
         """:meth:`OperationCore.apply <jobctl.ops.core.OperationCore.apply>` of
-        a confirmed plan, journaled with :func:`equivalent_command` as the
-        command.  Raises :class:`~jobctl.errors.ReadOnlyRefused` in read-only mode."""
+        a confirmed plan (its pending export written first), journaled with
+        :func:`equivalent_command` as the command.  Raises
+        :class:`~jobctl.errors.ReadOnlyRefused` in read-only mode."""
+        argv = equivalent_command(prepared.request, self.session)
         return self._call(lambda: self.core().apply(prepared, stop=stop, progress=progress, rate=rate,
-                                                    batch=batch, argv=equivalent_command(prepared.request)))
+                                                    batch=batch, argv=argv, note=note))

@@ -13,8 +13,16 @@ and :meth:`apply` from its workers and asks in between with its modal.
 Policies (each only here):
 
 * read-only refusal (:meth:`Session.require_writable`) unless ``dry_run``;
-* request checks: requeue needs ``--stuck`` or ``--ids``; ``--delay`` needs
-  ``--to scheduled``; ``--plan`` excludes ``--ids``; suppress needs a reason;
+* request checks (:func:`check_request`): requeue needs ``--stuck`` or
+  ``--ids``; ``--delay`` needs ``--to scheduled``; ``--plan`` excludes
+  ``--ids``; suppress needs a reason and a filter or ids; pause needs a
+  reason;
+* layout checks (:func:`check_layout`, before anything is exported or
+  planned): replay needs the stream-group layout; pause, resume, migrate,
+  drain and transformations need a layout whose jobs jobctl can hold out
+  of the workers' reach (:func:`require_holdable`); ``requeue --stuck``
+  needs a known visibility timeout (configured, or the request's
+  ``visibility_timeout_ms``), never a layout's default;
 * export before purge: a purge needs ``export_to`` (export there first, or
   use the complete export there, then purge exactly the exported ids, each
   while unchanged) or an explicit ``no_export``; ``export_to`` excludes
@@ -48,12 +56,14 @@ from .request import OpRequest
 from .spec import Operation, OpSpec
 
 if TYPE_CHECKING:
+    from ..config import QueueConfig
     from ..layouts.base import Layout
     from ..session import Session
     from .engine import RunResult
     from .plan import Plan
 
-__all__ = ["OperationCore", "Prepared", "Outcome", "check_request", "check_layout", "breakdown_rows"]
+__all__ = ["OperationCore", "Prepared", "Outcome", "check_request", "check_layout", "require_holdable",
+           "breakdown_rows", "HOLDABLE_LAYOUTS"]
 
 Note = Callable[[str], None]
 
@@ -72,8 +82,12 @@ def check_request(req: OpRequest, session: "Session | None" = None) -> None:
             raise UsageError("--delay needs --to scheduled")
         if req.plan_file and req.ids:
             raise UsageError("--plan and --ids exclude each other")
-    if op is Operation.SUPPRESS and not (req.reason or "").strip():
+    if op in (Operation.SUPPRESS, Operation.PAUSE) and not (req.reason or "").strip():
         raise UsageError("--reason must not be empty")
+    if op is Operation.SUPPRESS and not (req.filter_text or req.ids):
+        raise UsageError("suppress needs --filter or --ids (it never takes every dead job at once)")
+    if req.visibility_timeout_ms is not None and req.visibility_timeout_ms < 1:
+        raise UsageError("--visibility-timeout must be at least 1ms")
     if op is Operation.PURGE:
         if req.no_export and req.export_to:
             raise UsageError("--no-export and --export-to exclude each other")
@@ -93,13 +107,58 @@ def check_request(req: OpRequest, session: "Session | None" = None) -> None:
         session.require_writable(op.value)
 
 
-def check_layout(operation: Operation, layout: "Layout") -> None:
-    """The layout-level refusals, before anything is asked or read: replay
-    needs the stream-group layout (an acknowledged history).  Raises
+#: Layouts whose jobs jobctl can take out of the workers' reach (pause, migrate, drain, transform).
+HOLDABLE_LAYOUTS = ("reliable-list",)
+
+#: The operations that need one of :data:`HOLDABLE_LAYOUTS`, and the words their refusal names.
+_HOLDING_VERBS = {Operation.PAUSE: "pause", Operation.RESUME: "resume", Operation.MIGRATE: "migrate",
+                  Operation.DRAIN: "drain --export-to", Operation.TRANSFORM: "migrate --transform"}
+
+
+def require_holdable(layout: "Layout", verb: str) -> None:
+    """Refuse ``verb`` (``"pause"``, ``"hold"``...) on a layout whose workers
+    take jobs from keys jobctl cannot hold jobs back from.  Raises
     :class:`UsageError`."""
-    if operation is Operation.REPLAY and layout.name != "stream-group":
+    if layout.name not in HOLDABLE_LAYOUTS:
+        raise UsageError(f"{verb} is not supported for layout {layout.name}: its workers take jobs from keys "
+                         "jobctl cannot hold jobs back from without their cooperation (supported: "
+                         f"{', '.join(HOLDABLE_LAYOUTS)})")
+
+
+def require_known_visibility(queue: "QueueConfig") -> None:
+    """Refuse ``requeue --stuck`` on ``queue`` when its visibility timeout
+    is only its layout's default: a guess, which against workers with a
+    longer timeout would requeue jobs they still hold.  Raises
+    :class:`UsageError`."""
+    from ..config import defaulted_visibility
+
+    default = defaulted_visibility(queue)
+    if default is not None:
+        raise UsageError(f"requeue --stuck on queue {queue.name}: its visibility timeout is not configured (the "
+                         f"{queue.layout} default {default:,} ms is a guess; a longer worker timeout would "
+                         "requeue live jobs): set visibility_timeout_ms or pass --visibility-timeout")
+
+
+def check_layout(operation: "Operation | OpRequest", layout: "Layout", destination: "Layout | None" = None) -> None:
+    """The layout-level refusals, before anything is exported, asked or
+    planned: replay needs the stream-group layout (an acknowledged
+    history); pause, resume, migrate (also of ``destination``, the queue a
+    migrate moves to), drain and transformations need
+    :data:`HOLDABLE_LAYOUTS`; given a request, ``requeue --stuck`` needs a
+    known visibility timeout (``layout.queue``: the catalogue entry with
+    the request's ``visibility_timeout_ms`` applied).  Raises
+    :class:`UsageError`."""
+    req = operation if isinstance(operation, OpRequest) else None
+    op = req.operation if req is not None else operation
+    if op is Operation.REPLAY and layout.name != "stream-group":
         raise UsageError(f"replay is for the stream-group layout; {layout.queue_name} is {layout.name} (no "
                          "acknowledged history to replay)")
+    if op in _HOLDING_VERBS:
+        require_holdable(layout, _HOLDING_VERBS[op])
+    if op is Operation.MIGRATE and destination is not None:
+        require_holdable(destination, "migrate")
+    if req is not None and op is Operation.REQUEUE and req.stuck_only:
+        require_known_visibility(layout.queue)
 
 
 def recover_holds(layout: "Layout", op_id: str, *, dry_run: bool, note: Note | None) -> None:
@@ -138,7 +197,7 @@ class Prepared:
     """A planned request: the ``spec`` it became, the ``layout`` and the
     ``plan``.  ``typed_count``: confirming needs the planned count typed.
     ``exported``: the export directory the purge is fenced to (``None``:
-    none).  ``holds``: the hold records (``{"id", "filter", "reason", "by",
+    none, or not written yet: ``export_pending``).  ``holds``: the hold records (``{"id", "filter", "reason", "by",
     ...}``) a resume lifts when applied.  ``needs_confirmation``: something
     would change (jobs, or holds to lift)."""
 
@@ -151,6 +210,8 @@ class Prepared:
     holds: list[dict[str, Any]] = field(default_factory=list)
     #: migrate --transform: the before/after diff lines of the first planned envelopes
     samples: list[str] = field(default_factory=list)
+    #: ``prepare(defer_export=True)``: the directory the export is written to once confirmed (``apply``)
+    export_pending: str | None = None
 
     @property
     def needs_confirmation(self) -> bool:
@@ -187,6 +248,17 @@ class Outcome:
         if res is None:
             return f"{self.plan.spec.operation.value} cancelled: nothing was changed"
         return res.summary()
+
+
+def _drain_words(req: OpRequest, note: Note | None) -> Note | None:
+    """``note`` for a drain: the export fence's sentences say "purging"."""
+    if note is None or req.operation is not Operation.DRAIN:
+        return note
+    return lambda sentence: note(sentence.replace("purging", "draining"))
+
+
+def _verb_done(req: OpRequest) -> str:
+    return "drained" if req.operation is Operation.DRAIN else "purged"
 
 
 def _holds_to_lift(req: OpRequest, layout: "Layout") -> list[dict[str, Any]]:
@@ -229,60 +301,124 @@ class OperationCore:
 
     # -- the three steps -------------------------------------------------------------
     def prepare(self, req: OpRequest, *, note: Note | None = None,
-                progress: Callable[[int, int], None] | None = None) -> Prepared:
-        """Check ``req`` (:func:`check_request`), build its fence (``--plan``
-        file, or export-then-fence for a purge with ``export_to``: the export
-        is written here unless ``dry_run``), plan it (reads only) and keep
-        only fenced ids.  ``note(text)`` receives progress sentences;
-        ``progress(done, total)`` the export's progress."""
+                progress: Callable[[int, int], None] | None = None, defer_export: bool = False) -> Prepared:
+        """Check ``req`` (:func:`check_request`, then :func:`check_layout`
+        on its queue: nothing is written by a refused request), build its
+        fence (``--plan`` file, or export-then-fence for a purge or drain
+        with ``export_to``: the export is written here unless ``dry_run``
+        or ``defer_export``), plan it (reads only) and keep only fenced ids.
+        ``defer_export`` (the TUI): nothing is written; the plan shows what
+        would be exported (:attr:`Prepared.export_pending`) and
+        :meth:`apply` exports it once confirmed.  ``note(text)`` receives
+        progress sentences; ``progress(done, total)`` the export's progress."""
         check_request(req, self.session)
         from ..filter import MATCH_ALL, compile_filter
 
         text = req.effective_filter_text
         flt = MATCH_ALL if text is None else compile_filter(text)
-        fence = None
-        exported = None
-        if req.plan_file:
-            from ..export.fence import read_redrive_plan
-
-            fence = read_redrive_plan(req.plan_file, req.queue)
-        elif req.operation in (Operation.PURGE, Operation.DRAIN) and req.export_to:
-            from ..export.fence import export_fence
-
-            say = note
-            if note is not None and req.operation is Operation.DRAIN:  # the fence's sentences say "purging"
-                def say(sentence: str) -> None:
-                    note(sentence.replace("purging", "draining"))
-            fence = export_fence(self.session, req.queue, req.source, text, req.export_to,
-                                 fmt=req.export_format, dry_run=req.dry_run, note=say, progress=progress)
-            exported = req.export_to if fence is not None else None
+        with self.session.errors():
+            layout, destination = self._resolve(req, note)
+        fence, exported, pending = self._fence(req, note, progress, defer_export)
         spec = OpSpec(req.operation, req.queue, req.source, req.target, filter=flt, ids=tuple(req.ids),
                       stuck_only=req.stuck_only, limit=req.limit, delay_ms=req.delay_ms,
                       reset_attempts=req.reset_attempts, reason=req.reason, priority=req.priority, fence=fence)
         with self.session.errors():
-            layout = self.session.layout(req.queue)
-            check_layout(req.operation, layout)
             recover_holds(layout, spec.op_id, dry_run=req.dry_run, note=note)
-            if req.destination:  # migrate/drain --to: the destination queue, resolved like the source
-                spec.destination = self.session.layout(req.destination)
-            elif req.operation is Operation.DRAIN:  # drain --export-to: where the drained jobs are
-                spec.destination = str(req.export_to)
+            spec.destination = destination
             spec.transform, spec.replay_range = req.transform, req.replay_range
-            plan = layout.plan(spec, now=self.clock() if self.clock else None)
+            plan = self._plan(layout, spec)
             holds = _holds_to_lift(req, layout)
             samples = _transform_samples(layout, plan, req.transform)
-        if spec.fence is not None:  # whatever the layout: never an id outside the fence
-            plan.jobs = [j for j in plan.jobs if j.job_id in spec.fence]
         if holds and req.dry_run and note is not None:
             note(f"would lift {len(holds)} hold(s): " + ", ".join(h["id"] for h in holds))
         return Prepared(req, spec, layout, plan, typed_count=needs_typed_count(plan), exported=exported,
-                        holds=holds, samples=samples)
+                        holds=holds, samples=samples, export_pending=pending)
+
+    def _resolve(self, req: OpRequest, note: Note | None) -> "tuple[Layout, Any]":
+        """The request's layout (its catalogue entry with the request's
+        visibility timeout) and the plan's destination (the layout a migrate
+        moves to, the directory a drain exports to), after
+        :func:`check_layout`."""
+        from dataclasses import replace
+
+        from ..config import defaulted_visibility
+
+        q = self.session.queue(req.queue)
+        if req.visibility_timeout_ms is not None:
+            q = replace(q, visibility_timeout_ms=req.visibility_timeout_ms)
+        layout = self.session.layout(q)
+        destination: Any = None
+        if req.destination:  # migrate/drain --to: the destination queue, resolved like the source
+            destination = self.session.layout(req.destination)
+        elif req.operation is Operation.DRAIN:  # drain --export-to: where the drained jobs are
+            destination = str(req.export_to)
+        check_layout(req, layout, destination if req.destination else None)
+        default = defaulted_visibility(q) if req.operation is Operation.REQUEUE else None
+        if default is not None and note is not None:
+            note(f"warning: queue {q.name}: visibility_timeout_ms is not configured; deadlines shown use the "
+                 f"{q.layout} default of {default:,} ms")
+        return layout, destination
+
+    def _fence(self, req: OpRequest, note: Note | None, progress: Callable[[int, int], None] | None,
+               defer_export: bool) -> tuple[dict[str, str] | None, str | None, str | None]:
+        """``(fence, exported, export_pending)`` of ``req``: a ``--plan``
+        file's ids, or a purge's (drain's) export, written now unless a dry
+        run or ``defer_export`` (then ``export_pending`` names where
+        :meth:`apply` writes it)."""
+        if req.plan_file:
+            from ..export.fence import read_redrive_plan
+
+            return read_redrive_plan(req.plan_file, req.queue), None, None
+        if req.operation not in (Operation.PURGE, Operation.DRAIN) or not req.export_to:
+            return None, None, None
+        deferred = defer_export and not req.dry_run
+        fence = self._export(req, _drain_words(req, note), progress, dry_run=req.dry_run or deferred)
+        if fence is None:
+            return None, None, (str(req.export_to) if deferred else None)
+        return fence, str(req.export_to), None
+
+    def _export(self, req: OpRequest, note: Note | None, progress: Callable[[int, int], None] | None, *,
+                dry_run: bool) -> dict[str, str] | None:
+        """:func:`jobctl.export.fence.export_fence` of ``req`` (``None``: a
+        dry run found no complete export there)."""
+        from ..export.fence import export_fence
+
+        return export_fence(self.session, req.queue, req.source, req.effective_filter_text, req.export_to,
+                            fmt=req.export_format, dry_run=dry_run, note=note, progress=progress)
+
+    def _plan(self, layout: "Layout", spec: OpSpec) -> "Plan":
+        """``layout.plan(spec)`` at the core's clock, keeping only fenced ids."""
+        plan = layout.plan(spec, now=self.clock() if self.clock else None)
+        if spec.fence is not None:  # whatever the layout: never an id outside the fence
+            plan.jobs = [j for j in plan.jobs if j.job_id in spec.fence]
+        return plan
+
+    def export_now(self, prepared: Prepared, *, note: Note | None = None) -> Prepared:
+        """A confirmed :attr:`Prepared.export_pending`: write the export
+        now, then plan again fenced to it (exactly the exported jobs, each
+        while unchanged).  Returns the fenced :class:`Prepared` (``note``
+        says how many were exported, and the count confirmed when it
+        differs).  Raises what :func:`jobctl.export.fence.export_fence` raises."""
+        from dataclasses import replace
+
+        req = prepared.request
+        self.session.require_writable(req.operation.value)
+        fence = self._export(req, _drain_words(req, note), None, dry_run=False)
+        spec = prepared.spec
+        spec.fence = fence
+        with self.session.errors():
+            plan = self._plan(prepared.layout, spec)
+        if note is not None and plan.planned != prepared.plan.planned:
+            note(f"{req.operation.value} {req.queue}: the export holds {plan.planned:,} of the planned jobs "
+                 f"({prepared.plan.planned:,} confirmed): only those are {_verb_done(req)}")
+        return replace(prepared, spec=spec, plan=plan, exported=str(req.export_to), export_pending=None)
 
     def apply(self, prepared: Prepared, *, stop: Callable[[], bool] | None = None,
               progress: Callable[[int, int], None] | None = None, rate: float | None = None,
-              batch: int | None = None, argv: list[str] | None = None) -> Outcome:
+              batch: int | None = None, argv: list[str] | None = None, note: Note | None = None) -> Outcome:
         """Apply a confirmed ``prepared`` with :func:`jobctl.ops.engine.run_plan`
-        (bounded, fenced script calls; journaled with ``argv`` as the command).
+        (bounded, fenced script calls; journaled with ``argv`` as the command),
+        after writing its pending export (:meth:`export_now`).
         A dry run or an empty plan changes nothing and writes no journal entry."""
         from .engine import run_plan
 
@@ -290,6 +426,9 @@ class OperationCore:
         if prepared.request.dry_run:
             res = run_plan(layout, plan, dry_run=True, journal=False)
             return Outcome(prepared, "dry-run", ExitCode.OK, res)
+        if prepared.export_pending:  # the TUI: exported only now, once confirmed
+            prepared = self.export_now(prepared, note=note)
+            plan = prepared.plan
         lifted = self._lift(prepared)
         if plan.planned == 0:
             res = run_plan(layout, plan, dry_run=False, journal=False)
@@ -307,18 +446,52 @@ class OperationCore:
 
     def _lift(self, prepared: Prepared) -> list[dict[str, Any]]:
         """Lift the holds a confirmed resume lifts (:attr:`Prepared.holds`),
-        before its jobs move; returns those that were still recorded."""
+        before its jobs move, under the queue's lease (no hold cycle runs
+        meanwhile; :class:`~jobctl.errors.Busy` when another operation keeps
+        it); then the plan takes in the jobs their cycles paused since it
+        was made (``replan_after_lift``).  Returns the holds that were still
+        recorded."""
         if not prepared.holds:
             return []
-        from ..layouts.reliable_list_holds import lift_holds
+        from ..clock import now_ms
+        from ..layouts.reliable_list_holds import drop_holds, lift_holds
+        from ..layouts.reliable_list_pause import replan_after_lift
+        from .queue_lease import QueueLease
 
         self.session.require_writable("resume")
-        with self.session.errors():
-            current = {h["id"] for h in lift_holds(prepared.layout, prepared.request.filter_text, dry_run=True)}
+        layout = prepared.layout
+        with self.session.errors(), QueueLease(layout, prepared.spec.op_id):
+            current = {h["id"] for h in lift_holds(layout, prepared.request.filter_text, dry_run=True)}
             lifted = [h for h in prepared.holds if h["id"] in current]
+            drop_holds(layout, [h["id"] for h in lifted])
             if lifted:
-                lift_holds(prepared.layout, prepared.request.filter_text)
+                replan_after_lift(layout, prepared.plan, [h["id"] for h in lifted],
+                                  self.clock() if self.clock else now_ms())
         return lifted
+
+    def hold_cycle(self, layout: "Layout", hold: dict[str, Any], marks: Any, *, budget: int,
+                   stop: Callable[[], bool] | None = None, rate: float | None = None, batch: int | None = None,
+                   argv: list[str] | None = None) -> "RunResult | None":
+        """One cycle of the hold record ``hold`` (``jobctl pause --hold``,
+        ``jobctl hold run``; reliable-list): plan the newly ready jobs of its
+        filter, at most ``budget`` (:func:`~jobctl.layouts.reliable_list_holds.plan_cycle`,
+        ``marks`` a :class:`~jobctl.layouts.reliable_list_holds.CycleMarks`
+        kept between cycles), and pause them under the queue's lease, each
+        call only while the hold is recorded; journaled when any moved.
+        ``None`` when nothing matched.  Raises
+        :class:`~jobctl.errors.ReadOnlyRefused`, :class:`~jobctl.errors.Busy`
+        (another operation keeps the lease) and other
+        :class:`~jobctl.errors.JobctlError`."""
+        from ..layouts.reliable_list_holds import plan_cycle
+        from .engine import run_plan
+
+        self.session.require_writable("hold")
+        with self.session.errors():
+            plan = plan_cycle(layout, hold, marks, budget)
+            if not plan.planned:
+                return None
+            return run_plan(layout, plan, rate=rate, batch=batch, stop=stop, target=self.session.target,
+                            argv=argv)
 
     def run(self, req: OpRequest, *, confirm: Callable[[Prepared], bool],
             show: Callable[[Prepared], None] | None = None, note: Note | None = None,
@@ -332,4 +505,4 @@ class OperationCore:
             show(prepared)
         if prepared.needs_confirmation and not confirm(prepared):
             return Outcome(prepared, "cancelled", ExitCode.ABORTED)
-        return self.apply(prepared, stop=stop, progress=progress, rate=rate, batch=batch, argv=argv)
+        return self.apply(prepared, stop=stop, progress=progress, rate=rate, batch=batch, argv=argv, note=note)

@@ -34,6 +34,10 @@ class OpRequest:
     needs ``export_to`` (export there first, then purge exactly those) or
     ``no_export`` unless ``dry_run``; a drain (``drain --export-to``) needs
     ``export_to``.  ``limit`` caps the planned jobs.
+    ``visibility_timeout_ms``: the workers' visibility timeout for this
+    request (``requeue --visibility-timeout``), over the catalogue's; a
+    ``requeue --stuck`` on a queue whose timeout is only a layout default
+    is refused without it (:func:`jobctl.ops.core.check_layout`).
     """
 
     operation: Operation
@@ -60,6 +64,8 @@ class OpRequest:
     transform: object | None = None
     #: replay: ``(from, to)`` stream entry ids
     replay_range: tuple[str, str] | None = None
+    #: requeue --visibility-timeout (ms): the workers' timeout, over the catalogue's
+    visibility_timeout_ms: int | None = None
 
     def __post_init__(self) -> None:
         self.filter_text = checked_filter_text(self.filter_text)
@@ -79,34 +85,15 @@ class OpRequest:
         return text
 
 
-def equivalent_command(req: OpRequest, program: str = "jobctl-tui") -> list[str]:
-    """The CLI command line that does what ``req`` does, shell-quoted (the
-    journal's ``command`` of an operation started outside the CLI)."""
-    import shlex
-
-    argv = [program, req.operation.value, req.queue]
-    if req.operation is Operation.MIGRATE and isinstance(req.destination, str):
-        argv += [req.destination, "--state", req.source.value]
-    elif req.operation is Operation.MIGRATE and getattr(req.destination, "shards", None):  # a reshard
-        argv[1] = "reshard"
-        argv += ["--shards", str(req.destination.shards), "--state", req.source.value]
-    if req.operation is Operation.DRAIN:
-        argv += ["--state", req.source.value, "--export-to", str(req.export_to)]
-    if req.operation is Operation.PURGE:
-        argv += ["--state", req.source.value]
-        argv += ["--export-to", req.export_to] if req.export_to else ["--no-export"]
-    if req.operation is Operation.REQUEUE and req.stuck_only:
-        argv.append("--stuck")
-    if req.operation is Operation.REDRIVE and req.target is not None and req.target is not State.READY:
-        argv += ["--to", req.target.value]
-    if req.operation is Operation.REPLAY and req.replay_range:
-        argv += ["--from", req.replay_range[0]] + (["--to", req.replay_range[1]] if req.replay_range[1] != "+" else [])
-    if req.operation is Operation.TRANSFORM and req.transform is not None:
-        rollback = getattr(req.transform, "operation", None)
-        argv[1] = "migrate"
-        argv += ["--rollback", rollback] if rollback else ["--transform", getattr(req.transform, "source", "")]
-        argv += ["--state", req.source.value]
-    for job_id in req.ids[:20]:
+def equivalent_command(req: OpRequest, program: str = "jobctl", global_args: tuple[str, ...] = ()) -> list[str]:
+    """The CLI command line that does what ``req`` does, as argv words (not
+    quoted: :func:`jobctl.ops.journal.command_line` quotes them once when
+    it joins them): ``[program, *global_args, operation, queue, ...]``.
+    The journal's ``command`` of an operation started outside the CLI; it
+    runs as printed (``--dry-run`` added, it plans the same jobs).
+    ``global_args``: the session's options (``--config FILE``...)."""
+    argv = [program, *global_args, _subcommand(req), req.queue, *_target_words(req)]
+    for job_id in req.ids:
         argv += ["--ids", job_id]
     if req.filter_text:
         argv += ["--filter", req.filter_text]
@@ -114,4 +101,41 @@ def equivalent_command(req: OpRequest, program: str = "jobctl-tui") -> list[str]
         argv += ["--reason", req.reason]
     if req.limit:
         argv += ["--limit", str(req.limit)]
-    return [shlex.quote(a) for a in argv]
+    return argv
+
+
+def _subcommand(req: OpRequest) -> str:
+    """The CLI subcommand of ``req``: ``reshard`` for a migrate to the same
+    queue with another shard count, ``migrate`` for a transformation, else
+    the operation's name."""
+    if req.operation is Operation.MIGRATE and getattr(req.destination, "shards", None):
+        return "reshard"
+    return "migrate" if req.operation is Operation.TRANSFORM else req.operation.value
+
+
+def _target_words(req: OpRequest) -> list[str]:
+    """The words after ``QUEUE`` that say where the jobs come from and go
+    (``--state``, ``--to``, ``--export-to``...; see :func:`equivalent_command`)."""
+    op, src = req.operation, req.source
+    if op is Operation.MIGRATE and isinstance(req.destination, str):
+        return [req.destination, "--state", src.value]
+    if op is Operation.MIGRATE and getattr(req.destination, "shards", None):  # a reshard
+        return ["--shards", str(req.destination.shards), "--state", src.value]
+    if op is Operation.DRAIN:
+        return ["--state", src.value, "--export-to", str(req.export_to)]
+    if op is Operation.PURGE:
+        return ["--state", src.value] + (["--export-to", str(req.export_to)] if req.export_to else ["--no-export"])
+    if op is Operation.REQUEUE:
+        return (["--stuck"] if req.stuck_only else []) + (
+            ["--visibility-timeout", f"{req.visibility_timeout_ms}ms"] if req.visibility_timeout_ms else [])
+    if op is Operation.REDRIVE and req.target is not None and req.target is not State.READY:
+        return ["--to", req.target.value]
+    if op is Operation.PAUSE and src is not State.READY:
+        return ["--state", src.value]
+    if op is Operation.REPLAY and req.replay_range:
+        return ["--from", req.replay_range[0]] + (["--to", req.replay_range[1]] if req.replay_range[1] != "+" else [])
+    if op is Operation.TRANSFORM and req.transform is not None:
+        rollback = getattr(req.transform, "operation", None)
+        words = ["--rollback", rollback] if rollback else ["--transform", str(getattr(req.transform, "source", ""))]
+        return words + ["--state", src.value]
+    return []

@@ -16,10 +16,21 @@ from .condition import Condition
 __all__ = ["Command", "Step", "Runbook", "MUTATING_COMMANDS", "DENIED_COMMANDS", "ROLLBACK_SECTION",
            "PLACEHOLDER_RE", "placeholders", "substitute"]
 
-#: Commands that change queues unless given ``--dry-run`` (the operations
-#: of :mod:`jobctl.cli.ops_cmds`); ``check`` changes them only with ``--repair``.
-MUTATING_COMMANDS = frozenset({"requeue", "redrive", "promote", "suppress", "unsuppress", "purge",
-                               "pause", "resume", "migrate", "drain"})
+def _operation_commands() -> frozenset[str]:
+    """The CLI subcommand of every operation of the catalogue
+    (:data:`jobctl.ops.catalog.OPERATIONS`; a transformation is ``migrate
+    --transform``, a reshard a migrate): a new operation is mutating here
+    without being listed again."""
+    from ..ops.catalog import OPERATIONS
+    from ..ops.spec import Operation
+
+    names = {i.operation.value for i in OPERATIONS.values()} - {Operation.TRANSFORM.value}
+    return frozenset(names | {"migrate", "reshard"})
+
+
+#: Commands that change queues unless given ``--dry-run`` (every operation,
+#: replay and reshard included); ``check`` changes them only with ``--repair``.
+MUTATING_COMMANDS = _operation_commands()
 
 #: Commands a runbook step may not run: interactive, long-running or recursive.
 DENIED_COMMANDS = frozenset({"runbook", "demo", "metrics", "tui"})
