@@ -12,7 +12,9 @@ the aliases every one of them accepts.  So ``error``, ``error_code`` and
 Globs (:func:`glob_regex`, :func:`glob_matcher`): fnmatch's syntax, the
 same for the filter and the rules (Spark): ``*`` any run of characters
 (newlines included), ``?`` one character, ``[abc]``/``[a-z]`` one of a set,
-``[!abc]`` one not in it; a ``[`` without its ``]`` is a literal; matching
+``[!abc]`` one not in it (a reversed range such as ``[z-a]`` is empty, as in
+fnmatch: a set of nothing else matches no character, ``[!z-a]`` any); a
+``[`` without its ``]`` is a literal; matching
 is case-sensitive and covers the whole value.  Source: Python's
 :mod:`fnmatch`, whose translation the regex keeps, written so that Java's
 regex engine (Spark's ``rlike``) reads it the same.
@@ -81,6 +83,43 @@ def term(name: str) -> Term | None:
     return _BY_NAME.get(canonical(name))
 
 
+def _set_chunks(body: str) -> list[str]:
+    """The body of a ``[...]`` set split at its range hyphens, with every
+    reversed range (``z-a``: empty) removed, as :func:`fnmatch.translate`
+    does; ``"-".join(chunks)`` is the set's regex body (before escaping):
+    ``"a-c"`` -> ``["a", "c"]``, ``"z-a"`` -> ``[""]``, ``"a-cz-b"`` ->
+    ``["a", "c"]``."""
+    chunks: list[str] = []
+    i, k = 0, 1
+    while True:
+        k = body.find("-", k)
+        if k < 0:
+            break
+        chunks.append(body[i:k])
+        i, k = k + 1, k + 3
+    if body[i:]:
+        chunks.append(body[i:])
+    elif chunks:
+        chunks[-1] += "-"  # a trailing hyphen is a literal
+    for k in range(len(chunks) - 1, 0, -1):  # a reversed range matches nothing: drop it
+        if chunks[k - 1] and chunks[k] and chunks[k - 1][-1] > chunks[k][0]:
+            chunks[k - 1] = chunks[k - 1][:-1] + chunks[k][1:]
+            del chunks[k]
+    return chunks
+
+
+def _glob_set(body: str, negate: bool) -> str:
+    """The regex of one ``[...]`` set (``body`` without its ``!``): a set
+    left empty by reversed ranges (``[z-a]``) matches no character, its
+    negation (``[!z-a]``) any character."""
+    # escape what either engine reads as special inside a set ([, ], \, ^, & for Java's &&; - in a chunk)
+    chunks = ["".join("\\" + ch if ch in "[]\\^&-" else ch for ch in c) for c in _set_chunks(body)]
+    stuff = "-".join(chunks)
+    if not stuff:
+        return "." if negate else "(?!)"
+    return f"[{'^' if negate else ''}{stuff}]"
+
+
 def _glob_body(pattern: str) -> str:
     out: list[str] = []
     i, n = 0, len(pattern)
@@ -106,11 +145,7 @@ def _glob_body(pattern: str) -> str:
             body = pattern[i:j]
             i = j + 1
             negate = body.startswith("!")
-            if negate:
-                body = body[1:]
-            # escape what either engine reads as special inside a set ([, ], \, ^, & for Java's &&)
-            body = "".join("\\" + ch if ch in "[]\\^&" else ch for ch in body)
-            out.append(f"[{'^' if negate else ''}{body}]")
+            out.append(_glob_set(body[1:] if negate else body, negate))
         else:
             out.append(re.escape(c))
     return "".join(out)
