@@ -107,6 +107,30 @@ def _shard_of(dst: "ReliableList"):
     return lambda job_id: dst.shards[rule(job_id, n)]
 
 
+#: A job id no producer uses: the write probe of a destination's payload keys.
+PROBE_ID = "jobctl-access-probe"
+
+
+def _require_destination_access(dst: "ReliableList") -> None:
+    """Every key a copy-in reads or writes on each destination shard is
+    allowed to this user, before the first take-out (:func:`jobctl.ops.access.require_access`)."""
+    from ..errors import AuthFailed
+    from ..ops.access import denied, require_access
+
+    move_in = script(dst.client, "rl_migrate_in")
+    for dkeys in dst.shards:
+        reads = [dkeys.ready, dkeys.scheduled, dkeys.migrated_in, dkeys.job(PROBE_ID)]
+        writes = [f"{dkeys.migrated_in}:{PROBE_ID}", dkeys.job(PROBE_ID)]
+        require_access(dst.client, reads, writes, dst.queue_name)
+        try:  # no job: the server checks the call's keys (read and write) and the script writes nothing
+            move_in(keys=[dkeys.ready, dkeys.scheduled, dkeys.migrated_in], args=[0])
+        except Exception as exc:
+            if denied(exc):
+                raise AuthFailed(f"permission denied: this user may not write {dkeys.ready}, {dkeys.scheduled} "
+                                 f"and {dkeys.migrated_in} (queue {dst.queue_name}); nothing was changed") from None
+            raise
+
+
 def migrating(layout: "ReliableList", keys: ReliableListKeys, limit: int) -> list[tuple[str, dict[str, Any]]]:
     """The ``limit`` jobs at the served end of the shard's migrating list,
     served end first, with their records."""
@@ -141,6 +165,8 @@ def plan_operation(layout: "ReliableList", spec: OpSpec, now: int) -> Plan:
             again = (f"drain {layout.queue_name} --export-to {was[len(EXPORT_DST):]}"
                      if str(was).startswith(EXPORT_DST) else f"migrate {layout.queue_name} {was}")
             raise UsageError(f"an earlier `jobctl {again}` did not finish: run it again first")
+    if dst is not None:
+        _require_destination_access(dst)
     plan = plan_moves(layout, spec, now)
     if dst is not None and dst.queue_name == layout.queue_name:  # reshard: only the jobs whose shard changes
         target = _shard_of(dst)
@@ -217,6 +243,39 @@ def apply_plan(layout: "ReliableList", plan: Plan, *, batch: int = DEFAULT_BATCH
             yield from _finish(layout, keys, dst, batch, planned=planned)
 
 
+def _copy_in(move_in, per_shard: dict[str, tuple[ReliableListKeys, list[str], list[Any]]]) -> dict[str, str]:
+    """Step 2, one ``rl_migrate_in`` call per destination slot: ``{id: code}``."""
+    codes: dict[str, str] = {}
+    for dkeys, ids, args in per_shard.values():
+        reply = move_in(keys=[dkeys.ready, dkeys.scheduled, dkeys.migrated_in, *[dkeys.job(i) for i in ids]],
+                        args=[len(ids), *args])
+        codes.update({text(reply[i]): text(reply[i + 1]) for i in range(0, len(reply), 2)})
+    return codes
+
+
+def _refused_copy_in(layout: "ReliableList", keys: ReliableListKeys, entries: list[tuple[str, dict[str, Any]]],
+                     exc: BaseException, dst: "ReliableList") -> None:
+    """A copy-in the ACL refused: put the batch's jobs back where they were
+    taken from (``rl_migrate_out`` ``back``), then raise
+    :class:`~jobctl.errors.AuthFailed` saying so; any other error: nothing
+    (a rerun finishes the migrating list)."""
+    from ..errors import AuthFailed
+    from ..ops.access import denied
+
+    if not denied(exc):
+        return
+    back: list[Any] = []
+    for job_id, doc in entries:  # served end first (each back at the served end: the batch's order reversed)
+        due = doc.get("score") if doc.get("from") == keys.scheduled else None
+        back += [job_id, "back", "" if due is None else str(due)]
+    script(layout.client, "rl_migrate_out")(
+        keys=[keys.migrating, keys.migrating_info, layout.ready_lists(keys)[-1].key, keys.scheduled,
+              *[keys.job(i) for i, _ in entries]], args=[len(entries), *back])
+    raise AuthFailed(f"permission denied writing queue {dst.queue_name} ({str(exc).splitlines()[0][:120]}): "
+                     f"{len(entries):,} job(s) of this batch given back to {layout.queue_name}; the jobs "
+                     "moved before it stay moved, the others were not touched") from None
+
+
 def _finish(layout: "ReliableList", keys: ReliableListKeys, dst: "ReliableList | None", batch: int,
             planned: set[str] | None = None) -> Iterator[BatchResult]:
     """Copy in and delete out every job of the shard's migrating list, served
@@ -243,11 +302,11 @@ def _finish(layout: "ReliableList", keys: ReliableListKeys, dst: "ReliableList |
             ids.append(job_id)
             args += [job_id, raw, str(doc.get("operation") or ""), "scheduled" if scheduled else "ready",
                      str(doc["score"]) if scheduled else ""]
-        codes: dict[str, str] = {}
-        for dkeys, ids, args in per_shard.values():  # one call per destination slot
-            reply = move_in(keys=[dkeys.ready, dkeys.scheduled, dkeys.migrated_in, *[dkeys.job(i) for i in ids]],
-                            args=[len(ids), *args])
-            codes.update({text(reply[i]): text(reply[i + 1]) for i in range(0, len(reply), 2)})
+        try:
+            codes = _copy_in(move_in, per_shard)
+        except Exception as exc:
+            _refused_copy_in(layout, keys, entries, exc, dst)
+            raise
         out_args: list[Any] = []
         for job_id, doc in entries:
             back = codes.get(job_id) == "conflict"
