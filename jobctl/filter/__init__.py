@@ -91,7 +91,11 @@ def compile_filter(text: str) -> Filter:
         pred = None
     if pred is None:
         raise _error(text, 0, "filter is nested too deeply")
-    return Filter(text, pred, frozenset(comp.fields))
+    try:
+        normalized = comp.normalized(tree)
+    except RecursionError:
+        raise _error(text, 0, "filter is nested too deeply") from None
+    return Filter(text, pred, frozenset(comp.fields), normalized)
 
 
 def checked_filter_text(text: str | None) -> str | None:

@@ -18,18 +18,29 @@ class Filter:
         needs_payload: ``False`` only when the filter uses nothing but ``id``
             and ``state``, i.e. it can be evaluated without loading the
             envelope.
+        normalized: the canonical text of the parsed filter (``""`` for
+            :data:`MATCH_ALL`): equivalent spellings (spaces, quotes, field
+            aliases, ``5m`` / ``300s``, the order of ``and`` / ``or``
+            operands, redundant parentheses) give the same text.  What
+            identifies a filter where two commands must agree on it (the
+            holds of ``pause --hold`` and ``resume``).
     """
 
-    __slots__ = ("_text", "_fields", "_pred")
+    __slots__ = ("_text", "_fields", "_pred", "_normalized")
 
-    def __init__(self, text: str, pred: Predicate, fields: frozenset[str]) -> None:
+    def __init__(self, text: str, pred: Predicate, fields: frozenset[str], normalized: str | None = None) -> None:
         self._text = text
         self._pred = pred
         self._fields = fields
+        self._normalized = text if normalized is None else normalized
 
     @property
     def text(self) -> str:
         return self._text
+
+    @property
+    def normalized(self) -> str:
+        return self._normalized
 
     @property
     def fields(self) -> frozenset[str]:

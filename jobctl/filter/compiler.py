@@ -95,10 +95,77 @@ class _JsonOperand:
         return _ORDER_OPS[op](v, other)
 
 
+def _quoted(text: str) -> str:
+    """``text`` as one double-quoted JSON string."""
+    import json
+
+    return json.dumps(text, ensure_ascii=False)
+
+
+def _number(num: int | float) -> str:
+    """A number in one spelling: ``5.0`` -> ``5``; floats by ``repr``."""
+    if isinstance(num, float) and num.is_integer() and abs(num) < 2 ** 53:
+        return str(int(num))
+    return repr(num)
+
+
+def _canon_field(name: str, path: tuple[str | int, ...]) -> str:
+    """A field with its payload path in one spelling: ``payload.a["b c"][0]``."""
+    import re
+
+    out = name
+    for step in path:
+        if isinstance(step, int):
+            out += f"[{step}]"
+        elif re.fullmatch(r"[A-Za-z0-9_\-]+", step):
+            out += f".{step}"
+        else:
+            out += f"[{_quoted(step)}]"
+    return out
+
+
 class _Compiler:
     def __init__(self, text: str) -> None:
         self.text = text
         self.fields: set[str] = set()
+        #: id(clause node) -> its canonical text (filled by :meth:`clause`)
+        self.canon: dict[int, str] = {}
+
+    # -- the normalized form ------------------------------------------------
+
+    def normalized(self, node: Tree) -> str:
+        """The canonical text of a compiled tree (call after :meth:`expr`):
+        aliases resolved, values in one spelling (text JSON-quoted, numbers,
+        durations and timestamps as numbers, states lower case), ``and`` /
+        ``or`` chains flattened (groups included) and their operands sorted,
+        one space around each operator.  Equivalent spellings of one filter
+        (``tenant=t2``, ``tenant = 't2'``, ``(tenant_id = "t2")``) give the
+        same text.  Iterative over chains, recursive over nesting (the depth
+        :meth:`expr` accepted)."""
+        data = node.data
+        if data == "group":
+            return self.normalized(node.children[1])
+        if data == "clause":
+            return self.canon[id(node)]
+        if data == "not_":
+            inner = node.children[1]
+            while inner.data == "group":
+                inner = inner.children[1]
+            text = self.normalized(inner)
+            return f"not {text}" if inner.data in ("clause", "not_") else f"not ({text})"
+        parts: list[str] = []
+        todo = [node]
+        while todo:  # flatten the chain through groups: a and (b and c) == a and b and c
+            n = todo.pop()
+            while n.data == "group":
+                n = n.children[1]
+            if n.data == data:
+                todo += [n.children[0], n.children[2]]
+            elif data == "and_" and n.data == "or_":
+                parts.append(f"({self.normalized(n)})")
+            else:
+                parts.append(self.normalized(n))
+        return (" and " if data == "and_" else " or ").join(sorted(set(parts)))
 
     # -- boolean structure -------------------------------------------------
 
@@ -177,6 +244,7 @@ class _Compiler:
         lit = _Lit(tok.type, text, raw, pos)
         shown_field = "payload" + "".join(
             f"[{s}]" if isinstance(s, int) else f".{s}" for s in path) if path else spec.name
+        self.canon[id(node)] = f"{_canon_field(spec.name, path)} {op} {self._canon_value(spec, op, lit)}"
 
         if op not in _KIND_OPS[spec.kind]:
             allowed = " ".join(_KIND_OPS[spec.kind])
@@ -192,6 +260,27 @@ class _Compiler:
         if kind is FieldKind.JSON:
             return self._json_clause(get, op, lit)
         return _compare(get, op, self._typed(spec, lit))
+
+    def _canon_value(self, spec: FieldSpec, op: str, lit: _Lit) -> str:
+        """One spelling of a clause's value (the normalized form; the
+        clause's kind checks raise first, as :meth:`clause` does)."""
+        kind = spec.kind
+        if kind is FieldKind.TEXT or (kind is FieldKind.STATE and op == "~"):
+            return _quoted(lit.text)
+        if kind is FieldKind.STATE:
+            return _quoted(lit.text.lower())
+        if kind is FieldKind.JSON:
+            if op == "~" or lit.kind == "STRING":
+                return _quoted(lit.text)
+            if lit.kind == "WORD":
+                return lit.raw if lit.raw in ("true", "false") else _quoted(lit.text)
+            num = (_parse_number(lit.raw) if lit.kind == "NUMBER" else self._duration(lit)
+                   if lit.kind == "DURATION" else _parse_timestamp(lit.raw))
+            return _number(num) if num is not None else _quoted(lit.text)
+        try:
+            return _number(self._typed(spec, lit))
+        except FilterError:
+            return _quoted(lit.text)  # the clause raises it
 
     def _typed(self, spec: FieldSpec, lit: _Lit) -> int | float:
         """The literal as a NUMBER / DURATION / TIMESTAMP field needs it."""

@@ -55,7 +55,7 @@ from .walks import WINDOW, walk_list
 if TYPE_CHECKING:
     from .reliable_list import ReliableList
 
-__all__ = ["PAUSE_TRANSITIONS", "plan_operation", "apply_plan", "holds", "add_hold", "lift_holds",
+__all__ = ["PAUSE_TRANSITIONS", "plan_operation", "apply_plan", "replan_after_lift", "holds", "add_hold", "lift_holds",
            "hold_spec", "holds_of", "pause_info", "pause_record", "take_out_ready", "take_out_scheduled", "plan_moves", "DEFAULT_BATCH", "SLACK", "MAX_SPAN"]
 
 #: (operation, source) -> allowed targets of pause and resume.
@@ -139,17 +139,20 @@ def plan_operation(layout: "ReliableList", spec: OpSpec, now: int) -> Plan:
     return plan_moves(layout, spec, now)
 
 
-def plan_moves(layout: "ReliableList", spec: OpSpec, now: int) -> Plan:
+def plan_moves(layout: "ReliableList", spec: OpSpec, now: int,
+               walk: Iterator[list[JobRecord]] | None = None) -> Plan:
     """The plan of the matching jobs of ``spec.source`` (ready: walked from
     the head, each with its position from the tail and its ready list;
     scheduled: with its due time; paused: its position from the head),
-    each fenced by its payload SHA1.  Reads only."""
+    each fenced by its payload SHA1.  ``walk``: the records to plan from
+    (default: every one of ``spec.source``; a hold cycle's: only new
+    arrivals).  Reads only."""
     def on_match(rec: JobRecord, pj: PlannedJob) -> None:
         if spec.source is State.READY:  # which ready list of the shard (serving order)
             pj.score = rec.meta.get("list_index", 0)
 
-    return plan_from_walk(Plan(spec=spec, now_ms=now), _walk(layout, spec), lambda rec: payload_sha1(rec.raw),
-                          shard_of=shard_index(layout.shards), on_match=on_match)
+    return plan_from_walk(Plan(spec=spec, now_ms=now), _walk(layout, spec) if walk is None else walk,
+                          lambda rec: payload_sha1(rec.raw), shard_of=shard_index(layout.shards), on_match=on_match)
 
 
 # -- applying ------------------------------------------------------------------
@@ -162,8 +165,57 @@ def pause_record(spec: OpSpec, now: int, source_key: str, score: int | None) -> 
 
 def apply_plan(layout: "ReliableList", plan: Plan, *, batch: int = DEFAULT_BATCH,
                now_fn=None) -> Iterator[BatchResult]:
-    """Apply ``plan`` one script call at a time; yields each call's result.
-    Stopping between calls leaves every job in exactly one state."""
+    """Apply ``plan`` one script call at a time, under the queue's lease
+    (:class:`~jobctl.ops.queue_lease.QueueLease`: a pause, a resume, a hold
+    cycle and a dead-list walk of one queue never interleave); yields each
+    call's result.  Stopping between calls leaves every job in exactly one
+    state.  Raises :class:`~jobctl.errors.Busy` (nothing changed) when
+    another operation keeps the lease longer than
+    :data:`~jobctl.ops.queue_lease.WAIT_S`."""
+    from ..ops.queue_lease import QueueLease
+
+    with QueueLease(layout, plan.spec.op_id) as lease:
+        for result in _apply_groups(layout, plan, batch, now_fn):
+            yield result
+            lease.renew_if_due()
+
+
+def replan_after_lift(layout: "ReliableList", plan: Plan, lifted: list[str], now: int) -> None:
+    """A resume's ``plan`` once the holds ``lifted`` (their ids) are gone,
+    read under the queue's lease: re-planned in place with the jobs of the
+    plan still paused, plus the matching jobs the cycles of those holds
+    paused since the plan was made (their pause record names the hold),
+    each at its position now; within ``plan.spec.limit``.  Reads only."""
+    from dataclasses import replace
+
+    old = set(plan.job_ids())
+    fresh = plan_moves(layout, replace(plan.spec, limit=None), now)
+    late = [j for j in fresh.jobs if j.job_id not in old]
+    held = _paused_by(layout, late, set(lifted))
+    jobs = [j for j in fresh.jobs if j.job_id in old or j.job_id in held]
+    plan.jobs = jobs[:plan.spec.limit] if plan.spec.limit is not None else jobs
+
+
+def _paused_by(layout: "ReliableList", jobs: list[PlannedJob], hold_ids: set[str]) -> set[str]:
+    """The ids of ``jobs`` (paused) whose pause record names one of ``hold_ids``."""
+    if not jobs or not hold_ids:
+        return set()
+    pipe = layout.client.pipeline(transaction=False)
+    for job in jobs:
+        pipe.hget(layout.shards[job.shard].paused_info, job.job_id)
+    out = set()
+    for job, raw in zip(jobs, pipe.execute()):
+        try:
+            doc = orjson.loads(raw) if raw is not None else None
+        except orjson.JSONDecodeError:
+            doc = None
+        if isinstance(doc, dict) and doc.get("hold") in hold_ids:
+            out.add(job.job_id)
+    return out
+
+
+def _apply_groups(layout: "ReliableList", plan: Plan, batch: int, now_fn) -> Iterator[BatchResult]:
+    """:func:`apply_plan`'s calls, shard by shard and list by list."""
     from .base import now_ms
 
     now_fn = now_fn or now_ms
