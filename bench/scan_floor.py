@@ -56,7 +56,7 @@ def main() -> int:
         args.jobs, args.rounds, args.windows = min(args.jobs, 100_000), min(args.rounds, 3), min(args.windows, 20)
 
     from jobctl.filter import compile_filter
-    from jobctl.filter.lua_predicate import lua_program
+    from jobctl.filter.lua_predicate import lua_program, scan_call_bytes
     from jobctl.keys import ReliableListKeys
     from jobctl.layouts.predicate_plan import SCAN_WINDOW
     from jobctl.scripts import source
@@ -72,10 +72,11 @@ def main() -> int:
         windows = [[keys.job(i.decode()) for i in ids[w * width:(w + 1) * width]] for w in range(args.windows)]
         prefix = keys.job("")
         program = lua_program(compile_filter("tenant = t1"))  # the program the plan sends
+        budget = scan_call_bytes(program)  # and its byte budget
         scan, floor = client.script_load(source("list_scan")), client.script_load(MGET_ONLY)
         readers = {
             "list_scan (tenant = t1)": ("evalsha", lambda ks: client.evalsha(scan, len(ks), *ks, program, "1",
-                                                                             prefix)),
+                                                                             prefix, budget)),
             "MGET into Lua": ("evalsha", lambda ks: client.evalsha(floor, len(ks), *ks)),
             "MGET (client)": ("mget", lambda ks: client.mget(ks)),
         }

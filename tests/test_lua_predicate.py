@@ -94,7 +94,7 @@ def test_lua_never_rules_out_a_python_match_and_agrees_on_clean_envelopes(redis_
     ids = [f"k{n:03d}" for n in range(len(CORPUS))]
     for job_id, raw in zip(ids, CORPUS):
         redis_client.set(K.job(job_id), raw)
-    reply = script(redis_client, "list_scan")(keys=[K.job(i) for i in ids], args=[program, "1", PREFIX])
+    reply = script(redis_client, "list_scan")(keys=[K.job(i) for i in ids], args=[program, "1", PREFIX, 10 ** 9])
     nd, nm = int(reply[1]), int(reply[2])
     rest = [int(x) for x in reply[3:]]
     assert nd == 0

@@ -429,7 +429,7 @@ def _lease(action: str):
 
 def _list_scan(c):
     c.set("job:{t}:a", ENV)
-    return ["job:{t}:a", "job:{t}:b"], ['[["c","jobType","=","email"]]', "1", "job:{t}:"]
+    return ["job:{t}:a", "job:{t}:b"], ['[["c","jobType","=","email"]]', "1", "job:{t}:", "4096"]
 
 
 # -- the table ------------------------------------------------------------------------------------------------

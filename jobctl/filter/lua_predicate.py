@@ -22,6 +22,14 @@ envelope ``parse_envelope`` reads without problems):
 
 Not expressible (client-side): ``~`` and ``contains``, ``payload...``,
 ``age``, ``dead_for``, ``overdue_for``, ``state``.
+
+Bounded per call (the limits below, in one place, measured in
+``docs/performance.md``): a filter of more than :data:`SCAN_MAX_CLAUSES`
+clauses, or whose program is over :data:`SCAN_MAX_PROGRAM_BYTES`, has no
+program (the plan is client-side), and a ``list_scan.lua`` call reads at most
+:func:`scan_call_bytes` bytes of envelopes into Lua (an envelope past that is
+handed back to the client, which reads and decides it), so that no call takes
+more than about :data:`SCAN_CALL_BUDGET_US` of server time whatever the data.
 """
 
 from __future__ import annotations
@@ -32,7 +40,8 @@ import orjson
 
 from .compiled import Filter
 
-__all__ = ["lua_program", "decodes", "LUA_FIELDS"]
+__all__ = ["lua_program", "decodes", "scan_call_bytes", "program_clauses", "LUA_FIELDS", "SCAN_WINDOW",
+           "SCAN_CALL_BUDGET_US", "SCAN_MAX_CLAUSES", "SCAN_MAX_PROGRAM_BYTES"]
 
 #: filter field -> envelope key ("" = the job id, the dead list's element)
 LUA_FIELDS: dict[str, str] = {
@@ -42,6 +51,30 @@ LUA_FIELDS: dict[str, str] = {
 }
 _TEXT = frozenset({"id", "type", "tenant", "error", "message", "idempotency_key", "trace", "correlation"})
 _EXACT = 2 ** 53
+
+# -- the per-call bounds of the server-side scan (bench/scan_bounds.py measures them) --------------------------
+
+#: Tail positions (payload keys) one ``list_scan.lua`` call judges; the
+#: window engine applies the plan in windows of the same size.
+SCAN_WINDOW = 120
+#: The server time one ``list_scan.lua`` call may take, worst case, in µs
+#: (typical calls take 0.2-0.8 ms; before these bounds one took seconds).
+SCAN_CALL_BUDGET_US = 4_000
+#: A filter of more clauses is planned client-side: each clause costs every
+#: job of a call, and a text clause rescans every envelope byte.
+SCAN_MAX_CLAUSES = 32
+#: A program longer than this (JSON bytes) is planned client-side: every
+#: call decodes it and builds its closures again.
+SCAN_MAX_PROGRAM_BYTES = 8_192
+#: Measured worst-case costs on the reference machine (docs/performance.md),
+#: ns: cjson decoding one envelope byte (an array of small integers, the
+#: worst shape) and the program's one byte, one text clause's plain search
+#: over one envelope byte (quote-dense text), one clause of one job, and the
+#: fixed cost of one job (its STRLEN, MGET slot and verdict).
+COST_DECODE_NS_PER_BYTE = 30
+COST_FIND_NS_PER_BYTE = 4
+COST_CLAUSE_NS = 300
+COST_JOB_NS = 8_000
 
 
 class _Unsupported(Exception):
@@ -113,10 +146,37 @@ def lua_program(flt: Filter) -> bytes | None:
         _emit(_Compiler(flt.text), tree, out)
     except (_Unsupported, RecursionError):
         return None
+    if sum(1 for t in out if t[0] == "c") > SCAN_MAX_CLAUSES:
+        return None  # over the per-call bound: client-side
     try:
-        return orjson.dumps(out)
+        program = orjson.dumps(out)
     except orjson.JSONEncodeError:  # a value that is not UTF-8 (surrogate escapes): client-side
         return None
+    return program if len(program) <= SCAN_MAX_PROGRAM_BYTES else None
+
+
+def program_clauses(program: bytes) -> tuple[int, int]:
+    """``(clauses, text clauses)`` of ``program`` (a :func:`lua_program`
+    result): every clause, and those the quick rule-out searches for in each
+    envelope (a text ``=``/``!=`` on an envelope field)."""
+    tokens = [t for t in orjson.loads(program) if t[0] == "c"]
+    return len(tokens), sum(1 for t in tokens if t[1] != "" and t[2] in ("=", "!=") and _needle_ok(t[3]))
+
+
+def scan_call_bytes(program: bytes) -> int:
+    """The most envelope bytes one ``list_scan.lua`` call running
+    ``program`` reads into Lua (its ARGV[4]; >= 0): what is left of
+    :data:`SCAN_CALL_BUDGET_US` once the program's decoding and the per-job
+    costs of a full window are paid, at the worst-case cost of a byte (cjson
+    plus one search per text clause).  Raises ValueError on a program over
+    :data:`SCAN_MAX_CLAUSES` or :data:`SCAN_MAX_PROGRAM_BYTES` (never made
+    by :func:`lua_program`)."""
+    clauses, needles = program_clauses(program)
+    if clauses > SCAN_MAX_CLAUSES or len(program) > SCAN_MAX_PROGRAM_BYTES:
+        raise ValueError(f"program over the scan's bounds: {clauses} clauses, {len(program)} bytes")
+    fixed_ns = len(program) * COST_DECODE_NS_PER_BYTE + SCAN_WINDOW * (COST_JOB_NS + clauses * COST_CLAUSE_NS)
+    left_ns = max(0, SCAN_CALL_BUDGET_US * 1000 - fixed_ns)
+    return left_ns // (COST_DECODE_NS_PER_BYTE + needles * COST_FIND_NS_PER_BYTE)
 
 
 def decodes(program: bytes) -> bool:

@@ -19,6 +19,13 @@ malformed, and neither is a malformed envelope that the quick rule-out of
 none of which occurs in the envelope): neither is planned either way, only
 the client's reader plans.
 
+Every call is bounded whatever the filter and the data (the limits of
+:mod:`jobctl.filter.lua_predicate`, docs/performance.md): a filter over
+the clause or program-size limit has no program (this returns ``None``), and
+each call gets its byte budget (:func:`~jobctl.filter.lua_predicate.scan_call_bytes`,
+ARGV[4]): an envelope past it is not read in Lua but comes back as a
+candidate, which the client reads and decides like any other.
+
 The plan is a :class:`~jobctl.ops.plan.PredicateRange`: per window the SHA1
 of its payload keys (its fence), a bitmap of its matches (one bit per
 position) and their ids in one bytes string (to name them in the report of a
@@ -38,7 +45,7 @@ from __future__ import annotations
 import hashlib
 from collections import deque
 
-from ..filter.lua_predicate import decodes, lua_program
+from ..filter.lua_predicate import SCAN_WINDOW, decodes, lua_program, scan_call_bytes
 from ..model import parse_envelope
 from ..ops.plan import Plan, PredicateRange
 from ..ops.spec import OpSpec
@@ -50,11 +57,12 @@ from .common import text
 
 __all__ = ["plan_dead_predicate", "predicate_applies", "SCAN_WINDOW", "SCAN_DEPTH", "SCAN_AHEAD"]
 
-#: Tail positions one ``list_scan.lua`` call judges: ~1-2 µs of server time
-#: each with a text-only filter (the quick rule-out), ~6-7 µs when the
-#: envelope is decoded by cjson, so ~0.2-0.8 ms a call.  The window engine
-#: applies the plan in windows of the same size.
-SCAN_WINDOW = 120
+# SCAN_WINDOW (imported with the scan's other per-call bounds from
+# jobctl.filter.lua_predicate): the tail positions one list_scan.lua call
+# judges, ~1-2 µs of server time each with a text-only filter (the quick
+# rule-out), ~6-7 µs when the envelope is decoded by cjson, so ~0.2-0.8 ms a
+# call.  The window engine applies the plan in windows of the same size.
+
 #: Calls per round trip (one when the filter decodes:
 #: :func:`~jobctl.filter.lua_predicate.decodes`), since another client's
 #: command waits behind a whole round trip (:data:`jobctl.ops.window.DEPTH`),
@@ -169,7 +177,8 @@ class _Walk:
         self.done: SpillList[tuple[str, bytes, bytes]] = SpillList()
         self.last, self.last_ids = -1, []
         head = _bulk("EVALSHA") + _bulk(sha)
-        tail_args = _bulk(program) + _bulk("1" if self.skip_bad else "0") + _bulk(prefix)
+        tail_args = (_bulk(program) + _bulk("1" if self.skip_bad else "0") + _bulk(prefix)
+                     + _bulk(scan_call_bytes(program)))
         group = SCAN_WINDOW * (SCAN_DEPTH if not decodes(program) else 1)
         starts = list(range(0, total, group))
         dead = _bulk(keys.dead)
@@ -208,7 +217,7 @@ class _Walk:
             reads = False
             if cur is not None:
                 for lo, hi in cur.bounds:
-                    out += [b"*%d\r\n" % (3 + (hi - lo) + 3), head, _bulk(hi - lo), _key_blob(prefix, ids[lo:hi]),
+                    out += [b"*%d\r\n" % (3 + (hi - lo) + 4), head, _bulk(hi - lo), _key_blob(prefix, ids[lo:hi]),
                             tail_args]
                 if not ended and k + ahead < len(starts):
                     out.append(lrange(starts[k + ahead]))
