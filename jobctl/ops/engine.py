@@ -188,6 +188,8 @@ def run_plan(layout: Layout, plan: Plan, *, dry_run: bool = False, rate: float |
                                        "same command again to finish")
             res.error = str(err) if isinstance(err, JobctlError) else f"{exc.__class__.__name__}: {exc}"
             raised = err if isinstance(err, JobctlError) else exc
+        if raised is None and not res.interrupted:
+            raised = _confirm_primary(layout.client, res, spec, plan, target)
         res.ended_ms = now_ms()
         if journal:
             _journal(layout, plan, res, target, argv, server_ok=raised is None)
@@ -196,6 +198,25 @@ def run_plan(layout: Layout, plan: Plan, *, dry_run: bool = False, rate: float |
     if raised is not None:
         raise raised
     return res
+
+
+def _confirm_primary(client, res: RunResult, spec, plan: Plan, target: Target | None) -> JobctlError | None:
+    """The error of a run whose writes went to a primary the Sentinels no
+    longer name (:func:`jobctl.ops.primary.lost_primary`), set on ``res``;
+    ``None`` when they reached the primary."""
+    from .primary import lost_primary
+
+    try:
+        reason = lost_primary(client)
+    except Exception as exc:  # noqa: BLE001 - unconfirmed is not done
+        reason = f"the primary could not be confirmed ({translate(exc, target)})"
+    if reason is None:
+        return None
+    err = ConnectionFailed(f"{spec.operation.value} {spec.queue}: {res.moved:,} of {plan.planned:,} job(s) "
+                           f"answered as moved, but {reason}; every job is in one state on the primary: run the "
+                           "same command again to finish")
+    res.error = str(err)
+    return err
 
 
 def _count(res: RunResult, br: BatchResult) -> None:
