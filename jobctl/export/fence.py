@@ -88,8 +88,11 @@ def export_fence(session: "Session", queue: str, state: State, filter_text: str 
         layout = session.layout(queue)
         res = run_export(layout, directory, states=[state], flt=flt, fmt=fmt, server=session.target.display,
                          note=say, progress=progress)
-    say(f"exported {res.manifest.rows:,} {state.value} job(s) to {directory} "
-        f"({len(res.manifest.parts)} part(s)); purging exactly those")
+    malformed = res.manifest.malformed
+    say(f"exported {res.manifest.rows:,} {state.value} job(s) to {directory} ({len(res.manifest.parts)} part(s)"
+        + (f", {malformed:,} malformed, exported for review" if malformed else "")
+        + ("); purging those of them that still match the filter (the plan counts them)"
+           if filter_text is not None else "); purging exactly those"))
     return manifest_fence(directory, queue, state)
 
 
