@@ -8,12 +8,14 @@ The paused state and holds are jobctl's own keys
 (:mod:`jobctl.layouts.reliable_list_pause`); layouts where a job cannot be
 taken out of the workers' reach refuse with a one-line error.
 
-Holds: ``jobctl pause QUEUE --filter EXPR --reason TEXT --hold`` records a
-hold (filter, reason, who, since), pauses what matches now, then keeps
+Holds: ``jobctl pause QUEUE --filter EXPR --reason TEXT --hold`` pauses
+what matches now, records a hold (filter, reason, who, since), then keeps
 pausing newly ready matching jobs in the foreground, at most ``--budget``
-jobs per cycle every ``--interval``, until the hold is lifted (``jobctl
-resume`` with the same filter, or without one) or Ctrl-C (the hold stays
-recorded: ``jobctl hold run QUEUE`` takes over its cycles).
+jobs per cycle every ``--interval`` (each cycle through the operations
+core, :meth:`jobctl.ops.core.OperationCore.hold_cycle`, under the queue's
+lease), until the hold is lifted (``jobctl resume`` with an equivalent
+filter, or without one) or Ctrl-C (the hold stays recorded: ``jobctl hold
+run QUEUE`` takes over its cycles).
 """
 
 from __future__ import annotations
@@ -36,6 +38,14 @@ __all__ = ["COMMANDS"]
 
 pass_session = click.make_pass_decorator(Session)
 
+#: --interval of hold cycles: the default, and the longest accepted.  A cycle
+#: also starts as soon as a ready list of the queue changes (jobctl.ops.arrivals),
+#: at most once every MIN_GAP_S seconds.
+DEFAULT_INTERVAL = "20ms"
+MAX_INTERVAL = "1s"
+MIN_GAP_S = 0.002
+
+
 def _pausable(session: Session, queue: str, verb: str):
     """``queue``'s layout, refused by the operations core unless jobctl can
     hold its jobs (:func:`jobctl.ops.core.require_holdable`)."""
@@ -54,11 +64,12 @@ def _pausable(session: Session, queue: str, verb: str):
 @click.option("--state", type=click.Choice(["ready", "scheduled"]), default="ready", show_default=True,
               help="Which jobs to pause.")
 @click.option("--hold", is_flag=True,
-              help="Also keep pausing newly ready matching jobs until resumed (foreground loop).")
+              help="Also keep pausing newly ready matching jobs until resumed (foreground loop; what it "
+                   "guarantees: above).")
 @click.option("--budget", type=options.Count(1, 100_000), default=1000, show_default=True,
               help="--hold: at most N jobs paused per cycle.")
-@click.option("--interval", default="1s", show_default=True, metavar="DURATION",
-              help="--hold: pause between cycles.")
+@click.option("--interval", default=DEFAULT_INTERVAL, show_default=True, metavar="DURATION",
+              help=f"--hold: pause between cycles (at most {MAX_INTERVAL}).")
 @click.option("--cycles", type=options.Count(0), default=None, hidden=True,
               help="--hold: stop after N cycles (tests).")
 @_common
@@ -71,6 +82,18 @@ def pause(session: Session, queue, filter_text, reason, state, hold, budget, int
     when and why; `jobctl resume` puts them back where a worker takes them
     next, in their original order.  Seen in status (paused, held_filters),
     `ls --state paused`, inspect, the exporter and `jobctl check`.
+
+    --hold: once the matching jobs are paused, a hold is recorded and its
+    cycles pause the matching jobs that become ready, every --interval,
+    until `jobctl resume` with an equivalent filter (or none) lifts it.
+    What a hold guarantees: a matching job that stays in the ready list
+    longer than one cycle (the interval plus one cycle's reads, a few
+    milliseconds) is paused before a worker takes it.  It cannot
+    guarantee more: producers and workers do not read jobctl's keys, so a
+    worker waiting on an empty list (BLMOVE) takes a new job the instant
+    it is pushed, before any cycle sees it.  Pause, resume and hold cycles
+    of a queue take its lease: they never interleave (a second one waits
+    briefly, then exits 11 with nothing changed).
     """
     if hold and state != "ready":
         raise UsageError("--hold holds newly ready jobs: it takes --state ready")
@@ -89,50 +112,55 @@ def pause(session: Session, queue, filter_text, reason, state, hold, budget, int
         check_layout(req, layout)
         if filter_text:
             compile_filter(filter_text)  # a bad filter fails before the hold is recorded
-    if hold and not dry_run:
-        from ..layouts.reliable_list_pause import add_hold
-
-        with session.errors():
-            record = add_hold(layout, filter_text, reason, operator_name())
-        render.note(f"hold {record['id']} recorded on {queue}"
-                    + (f" for {filter_text!r}" if filter_text else " for every job"))
-    try:
-        code = execute(session, req, yes=yes, as_json=as_json, rate=rate, batch=batch)
-    except BaseException:
-        if hold and not dry_run:  # the pause failed or was declined: no hold either
-            from ..layouts.reliable_list_pause import lift_holds
-
-            lift_holds(layout, filter_text)
-        raise
+    # the matching jobs first, then the hold (a resume meanwhile lifts no
+    # hold of this pause: the hold begins after it, and says so)
+    code = execute(session, req, yes=yes, as_json=as_json, rate=rate, batch=batch)
     if not hold or dry_run or code not in (ExitCode.OK, ExitCode.PARTIAL):
-        if hold and not dry_run and code == ExitCode.ABORTED:
-            from ..layouts.reliable_list_pause import lift_holds
-
-            lift_holds(layout, filter_text)
         return code
+    from ..layouts.reliable_list_holds import add_hold
+
+    with session.errors():
+        record = add_hold(layout, filter_text, reason, operator_name())
+    render.note(f"hold {record['id']} recorded on {queue}"
+                + (f" for {filter_text!r}" if filter_text else " for every job")
+                + f": newly ready matching jobs are paused every {interval}")
     return _hold_loop(session, layout, [record], budget=budget, interval_ms=interval_ms, cycles=cycles,
                       rate=rate, batch=batch, as_json=as_json)
 
 
 def _interval(text: str) -> int:
+    """``--interval`` in ms; raises :class:`UsageError` (exit 2) past :data:`MAX_INTERVAL`."""
     try:
-        return parse_duration(text)
+        ms = parse_duration(text)
     except UsageError as exc:
         raise UsageError(f"--interval: {exc}") from None
+    if ms > parse_duration(MAX_INTERVAL):
+        raise UsageError(f"--interval: at most {MAX_INTERVAL} (matching jobs a worker takes between two "
+                         "cycles are not held)")
+    return ms
 
 
 def _hold_loop(session: Session, layout, records: list[dict], *, budget: int, interval_ms: int,
                cycles: int | None, rate, batch, as_json: bool) -> int:
     """Run hold cycles for ``records`` until every one is lifted, Ctrl-C, or
-    ``cycles`` cycles.  One journal entry per cycle that moved jobs."""
-    from ..layouts.reliable_list_pause import hold_spec, holds
-    from ..ops.engine import run_plan
+    ``cycles`` cycles (:meth:`~jobctl.ops.core.OperationCore.hold_cycle`,
+    under the queue's lease: while another operation keeps it, the cycles
+    wait, said once).  A cycle starts when a ready list of the queue
+    changes (:class:`~jobctl.ops.arrivals.Arrivals`), at most every
+    :data:`MIN_GAP_S`, and at least every ``interval_ms``.  One journal
+    entry per cycle that moved jobs."""
+    from ..layouts.reliable_list_holds import CycleMarks, holds
+    from ..ops.arrivals import Arrivals
+    from ..ops.core import OperationCore
 
-    argv = invocation()
-    done = 0
-    total = 0
-    with _StopFlag() as stopper:
+    core, argv = OperationCore(session), invocation()
+    marks: dict[str, CycleMarks] = {}
+    done = total = 0
+    waiting: set[str] = set()
+    ready = [ref.key for keys in layout.shards for ref in layout.ready_lists(keys)]
+    with _StopFlag() as stopper, Arrivals(layout.client, ready) as arrivals:
         while cycles is None or done < cycles:
+            started = time.monotonic()
             with session.errors():
                 active = {h["id"]: h for h in holds(layout)}
             records = [active[r["id"]] for r in records if r["id"] in active]
@@ -142,15 +170,11 @@ def _hold_loop(session: Session, layout, records: list[dict], *, budget: int, in
             for rec in records:
                 if stopper.flag.is_set():
                     break  # Ctrl-C during the last record's apply: no further record starts
-                spec = hold_spec(layout, rec, budget)
-                with session.errors():
-                    plan = layout.plan(spec)
-                    if plan.planned:
-                        res = run_plan(layout, plan, rate=rate, batch=batch, stop=stopper.flag.is_set,
-                                       target=session.target, argv=argv)
-                        total += res.moved
-                        if res.moved and not as_json:
-                            render.note(f"hold {rec['id']}: paused {res.moved:,} newly ready job(s)")
+                moved = _cycle(core, layout, rec, marks.setdefault(rec["id"], CycleMarks()), waiting,
+                               budget=budget, stop=stopper.flag.is_set, rate=rate, batch=batch, argv=argv)
+                total += moved
+                if moved and not as_json:
+                    render.note(f"hold {rec['id']}: paused {moved:,} newly ready job(s)")
             done += 1
             if stopper.flag.is_set():
                 render.note("stopped: the hold stays recorded (`jobctl hold run` resumes its cycles, "
@@ -158,12 +182,30 @@ def _hold_loop(session: Session, layout, records: list[dict], *, budget: int, in
                 break
             if cycles is not None and done >= cycles:
                 break
-            end = time.monotonic() + interval_ms / 1000
-            while time.monotonic() < end and not stopper.flag.is_set():
-                time.sleep(min(0.1, max(0.0, end - time.monotonic())))
+            time.sleep(max(0.0, MIN_GAP_S - (time.monotonic() - started)))
+            arrivals.wait(interval_ms / 1000, stopper.flag.is_set)  # a ready list changed, or the interval
     if as_json:
         render.print_json({"holds": [r["id"] for r in records], "cycles": done, "paused": total})
     return int(ExitCode.OK)
+
+
+def _cycle(core, layout, rec: dict, marks, waiting: set[str], **kw) -> int:
+    """One hold cycle of ``rec``; the jobs it paused.  While another
+    operation keeps the queue's lease (:class:`~jobctl.errors.Busy`) the
+    cycle pauses nothing, and the first such cycle of a run of them says so."""
+    from ..errors import Busy
+
+    try:
+        res = core.hold_cycle(layout, rec, marks, **kw)
+    except Busy as exc:
+        if rec["id"] not in waiting:
+            render.note(f"warning: hold {rec['id']}: {exc}; its cycles wait for it (matching jobs a worker "
+                        "takes meanwhile are not held)")
+            waiting.add(rec["id"])
+        return 0
+    waiting.discard(rec["id"])
+    return res.moved if res is not None else 0
+
 
 
 @click.command()
@@ -174,14 +216,35 @@ def _hold_loop(session: Session, layout, records: list[dict], *, budget: int, in
 def resume(session: Session, queue, filter_text, limit, rate, batch, dry_run, yes, as_json) -> int:
     """Put paused jobs back where a worker takes them next, in their order.
 
-    Lifts the holds of the same filter (every hold without --filter) once
-    confirmed, before any job moves, so that no hold cycle pauses them
-    again (the operations core: jobctl.ops.core).  Jobs paused from
+    Lifts the holds of an equivalent filter (compared in normalized form:
+    `tenant=t2` lifts the hold of `tenant = 't2'`; every hold without
+    --filter) once confirmed, before any job moves, under the queue's lease
+    (no hold cycle runs meanwhile), and also puts back the jobs their
+    cycles paused since the plan (the operations core: jobctl.ops.core).
+    A hold of another filter stays, with a warning.  Jobs paused from
     scheduled go back to scheduled with their due time.
     """
     req = OpRequest(Operation.RESUME, queue, source=State.PAUSED, target=State.READY, filter_text=filter_text,
                     limit=limit, dry_run=dry_run)
-    return execute(session, req, yes=yes, as_json=as_json, rate=rate, batch=batch)
+    code = execute(session, req, yes=yes, as_json=as_json, rate=rate, batch=batch)
+    if filter_text:
+        _warn_holds_left(session, queue, filter_text)
+    return code
+
+
+def _warn_holds_left(session: Session, queue: str, filter_text: str) -> None:
+    """One warning line per hold of ``queue`` a resume of ``filter_text``
+    leaves recorded (another filter): its cycles pause its jobs again."""
+    from ..layouts.reliable_list_holds import filter_key, hold_key, holds
+
+    with session.errors():
+        layout = session.layout(queue)
+        left = [h for h in holds(layout) if hold_key(h) != filter_key(filter_text)]
+    for h in left:
+        shown = repr(h["filter"]) if h["filter"] else "every job"
+        render.note(f"warning: hold {h['id']} ({shown}) stays recorded: its cycles keep pausing the jobs it "
+                    f"matches (`jobctl resume {queue}" + (f" --filter {h['filter']!r}`" if h["filter"] else "`")
+                    + " lifts it)")
 
 
 @click.group()
@@ -193,15 +256,17 @@ def hold() -> None:
 @click.argument("queue")
 @click.option("--budget", type=options.Count(1, 100_000), default=1000, show_default=True,
               help="At most N jobs paused per hold per cycle.")
-@click.option("--interval", default="1s", show_default=True, metavar="DURATION", help="Pause between cycles.")
+@click.option("--interval", default=DEFAULT_INTERVAL, show_default=True, metavar="DURATION",
+              help=f"Pause between cycles (at most {MAX_INTERVAL}).")
 @click.option("--cycles", type=options.Count(0), default=None, hidden=True, help="Stop after N cycles (tests).")
 @click.option("--rate", type=click.FloatRange(0.1), metavar="N", help="At most N jobs per second.")
 @click.option("--batch", type=options.Count(1, 5000), default=None, help="Jobs per script call.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
 @pass_session
 def hold_run(session: Session, queue, budget, interval, cycles, rate, batch, as_json) -> int:
-    """Run the cycles of every hold of QUEUE in the foreground until they are lifted."""
-    from ..layouts.reliable_list_pause import holds
+    """Run the cycles of every hold of QUEUE in the foreground until they are
+    lifted (what a hold guarantees: `jobctl pause --help`)."""
+    from ..layouts.reliable_list_holds import holds
 
     layout = _pausable(session, queue, "hold")
     session.require_writable("hold run")
