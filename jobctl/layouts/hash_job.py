@@ -404,7 +404,7 @@ class HashJob(ListStatesLayout):
         supp, info = res[-2], res[-1]
         if supp is not None:
             found.insert(len([s for s, _ in found if s is not State.HISTORY]),
-                         (State.SUPPRESSED, {"score": int(supp), "key": k.suppressed}))
+                         (State.SUPPRESSED, {"score": score_ms(supp), "key": k.suppressed}))
         if not fields and not found:
             raise NotFound(f"job {job_id!r} not found in queue {self.queue_name}")
         state, where = found[0] if found else (None, {})

@@ -57,7 +57,7 @@ from ..model import JobRecord, State
 from ..ops.plan import JobColumns, Plan
 from ..ops.result import BatchResult
 from ..ops.spec import Operation, OpSpec
-from .common import DEFAULT_BATCH, batch_result, suppression_record, text
+from .common import DEFAULT_BATCH, batch_result, score_ms, suppression_record, text
 from .planning import TRANSITIONS_WITHOUT_SCHEDULED, check_operation, plan_from_walk, records_by_ids
 from .moves import REQUEUE_BUDGET, call_move, move_result, requeue_calls
 from .walks import WINDOW, prefetched, walk_list, walk_zset
@@ -84,7 +84,7 @@ def _walk(layout: "HashJob", spec: OpSpec) -> Iterator[list[tuple[JobRecord, dic
         for _, pairs in walk_zset(layout.client, layout.keys.suppressed):
             ids = [text(m) for m, _ in pairs]
             fields = layout.load(ids)
-            yield [(layout.record(i, f, spec.source, score=int(s)), f) for i, f, (_, s) in zip(ids, fields, pairs)]
+            yield [(layout.record(i, f, spec.source, score=score_ms(s)), f) for i, f, (_, s) in zip(ids, fields, pairs)]
         return
     if spec.source is State.PROCESSING:
         windows = walk_list(layout.client, layout.keys.processing, from_right=True)
