@@ -87,6 +87,8 @@ def processing_by_deadline(layout: "Layout", limit: int = 200) -> list[JobRecord
     if layout.name != "reliable-list" or not shards:
         recs = layout.list_jobs(State.PROCESSING, limit)
         return sorted(recs, key=lambda r: (r.deadline_ms is None, r.deadline_ms or 0))
+    from ..layouts.common import score_ms  # +inf/-inf deadlines: never / always, not an OverflowError
+
     records: list[JobRecord] = []
     for keys in shards:
         pairs = layout.client.zrange(keys.deadline, 0, limit - 1, withscores=True)
@@ -97,6 +99,6 @@ def processing_by_deadline(layout: "Layout", limit: int = 200) -> list[JobRecord
         for (_, score), job_id, raw in zip(pairs, ids, raws):
             records.append(JobRecord(queue=layout.queue_name, layout=layout.name, shard=keys.tag,
                                      job_id=job_id, state=State.PROCESSING, envelope=parse_envelope(raw),
-                                     raw=raw, deadline_ms=int(score)))
+                                     raw=raw, deadline_ms=score_ms(score)))
     records.sort(key=lambda r: (r.deadline_ms, r.job_id))
     return records[:limit]

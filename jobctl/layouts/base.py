@@ -76,7 +76,12 @@ def _slot_guarded_plan(fn):
         from ..cluster import refuse_cross_slot
 
         refuse_cross_slot(self, getattr(getattr(spec, "operation", None), "value", "operation"))
-        return fn(self, spec, *args, **kwargs)
+        plan = fn(self, spec, *args, **kwargs)
+        if getattr(plan, "dangling", None):
+            from .common import unreadable_not_dangling
+
+            unreadable_not_dangling(self, plan)
+        return plan
 
     plan.__doc__, plan.__name__, plan._slot_guard = fn.__doc__, fn.__name__, True
     return plan

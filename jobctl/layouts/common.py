@@ -59,6 +59,76 @@ def score_ms(value: Any) -> int | None:
     return int(max(-SCORE_INF_MS, min(SCORE_INF_MS, f)))
 
 
+def score_after(epoch_ms: int, delta_ms: int) -> int:
+    """``epoch_ms + delta_ms`` (e.g. a claim time plus the visibility
+    timeout), where ``+-SCORE_INF_MS`` (a ``+-inf`` score) stays what it is:
+    a deadline no clock reaches, or one always past."""
+    return epoch_ms if abs(epoch_ms) >= SCORE_INF_MS else epoch_ms + delta_ms
+
+
+#: Redis types a payload key may have (``none``: missing, a dangling id).
+PAYLOAD_TYPES = frozenset({b"string", b"none"})
+
+
+def wrong_type_note(key: str, redis_type: bytes | str, expected: str = "string") -> str:
+    """``"payload key K holds the wrong Redis type (a hash, not a string)"``."""
+    return f"payload key {key} holds the wrong Redis type (a {text(redis_type)}, not a {expected})"
+
+
+def wrong_typed_keys(client, names: list[str]) -> dict[str, bytes]:
+    """``{key: its Redis type}`` for each of ``names`` that exists but is not
+    a string (``MGET`` answers nil for such a key, as for a missing one).
+    One pipelined ``TYPE`` per name: call it with the keys ``MGET`` found
+    empty only."""
+    if not names:
+        return {}
+    pipe = client.pipeline(transaction=False)
+    for name in names:
+        pipe.type(name)
+    types = [t.encode() if isinstance(t, str) else t for t in pipe.execute()]
+    return {n: t for n, t in zip(names, types) if t not in PAYLOAD_TYPES}
+
+
+def mark_wrong_typed(client, records: list[JobRecord], key_of: Callable[[JobRecord], str]) -> None:
+    """Each record of ``records`` whose ``raw`` is ``None`` and whose payload
+    key (``key_of(record)``) holds another type than a string: its
+    envelope's problem and ``meta["problem"]`` name the key, instead of a
+    missing payload (:func:`wrong_type_note`)."""
+    empty: dict[str, list[JobRecord]] = {}
+    for r in records:
+        if r.raw is None:
+            empty.setdefault(key_of(r), []).append(r)
+    for key, redis_type in wrong_typed_keys(client, list(empty)).items():
+        for rec in empty[key]:
+            rec.envelope.problems = [wrong_type_note(key, redis_type)]
+            rec.meta["problem"] = rec.envelope.problems[0]
+            rec.meta["payload_key_type"] = text(redis_type)
+
+
+#: Dangling ids of a plan looked at again for a payload key of another type.
+DANGLING_RECHECK = 1_000
+
+
+def unreadable_not_dangling(layout, plan) -> None:
+    """Move the ids of ``plan.dangling`` (their ``MGET`` answered nil) whose
+    payload key exists with another type than a string to
+    ``plan.malformed``: an unreadable payload, not a missing one.  For
+    the layouts whose payload keys are strings in every shard
+    (``layout.shards``' ``job(id)``: reliable-list, stream-group); the
+    first :data:`DANGLING_RECHECK` ids, one pipelined ``TYPE`` per id and
+    shard."""
+    shards = getattr(layout, "shards", None)
+    if layout.name not in ("reliable-list", "stream-group") or not shards:
+        return
+    ids = plan.dangling[:max(1, DANGLING_RECHECK // len(shards))]
+    wrong = wrong_typed_keys(layout.client, [keys.job(i) for i in ids for keys in shards])
+    if not wrong:
+        return
+    moved = {i for i in ids if any(keys.job(i) in wrong for keys in shards)}
+    plan.dangling[:] = [i for i in plan.dangling if i not in moved]
+    plan.malformed.extend(i for i in ids if i in moved)
+
+
 def wrongtype_errors(results: list[Any], keys: list[str]) -> list[str]:
     """``"key K holds the wrong Redis type"`` for each WRONGTYPE reply in a
     pipeline's ``results`` (``raise_on_error=False``); any other error reply
@@ -119,14 +189,34 @@ def first_found(found: list[JobRecord], job_id: str, queue_name: str) -> JobReco
     return found[0]
 
 
+def _dict_envelope(doc: dict) -> Envelope:
+    """:func:`~jobctl.model.parse_envelope` of ``doc`` serialised; strings
+    JSON cannot carry (lone surrogates) go through :func:`~jobctl.escape.json_safe`
+    and come back whole on the envelope's text attributes."""
+    try:
+        return parse_envelope(orjson.dumps(doc))
+    except TypeError:  # a lone surrogate (undecodable bytes) or an integer past 64 bits
+        from ..escape import json_safe
+        from ..model import ENVELOPE_FIELDS
+
+        env = parse_envelope(orjson.dumps(json_safe(doc)))
+        for key, attr in ENVELOPE_FIELDS.items():
+            if isinstance(doc.get(key), str) and isinstance(getattr(env, attr, None), str):
+                setattr(env, attr, doc[key])
+        return env
+
+
 def lenient_envelope(raw: bytes | str | dict | None, *, required: tuple[str, ...] = ()) -> Envelope:
     """:func:`~jobctl.model.parse_envelope` for layouts whose documents are
     not seed 000 envelopes: the seed-000 required fields (jobId, jobType,
     createdAtEpochMs) are only required when named in ``required``.  A dict
-    is serialised first.  Never raises."""
+    is serialised first; a text value holding bytes that are not UTF-8
+    (a surrogate-escaped id: :func:`text`) is kept as it is on the
+    envelope's attribute (the document shows it escaped).  Never raises."""
     if isinstance(raw, dict):
-        raw = orjson.dumps(raw)
-    env = parse_envelope(raw)
+        env = _dict_envelope(raw)
+    else:
+        env = parse_envelope(raw)
     keep = {f"missing field {f}" for f in required}
     env.problems = [p for p in env.problems if not p.startswith("missing field ") or p in keep]
     return env

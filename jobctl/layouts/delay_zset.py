@@ -80,10 +80,10 @@ class DelayZset(KeyedLayout):
         total, due, first, nxt = res
         st.ready, st.scheduled = due, total - due
         if due and first:
-            st.oldest_ready_since_ms = int(first[0][1])
+            st.oldest_ready_since_ms = score_ms(first[0][1])
             st.oldest_ready_age_ms = max(0, now - st.oldest_ready_since_ms)
         if nxt:
-            st.next_due_ms = int(nxt[0][1])
+            st.next_due_ms = score_ms(nxt[0][1])
         return st
 
     def _range(self, state: State, offset: int, count: int, now: int) -> list[tuple[bytes, float]]:

@@ -145,11 +145,16 @@ class DelayedEvents(KeyedLayout):
         if self._event_lists is not None:
             return self._event_lists
         classes = set()
-        for key in (self.keys.zset, self.keys.suppressed):
-            for m in self.client.zrange(key, 0, TYPE_SAMPLE - 1):
-                parts = split_delayed_event_member(text(m))
-                if parts:
-                    classes.add(parts[0])
+        keys = [self.keys.zset, self.keys.suppressed]
+        pipe = self.client.pipeline(transaction=False)
+        for key in keys:
+            pipe.zrange(key, 0, TYPE_SAMPLE - 1)
+        samples = pipe.execute(raise_on_error=False)
+        wrongtype_errors(samples, keys)  # raises any other error; status reports a wrong type itself
+        for m in (m for sample in samples if isinstance(sample, list) for m in sample):
+            parts = split_delayed_event_member(text(m))
+            if parts:
+                classes.add(parts[0])
         names = sorted({self.keys.type_list(c) for c in classes})
         if not names:
             self._event_lists = []
@@ -327,7 +332,7 @@ class DelayedEvents(KeyedLayout):
                 rec.meta["retry_at_ms"] = score_ms(score)  # the member stays for the next attempt
                 rec.meta["next_envelope_attempt"] = event_envelope(raw, job_id).attempt
         elif supp is not None:
-            rec = self._suppressed_records([(job_id, int(supp))])[0]
+            rec = self._suppressed_records([(job_id, score_ms(supp))])[0]
         elif score is not None or raw is not None:
             env = event_envelope(raw, job_id)
             state = self.classify(env, score_ms(score), now, False) if score is not None else None

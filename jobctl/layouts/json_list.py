@@ -50,7 +50,7 @@ from ..errors import DataError, NotFound
 from ..keys import JSON_LIST_DEFAULT_PREFIX, JsonListKeys
 from ..model import Envelope, JobRecord, QueueStatus, State
 from .base import ListStatesLayout, now_ms
-from .common import score_ms, status_replies, suppression_info, text, wrongtype_errors
+from .common import score_after, score_ms, status_replies, suppression_info, text, wrongtype_errors
 from .walks import WINDOW, walk_list, walk_zset
 
 __all__ = ["JsonList", "raw_sha1", "DEFAULT_VISIBILITY_MS", "MALFORMED_ID_PREFIX"]
@@ -198,7 +198,7 @@ class JsonList(ListStatesLayout):
                 else:
                     rec.meta["claimed_at_ms"] = claimed
                     rec.meta["claimed_at_s"] = times[n]
-                    rec.deadline_ms = claimed + self.visibility_ms
+                    rec.deadline_ms = score_after(claimed, self.visibility_ms)
             if env.problems and raw is not None:
                 rec.meta.setdefault("problem", "malformed job string: " + env.problems[0])
             out.append(rec)
@@ -228,7 +228,7 @@ class JsonList(ListStatesLayout):
         st.processing = val[1] or 0
         st.stuck = val[2] or 0
         if val[3]:
-            st.next_deadline_ms = claim_ms(val[3][0][1]) + self.visibility_ms
+            st.next_deadline_ms = score_after(claim_ms(val[3][0][1]), self.visibility_ms)
         st.dead = (val[4] or 0) + (val[6] or 0)
         st.suppressed = val[5] or 0
         return st
@@ -251,7 +251,7 @@ class JsonList(ListStatesLayout):
         pipe.hmget(self.keys.suppressed_raw, ids)
         pipe.hmget(self.keys.suppressed_info, ids)
         raws, infos = pipe.execute()
-        recs = self.records(raws, State.SUPPRESSED, [{"score": int(s)} for _, s in pairs], suppressed_ids=ids)
+        recs = self.records(raws, State.SUPPRESSED, [{"score": score_ms(s)} for _, s in pairs], suppressed_ids=ids)
         for rec, info in zip(recs, infos):
             if rec.raw is None:
                 rec.meta["problem"] = "dangling id: suppressed without its job string"

@@ -21,7 +21,7 @@ from ..model import JobRecord, QueueStatus, State, parse_envelope
 from ..ops.redrive_record import RETENTION_DAYS, lookup, merge, read_keys
 from .base import ShardedLayout, now_ms
 from .common import (SCHEDULED_READS, first_found, fold_count, fold_scheduled, merge_shard_lists, read_scheduled,
-                     score_ms, status_replies, text, wrongtype_errors)
+                     mark_wrong_typed, score_ms, status_replies, text, wrong_type_note, wrongtype_errors)
 from .raw import RawWindow
 from .walks import walk_list, walk_zset
 
@@ -129,6 +129,7 @@ class ReliableList(ShardedLayout):
             if state in (State.DEAD, State.SUPPRESSED) and env.last_attempt_ms is not None:
                 rec.meta.setdefault("dead_since_ms", env.last_attempt_ms)
             out.append(rec)
+        mark_wrong_typed(self.client, out, lambda r: keys.job(r.job_id))
         return out
 
     # -- status --------------------------------------------------------------
@@ -173,7 +174,7 @@ class ReliableList(ShardedLayout):
                 fold_scheduled(st, what, res, now)
             elif what == "next_deadline":
                 if res:
-                    d = int(res[0][1])
+                    d = score_ms(res[0][1])
                     st.next_deadline_ms = d if st.next_deadline_ms is None else min(st.next_deadline_ms, d)
             elif what == "holds":
                 from .reliable_list_pause import holds_of
@@ -209,8 +210,10 @@ class ReliableList(ShardedLayout):
                 if tail:  # taken since it was read: the deepest of the tail now outlives the next read
                     again.append((keys, text(tail[0]), ready))
                 continue
-            if isinstance(raw, Exception):
-                st.errors.extend(wrongtype_errors([raw], [keys.job(job_id)]))
+            if isinstance(raw, Exception):  # one job's payload: a warning naming it, the queue reads on
+                if wrongtype_errors([raw], [keys.job(job_id)]):
+                    st.warnings.append(f"oldest ready job {job_id} in shard {keys.tag}: "
+                                       + wrong_type_note(keys.job(job_id), self.client.type(keys.job(job_id))))
                 continue
             env = parse_envelope(raw)
             since = env.ready_since_ms

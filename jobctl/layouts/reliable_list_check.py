@@ -6,13 +6,14 @@ Invariants, per shard:
 * every job id is in exactly one state (ready lists, scheduled, processing,
   dead, suppressed, jobctl's paused list);
 * no id appears twice in one list;
-* no dangling id: every indexed id has a payload key;
+* no dangling id: every indexed id has a payload key, and it is a string
+  (``wrong_type_payload`` names a key of another type; report only);
 * no orphan payload: every payload key's id is indexed somewhere;
 * every processing id has a visibility deadline, every deadline a
   processing id.
 
 The check reads every state key in windows of 1,000 (LRANGE/ZRANGE), checks
-payload existence with pipelined EXISTS, and SCANs the payload keys: its
+payload keys with pipelined TYPE, and SCANs the payload keys: its
 cost is linear in the queue's size, in bounded commands.  On a live queue
 the windows may see a job twice or in two places while it moves (claimed,
 acked, dead-lettered between two reads): before a finding is reported, one
@@ -34,8 +35,8 @@ from ..cluster import scan_pages
 from ..keys import OWNER_SUFFIX, ReliableListKeys
 from ..scripts import script
 from .base import now_ms
-from .common import score_ms, text
-from .walks import WINDOW, keys_exist, walk_list, walk_zset
+from .common import PAYLOAD_TYPES, score_ms, text, wrong_type_note
+from .walks import WINDOW, key_types, walk_list, walk_zset
 
 if TYPE_CHECKING:
     from .reliable_list import ReliableList
@@ -52,7 +53,8 @@ RECHECK_MAX = 20_000
 class Problem:
     """One broken invariant.  ``kind`` is one of ``multiple_states``,
     ``duplicate``, ``dangling``, ``orphan_payload``, ``missing_deadline``,
-    ``stray_deadline``; ``repair`` names the fix (``None``: report only)."""
+    ``stray_deadline``, ``wrong_type_payload`` (a payload key that is not a
+    string, report only); ``repair`` names the fix (``None``: report only)."""
 
     kind: str
     shard: str
@@ -127,8 +129,12 @@ def _check_shard(layout: "ReliableList", keys: ReliableListKeys, report: CheckRe
 
     ids = list(where)
     report.checked_ids += len(ids)
-    for job_id, exists in zip(ids, keys_exist(client, [keys.job(i) for i in ids])):
-        if not exists:
+    for job_id, redis_type in zip(ids, key_types(client, [keys.job(i) for i in ids])):
+        if redis_type not in PAYLOAD_TYPES:  # MGET reads it as nil: named, never "dangling"
+            states = " and ".join(sorted({s for s, _ in where[job_id]}))
+            report.problems.append(Problem("wrong_type_payload", keys.tag, job_id,
+                                           f"in {states}: {wrong_type_note(keys.job(job_id), redis_type)}"))
+        elif redis_type == b"none":
             for state, key in where[job_id]:
                 kind = "dangling_zset" if state in ("scheduled", "suppressed") else "dangling_list"
                 report.problems.append(Problem("dangling", keys.tag, job_id,

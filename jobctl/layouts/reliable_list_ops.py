@@ -32,7 +32,7 @@ from ..ops.result import BatchResult
 from ..ops.spec import Operation, OpSpec
 from ..scripts import script
 from .moves import REQUEUE_BUDGET, call_move, move_result, requeue_calls, window_mode
-from .common import batch_result, check_transition, redrive_envelope, suppression_record, text
+from .common import batch_result, check_transition, redrive_envelope, score_ms, suppression_record, text
 from .planning import (TRANSITIONS_WITH_SCHEDULED, plan_from_walk, records_by_ids, require_requeue_scope,
                        shard_index)
 from .walks import WINDOW, prefetched
@@ -92,7 +92,7 @@ def _walk_deadlines(layout: "ReliableList", keys: ReliableListKeys, spec: OpSpec
             return
         offset += len(pairs)
         ids = [text(m) for m, _ in pairs]
-        recs = layout._records(keys, ids, State.PROCESSING, [{"score": int(s), "deadline_ms": int(s)}
+        recs = layout._records(keys, ids, State.PROCESSING, [{"score": score_ms(s), "deadline_ms": score_ms(s)}
                                                              for _, s in pairs])
         yield recs
 

@@ -38,7 +38,7 @@ from ..config import defaulted_visibility
 from ..durations import format_duration
 from ..keys import ReliableListKeys, shard_tags
 from ..model import QueueStatus
-from .common import text
+from .common import PAYLOAD_TYPES, text, wrong_type_note, wrongtype_errors
 
 __all__ = ["annotate", "audit_dlq", "catalogue_warnings", "AUDIT_FIELDS", "DEAD_AUDIT_MAX", "DLQ_EXPIRY_WARN_MS",
            "PRIORITY_PROBE"]
@@ -72,7 +72,9 @@ def annotate(layout, st: QueueStatus, *, audit_dead: bool = True) -> QueueStatus
     _held(layout, st)
     history = getattr(getattr(layout, "keys", None), "completed", None)
     if history is not None and q.layout == "hash-job":
-        st.history = int(layout.client.llen(history) or 0)
+        res = layout.client.pipeline(transaction=False).llen(history).execute(raise_on_error=False)
+        st.errors.extend(wrongtype_errors(res, [history]))  # one queue's wrong type, not the catalogue's
+        st.history = None if isinstance(res[0], Exception) else int(res[0] or 0)
     _pinned(layout, st)
     cap = q.options.get("dead_cap")
     if isinstance(cap, int) and not isinstance(cap, bool):
@@ -94,7 +96,7 @@ def _pinned(layout, st: QueueStatus) -> None:
     trimmed by its workers (``LPUSH`` + ``LTRIM``): dead jobs are dropped.
     Needs two samples; ``LLEN`` + ``LINDEX 0`` of at most
     :data:`SHARD_PROBE` dead lists."""
-    lists = [key for key, _ in _dead_audits(layout)][:SHARD_PROBE]
+    lists = [audit[0] for audit in _dead_audits(layout)][:SHARD_PROBE]
     if not lists or not st.dead:
         return
     pipe = layout.client.pipeline(transaction=False)
@@ -187,22 +189,24 @@ def _unexplained_reliable(layout, st: QueueStatus) -> None:
 
 
 def _dead_audits(layout) -> list[tuple[str, Any]]:
-    """``[(dead list key, id -> payload key or None)]`` per shard."""
+    """``[(dead list key, id -> payload key or None, the payload key's Redis
+    types)]`` per shard."""
     name = layout.queue.layout
     if name == "reliable-list":
-        return [(k.dead, k.job) for k in layout.shards]
+        return [(k.dead, k.job, PAYLOAD_TYPES) for k in layout.shards]
     if name == "hash-job":
-        return [(layout.keys.failed, layout.keys.job)]
+        return [(layout.keys.failed, layout.keys.job, frozenset({b"hash", b"none"}))]
     if name == "json-list":  # entries are the payloads: duplicates and the list's TTL only
-        return [(layout.keys.dead, None)]
+        return [(layout.keys.dead, None, PAYLOAD_TYPES)]
     return []
 
 
 def _audit_dead(client, st: QueueStatus, audits: list[tuple[str, Any]]) -> None:
     dangling = duplicates = audited = expiring = 0
     min_ttl: int | None = None
+    wrong: list[tuple[str, bytes, str]] = []  # (payload key, its type, the type it should have)
     per_list = max(50, DEAD_AUDIT_MAX // len(audits))  # the whole audit stays bounded, whatever the shards
-    for dead_key, payload_key in audits:
+    for dead_key, payload_key, types in audits:
         pipe = client.pipeline(transaction=False)
         pipe.lrange(dead_key, 0, per_list - 1)
         pipe.pttl(dead_key)
@@ -225,8 +229,12 @@ def _audit_dead(client, st: QueueStatus, audits: list[tuple[str, Any]]) -> None:
         pipe = client.pipeline(transaction=False)
         for raw in ids:
             pipe.pttl(payload_key(text(raw)).encode("utf-8", "surrogateescape"))  # the exact bytes
-        for raw, ttl in zip(ids, pipe.execute()):
-            if ttl == -2:
+            pipe.type(payload_key(text(raw)).encode("utf-8", "surrogateescape"))
+        replies = pipe.execute()
+        for raw, ttl, redis_type in zip(ids, replies[::2], replies[1::2]):
+            if ttl != -2 and redis_type not in types:
+                wrong.append((payload_key(text(raw)), redis_type, "hash" if b"hash" in types else "string"))
+            elif ttl == -2:
                 dangling += counts[raw]
             elif ttl >= 0:
                 min_ttl = ttl if min_ttl is None else min(min_ttl, ttl)
@@ -235,6 +243,9 @@ def _audit_dead(client, st: QueueStatus, audits: list[tuple[str, Any]]) -> None:
     st.dead_audited, st.dead_dangling, st.dead_duplicates = audited, dangling, duplicates
     st.dead_expiring, st.dead_min_ttl_ms = expiring, min_ttl
     partial = "" if audited >= st.dead else f" (among the newest {audited:,} of {st.dead:,})"
+    if wrong:
+        st.warnings.append(f"{len(wrong):,} dead job(s) whose {wrong_type_note(*wrong[0])}"
+                           f"{' (and others)' if len(wrong) > 1 else ''}{partial}; see `jobctl check`")
     if dangling or duplicates:
         st.warnings.append(f"dead counts list entries: {dangling:,} dangling id(s) without a payload and "
                            f"{duplicates:,} duplicate(s){partial}; see `jobctl check`")

@@ -54,7 +54,7 @@ from ..ops.plan import Plan
 from ..ops.result import BatchResult
 from ..ops.spec import OpSpec
 from .base import ShardedLayout, now_ms
-from .common import first_found, json_object, lenient_envelope, merge_shard_lists, score_ms, text
+from .common import first_found, json_object, lenient_envelope, mark_wrong_typed, merge_shard_lists, score_ms, text
 
 __all__ = ["StreamGroup", "DEFAULT_GROUP", "DEFAULT_VISIBILITY_TIMEOUT_MS", "COUNT_BOUND", "SEARCH_BOUND"]
 
@@ -182,6 +182,8 @@ class StreamGroup(ShardedLayout):
             if state in (State.DEAD, State.SUPPRESSED) and env.last_attempt_ms is not None:
                 rec.meta.setdefault("dead_since_ms", env.last_attempt_ms)
             out.append(rec)
+        mark_wrong_typed(self.client, [r for r in out if not r.meta.get("payload_in_entry")],
+                         lambda r: keys.job(r.job_id))
         return out
 
     def _entry_items(self, entries: list, **extra_by_pos) -> list[dict[str, Any]]:

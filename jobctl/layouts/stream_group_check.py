@@ -8,11 +8,12 @@ Invariants, per shard:
   reports such ids as deleted).  Repair: ``XACK`` it, which is always
   right: no worker can process an entry that is gone;
 * every id in the scheduled zset, the dead list and the suppressed zset has a
-  payload key (``dangling``; report only);
+  payload key (``dangling``; report only) that is a string
+  (``wrong_type_payload``, naming the key; report only);
 * no id is in more than one of those (``multiple_states``; report only).
 
 Reads are windows of 1,000 (``XPENDING``, pipelined ``XRANGE``, ``ZRANGE``,
-``LRANGE``, pipelined ``EXISTS``): linear in the queue's size, bounded per
+``LRANGE``, pipelined ``TYPE``): linear in the queue's size, bounded per
 command.  Workers ack and dead-letter while the check reads (issue 12, item
 10): before a finding is reported, its entry or job is read again in one
 ``MULTI``/``EXEC`` transaction, and a finding that no longer holds is
@@ -25,9 +26,9 @@ from collections import defaultdict
 from typing import TYPE_CHECKING
 
 from ..keys import StreamGroupKeys
-from .common import text
+from .common import PAYLOAD_TYPES, text, wrong_type_note
 from .reliable_list_check import CheckReport, Problem
-from .walks import WINDOW, keys_exist, walk_list, walk_zset
+from .walks import WINDOW, key_types, walk_list, walk_zset
 
 if TYPE_CHECKING:
     from .stream_group import StreamGroup
@@ -92,11 +93,14 @@ def _check_shard(layout: "StreamGroup", keys: StreamGroupKeys, report: CheckRepo
         where[job_id].append("suppressed")
     ids = list(where)
     report.checked_ids += len(ids)
-    for job_id, exists in zip(ids, keys_exist(client, [keys.job(i) for i in ids])):
+    for job_id, redis_type in zip(ids, key_types(client, [keys.job(i) for i in ids])):
         states = where[job_id]
         if len(states) > 1:
             report.problems.append(Problem("multiple_states", keys.tag, job_id, f"in {', '.join(states)}"))
-        if not exists and layout.dead_kind == "list":
+        if redis_type not in PAYLOAD_TYPES:  # MGET reads it as nil: named, never "dangling"
+            report.problems.append(Problem("wrong_type_payload", keys.tag, job_id,
+                                           f"in {', '.join(states)}: {wrong_type_note(keys.job(job_id), redis_type)}"))
+        elif redis_type == b"none" and layout.dead_kind == "list":
             report.problems.append(Problem("dangling", keys.tag, job_id,
                                            f"{states[0]} id without payload key {keys.job(job_id)}"))
 

@@ -14,7 +14,7 @@ import random
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["window_starts", "list_window", "walk_list", "walk_zset", "keys_exist", "WINDOW", "lrem_chunk",
+__all__ = ["window_starts", "list_window", "walk_list", "walk_zset", "keys_exist", "key_types", "WINDOW", "lrem_chunk",
            "LREM_BUDGET", "prefetched"]
 
 #: Elements per window of a full walk (check, plan).
@@ -87,6 +87,18 @@ def keys_exist(client, names: list[str]) -> list[bool]:
         for name in names[i:i + WINDOW]:
             pipe.exists(name)
         out.extend(bool(n) for n in pipe.execute())
+    return out
+
+
+def key_types(client, names: list[str]) -> list[bytes]:
+    """``TYPE`` of each key in ``names``, in order (``b"none"`` when it
+    does not exist): one pipelined round trip per :data:`WINDOW` names."""
+    out: list[bytes] = []
+    for i in range(0, len(names), WINDOW):
+        pipe = client.pipeline(transaction=False)
+        for name in names[i:i + WINDOW]:
+            pipe.type(name)
+        out.extend(t.encode() if isinstance(t, str) else t for t in pipe.execute())
     return out
 
 
