@@ -181,6 +181,7 @@ def run_plan(layout: Layout, plan: Plan, *, dry_run: bool = False, rate: float |
                 _close(batches)
             except Exception:  # noqa: BLE001 - the first error is the one reported
                 pass
+            _recount_lost(layout.client, exc, res, spec)
             err = translate(exc, target)
             if isinstance(err, ConnectionFailed):
                 err = ConnectionFailed(f"{spec.operation.value} {spec.queue} stopped after {res.moved:,} of "
@@ -198,6 +199,29 @@ def run_plan(layout: Layout, plan: Plan, *, dry_run: bool = False, rate: float |
     if raised is not None:
         raise raised
     return res
+
+
+def _recount_lost(client, exc: BaseException, res: RunResult, spec) -> None:
+    """Count the jobs of calls whose replies a dropped connection lost and
+    that did run (:mod:`jobctl.ops.lost_replies`), read on a new connection
+    of ``client``'s pool; unreadable (the server still out of reach): they
+    stay uncounted, and the rerun's plan finds them where they are."""
+    import redis
+
+    from .lost_replies import recount
+
+    lost = getattr(exc, "unconfirmed", None)
+    pool = getattr(client, "connection_pool", None)
+    if lost is None or not lost.ids or pool is None:
+        return
+    fresh = redis.Redis(connection_pool=pool)
+    try:
+        moved = recount(fresh, lost, spec.op_id)
+    except Exception:  # noqa: BLE001 - still unreachable: the rerun counts them
+        return
+    res.moved += len(moved)
+    if res.moved_ids is not None:
+        res.moved_ids.add(moved)
 
 
 def _confirm_primary(client, res: RunResult, spec, plan: Plan, target: Target | None) -> JobctlError | None:

@@ -54,9 +54,19 @@ from ..ops.result import BatchResult
 from ..ops.spec import Operation, OpSpec
 from ..scripts import script
 from .lease import LEASE_TTL_MS, acquire, lease_value, release
+from .lost_replies import mark
 from .pipeline import _bulk, _packed, drain, pipelined, read_replies  # noqa: F401 - _bulk, _packed: for the tests
 from .redrive_record import EXPIRE_AFTER_MS
 
+
+def _lost_connection() -> tuple[type[BaseException], ...]:
+    import redis
+
+    return (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError)
+
+
+#: What a dropped connection raises while replies are read.
+LOST_CONNECTION = _lost_connection()
 
 #: The operations the window engine drives (from a dead list); every other
 #: operation from dead (transform, migrate...) is applied by its layout.
@@ -541,6 +551,7 @@ def _walk(src: ListSource, value: str, jobs: _Jobs, order: Sequence[int], met: b
 
     inflight: deque[_PerJobTrip] = deque()
     starts = iter(range(0, total, batch * depth))
+    current: _PerJobTrip | None = None  # the round trip whose replies are read
     try:
         while True:
             while not ended and len(inflight) < ahead:
@@ -558,7 +569,7 @@ def _walk(src: ListSource, value: str, jobs: _Jobs, order: Sequence[int], met: b
                 inflight.append(rt)
             if not inflight:
                 break
-            rt = inflight.popleft()
+            rt = current = inflight.popleft()
             if rt.replies is None:
                 recv(rt)
             for _ in range(3):
@@ -585,6 +596,10 @@ def _walk(src: ListSource, value: str, jobs: _Jobs, order: Sequence[int], met: b
                         recv(rt)
                     yield from results(rt)
                 raise _call_error(failed[0], src)
+    except LOST_CONNECTION as exc:  # calls in flight may have run: their jobs are re-read (lost_replies)
+        unread = [x for x in (current, *inflight) if x is not None and x.replies is None]
+        mark(exc, src, [jobs.job_id(n) for x in unread for idx in x.sent for n in idx if not met[n]])
+        raise
     finally:
         drain(inflight, recv, conn)  # stopped early: the connection clean for the restore
     unmet = BatchResult()

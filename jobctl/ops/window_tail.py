@@ -18,7 +18,8 @@ from ..ops.result import BatchResult
 from .lease import LEASE_TTL_MS, acquire
 from .pipeline import _bulk, drain, pipelined, read_replies
 from .plan_windows import PlanWindows
-from .window import SLACK, ListSource, _call_error, _text, begin_walk, give_back, record_code
+from .lost_replies import mark
+from .window import LOST_CONNECTION, SLACK, ListSource, _call_error, _text, begin_walk, give_back, record_code
 
 __all__ = ["drive_tail"]
 
@@ -201,6 +202,7 @@ def _walk_tail(src: ListSource, value: str, total: int, batch: int, depth: int, 
     next_g = covered = 0
     ended = False
     met_late: set[int] = set()  # a filtered plan's positions coded by calls after the list ran out
+    current: _RoundTrip | None = None  # the round trip whose replies are read
     try:
         while True:
             while not ended and len(inflight) < ahead and next_g in tails:
@@ -231,7 +233,7 @@ def _walk_tail(src: ListSource, value: str, total: int, batch: int, depth: int, 
                 tails[next_g] = ids
                 want = next_g + len(ids) if readahead and len(ids) == gsize(next_g) else total
                 continue
-            rt = inflight.popleft()
+            rt = current = inflight.popleft()
             if rt.replies is None:
                 recv_rt(rt)
             if any(isinstance(r, redis.exceptions.NoScriptError) for r in rt.replies):
@@ -317,6 +319,10 @@ def _walk_tail(src: ListSource, value: str, total: int, batch: int, depth: int, 
                 covered = total
             if pw is not None:  # the windows behind this round trip: no later reply reads their flag
                 pw.passed(rt.g0)
+    except LOST_CONNECTION as exc:  # calls in flight may have run: their jobs are re-read (lost_replies)
+        unread = [x for x in (current, *inflight) if x is not None and x.replies is None]
+        mark(exc, src, [_text(i) for x in unread for lo, hi in x.bounds for i in x.tail[lo - x.g0:hi - x.g0]])
+        raise
     finally:
         drain(inflight, recv_rt, conn)  # stopped early: the connection clean for the restore
     if pw is not None:  # the plan's matches the walk never reached: the list ran out (gone)

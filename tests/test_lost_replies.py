@@ -1,0 +1,85 @@
+"""The count of a run whose connection dropped with calls in flight is
+exact: a call whose reply was lost may have run, so its jobs are re-read
+in jobctl's own keys (the redrive record, the suppressed info) or where
+the operation leaves a trace (a purged payload is gone) before the count is
+reported and journaled."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+from pathlib import Path
+
+import orjson
+import pytest
+import redis
+
+from jobctl.errors import ConnectionFailed
+from jobctl.filter import compile_filter
+from jobctl.model import State
+from jobctl.ops.engine import run_plan
+from jobctl.ops.spec import Operation, OpSpec
+from test_tail_walk_ahead import FLT, K, setup_walk
+
+OPS = {
+    "redrive": (Operation.REDRIVE, State.READY),
+    "suppress": (Operation.SUPPRESS, State.SUPPRESSED),
+    "purge": (Operation.PURGE, None),
+}
+
+
+#: a script that keeps the server busy for 300 ms (the calls sent meanwhile queue up)
+BUSY = "local t = redis.call('TIME') local s = t[1] * 1e6 + t[2] " \
+       "repeat t = redis.call('TIME') until t[1] * 1e6 + t[2] - s > 300000 return 1"
+
+
+def _kill_after_its_calls_ran(client) -> None:
+    """Make the server run the engine's next round trip and then, in the
+    same turn of its event loop (before it writes the replies), kill the
+    engine's connections: the calls ran, their replies are lost."""
+    me = client.client_id()
+    victims = [int(c["id"]) for c in client.client_list() if int(c["id"]) != me]
+    kw = client.connection_pool.connection_kwargs
+    busy = redis.Redis(host=kw["host"], port=kw["port"])
+    killer = redis.Redis(host=kw["host"], port=kw["port"])
+    killer.ping()
+
+    def kill():
+        time.sleep(0.1)  # after the engine sent its next round trip, while the server is busy
+        for v in victims:
+            killer.client_kill_filter(_id=v)
+
+    threading.Thread(target=busy.eval, args=(BUSY, 0), daemon=True).start()
+    time.sleep(0.02)
+    threading.Thread(target=kill, daemon=True).start()
+
+
+def _gone_from_dead(client, jobs) -> int:
+    left = set(client.lrange(K.dead, 0, -1)) | set(client.lrange(K.hold, 0, -1))
+    return sum(1 for j in jobs if j.encode() not in left)
+
+
+@pytest.mark.parametrize("flt", [None, FLT], ids=["tail", "filtered"])
+@pytest.mark.parametrize("op", sorted(OPS))
+def test_moves_whose_replies_were_lost_are_counted(redis_client, monkeypatch, op, flt):
+    jobs, want, lay = setup_walk(redis_client, monkeypatch, flt, 400)
+    operation, target = OPS[op]
+    extra = {"filter": compile_filter(flt)} if flt else {}
+    reason = {"reason": "t"} if operation is Operation.SUPPRESS else {}
+    spec = OpSpec(operation, "email", State.DEAD, target, **extra, **reason)
+    calls: list[int] = []
+
+    def progress(done, total):
+        calls.append(done)
+        if len(calls) == 1:
+            _kill_after_its_calls_ran(redis_client)
+
+    with pytest.raises(ConnectionFailed) as err:
+        run_plan(lay, lay.plan(spec), batch=10, progress=progress)
+    moved = _gone_from_dead(redis_client, jobs)
+    assert 0 < moved < len(want)
+    assert f"stopped after {moved:,} of" in str(err.value), (moved, str(err.value))
+    local = [orjson.loads(line) for line in Path(os.environ["JOBCTL_JOURNAL"]).read_bytes().splitlines()]
+    assert local[-1]["moved"] == moved, "the journal counts every move"
