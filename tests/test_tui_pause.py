@@ -50,7 +50,7 @@ def test_pause_and_resume_from_the_dashboard(redis_url, redis_client, tmp_path) 
     ops = [e["operation"] for e in read_entries(redis_client, [K.journal])]
     assert sorted(ops) == ["pause", "resume"]
     entry = next(e for e in read_entries(redis_client, [K.journal]) if e["operation"] == "pause")
-    assert entry["reason"] == "incident 42" and entry["command"].startswith("jobctl-tui pause email")
+    assert entry["reason"] == "incident 42" and entry["command"].startswith(f"jobctl --url {redis_url} pause email")
 
 
 def test_dashboard_and_status_show_paused_and_held():

@@ -332,7 +332,7 @@ def test_acceptance_redrive_one_triage_group_from_the_keyboard(redis_url, redis_
     e = entries[0]
     assert (e["operation"], e["queue"], e["planned"], e["moved"], e["skipped"]) == ("redrive", "email", n, n, 0)
     assert e["filter"] == f'type = "{jt}" and error = "{err}"'
-    assert e["operator"] == "tester@ci" and e["command"].startswith("jobctl-tui redrive email --filter")
+    assert e["operator"] == "tester@ci" and e["command"].startswith(f"jobctl --url {redis_url} redrive email --filter")
     assert read_local(5)[0]["id"] == e["id"]
     ready_ids = {x.decode() for t in ("email:00", "email:01")
                  for x in redis_client.lrange(ReliableListKeys(t).ready, 0, -1)}
@@ -474,15 +474,15 @@ def test_acceptance_tui_purge_exports_first_like_the_cli(redis_url, redis_client
             await settle(pilot)
             modal = app.screen
             assert isinstance(modal, PlanModal) and modal.typed_required and modal.plan.planned == n
-            assert modal.prepared.exported is not None           # exported before the modal opened
-            fence = modal.plan.spec.fence             # the plan is fenced to the exported ids
-            assert fence is not None and {j.job_id for j in modal.plan.jobs} <= set(fence)
+            pending = modal.prepared.export_pending   # exported on Apply: nothing written before
+            assert pending is not None and modal.prepared.exported is None and not Path(pending).exists()
             seen["malformed"] = len(modal.plan.malformed)   # exported too, never purged (as in the CLI)
-            seen["dir"] = modal.prepared.exported
+            seen["dir"] = pending
             modal.query_one("#typed").value = str(n)
             await pilot.press("tab", "enter")
             await settle(pilot)
             assert isinstance(app.screen, QueueScreen)
+            assert any(m.startswith(f"exported {n + seen['malformed']:,} dead job(s)") for _, m in app.notices)
 
     run(go())
     m = load_manifest(seen["dir"])

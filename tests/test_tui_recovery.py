@@ -102,7 +102,7 @@ def test_migrate_then_drain_to_a_queue_from_the_queue_screen(redis_url, redis_cl
     assert set(partition(redis_client, ["email", "email-v2"])) == set(ids)
     entries = read_entries(redis_client, [SRC.journal])
     assert [e["operation"] for e in entries] == ["migrate", "migrate"]
-    assert any(e["command"].startswith("jobctl-tui migrate email email-v2 --state ready --filter")
+    assert any(e["command"].startswith(f"jobctl --url {redis_url} migrate email email-v2 --state ready --filter")
                for e in entries)
 
 
@@ -129,9 +129,9 @@ def test_drain_into_an_export_from_the_queue_screen(redis_url, redis_client, tmp
             await settle(pilot)
             plan = app.screen
             assert isinstance(plan, PlanModal) and plan.plan.planned == 12 and plan.typed_required
-            assert plan.prepared.exported == default
+            assert plan.prepared.export_pending == default and plan.prepared.exported is None
             assert "drain removes the jobs from Redis" in str(plan.query_one("#plan-extra", Static).render())
-            assert exported(Path(default)) == Counter(ids)  # exported before anything is removed
+            assert not Path(default).exists()           # nothing written before Apply
             assert redis_client.llen(SRC.ready) == 12
             assert plan.focused.id == "cancel" and plan.query_one("#apply").disabled
             await pilot.press("tab", *"12", "enter")    # the count typed confirms
@@ -147,7 +147,7 @@ def test_drain_into_an_export_from_the_queue_screen(redis_url, redis_client, tmp
     assert redis_client.llen(SRC.ready) == 0 and not any(redis_client.exists(SRC.job(i)) for i in ids)
     entry = read_entries(redis_client, [SRC.journal])[0]
     assert entry["operation"] == "drain" and entry["moved"] == 12
-    assert entry["command"].startswith("jobctl-tui drain email --state ready --export-to")
+    assert entry["command"].startswith(f"jobctl --url {redis_url} drain email --state ready --export-to")
 
 
 def test_drain_refusals_in_the_tui_change_nothing(redis_url, redis_client, tmp_path) -> None:

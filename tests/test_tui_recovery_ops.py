@@ -112,7 +112,7 @@ def test_replay_from_the_queue_screen_twice_replays_once(redis_url, redis_client
     assert redis_client.xlen(EV.stream) == 30 + len(want)
     entries = read_entries(redis_client, [EV.journal])
     assert [e["operation"] for e in entries] == ["replay", "replay"]
-    assert entries[0]["command"].startswith(f"jobctl-tui replay ev --from {ids[4]} --to {ids[19]} --filter")
+    assert entries[0]["command"].startswith(f"jobctl --url {redis_url} replay ev --from {ids[4]} --to {ids[19]} --filter")
 
 
 def test_envelope_migration_and_rollback_from_the_queue_screen(redis_url, redis_client, tmp_path) -> None:
@@ -222,7 +222,7 @@ def test_reshard_from_the_queue_screen(redis_url, redis_client, tmp_path) -> Non
         assert key.startswith(f"queue:{{rs:{shard_index(job_id, 4):02d}}}:"), (job_id, key)
     journals = [k.decode() for k in redis_client.scan_iter("*journal*")]
     entry = read_entries(redis_client, journals)[0]
-    assert entry["command"].startswith("jobctl-tui reshard rs --shards 4 --state ready")
+    assert entry["command"].startswith(f"jobctl --url {redis_url} reshard rs --shards 4 --state ready")
 
 
 # -- snapshot ------------------------------------------------------------------------------
