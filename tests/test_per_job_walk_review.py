@@ -287,16 +287,18 @@ def test_noscript_with_another_client_reloading_the_script_between_round_trips(r
 # -- hash-job lean plan: the HMGETs packed by jobctl --------------------------------------
 
 @pytest.mark.parametrize("own_conn", [False, True])
-def test_hash_job_plan_a_wrong_type_job_key_raises_and_the_connection_stays_clean(redis_client, own_conn):
+def test_hash_job_plan_a_wrong_type_job_key_holds_only_its_job_and_the_connection_stays_clean(redis_client,
+                                                                                             own_conn):
+    from jobctl.layouts.hash_job import WRONGTYPE_BREAKDOWN
+
     job_ids = failed_jobs(redis_client, 300)
     redis_client.delete(K.job(job_ids[150]))
     redis_client.set(K.job(job_ids[150]), "x")
     client = own(redis_client) if own_conn else redis_client
     lay = hj_layout(client)
-    with pytest.raises(Exception) as info:
-        lay.plan(redrive())
-    assert "WRONGTYPE" in str(info.value).upper()
-    # every reply of the refused window was read: the next replies are right
+    plan = lay.plan(redrive())  # planned: the apply fails it alone (wrongtype)
+    assert plan.planned == 300 and plan.breakdown[WRONGTYPE_BREAKDOWN] == 1 and not plan.dangling
+    # every reply of the window was read: the next replies are right
     assert client.llen(K.failed) == 300 and client.get(K.job(job_ids[150])) == b"x"
     assert client.hget(K.job(job_ids[3]), "id") == job_ids[3].encode()
     redis_client.delete(K.job(job_ids[150]))
@@ -515,7 +517,7 @@ def test_a_client_without_a_connection_of_its_own_walks_one_round_trip_at_a_time
     hj_after(redis_client, plan, w)
 
 
-def test_cli_redrive_with_a_wrong_type_job_key_is_a_one_line_error(redis_client, redis_url, tmp_path, capsys):
+def test_cli_redrive_with_a_wrong_type_job_key_fails_that_job_alone(redis_client, redis_url, tmp_path, capsys):
     from helpers import cli_runner, write_config
 
     failed_jobs(redis_client, 50)
@@ -523,8 +525,9 @@ def test_cli_redrive_with_a_wrong_type_job_key_is_a_one_line_error(redis_client,
     redis_client.set(K.job("j0020"), "x")
     cfg = write_config(tmp_path, '[queues.hjw]\nlayout = "hash-job"\n')
     code, out, err = cli_runner(capsys, redis_url, cfg)("redrive", "hjw", "--yes")
-    assert code != 0 and out == "" and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
-    assert redis_client.llen(K.failed) == 50 and not redis_client.exists(K.pending)
+    assert code == 8 and "failed 1" in out and "Traceback" not in err, (out, err)
+    assert [x.decode() for x in redis_client.lrange(K.failed, 0, -1)] == ["j0020"]
+    assert redis_client.llen(K.pending) == 49 and redis_client.get(K.job("j0020")) == b"x"
 
 
 def test_an_equal_string_dead_lettered_between_round_trips_is_not_moved(redis_client):

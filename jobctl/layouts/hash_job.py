@@ -47,7 +47,7 @@ from .common import score_ms, status_replies, suppression_info, text, wrongtype_
 from .walks import walk_list, walk_zset
 
 __all__ = ["HashJob", "recognize", "FENCE_FIELDS", "fence_of", "unstamped_claim", "DEFAULT_VISIBILITY_MS",
-           "STUCK_SCAN_LIMIT"]
+           "STUCK_SCAN_LIMIT", "WrongTypeHash", "is_wrongtype", "WRONGTYPE_BREAKDOWN"]
 
 #: The seed's demo visibility timeout (``RedisJobQueue(conn, "jobs", 5000, ...)``).
 DEFAULT_VISIBILITY_MS = 5_000
@@ -115,6 +115,29 @@ def fence_of(fields: dict[bytes, bytes]) -> str:
     return hashlib.sha1(joined).hexdigest()
 
 
+def is_wrongtype(reply: Any) -> bool:
+    """Whether a pipeline ``reply`` (``raise_on_error=False``) is a WRONGTYPE error."""
+    return isinstance(reply, Exception) and str(reply).splitlines()[0].upper().startswith("WRONGTYPE")
+
+
+class WrongTypeHash(dict):
+    """What :meth:`HashJob.load` gives for a job key that is not a hash: no
+    fields (an empty dict), ``key`` the key's name and ``problem`` the
+    sentence that names it.  The job holds only itself: it is listed and
+    exported with that problem, and an operation plans it so that the apply
+    fails it alone (``list_window.lua``'s per-job step: ``wrongtype``)."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__()
+        self.key = key
+        self.problem = f"job key {key} holds the wrong Redis type (not a hash)"
+
+
+#: The breakdown row of a planned job whose key is not a hash: (job type,
+#: error); ``ls --state dead`` names each such key.
+WRONGTYPE_BREAKDOWN = ("?", "wrongtype: job key is not a hash (ls --state dead names it)")
+
+
 class HashJob(ListStatesLayout):
     """A hash-job queue; see the module docstring."""
 
@@ -176,6 +199,9 @@ class HashJob(ListStatesLayout):
         (retry, reclaim) is ready since then (``nextAttemptAtEpochMs``).
         ``document`` is the whole hash.  Never raises."""
         env = Envelope()
+        if isinstance(fields, WrongTypeHash):
+            env.problems.append(fields.problem)
+            return env
         doc: dict[str, Any] = {text(k): text(v) for k, v in fields.items()}
         if not fields:
             env.problems.append("missing job hash (expired or deleted)")
@@ -231,6 +257,9 @@ class HashJob(ListStatesLayout):
             if v is None or (v == b"" and f != "claim_token"):  # an empty token says "no claim"
                 continue
             rec.meta[f] = _int(v) if f in _INT_META else text(v)
+        if isinstance(fields, WrongTypeHash):
+            rec.meta["problem"] = fields.problem
+            return rec
         if not fields:
             rec.meta["problem"] = ("dangling id: job hash expired" if state in (State.DEAD, State.HISTORY)
                                    else "dangling id: no job hash")
@@ -249,13 +278,21 @@ class HashJob(ListStatesLayout):
         return rec
 
     def load(self, ids: list[str]) -> list[dict[bytes, bytes]]:
-        """The hashes of ``ids`` (one pipelined HGETALL each; ``{}`` when missing)."""
+        """The hashes of ``ids`` (one pipelined HGETALL each; ``{}`` when
+        missing, a :class:`WrongTypeHash` for a key that is not a hash).
+        Any other error reply is raised."""
         if not ids:
             return []
         pipe = self.client.pipeline(transaction=False)
         for job_id in ids:
             pipe.hgetall(self.keys.job(job_id))
-        return pipe.execute()
+        out = pipe.execute(raise_on_error=False)
+        for n, reply in enumerate(out):
+            if is_wrongtype(reply):
+                out[n] = WrongTypeHash(self.keys.job(ids[n]))
+            elif isinstance(reply, Exception):
+                raise reply
+        return out
 
     def records(self, ids: list[str], state: State, extra: list[dict[str, Any]]) -> list[JobRecord]:
         """Records of ``ids`` in ``state``; ``extra[i]`` holds position/score."""
@@ -387,6 +424,8 @@ class HashJob(ListStatesLayout):
         pipe.zscore(k.suppressed, job_id)
         pipe.hget(k.suppressed_info, job_id)
         res = pipe.execute(raise_on_error=False)
+        if is_wrongtype(res[0]):  # the job's own key: shown with the problem, as ls shows it
+            res[0] = WrongTypeHash(k.job(job_id))
         names = [k.job(job_id)] * 2 + [key for key, _ in lists for _ in (0, 1)] + [k.suppressed, k.suppressed_info]
         errors = wrongtype_errors(res, names)
         if errors:

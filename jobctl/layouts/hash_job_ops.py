@@ -54,7 +54,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from ..model import JobRecord, State
-from ..ops.plan import JobColumns, Plan
+from ..ops.plan import JobColumns, Plan, PlannedJob
 from ..ops.result import BatchResult
 from ..ops.spec import Operation, OpSpec
 from .common import DEFAULT_BATCH, batch_result, score_ms, suppression_record, text
@@ -97,6 +97,33 @@ def _walk(layout: "HashJob", spec: OpSpec) -> Iterator[list[tuple[JobRecord, dic
                for n, (i, f) in enumerate(zip(ids, fields))]
 
 
+def _alone(spec: OpSpec, fields) -> bool:
+    """Whether a walked job is one whose key is not a hash and ``spec``
+    plans it whatever its filter (the filter cannot rule it out, its key
+    being unreadable): an operation from dead, not fenced by ids or a file."""
+    from .hash_job import WrongTypeHash
+
+    return (isinstance(fields, WrongTypeHash) and spec.source is State.DEAD and not spec.ids
+            and spec.fence is None)
+
+
+def _plan_wrong_type(plan: Plan, rec: JobRecord) -> bool:
+    """Plan ``rec`` (its key is not a hash: the apply's per-job step fails
+    it alone, ``wrongtype``, and moves the others); True when ``--limit`` is
+    reached."""
+    from .hash_job import WRONGTYPE_BREAKDOWN
+
+    plan.scanned += 1
+    plan.jobs.append(PlannedJob(job_id=rec.job_id, shard=0, position=rec.position, score=rec.score, sha1=""))
+    plan.breakdown[WRONGTYPE_BREAKDOWN] += 1
+    if rec.position is not None:
+        plan.walked[0] = max(plan.walked.get(0, 0), rec.position + 1)
+    if plan.spec.limit is not None and plan.planned >= plan.spec.limit:
+        plan.truncated = True
+        return True
+    return False
+
+
 def plan_operation(layout: "HashJob", spec: OpSpec, now: int) -> Plan:
     """Walk the source and record every match with its fence.  Raises
     :class:`~jobctl.errors.UsageError` for an operation the layout lacks."""
@@ -111,9 +138,19 @@ def plan_operation(layout: "HashJob", spec: OpSpec, now: int) -> Plan:
             walk = prefetched(walk)  # the next window is read while this one is filtered
         for window in walk:
             hashes.clear()
+            run: list = []
             for rec, fields in window:
+                if _alone(spec, fields):  # planned here, in walk order: the records before it first
+                    if run:
+                        yield run
+                        run = []
+                    if _plan_wrong_type(plan, rec):
+                        return
+                    continue
                 hashes[rec.job_id] = fields
-            yield [rec for rec, _ in window]
+                run.append(rec)
+            if run:
+                yield run
 
     def fence(rec) -> str:
         fields = hashes.get(rec.job_id)

@@ -33,12 +33,17 @@ from ..ops.plan import JobColumns, Plan
 from ..ops.pipeline import _bulk
 from ..ops.spec import OpSpec
 from .common import text
+from .hash_job import is_wrongtype
 from .walks import WINDOW, prefetched
 
 if TYPE_CHECKING:
     from .hash_job import HashJob
 
-__all__ = ["lean_failed_plan", "plan_failed_lean"]
+__all__ = ["lean_failed_plan", "plan_failed_lean", "WRONG_TYPE"]
+
+#: The reply :func:`_windows` gives for a job key of the wrong type.
+WRONG_TYPE = object()
+
 
 
 def lean_failed_plan(spec: OpSpec) -> bool:
@@ -54,8 +59,10 @@ def _windows(layout: "HashJob", names: tuple[str, ...]) -> Iterator[tuple[int, l
     here (one RESP blob: redis-py's pipeline encoder cost more than the
     server's work on a job), sent on one connection (the client's own, or
     one of its pool for the walk) and read with ``read_response`` (no
-    per-reply callback); a key of the wrong type raises ``ResponseError``
-    after the window's replies are read, as a pipeline does."""
+    per-reply callback).  A job key of the wrong type is that job's reply,
+    :data:`WRONG_TYPE` (it holds only its own job); any other error reply
+    raises ``ResponseError`` after the window's replies are read, as a
+    pipeline does."""
     from ..cluster import is_cluster
 
     k = layout.keys
@@ -66,7 +73,7 @@ def _windows(layout: "HashJob", names: tuple[str, ...]) -> Iterator[tuple[int, l
             pipe = client.pipeline(transaction=False)
             for job_id in ids:
                 pipe.hmget(k.job(job_id), *names)
-            yield start, ids, pipe.execute()
+            yield start, ids, _per_job(pipe.execute(raise_on_error=False))
         return
     import redis
 
@@ -92,6 +99,9 @@ def _windows(layout: "HashJob", names: tuple[str, ...]) -> Iterator[tuple[int, l
                     try:
                         replies.append(conn.read_response())
                     except redis.exceptions.ResponseError as exc:
+                        if is_wrongtype(exc):
+                            replies.append(WRONG_TYPE)
+                            continue
                         err = err or exc
                         replies.append(None)
             except BaseException:
@@ -105,13 +115,25 @@ def _windows(layout: "HashJob", names: tuple[str, ...]) -> Iterator[tuple[int, l
             single.close()
 
 
+def _per_job(replies: list) -> list:
+    """A pipeline's ``replies`` (``raise_on_error=False``) with each
+    WRONGTYPE error as :data:`WRONG_TYPE`; any other error is raised."""
+    for n, reply in enumerate(replies):
+        if is_wrongtype(reply):
+            replies[n] = WRONG_TYPE
+        elif isinstance(reply, Exception):
+            raise reply
+    return replies
+
+
 def plan_failed_lean(layout: "HashJob", plan: Plan) -> Plan:
     """Fill ``plan`` (an unfiltered dead ``plan.spec``, see
     :func:`lean_failed_plan`) from the failed list and return it: the same
     plan :func:`~.planning.plan_from_walk` makes from full records (dangling
     and malformed ids set aside, the breakdown by job type and last error,
-    ``walked``, ``--limit``)."""
-    from .hash_job import FENCE_FIELDS
+    ``walked``, ``--limit``); a job whose key is not a hash is planned (under
+    :data:`~.hash_job.WRONGTYPE_BREAKDOWN`) so that the apply fails it alone."""
+    from .hash_job import FENCE_FIELDS, WRONGTYPE_BREAKDOWN
 
     spec = plan.spec
     plan.jobs = jobs = JobColumns()
@@ -121,25 +143,31 @@ def plan_failed_lean(layout: "HashJob", plan: Plan) -> Plan:
     skip_bad = spec.skips_malformed
     walked = 0
     sha1 = hashlib.sha1
+    wrong_fence = sha1(b"\x1f" * (nf - 1)).digest()  # any fence: the apply's HMGET fails first
     for start, ids, replies in prefetched(_windows(layout, names), depth=2):
         for n, (job_id, vals) in enumerate(zip(ids, replies)):
             plan.scanned += 1
-            raw = vals[pay]
-            if raw is None:
-                plan.dangling.append(job_id)
-                continue
-            try:
-                doc = orjson.loads(raw)
-            except orjson.JSONDecodeError:
-                if skip_bad:
-                    plan.malformed.append(job_id)
+            if vals is WRONG_TYPE:  # planned: the apply fails it alone (wrongtype), the others move
+                jobs.add(job_id, 0, start + n, wrong_fence)
+                plan.breakdown[WRONGTYPE_BREAKDOWN] += 1
+            else:
+                raw = vals[pay]
+                if raw is None:
+                    plan.dangling.append(job_id)
                     continue
-                doc = None
-            job_type = doc.get(type_field) if type(doc) is dict else None
-            err = vals[err_at]
-            err = text(err)[:GROUP_MESSAGE_CHARS] if err else None
-            jobs.add(job_id, 0, start + n, sha1(b"\x1f".join([v if v is not None else b"" for v in vals[:nf]])).digest())
-            plan.breakdown[(job_type if isinstance(job_type, str) else "?", err or "-")] += 1
+                try:
+                    doc = orjson.loads(raw)
+                except orjson.JSONDecodeError:
+                    if skip_bad:
+                        plan.malformed.append(job_id)
+                        continue
+                    doc = None
+                job_type = doc.get(type_field) if type(doc) is dict else None
+                err = vals[err_at]
+                err = text(err)[:GROUP_MESSAGE_CHARS] if err else None
+                jobs.add(job_id, 0, start + n,
+                         sha1(b"\x1f".join([v if v is not None else b"" for v in vals[:nf]])).digest())
+                plan.breakdown[(job_type if isinstance(job_type, str) else "?", err or "-")] += 1
             walked = start + n + 1
             if spec.limit is not None and plan.planned >= spec.limit:
                 plan.truncated = True
