@@ -112,3 +112,21 @@ def test_status_counts_held_jobs_where_they_are(redis_client, run, crashed):
     assert st["dead"] == 200, "held jobs are still counted as dead"
     assert st.get("held") == held, json.dumps(st)[:2000]
     assert any("hold lists" in w and f"{held}" in w for w in st["warnings"]), st["warnings"]
+
+
+def test_the_rerun_gives_back_every_hold_while_workers_run(redis_client, redis_url, run, crashed):
+    """The same, with a live producer and workers dead-lettering new jobs at
+    the dead lists' heads while the rerun gives the holds back."""
+    from jobctl_fixtures.live import LivePool
+    from test_operations import assert_consistent
+
+    expected, held = crashed
+    with LivePool(redis_url, queue="email", shards=SHARDS, scenario="dlq-spike", rate=300, workers=2,
+                  seed=4) as pool:
+        code, out, err = run("redrive", "email", "--filter", "error = HTTP_503", "--yes", "--rate", "400")
+        assert code == 0, (out, err)
+    assert pool.last_error is None and pool.counters["claimed"] > 0
+    assert _held(redis_client) == 0, "no job stays in a jobctl-owned key after exit 0"
+    for ids, want in zip(_dead(redis_client), expected):  # the held jobs back at the tail, in order
+        assert ids[len(ids) - len(want):] == want
+    assert_consistent(redis_client, shard_tags("email", SHARDS))
