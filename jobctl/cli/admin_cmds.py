@@ -26,12 +26,11 @@ def _held_problems(layout) -> list:
 
 def _check_queue(session: Session, q, repair: bool, yes: bool):
     """One queue's check report; with ``repair`` (confirmed unless ``yes``)
-    its holds given back, its repairs applied and journaled."""
+    exactly the confirmed findings repaired (holds given back, each other
+    finding re-verified by its repair script; one that is new or changed
+    since is reported, not repaired) and journaled
+    (:func:`jobctl.ops.journal.repair_entry`)."""
     from ..layouts.status_truth import catalogue_warnings
-    from ..ops.journal import command_line, write_entry
-    from ..ops.orphan_holds import give_back
-    from ..ops.spec import operator_name
-    from .ops_cmds import invocation
 
     layout = session.layout(q)
     for w in catalogue_warnings(layout):  # a wrong entry makes the check read the wrong keys
@@ -40,25 +39,67 @@ def _check_queue(session: Session, q, repair: bool, yes: bool):
     held = _held_problems(layout)
     report = layout.check(repair=False)
     report.problems[:0] = held
-    if not (repair and any(p.repair for p in report.problems)):
+    wanted = [p for p in report.problems if p.repair]
+    if not (repair and wanted):
         return report
-    if not yes and not click.confirm(f"{q.name}: repair {sum(1 for p in report.problems if p.repair)} "
-                                     "problem(s)?", default=False, err=True):
+    if not yes and not click.confirm(f"{q.name}: repair {len(wanted)} problem(s)?", default=False, err=True):
         raise click.exceptions.Abort()
-    back = give_back(layout, f"check-{started}")
-    report = layout.check(repair=True)
-    given = {o.tag for o in back}
-    for p in held:
-        p.repaired = p.shard in given
-    report.problems[:0] = held
-    fixed = [p for p in report.problems if p.repaired]
-    write_entry(layout.client, layout.journal_key, {
-        "id": f"check-{started}", "operation": "check --repair", "queue": q.name,
-        "operator": operator_name(), "command": command_line(invocation(), session.target),
-        "server": session.target.display, "planned": len(report.problems), "moved": len(fixed),
-        "skipped": len(report.remaining), "failed": 0, "repairs": [p.to_json() for p in fixed[:200]],
-        "started_ms": started, "ended_ms": int(time.time() * 1000)}, session.target)
+    return _repair(session, layout, wanted, started)
+
+
+def _repair(session: Session, layout, wanted: list, started: int):
+    """Repair exactly the confirmed findings ``wanted`` of ``layout``;
+    returns the check report after it (the confirmed findings first, with
+    ``repaired`` set); journals the repair."""
+    from ..layouts.reliable_list_check import repairing_only
+    from ..ops.journal import repair_entry, write_entry
+    from ..ops.orphan_holds import give_back
+    from .ops_cmds import invocation
+
+    op_id = f"check-{started}"
+    holds = {p.shard for p in wanted if p.kind == "orphaned_hold"}
+    given = {o.tag for o in give_back(layout, op_id, tags=holds)} if holds else set()
+    with repairing_only(wanted):
+        report = layout.check(repair=True)
+    now = {p.key: p for p in report.problems}
+    kept = []  # the confirmed findings that still held (a repair re-verified them), repaired or not
+    for p in wanted:
+        if p.kind == "orphaned_hold" or p.key in now:
+            p.repaired = p.shard in given if p.kind == "orphaned_hold" else now[p.key].repaired
+            kept.append(p)
+    keys = {p.key for p in wanted}
+    report.problems = kept + [p for p in report.problems if p.key not in keys]
+    fixed = [p for p in wanted if p.repaired]
+    entry = repair_entry(op_id, layout.queue_name, layout.name, confirmed=wanted, repaired=fixed,
+                         remaining=len(report.remaining), started_ms=started, ended_ms=int(time.time() * 1000),
+                         argv=invocation(), target=session.target)
+    for problem in write_entry(layout.client, layout.journal_key, entry, session.target):
+        render.note(f"warning: {problem}")
     return report
+
+
+def _print_reports(reports: list, as_json: bool, error: str | None = None) -> None:
+    """The check reports (text, or one JSON document with ``error`` when a
+    later queue failed)."""
+    if as_json:
+        doc = {"ok": error is None and all(r.ok for r in reports), "queues": [r.to_json() for r in reports]}
+        render.print_json({**doc, "error": error} if error else doc)
+        return
+    for r in reports:
+        if r.ok and not r.problems:
+            transient = getattr(r, "transient", 0)
+            click.echo(f"{r.queue}: ok ({r.checked_ids:,} ids, {r.payload_keys:,} payload keys"
+                       + (f"; {transient:,} finding(s) of jobs that moved while read, not problems"
+                          if transient else "") + ")")
+            continue
+        counts = ", ".join(f"{k}: {v}" for k, v in r.counts().items())
+        fixed = sum(p.repaired for p in r.problems)
+        click.echo(f"{r.queue}: {len(r.problems)} problem(s) ({counts}){f'; repaired {fixed}' if fixed else ''}")
+        for p in r.problems[:50]:
+            click.echo(f"  {'fixed' if p.repaired else p.kind:<17} {p.shard}  {render.shown(p.job_id)}  "
+                       f"{render.shown(p.detail)}")
+        if len(r.problems) > 50:
+            click.echo(f"  ... {len(r.problems) - 50} more (use --json)")
 
 
 @click.command()
@@ -83,28 +124,22 @@ def check(session: Session, queues: tuple[str, ...], repair: bool, yes: bool, as
         session.require_writable("check --repair")
         if not yes and not sys.stdin.isatty():
             raise UsageError("refusing to repair without --yes (stdin is not a terminal)")
-    reports = []
-    with session.errors():
-        for q in session.queues(queues):
-            reports.append(_check_queue(session, q, repair, yes))
-    if as_json:
-        render.print_json({"ok": all(r.ok for r in reports), "queues": [r.to_json() for r in reports]})
-    else:
-        for r in reports:
-            if r.ok and not r.problems:
-                transient = getattr(r, "transient", 0)
-                click.echo(f"{r.queue}: ok ({r.checked_ids:,} ids, {r.payload_keys:,} payload keys"
-                           + (f"; {transient:,} finding(s) of jobs that moved while read, not problems"
-                              if transient else "") + ")")
-                continue
-            counts = ", ".join(f"{k}: {v}" for k, v in r.counts().items())
-            fixed = sum(p.repaired for p in r.problems)
-            click.echo(f"{r.queue}: {len(r.problems)} problem(s) ({counts}){f'; repaired {fixed}' if fixed else ''}")
-            for p in r.problems[:50]:
-                click.echo(f"  {'fixed' if p.repaired else p.kind:<17} {p.shard}  {render.shown(p.job_id)}  "
-                           f"{render.shown(p.detail)}")
-            if len(r.problems) > 50:
-                click.echo(f"  ... {len(r.problems) - 50} more (use --json)")
+    from ..errors import JobctlError
+
+    reports: list = []
+    name = None
+    try:
+        with session.errors():
+            for q in session.queues(queues):
+                name = q.name
+                reports.append(_check_queue(session, q, repair, yes))
+    except JobctlError as exc:  # a later queue failed: every repair already made is reported first
+        if not reports:
+            raise
+        message = f"queue {name}: {exc}"
+        _print_reports(reports, as_json, error=message)
+        raise JobctlError(message, exit_code=exc.exit_code) from None
+    _print_reports(reports, as_json)
     return int(ExitCode.OK if all(r.ok for r in reports) else ExitCode.INVARIANT)
 
 

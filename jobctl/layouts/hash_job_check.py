@@ -48,7 +48,7 @@ from ..model import State
 from ..scripts import script
 from .base import now_ms
 from .common import text
-from .reliable_list_check import CheckReport, Problem
+from .reliable_list_check import CheckReport, Problem, confirmed
 from .walks import WINDOW, walk_list, walk_zset
 
 if TYPE_CHECKING:
@@ -157,7 +157,7 @@ def check_queue(layout: "HashJob", *, repair: bool = False) -> CheckReport:
     if repair:
         fix = script(client, "hj_repair")
         for p in report.problems:
-            if not p._args:
+            if not p._args or not confirmed(p):
                 continue
             kind, key, arg = p._args
             p.repaired = bool(fix(keys=[key, k.job(p.job_id), k.suppressed_info], args=[kind, p.job_id, arg]))

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING
 from ..scripts import script
 from .base import now_ms
 from .common import text
-from .reliable_list_check import CheckReport, Problem
+from .reliable_list_check import CheckReport, Problem, confirmed
 from .walks import WINDOW, walk_list, walk_zset
 
 if TYPE_CHECKING:
@@ -114,7 +114,7 @@ def check_queue(layout: "JsonList", *, repair: bool = False) -> CheckReport:
     if repair:
         fix = script(client, "jl_repair")
         for p in report.problems:
-            if not p._args:
+            if not p._args or not confirmed(p):
                 continue
             kind, key, arg, raw = p._args
             p.repaired = bool(fix(keys=[key, k.processing_times, k.suppressed_raw, k.suppressed_info],

@@ -28,6 +28,9 @@ again.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -41,7 +44,8 @@ from .walks import WINDOW, key_types, walk_list, walk_zset
 if TYPE_CHECKING:
     from .reliable_list import ReliableList
 
-__all__ = ["Problem", "CheckReport", "check_queue", "RECHECK_MAXLEN", "RECHECK_MAX"]
+__all__ = ["Problem", "CheckReport", "check_queue", "RECHECK_MAXLEN", "RECHECK_MAX", "repairing_only",
+           "confirmed"]
 
 #: Entries searched from each end of a list when a finding is re-checked.
 RECHECK_MAXLEN = 100_000
@@ -64,9 +68,38 @@ class Problem:
     repaired: bool = False
     _args: tuple = field(default=(), repr=False)
 
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        """``(kind, shard, job id, detail)``: the same finding in two walks has the same key."""
+        return self.kind, self.shard, self.job_id, self.detail
+
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "shard": self.shard, "id": self.job_id, "detail": self.detail,
                 "repair": self.repair, "repaired": self.repaired}
+
+
+#: The keys of the findings an operator confirmed (``None``: any finding may be repaired).
+_CONFIRMED: ContextVar[frozenset | None] = ContextVar("jobctl_check_confirmed", default=None)
+
+
+@contextmanager
+def repairing_only(problems: Iterable[Problem]) -> Iterator[None]:
+    """Inside, a ``check(repair=True)`` of any layout repairs only the
+    findings whose :attr:`Problem.key` is one of ``problems``' (those the
+    operator confirmed; each still re-verified atomically by its repair
+    script): a finding that is new, or changed since, is reported, not
+    repaired."""
+    token = _CONFIRMED.set(frozenset(p.key for p in problems))
+    try:
+        yield
+    finally:
+        _CONFIRMED.reset(token)
+
+
+def confirmed(p: Problem) -> bool:
+    """Whether ``p`` may be repaired now (see :func:`repairing_only`)."""
+    only = _CONFIRMED.get()
+    return only is None or p.key in only
 
 
 @dataclass
@@ -255,7 +288,7 @@ def check_queue(layout: "ReliableList", *, repair: bool = False) -> CheckReport:
         if repair:
             fix = script(layout.client, "rl_repair")
             for p in report.problems[before:]:
-                if not p._args:
+                if not p._args or not confirmed(p):
                     continue
                 kind, key, arg = p._args
                 p.repaired = bool(fix(keys=[key, keys.job(p.job_id), keys.deadline, keys.processing],

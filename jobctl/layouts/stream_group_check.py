@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 from ..keys import StreamGroupKeys
 from .common import PAYLOAD_TYPES, text, wrong_type_note
-from .reliable_list_check import CheckReport, Problem
+from .reliable_list_check import CheckReport, Problem, confirmed
 from .walks import WINDOW, key_types, walk_list, walk_zset
 
 if TYPE_CHECKING:
@@ -75,7 +75,7 @@ def _check_shard(layout: "StreamGroup", keys: StreamGroupKeys, report: CheckRepo
         for eid in gone:
             p = Problem("deleted_pending", keys.tag, eid, f"pending entry {eid} no longer exists in "
                         f"{keys.stream}", "XACK the entry")
-            if repair:
+            if repair and confirmed(p):
                 p.repaired = bool(client.xack(keys.stream, layout.group, eid))
             report.problems.append(p)
         if len(rows) < WINDOW:

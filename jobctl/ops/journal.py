@@ -28,7 +28,8 @@ import orjson
 from ..connection import Target, redact_url, scrub
 from ..keys import JOURNAL_STREAM_MAXLEN
 
-__all__ = ["journal_path", "moved_ids_path", "MovedIds", "command_line", "write_entry", "read_entries"]
+__all__ = ["journal_path", "moved_ids_path", "MovedIds", "command_line", "write_entry", "read_entries",
+           "repair_entry"]
 
 
 def journal_path() -> Path:
@@ -121,6 +122,25 @@ def command_line(argv: list[str] | None = None, target: Target | None = None) ->
         out[0] = os.path.basename(out[0])
     # words with blanks or quotes are shell-quoted, so the line can be pasted back
     return scrub(" ".join(shlex.quote(a) if _NEEDS_QUOTES.search(a) or not a else a for a in out), target)
+
+
+def repair_entry(op_id: str, queue: str, layout: str, *, confirmed: list, repaired: list, remaining: int,
+                 started_ms: int, ended_ms: int, argv: list[str] | None = None,
+                 target: Target | None = None) -> dict[str, Any]:
+    """The journal entry of a ``check --repair`` of ``queue``: the fields
+    of every operation's entry (``planned``: the findings the operator
+    confirmed, ``moved``: those repaired, ``skipped``: confirmed ones that
+    no longer held or changed since, so were left alone) plus ``repairs``
+    (the first 200 repaired findings, ``Problem.to_json()``) and
+    ``remaining`` (findings left).  ``confirmed`` and ``repaired``: lists of
+    :class:`~jobctl.layouts.reliable_list_check.Problem`."""
+    from .spec import operator_name
+
+    return {"id": op_id, "operation": "check --repair", "queue": queue, "layout": layout,
+            "operator": operator_name(), "command": command_line(argv, target),
+            "server": target.display if target else None, "planned": len(confirmed), "moved": len(repaired),
+            "skipped": len(confirmed) - len(repaired), "failed": 0, "remaining": remaining,
+            "repairs": [p.to_json() for p in repaired[:200]], "started_ms": started_ms, "ended_ms": ended_ms}
 
 
 def write_entry(client, stream_key: str | None, entry: dict[str, Any], target: Target | None = None) -> list[str]:

@@ -87,17 +87,20 @@ def find(layout: Any) -> list[OrphanedHold]:
     return [o for _, o in _orphans(hold_sources(layout))]
 
 
-def give_back(layout: Any, op_id: str) -> list[OrphanedHold]:
-    """Put every orphaned hold of ``layout`` back at the tail of its dead
-    list, in order, each under its shard's lease taken for ``op_id``
-    (a lease a live operation took meanwhile: left to that operation).
-    Returns the holds given back.  Raises
+def give_back(layout: Any, op_id: str, tags: "set[str] | None" = None) -> list[OrphanedHold]:
+    """Put every orphaned hold of ``layout`` (``tags``: only those of these
+    shard tags, e.g. the findings an operator confirmed) back at the tail
+    of its dead list, in order, each under its shard's lease taken for
+    ``op_id`` (a lease a live operation took meanwhile: left to that
+    operation).  Returns the holds given back.  Raises
     :class:`~jobctl.errors.DataError` for a key of the wrong type."""
     from .window import finish_hold
 
     value = lease_value(op_id)
     done = []
     for src, orphan in _orphans(hold_sources(layout)):
+        if tags is not None and src.tag not in tags:
+            continue
         try:
             acquire(src, value, layout.queue_name)
         except Busy:
