@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -59,7 +59,6 @@ class Case:
     tui: Callable[[Path], ActionRequest]
     read_only: bool = False
     export: str | None = None
-    extra: dict = field(default_factory=dict)
 
 
 def _act(op: Operation, queue: str, source: State, **kw) -> Callable[[Path], ActionRequest]:
