@@ -81,11 +81,15 @@ def test_retire_or_split_queue(redis_url, redis_client, capsys):
 
 
 def test_unsupported_payload_version(redis_url, redis_client, capsys, tmp_path):
+    import orjson
+
+    from jobctl.ops.journal import read_local
     from test_operations import dead_letter_jobs
 
     specs = [(f"u{i:03d}", "webhook.deliver", "t1", "SERIALIZATION_ERROR") for i in range(12)]
     ids = dead_letter_jobs(redis_client, "email", specs)
     k = ReliableListKeys("email")
+    originals = {job_id: redis_client.get(k.job(job_id)) for job_id in ids}
     transform = tmp_path / "v3.toml"
     transform.write_text('bump_version = true\n[rename]\n"payload.endpointId" = "payload.endpoint"\n')
     assert run_book(redis_url, "unsupported-payload-version", "email", "--set", f"transform={transform}",
@@ -95,9 +99,18 @@ def test_unsupported_payload_version(redis_url, redis_client, capsys, tmp_path):
     st = status_of(redis_url, "email", capsys)
     assert (st["dead"], st["ready"]) == (0, 12)
     for job_id in ids:
-        import orjson
-
         doc = orjson.loads(redis_client.get(k.job(job_id)))
-        assert doc["jobVersion"] == 3 and "endpoint" in doc["payload"] and doc["attempt"] == 0
+        before = orjson.loads(originals[job_id])
+        # rewritten by the transform only: the redrive keeps the attempts (and the envelope)
+        assert doc["jobVersion"] == before["jobVersion"] + 1 and "endpoint" in doc["payload"]
+        assert doc["attempt"] == before["attempt"]
     assert check_ok(redis_url, "email", capsys)
     assert {s["step"] for s in steps_journaled("unsupported-payload-version")} >= {"transform", "redrive", "verify"}
+
+    # the rollback puts every original back, byte for byte, where the job is now (ready: no worker took it)
+    op = next(e["id"] for e in read_local(100) if e.get("operation") == "transform")
+    assert run_book(redis_url, "unsupported-payload-version", "email", "--step", "rollback",
+                    "--set", f"operation={op}") == 0
+    assert {job_id: redis_client.get(k.job(job_id)) for job_id in ids} == originals
+    assert status_of(redis_url, "email", capsys)["ready"] == 12
+    assert check_ok(redis_url, "email", capsys)
