@@ -1,4 +1,4 @@
-"""Executable incident runbooks (issue 7).
+"""Executable incident runbooks.
 
 A runbook is a markdown file (``runbooks/<name>.md``) whose fenced
 ``jobctl`` blocks are steps: commands run in order, with guard conditions on
