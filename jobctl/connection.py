@@ -414,7 +414,32 @@ def connect(target: Target, *, timeout_s: float = 5.0, ping: bool = True):
                 client.ping()
             except NoPermissionError:
                 pass  # it answered, as an ACL user without PING (e.g. +@read only)
+            except Exception as exc:
+                if exc.__class__.__name__ == "MasterNotFoundError":
+                    raise ConnectionFailed(_sentinel_failure(client, target)) from None
+                raise
     return client
+
+
+def _sentinel_failure(client, target: Target) -> str:
+    """Why no Sentinel named a primary: each Sentinel pinged on its own, the
+    first one's error (an untrusted certificate, a refused password...)
+    named; one line, no secret."""
+    manager = getattr(client.connection_pool, "sentinel_manager", None)
+    why = "no Sentinel answered with a primary for the service"
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
+
+    for sentinel in getattr(manager, "sentinels", []):
+        kw = sentinel.connection_pool.connection_kwargs
+        conn = sentinel.connection_pool.connection_class(**{**kw, "retry": Retry(NoBackoff(), 0)})
+        try:
+            conn.connect()  # once, without redis-py's retries: its error is the cause
+            conn.disconnect()
+        except Exception as exc:  # noqa: BLE001 - its words are the message
+            detail = scrub(str(exc), target).splitlines()[0][:200] if str(exc) else exc.__class__.__name__
+            return f"cannot reach {target.display}: {why}; Sentinel {kw.get('host')}:{kw.get('port')}: {detail}"
+    return f"cannot reach {target.display}: {why} (the Sentinels answer, but know no primary of it)"
 
 
 class translate_redis_errors:
