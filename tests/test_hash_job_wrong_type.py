@@ -94,3 +94,11 @@ def test_redrive_moves_the_others_and_counts_the_wrong_typed_job_as_failed(broke
         assert all(json.loads(redis_client.hget(K.job(i), "payload"))["kind"] not in ("webhook", "email")
                    for i in left if i != bad and i not in dangling)
     assert moved <= pending
+
+
+def test_check_reports_the_wrong_typed_key_as_that_jobs_finding(broken, redis_client):
+    run, failed, bad = broken
+    code, out, err = run("check", Q, "--json")
+    assert code == 7, (out, err)
+    found = [p for p in json.loads(out)["queues"][0]["problems"] if p["kind"] == "wrong_type_payload"]
+    assert [p["id"] for p in found] == [bad] and K.job(bad) in found[0]["detail"]

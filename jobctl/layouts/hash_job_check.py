@@ -105,7 +105,12 @@ def check_queue(layout: "HashJob", *, repair: bool = False) -> CheckReport:
         pipe = client.pipeline(transaction=False)
         for job_id in chunk:
             pipe.hmget(k.job(job_id), "status", "claimed_at_ms", "enqueued_at_ms")
-        for job_id, (status, claimed, enqueued) in zip(chunk, pipe.execute()):
+        for job_id, reply in zip(chunk, pipe.execute(raise_on_error=False)):
+            if isinstance(reply, Exception):  # a job key of the wrong type: that job's finding alone
+                report.problems.append(Problem("wrong_type_payload", shard, job_id,
+                                               f"{k.job(job_id)} is not a hash ({str(reply).splitlines()[0][:80]})"))
+                continue
+            status, claimed, enqueued = reply
             places = where[job_id]
             states = sorted({s for s, _ in places})
             if len(states) > 1:
