@@ -310,11 +310,11 @@ CASES: dict[str, Case] = {
     "retire-or-split-queue": Case(
         "healthy", size=300,
         prepare=lambda ctx: ctx.params.update(tenant="tenant_1"),
-        pool=dict(behaviour=SLOW, rate=0, workers=2), others=(("email-v2", dict(behaviour=FIXED, rate=0)),),
+        pool=dict(behaviour=SLOW, rate=0, workers=1), others=(("email-v2", dict(behaviour=FIXED, rate=0)),),
         declared=("email", "email-v2"), manual=(("retire", None),), goal=_retire_goal),
     "unsupported-payload-version": Case(
         "dlq-spike", size=600, prepare=_upv_prepare,
-        pool=dict(behaviour=SLOW, rate=20, workers=2),
+        pool=dict(behaviour=SLOW, rate=20, workers=1),
         manual=(("rollback", _upv_operation),), goal=_upv_goal),
 }
 
