@@ -262,3 +262,9 @@ def test_deep_lists_stay_within_the_scripts_window(redis_client, run):
     assert code == 0 and json.loads(out)["moved"] == 3000, err
     assert tail_first(redis_client, SRC.paused) == [i for n, i in enumerate(ids) if n % 3 == 2]
     both(redis_client)
+
+
+def test_drain_to_on_a_stream_group_queue_names_drain(redis_client, run):
+    code, out, err = run("drain", "sg", "--to", "email", "--yes")
+    assert code == 2, (out, err)
+    assert "drain --to) is not supported for layout stream-group" in err, err

@@ -111,7 +111,7 @@ def check_request(req: OpRequest, session: "Session | None" = None) -> None:
 HOLDABLE_LAYOUTS = ("reliable-list",)
 
 #: The operations that need one of :data:`HOLDABLE_LAYOUTS`, and the words their refusal names.
-_HOLDING_VERBS = {Operation.PAUSE: "pause", Operation.RESUME: "resume", Operation.MIGRATE: "migrate",
+_HOLDING_VERBS = {Operation.PAUSE: "pause", Operation.RESUME: "resume", Operation.MIGRATE: "migrate (or drain --to)",
                   Operation.DRAIN: "drain --export-to", Operation.TRANSFORM: "migrate --transform"}
 
 
@@ -156,7 +156,7 @@ def check_layout(operation: "Operation | OpRequest", layout: "Layout", destinati
     if op in _HOLDING_VERBS:
         require_holdable(layout, _HOLDING_VERBS[op])
     if op is Operation.MIGRATE and destination is not None:
-        require_holdable(destination, "migrate")
+        require_holdable(destination, "migrate (or drain --to)")
     if req is not None and op is Operation.REQUEUE and req.stuck_only:
         require_known_visibility(layout.queue)
 
