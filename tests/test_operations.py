@@ -168,10 +168,14 @@ def dead_letter_jobs(client, tag: str, specs, *, now: int | None = None, priorit
 
 
 def _claim_newest(client, worker: Worker, ready: str, job_id: str, now: int) -> None:
-    """A worker's claim of the job just enqueued (LMOVE + deadline, seed 000
-    s.8), taken from the producers' end so that other ready jobs stay put."""
-    assert _s(client.lmove(ready, worker.keys.processing, "LEFT", "LEFT")) == job_id
-    client.zadd(worker.keys.deadline, {job_id: now + worker.visibility_ms})
+    """A worker's claim of the job just enqueued (to processing with its
+    deadline), taken by id in one transaction so that other ready jobs stay
+    put, whatever a concurrent redrive pushes to the ready list meanwhile."""
+    pipe = client.pipeline(transaction=True)
+    pipe.lrem(ready, 1, job_id)
+    pipe.lpush(worker.keys.processing, job_id)
+    pipe.zadd(worker.keys.deadline, {job_id: now + worker.visibility_ms})
+    assert pipe.execute()[0] == 1
 
 
 def simple_dead(client, tag: str, n: int, *, codes=("HTTP_503", "HTTP_400"), prefix: str = "job",
