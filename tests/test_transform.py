@@ -338,3 +338,23 @@ def test_numbers_the_transformation_does_not_name_keep_their_exact_text(redis_cl
     assert redis_client.get(K.job(ids[2])) == originals[ids[2]]
     op_of(run, "--rollback", op)
     assert {i: redis_client.get(K.job(i)) for i in ids} == originals
+
+
+def test_a_rollback_sets_aside_jobs_workers_finished_or_rewrote_in_words(redis_client, run, tmp_path):
+    """After a transform, a worker finished one job (its payload is gone)
+    and rewrote another (a retry): the rollback plans neither, says why
+    ("taken by a worker", "rewritten since the transform"), restores the
+    rest byte for byte, and exits 8 for the one it could not restore."""
+    originals = enqueue_big(redis_client, 6)
+    op1 = op_of(run, "--transform", transform_file(tmp_path, "t1.toml", T1))
+    done, retried = sorted(originals)[:2]
+    redis_client.lrem(K.ready, 0, done)
+    redis_client.delete(K.job(done))
+    redis_client.set(K.job(retried), redis_client.get(K.job(retried)).replace(b'"attempt":0', b'"attempt":1'))
+    code, out, err = run("migrate", "email", "--rollback", op1, "--yes", "--json")
+    res = json.loads(out)
+    assert code == 8, (out, err)
+    assert (res["moved"], res["skipped"]) == (4, 2), res
+    assert res["skipped_reasons"] == {"gone": 1, "rewritten since the transform": 1}
+    for i in set(originals) - {done, retried}:
+        assert redis_client.get(K.job(i)) == originals[i]

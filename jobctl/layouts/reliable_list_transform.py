@@ -102,6 +102,7 @@ def _plan_rollback(layout: "ReliableList", plan: Plan, op: str) -> Plan:
     a job that still holds what that newer one wrote (it must be rolled
     back first); reads only."""
     newer: list[tuple[int, str, KeptLayer]] = []
+    tops: list[tuple[int, str, KeptLayer]] = []
     for n, keys in enumerate(layout.shards):
         for field, raw in layout.client.hscan_iter(keys.envelopes_before, count=WINDOW):
             layers = kept_layers(raw)
@@ -110,8 +111,8 @@ def _plan_rollback(layout: "ReliableList", plan: Plan, op: str) -> Plan:
             plan.scanned += 1
             job = PlannedJob(job_id=text(field), shard=n, position=None, score=None, sha1="")
             plan.jobs.append(job)
-            if layers[0].operation != op:
-                newer.append((n, job.job_id, layers[0]))
+            (tops if layers[0].operation == op else newer).append((n, job.job_id, layers[0]))
+    _set_aside_rewritten(layout, plan, tops)
     live = _live_newer(layout, newer)
     if live:
         names = ", ".join(f"{name} ({count} job(s))" for name, count in live.most_common())
@@ -131,6 +132,25 @@ def _live_newer(layout: "ReliableList", newer: list[tuple[int, str, KeptLayer]])
             if isinstance(raw, bytes) and payload_sha1(raw) == j.top.after_sha1:
                 live[j.top.operation] += 1
     return live
+
+
+def _set_aside_rewritten(layout: "ReliableList", plan: Plan, tops: list[tuple[int, str, KeptLayer]]) -> None:
+    """Leave out of ``plan`` the jobs whose envelope no longer holds what the
+    rolled-back transformation wrote, in ``plan.fence_skipped`` with why:
+    ``gone`` (a worker finished it: its payload is gone) or ``rewritten
+    since the transform`` (a worker rewrote it: no original to put back
+    over it).  One ``MGET`` per :data:`WINDOW` jobs."""
+    aside: dict[str, str] = {}
+    for shard, chunk in shard_chunks([_Newer(*t) for t in tops], WINDOW):
+        keys = layout.shards[shard]
+        for j, raw in zip(chunk, layout.client.mget([keys.job(j.job_id) for j in chunk])):
+            if raw is None:
+                aside[j.job_id] = "gone"
+            elif not isinstance(raw, bytes) or payload_sha1(raw) != j.top.after_sha1:
+                aside[j.job_id] = "rewritten since the transform"
+    if aside:
+        plan.jobs = [j for j in plan.jobs if j.job_id not in aside]
+        plan.fence_skipped.update(aside)
 
 
 @dataclass(frozen=True)
