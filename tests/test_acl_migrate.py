@@ -13,7 +13,7 @@ from test_operations import snapshot
 from test_pause import enqueue, tail_first
 
 USER, PASSWORD = "jobctl-queue-email-only", "only-email"
-cfg, run = config_fixtures(QUEUES_TOML)
+cfg, run = config_fixtures(QUEUES_TOML.replace("shards = 2\n", 'shards = 2\nshard_rule = "java-hashcode-floormod"\n'))
 
 
 @pytest.fixture
@@ -66,27 +66,62 @@ def test_a_write_refused_before_the_move_changes_nothing(redis_client, cfg, caps
     assert tail_first(redis_client, SRC.ready) == ids
 
 
-def test_an_acl_changed_mid_move_gives_the_batch_back(redis_client, redis_url, cfg):
-    """The ACL changes between the plan and the apply: the batch taken out
-    goes back to the source (its order within the batch reversed), exit 4."""
+def _migrate_with_acl_changed_after_the_first_batch(redis_client, redis_url, cfg, dst: str, keys: list[str]):
+    """``migrate email DST`` as a user allowed everything, whose key patterns
+    become ``keys`` after the first result; returns the error raised."""
     from jobctl.errors import AuthFailed
     from jobctl.ops.core import OperationCore
     from jobctl.ops.request import OpRequest
     from jobctl.ops.spec import Operation
     from jobctl.session import Session
 
-    ids = enqueue(redis_client, "email", 50)
     redis_client.acl_setuser(USER, enabled=True, passwords=[f"+{PASSWORD}"], reset=True, commands=["+@all"],
                              keys=["*"], channels=["*"])
     session = Session(url=redis_url.replace("redis://", f"redis://{USER}:{PASSWORD}@", 1), config_file=cfg)
+    changed: list[bool] = []
+
+    def progress(done, total):
+        if not changed:
+            changed.append(True)
+            redis_client.acl_setuser(USER, enabled=True, keys=keys, reset_keys=True)
+
     try:
         core = OperationCore(session)
-        prepared = core.prepare(OpRequest(Operation.MIGRATE, "email", destination="email-v2"))
-        redis_client.acl_setuser(USER, enabled=True, keys=["queue:{email}:*", "job:{email}:*"], reset_keys=True)
-        with pytest.raises(AuthFailed, match="given back"):
-            core.apply(prepared, batch=10)
+        prepared = core.prepare(OpRequest(Operation.MIGRATE, "email", destination=dst))
+        with pytest.raises(AuthFailed, match="given back") as err:
+            core.apply(prepared, batch=10, progress=progress)
+        return err.value
     finally:
         session.close()
         redis_client.acl_deluser(USER)
+
+
+def test_an_acl_changed_mid_move_gives_the_batch_back(redis_client, redis_url, cfg):
+    """The ACL changes after the first take-out: the batch taken out goes
+    back to the source, exit 4, and no job is out of service."""
+    ids = enqueue(redis_client, "email", 50)
+    _migrate_with_acl_changed_after_the_first_batch(redis_client, redis_url, cfg, "email-v2",
+                                                    ["queue:{email}:*", "job:{email}:*"])
     assert redis_client.llen(SRC.migrating) == 0, "no job left out of the workers' reach"
     assert sorted(tail_first(redis_client, SRC.ready)) == ids and redis_client.llen(DST.ready) == 0
+
+
+def test_a_refusal_of_one_destination_shard_finishes_the_jobs_copied_to_another(redis_client, redis_url, cfg):
+    """A sharded destination whose second shard the ACL refuses mid-batch:
+    the jobs copied to the first shard finish their move (never in both
+    queues), the others go back; every job is in exactly one queue."""
+    from jobctl.keys import shard_tags
+
+    ids = enqueue(redis_client, "email", 50)
+    err = _migrate_with_acl_changed_after_the_first_batch(
+        redis_client, redis_url, cfg, "shq", ["queue:{email}:*", "job:{email}:*", "queue:{shq:00}:*", "job:{shq:00}:*"])
+    assert "given back" in str(err)
+    assert redis_client.llen(SRC.migrating) == 0
+    at_src = set(tail_first(redis_client, SRC.ready))
+    at_dst = set()
+    for tag in shard_tags("shq", 2):
+        at_dst |= {x.decode() for x in redis_client.lrange(f"queue:{{{tag}}}:ready", 0, -1)}
+    assert at_src.isdisjoint(at_dst), "no job in both queues"
+    assert at_src | at_dst == set(ids)
+    assert at_dst and all(redis_client.exists(f"job:{{shq:00}}:{i}") for i in at_dst)
+    assert not any(redis_client.exists(SRC.job(i)) for i in at_dst)

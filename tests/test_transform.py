@@ -355,6 +355,6 @@ def test_a_rollback_sets_aside_jobs_workers_finished_or_rewrote_in_words(redis_c
     res = json.loads(out)
     assert code == 8, (out, err)
     assert (res["moved"], res["skipped"]) == (4, 2), res
-    assert res["skipped_reasons"] == {"gone": 1, "rewritten since the transform": 1}
+    assert res["skipped_reasons"] == {"moved": 1, "rewritten since the transform": 1}
     for i in set(originals) - {done, retried}:
         assert redis_client.get(K.job(i)) == originals[i]

@@ -165,8 +165,6 @@ def plan_operation(layout: "ReliableList", spec: OpSpec, now: int) -> Plan:
             again = (f"drain {layout.queue_name} --export-to {was[len(EXPORT_DST):]}"
                      if str(was).startswith(EXPORT_DST) else f"migrate {layout.queue_name} {was}")
             raise UsageError(f"an earlier `jobctl {again}` did not finish: run it again first")
-    if dst is not None:
-        _require_destination_access(dst)
     plan = plan_moves(layout, spec, now)
     if dst is not None and dst.queue_name == layout.queue_name:  # reshard: only the jobs whose shard changes
         target = _shard_of(dst)
@@ -214,6 +212,8 @@ def apply_plan(layout: "ReliableList", plan: Plan, *, batch: int = DEFAULT_BATCH
     now_fn = now_fn or now_ms
     spec = plan.spec
     dst = _destination(layout, spec)
+    if dst is not None:  # before the first take-out (not in the plan: a dry run sends no write command)
+        _require_destination_access(dst)
     record = _record(_dst_name(spec, dst))
     by_group: dict[tuple[int, int], list[PlannedJob]] = {}
     for job in plan.jobs:
@@ -243,37 +243,34 @@ def apply_plan(layout: "ReliableList", plan: Plan, *, batch: int = DEFAULT_BATCH
             yield from _finish(layout, keys, dst, batch, planned=planned)
 
 
-def _copy_in(move_in, per_shard: dict[str, tuple[ReliableListKeys, list[str], list[Any]]]) -> dict[str, str]:
-    """Step 2, one ``rl_migrate_in`` call per destination slot: ``{id: code}``."""
-    codes: dict[str, str] = {}
-    for dkeys, ids, args in per_shard.values():
-        reply = move_in(keys=[dkeys.ready, dkeys.scheduled, dkeys.migrated_in, *[dkeys.job(i) for i in ids]],
-                        args=[len(ids), *args])
-        codes.update({text(reply[i]): text(reply[i + 1]) for i in range(0, len(reply), 2)})
-    return codes
-
-
-def _refused_copy_in(layout: "ReliableList", keys: ReliableListKeys, entries: list[tuple[str, dict[str, Any]]],
-                     exc: BaseException, dst: "ReliableList") -> None:
-    """A copy-in the ACL refused: put the batch's jobs back where they were
-    taken from (``rl_migrate_out`` ``back``), then raise
-    :class:`~jobctl.errors.AuthFailed` saying so; any other error: nothing
-    (a rerun finishes the migrating list)."""
-    from ..errors import AuthFailed
+def _copy_in(move_in, per_shard: dict[str, tuple[ReliableListKeys, list[str], list[Any]]]
+             ) -> tuple[dict[str, str], set[str], BaseException | None]:
+    """Step 2, one ``rl_migrate_in`` call per destination slot: ``({id:
+    code}, the ids not copied because the ACL refused their slot's call (and
+    every later slot's), that refusal)``.  Any other error is raised."""
     from ..ops.access import denied
 
-    if not denied(exc):
-        return
-    back: list[Any] = []
-    for job_id, doc in entries:  # served end first (each back at the served end: the batch's order reversed)
-        due = doc.get("score") if doc.get("from") == keys.scheduled else None
-        back += [job_id, "back", "" if due is None else str(due)]
-    script(layout.client, "rl_migrate_out")(
-        keys=[keys.migrating, keys.migrating_info, layout.ready_lists(keys)[-1].key, keys.scheduled,
-              *[keys.job(i) for i, _ in entries]], args=[len(entries), *back])
-    raise AuthFailed(f"permission denied writing queue {dst.queue_name} ({str(exc).splitlines()[0][:120]}): "
-                     f"{len(entries):,} job(s) of this batch given back to {layout.queue_name}; the jobs "
-                     "moved before it stay moved, the others were not touched") from None
+    codes: dict[str, str] = {}
+    slots = list(per_shard.values())
+    for n, (dkeys, ids, args) in enumerate(slots):
+        try:
+            reply = move_in(keys=[dkeys.ready, dkeys.scheduled, dkeys.migrated_in, *[dkeys.job(i) for i in ids]],
+                            args=[len(ids), *args])
+        except Exception as exc:
+            if not denied(exc):
+                raise
+            return codes, {i for _, later, _ in slots[n:] for i in later}, exc
+        codes.update({text(reply[i]): text(reply[i + 1]) for i in range(0, len(reply), 2)})
+    return codes, set(), None
+
+
+def _refusal(layout: "ReliableList", dst: "ReliableList", exc: BaseException, given_back: int):
+    """The error of a copy-in the ACL refused mid-run (exit 4)."""
+    from ..errors import AuthFailed
+
+    return AuthFailed(f"permission denied writing queue {dst.queue_name} ({str(exc).splitlines()[0][:120]}): "
+                      f"{given_back:,} job(s) of this batch given back to {layout.queue_name}, the ones already "
+                      "copied finished; the jobs before them stay moved, the rest were not touched")
 
 
 def _finish(layout: "ReliableList", keys: ReliableListKeys, dst: "ReliableList | None", batch: int,
@@ -302,14 +299,10 @@ def _finish(layout: "ReliableList", keys: ReliableListKeys, dst: "ReliableList |
             ids.append(job_id)
             args += [job_id, raw, str(doc.get("operation") or ""), "scheduled" if scheduled else "ready",
                      str(doc["score"]) if scheduled else ""]
-        try:
-            codes = _copy_in(move_in, per_shard)
-        except Exception as exc:
-            _refused_copy_in(layout, keys, entries, exc, dst)
-            raise
+        codes, refused, refusal = _copy_in(move_in, per_shard) if dst is not None else ({}, set(), None)
         out_args: list[Any] = []
         for job_id, doc in entries:
-            back = codes.get(job_id) == "conflict"
+            back = codes.get(job_id) == "conflict" or job_id in refused
             due = doc.get("score") if doc.get("from") == keys.scheduled else None
             out_args += [job_id, "back" if back else "delete", "" if due is None else str(due)]
         target = layout.ready_lists(keys)[-1].key
@@ -326,12 +319,14 @@ def _finish(layout: "ReliableList", keys: ReliableListKeys, dst: "ReliableList |
                     result.moved.append(job_id)
             elif code == "back":
                 result.skipped.append(job_id)
-                result.reasons[job_id] = "conflict"
+                result.reasons[job_id] = "refused by the ACL" if job_id in refused else "conflict"
         by_tag: dict[str, list[str]] = {}
         for job_id in done_in:
             by_tag.setdefault(target_of(job_id).migrated_in, []).append(job_id)
         for marker, ids in by_tag.items():  # (none when draining into an export)
             dst.client.hdel(marker, *ids)
         yield result
+        if refusal is not None:
+            raise _refusal(layout, dst, refusal, len(refused))
         if not any(text(reply[i + 1]) in ("moved", "back") for i in range(0, len(reply), 2)):
             return  # the list's served end is not what was read: leave it to a rerun

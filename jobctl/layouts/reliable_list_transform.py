@@ -137,7 +137,7 @@ def _live_newer(layout: "ReliableList", newer: list[tuple[int, str, KeptLayer]])
 def _set_aside_rewritten(layout: "ReliableList", plan: Plan, tops: list[tuple[int, str, KeptLayer]]) -> None:
     """Leave out of ``plan`` the jobs whose envelope no longer holds what the
     rolled-back transformation wrote, in ``plan.fence_skipped`` with why:
-    ``gone`` (a worker finished it: its payload is gone) or ``rewritten
+    ``moved`` (a worker finished it: its payload is gone) or ``rewritten
     since the transform`` (a worker rewrote it: no original to put back
     over it).  One ``MGET`` per :data:`WINDOW` jobs."""
     aside: dict[str, str] = {}
@@ -145,7 +145,7 @@ def _set_aside_rewritten(layout: "ReliableList", plan: Plan, tops: list[tuple[in
         keys = layout.shards[shard]
         for j, raw in zip(chunk, layout.client.mget([keys.job(j.job_id) for j in chunk])):
             if raw is None:
-                aside[j.job_id] = "gone"
+                aside[j.job_id] = "moved"  # a worker finished it: taken since, nothing to put back
             elif not isinstance(raw, bytes) or payload_sha1(raw) != j.top.after_sha1:
                 aside[j.job_id] = "rewritten since the transform"
     if aside:

@@ -15,6 +15,20 @@ from typing import Any
 __all__ = ["lost_primary"]
 
 
+def _role(client: Any) -> str | None:
+    """``ROLE``'s first word on ``client``'s connection; ``None`` when the
+    ACL refuses ``ROLE`` (it is ``@admin``)."""
+    from .access import denied
+
+    try:
+        role = client.execute_command("ROLE")[0]
+    except Exception as exc:
+        if denied(exc):
+            return None
+        raise
+    return role.decode() if isinstance(role, bytes) else str(role)
+
+
 def lost_primary(client: Any) -> str | None:
     """``None`` when ``client`` is not Sentinel-managed, or when its
     connection (a single-connection client: the one that wrote) is on the
@@ -29,9 +43,8 @@ def lost_primary(client: Any) -> str | None:
     wrote_to = (str(conn.host), int(conn.port))
     host, port = manager.discover_master(pool.service_name)
     named = (str(host), int(port))
-    role = client.execute_command("ROLE")[0]
-    role = role.decode() if isinstance(role, bytes) else str(role)
-    if named == wrote_to and role == "master":
+    role = _role(client)
+    if named == wrote_to and role in ("master", None):  # None: ROLE refused by the ACL, the address decides
         return None
-    return (f"the writes went to {wrote_to[0]}:{wrote_to[1]} ({role}), while the Sentinels now name "
+    return (f"the writes went to {wrote_to[0]}:{wrote_to[1]} ({role or 'role not readable'}), while the Sentinels now name "
             f"{named[0]}:{named[1]} the primary of {pool.service_name}: a demoted primary discards them")

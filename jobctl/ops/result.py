@@ -6,16 +6,18 @@ from dataclasses import dataclass, field
 
 __all__ = ["BatchResult", "EXPECTED_SKIPS", "SKIP_WORDS", "skip_words"]
 
-#: Skip codes of the expected race, not a failure: the job left the state the
-#: plan saw it in (a live worker took it, or another client moved it) before
-#: the script call, or the work was already done (replay).  An operation
-#: whose only skips are these exits 0 and says how many.
-EXPECTED_SKIPS = frozenset({"gone", "moved", "replayed", "is-replay"})
+#: Skip codes of the expected race, not a failure: the job left the source
+#: the plan saw it in (a live worker took it: pause, migrate, drain, a
+#: rollback's finished job) before the script call, or the work was already
+#: done (replay).  An operation whose only skips are these exits 0 and says
+#: how many.  ``gone`` is not one: scripts also answer it for a job still in
+#: its source whose payload is missing (exit 8).
+EXPECTED_SKIPS = frozenset({"moved", "replayed", "is-replay"})
 
 #: What a skip code means, in the words the CLI and the TUI print.
 SKIP_WORDS = {
-    "gone": "taken by a worker since the plan",
-    "moved": "taken by a worker since the plan",  # a skip code of pause and migrate: no longer in its source
+    "gone": "gone (no longer where the plan saw it, or its payload missing)",
+    "moved": "taken by a worker since the plan",  # pause, migrate, rollback: no longer in its source
     "changed": "changed since the plan",
     "replayed": "already replayed",
     "is-replay": "itself a replay",
