@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import socket
+from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from ..errors import Busy
@@ -31,8 +32,9 @@ def lease_value(op_id: str) -> str:
     return f"{op_id} {socket.gethostname()} {os.getpid()}"
 
 
-#: Lease values this process holds now (an operation in progress here).
-_HELD: set[str] = set()
+#: Lease values this process holds now, with how many leases (shards) each
+#: holds (an operation in progress here).
+_HELD: Counter[str] = Counter()
 
 
 def holder_gone(holder: str) -> bool:
@@ -44,7 +46,7 @@ def holder_gone(holder: str) -> bool:
     if len(parts) != 3 or parts[1] != socket.gethostname() or not parts[2].isdigit():
         return False
     if int(parts[2]) == os.getpid():
-        return holder not in _HELD
+        return _HELD[holder] <= 0
     try:
         os.kill(int(parts[2]), 0)
     except ProcessLookupError:
@@ -64,13 +66,13 @@ def acquire(src: "ListSource", value: str, queue: str) -> None:
     lease = script(src.client, "lease")
     res = lease(keys=[src.lease, src.walk], args=["acquire", value, LEASE_TTL_MS, ""])
     if int(res[0]) == 1:
-        _HELD.add(value)
+        _HELD[value] += 1
         return
     holder = _text(res[1])
     if holder_gone(holder):
         res = lease(keys=[src.lease, src.walk], args=["acquire", value, LEASE_TTL_MS, holder])
         if int(res[0]) == 1:
-            _HELD.add(value)
+            _HELD[value] += 1
             return
         holder = _text(res[1])
     op = holder.split(" ")[0]
@@ -80,5 +82,8 @@ def acquire(src: "ListSource", value: str, queue: str) -> None:
 
 def release(src: "ListSource", value: str) -> None:
     """Give ``src``'s lease back (only if ``value`` still holds it)."""
-    _HELD.discard(value)
+    if _HELD[value] > 1:
+        _HELD[value] -= 1
+    else:
+        _HELD.pop(value, None)
     script(src.client, "lease")(keys=[src.lease, src.walk], args=["release", value, "", ""])

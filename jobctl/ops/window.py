@@ -348,8 +348,9 @@ def drive(sources: list[ListSource], plan: Plan, *, batch: int | None = None, de
             acquire(src, value, spec.queue)
             taken.append(src)
         for src in todo:
-            yield from _walk(src, value, jobs, orders[src.shard], met, plan.walked.get(src.shard, 0), batch,
-                             depth, now_fn, stop, ahead or TAIL_AHEAD)
+            yield from renewing(_walk(src, value, jobs, orders[src.shard], met, plan.walked.get(src.shard, 0),
+                                      batch, depth, now_fn, stop, ahead or TAIL_AHEAD), taken, value)
+            done_with(src, taken, value)
     finally:
         give_back(taken, value)
 
@@ -391,14 +392,54 @@ def give_back(taken: list[ListSource], value: str) -> None:
             pass
 
 
+def renewing(results: Iterator[BatchResult], taken: list[ListSource], value: str) -> Iterator[BatchResult]:
+    """``results`` (one shard's walk), renewing every lease ``taken`` holds
+    about every third of :data:`LEASE_TTL_MS` on a connection of its own
+    (the walk's has replies in flight): a shard that waits for its walk, or
+    whose hold waits to be given back, never looks abandoned."""
+    import time
+
+    every, last, side = LEASE_TTL_MS / 3000, time.monotonic(), None
+    for br in results:
+        yield br
+        if taken and time.monotonic() - last >= every:
+            side = side or _side_client(taken[0].client)
+            for src in taken:
+                script(side, "lease")(keys=[src.lease, src.walk], args=["acquire", value, LEASE_TTL_MS, ""])
+            last = time.monotonic()
+
+
+def _side_client(client):
+    """A client on a connection other than ``client``'s own (the same one
+    for a client without a pinned connection)."""
+    import redis
+
+    if getattr(client, "connection", None) is None:
+        return client
+    return redis.Redis(connection_pool=client.connection_pool)
+
+
+def done_with(src: ListSource, taken: list[ListSource], value: str) -> None:
+    """A shard's walk ended: its hold goes back and its lease is released
+    now, not when every shard is done."""
+    if src in taken:
+        taken.remove(src)
+        give_back([src], value)
+
+
 def begin_walk(src: ListSource, value: str, total: int):
     """Start one source's walk: finish a hold a crash left, take the walk
     (``lease.lua begin``) and load ``list_window.lua`` so the round trips
     send EVALSHA; returns the window script.  Raises :class:`Busy` when
-    another operation's walk is still recorded."""
+    another operation's walk is still recorded, or its lease was lost."""
+    import redis
+
     finish_hold(src.client, src.kind, src.dead, src.hold, src.walk)
-    begun = script(src.client, "lease")(keys=[src.lease, src.walk],
-                                        args=["begin", value, value.split(" ")[0], total, EXPIRE_AFTER_MS])
+    try:
+        begun = script(src.client, "lease")(keys=[src.lease, src.walk],
+                                            args=["begin", value, value.split(" ")[0], total, EXPIRE_AFTER_MS])
+    except redis.exceptions.ResponseError as exc:  # LEASE: lost to another operation meanwhile (exit 11)
+        raise _call_error(exc, src) from None
     if int(begun[0]) != 1:
         raise Busy(f"walk of operation {_text(begun[1])} still recorded in {src.walk}")
     if src.record_upkeep is not None:  # only once the walk is this operation's

@@ -19,7 +19,8 @@ from .lease import LEASE_TTL_MS, acquire
 from .pipeline import _bulk, drain, pipelined, read_replies
 from .plan_windows import PlanWindows
 from .lost_replies import mark
-from .window import LOST_CONNECTION, SLACK, ListSource, _call_error, _text, begin_walk, give_back, record_code
+from .window import (LOST_CONNECTION, SLACK, ListSource, _call_error, _text, begin_walk, done_with, give_back,
+                     record_code, renewing)
 
 __all__ = ["drive_tail"]
 
@@ -54,8 +55,10 @@ def drive_tail(sources: list[ListSource], walked: dict[int, int], value: str, qu
             acquire(src, value, queue)
             taken.append(src)
         for src in todo:
-            yield from _walk_tail(src, value, walked[src.shard], batch, depth, now_fn,
-                                  windows[src.shard] if windows is not None else None, plan_window, stop, ahead)
+            yield from renewing(_walk_tail(src, value, walked[src.shard], batch, depth, now_fn,
+                                           windows[src.shard] if windows is not None else None, plan_window, stop,
+                                           ahead), taken, value)
+            done_with(src, taken, value)
     finally:
         give_back(taken, value)
 
