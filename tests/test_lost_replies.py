@@ -84,3 +84,25 @@ def test_moves_whose_replies_were_lost_are_counted(redis_client, monkeypatch, op
     assert f"stopped after {moved:,} of" in str(err.value), (moved, str(err.value))
     local = [orjson.loads(line) for line in Path(os.environ["JOBCTL_JOURNAL"]).read_bytes().splitlines()]
     assert local[-1]["moved"] == moved, "the journal counts every move"
+
+
+@pytest.mark.parametrize("flt", [None, FLT], ids=["tail", "filtered"])
+def test_a_purge_does_not_count_dangling_ids_of_lost_calls(redis_client, monkeypatch, flt):
+    """Every third dead job has lost its payload (dangling): the script
+    leaves it dead, so a lost call's dangling ids are not counted purged."""
+    jobs, want, lay = setup_walk(redis_client, monkeypatch, flt, 400)
+    for j in jobs[::3]:
+        redis_client.delete(K.job(j))
+    extra = {"filter": compile_filter(flt)} if flt else {}
+    spec = OpSpec(Operation.PURGE, "email", State.DEAD, None, **extra)
+    calls: list[int] = []
+
+    def progress(done, total):
+        calls.append(done)
+        if len(calls) == 1:
+            _kill_after_its_calls_ran(redis_client)
+
+    with pytest.raises(ConnectionFailed) as err:
+        run_plan(lay, lay.plan(spec), batch=10, progress=progress, journal=False)
+    moved = _gone_from_dead(redis_client, jobs)
+    assert f"stopped after {moved:,} of" in str(err.value), (moved, str(err.value))

@@ -8,8 +8,9 @@ the count reported and journaled is what happened (:func:`recount`):
 * a redrive: the day's redrive record (``[op id, at, count]`` a job;
   hash-job: the job hash's ``redrive_operation``);
 * a suppress: the suppressed-info record's ``operation``;
-* a purge: the payload key is gone (json-list keeps no trace: its jobs stay
-  uncounted, and the message says "at least").
+* a purge: the payload key is gone and the id is in neither the dead
+  list's tail nor the hold (json-list keeps no trace: its jobs stay
+  uncounted).
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ __all__ = ["Unconfirmed", "mark", "recount"]
 
 #: Ids re-read per pipelined round trip.
 CHUNK = 1000
+#: Elements searched from the dead list's tail (and the hold) for a purged
+#: id: the lost calls' jobs that stayed dead lie there, back from the hold.
+SEARCH = 100_000
 
 
 @dataclass
@@ -59,7 +63,12 @@ def _moved(client: Any, src: "ListSource", op_id: str, ids: list[str]) -> list[s
             return []
         for i in ids:
             pipe.exists(src.payload_key(i))
-        return [i for i, n in zip(ids, pipe.execute()) if not n]
+        gone = [i for i, n in zip(ids, pipe.execute()) if not n]
+        for i in gone:  # a dangling id stays dead (the script skips it): no payload is no proof of a purge
+            pipe.lpos(src.dead, i, rank=-1, maxlen=SEARCH)
+            pipe.lpos(src.hold, i, maxlen=SEARCH)
+        found = pipe.execute() if gone else []
+        return [i for n, i in enumerate(gone) if found[2 * n] is None and found[2 * n + 1] is None]
     if src.mode == "suppressed" or src.kind != "hj":
         key = src.info_hash if src.mode == "suppressed" else src.redriven
         return [i for i, raw in zip(ids, client.hmget(key, ids)) if raw is not None and _op_of_record(raw) == op_id]
