@@ -45,15 +45,22 @@ def _kill_after_its_calls_ran(client) -> None:
     kw = client.connection_pool.connection_kwargs
     busy = redis.Redis(host=kw["host"], port=kw["port"])
     killer = redis.Redis(host=kw["host"], port=kw["port"])
+    busy.ping()  # both connected now: their commands go out at once
     killer.ping()
+    sending = threading.Event()
+
+    def run_busy():
+        sending.set()
+        busy.eval(BUSY, 0)
 
     def kill():
         time.sleep(0.1)  # after the engine sent its next round trip, while the server is busy
         for v in victims:
             killer.client_kill_filter(_id=v)
 
-    threading.Thread(target=busy.eval, args=(BUSY, 0), daemon=True).start()
-    time.sleep(0.02)
+    threading.Thread(target=run_busy, daemon=True).start()
+    sending.wait()
+    time.sleep(0.05)  # the server is running the busy script before the engine sends again
     threading.Thread(target=kill, daemon=True).start()
 
 
