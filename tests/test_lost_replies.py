@@ -64,6 +64,17 @@ def _kill_after_its_calls_ran(client) -> None:
     threading.Thread(target=kill, daemon=True).start()
 
 
+def _killing_at_first_result(client):
+    """A progress callback that runs :func:`_kill_after_its_calls_ran` at the first result."""
+    calls: list[int] = []
+
+    def progress(done, total):
+        calls.append(done)
+        if len(calls) == 1:
+            _kill_after_its_calls_ran(client)
+    return progress
+
+
 def _gone_from_dead(client, jobs) -> int:
     left = set(client.lrange(K.dead, 0, -1)) | set(client.lrange(K.hold, 0, -1))
     return sum(1 for j in jobs if j.encode() not in left)
@@ -77,15 +88,8 @@ def test_moves_whose_replies_were_lost_are_counted(redis_client, monkeypatch, op
     extra = {"filter": compile_filter(flt)} if flt else {}
     reason = {"reason": "t"} if operation is Operation.SUPPRESS else {}
     spec = OpSpec(operation, "email", State.DEAD, target, **extra, **reason)
-    calls: list[int] = []
-
-    def progress(done, total):
-        calls.append(done)
-        if len(calls) == 1:
-            _kill_after_its_calls_ran(redis_client)
-
     with pytest.raises(ConnectionFailed) as err:
-        run_plan(lay, lay.plan(spec), batch=10, progress=progress)
+        run_plan(lay, lay.plan(spec), batch=10, progress=_killing_at_first_result(redis_client))
     moved = _gone_from_dead(redis_client, jobs)
     assert 0 < moved < len(want)
     assert f"stopped after {moved:,} of" in str(err.value), (moved, str(err.value))
@@ -102,14 +106,7 @@ def test_a_purge_does_not_count_dangling_ids_of_lost_calls(redis_client, monkeyp
         redis_client.delete(K.job(j))
     extra = {"filter": compile_filter(flt)} if flt else {}
     spec = OpSpec(Operation.PURGE, "email", State.DEAD, None, **extra)
-    calls: list[int] = []
-
-    def progress(done, total):
-        calls.append(done)
-        if len(calls) == 1:
-            _kill_after_its_calls_ran(redis_client)
-
     with pytest.raises(ConnectionFailed) as err:
-        run_plan(lay, lay.plan(spec), batch=10, progress=progress, journal=False)
+        run_plan(lay, lay.plan(spec), batch=10, progress=_killing_at_first_result(redis_client), journal=False)
     moved = _gone_from_dead(redis_client, jobs)
     assert f"stopped after {moved:,} of" in str(err.value), (moved, str(err.value))
