@@ -7,9 +7,6 @@ reported and journaled."""
 from __future__ import annotations
 
 import os
-import threading
-import time
-
 from pathlib import Path
 
 import orjson
@@ -30,48 +27,34 @@ OPS = {
 }
 
 
-#: a script that keeps the server busy for 300 ms (the calls sent meanwhile queue up); Valkey's
-#: TIME stands still inside a script, so the loop also ends after a million turns (~1 s there)
-BUSY = "local t = redis.call('TIME') local s = t[1] * 1e6 + t[2] for i = 1, 1000000 do " \
-       "t = redis.call('TIME') if t[1] * 1e6 + t[2] - s > 300000 then return i end end return -1"
+def _losing_replies_after_first_result(monkeypatch):
+    """A progress callback that, at the first result, arms a loss: the
+    engine's next read of a reply first makes sure every call it sent on
+    that connection has run (an ECHO sent behind them comes back), then
+    drops the connection: the calls ran, their replies are lost. No timing
+    is involved, so a loaded machine cannot let the run finish first."""
+    armed: list[bool] = []
+    parse = redis.Redis.parse_response
 
+    def losing(self, conn, command, **kw):
+        if armed and not armed[0]:
+            armed[0] = True
+            conn.send_command("ECHO", b"jobctl-test-marker")
+            while True:
+                try:
+                    if conn.read_response() == b"jobctl-test-marker":
+                        break
+                except redis.exceptions.ResponseError:
+                    continue  # an error reply of a call that ran
+            conn.disconnect()
+            raise redis.exceptions.ConnectionError("connection dropped by the test")
+        return parse(self, conn, command, **kw)
 
-def _kill_after_its_calls_ran(client) -> None:
-    """Make the server run the engine's next round trip and then, in the
-    same turn of its event loop (before it writes the replies), kill the
-    engine's connections: the calls ran, their replies are lost."""
-    me = client.client_id()
-    victims = [int(c["id"]) for c in client.client_list() if int(c["id"]) != me]
-    kw = client.connection_pool.connection_kwargs
-    busy = redis.Redis(host=kw["host"], port=kw["port"])
-    killer = redis.Redis(host=kw["host"], port=kw["port"])
-    busy.ping()  # both connected now: their commands go out at once
-    killer.ping()
-    sending = threading.Event()
-
-    def run_busy():
-        sending.set()
-        busy.eval(BUSY, 0)
-
-    def kill():
-        time.sleep(0.1)  # after the engine sent its next round trip, while the server is busy
-        for v in victims:
-            killer.client_kill_filter(_id=v)
-
-    threading.Thread(target=run_busy, daemon=True).start()
-    sending.wait()
-    time.sleep(0.05)  # the server is running the busy script before the engine sends again
-    threading.Thread(target=kill, daemon=True).start()
-
-
-def _killing_at_first_result(client):
-    """A progress callback that runs :func:`_kill_after_its_calls_ran` at the first result."""
-    calls: list[int] = []
+    monkeypatch.setattr(redis.Redis, "parse_response", losing)
 
     def progress(done, total):
-        calls.append(done)
-        if len(calls) == 1:
-            _kill_after_its_calls_ran(client)
+        if not armed:
+            armed.append(False)
     return progress
 
 
@@ -89,7 +72,7 @@ def test_moves_whose_replies_were_lost_are_counted(redis_client, monkeypatch, op
     reason = {"reason": "t"} if operation is Operation.SUPPRESS else {}
     spec = OpSpec(operation, "email", State.DEAD, target, **extra, **reason)
     with pytest.raises(ConnectionFailed) as err:
-        run_plan(lay, lay.plan(spec), batch=10, progress=_killing_at_first_result(redis_client))
+        run_plan(lay, lay.plan(spec), batch=10, progress=_losing_replies_after_first_result(monkeypatch))
     moved = _gone_from_dead(redis_client, jobs)
     assert 0 < moved < len(want)
     assert f"stopped after {moved:,} of" in str(err.value), (moved, str(err.value))
@@ -107,6 +90,6 @@ def test_a_purge_does_not_count_dangling_ids_of_lost_calls(redis_client, monkeyp
     extra = {"filter": compile_filter(flt)} if flt else {}
     spec = OpSpec(Operation.PURGE, "email", State.DEAD, None, **extra)
     with pytest.raises(ConnectionFailed) as err:
-        run_plan(lay, lay.plan(spec), batch=10, progress=_killing_at_first_result(redis_client), journal=False)
+        run_plan(lay, lay.plan(spec), batch=10, progress=_losing_replies_after_first_result(monkeypatch), journal=False)
     moved = _gone_from_dead(redis_client, jobs)
     assert f"stopped after {moved:,} of" in str(err.value), (moved, str(err.value))
