@@ -3,7 +3,7 @@
 Starts a throwaway server, loads ``--jobs`` reliable-list dead jobs
 (:func:`bulkload.load_dead`, 5 tenants, so ``tenant = t1`` matches 20 %), and
 runs, on the same windows of 120 tail positions (the plan's
-:data:`jobctl.layouts.predicate_plan.SCAN_WINDOW`), interleaved for
+:data:`jobctl.layouts.reliable_list.predicate_plan.SCAN_WINDOW`), interleaved for
 ``--rounds`` rounds:
 
 * ``list_scan``: jobctl's server-side plan call with the program of
@@ -58,7 +58,7 @@ def main() -> int:
     from jobctl.filter import compile_filter
     from jobctl.filter.lua_predicate import lua_program, scan_call_bytes
     from jobctl.keys import ReliableListKeys
-    from jobctl.layouts.predicate_plan import SCAN_WINDOW
+    from jobctl.layouts.reliable_list.predicate_plan import SCAN_WINDOW
     from jobctl.scripts import source
 
     server = start_server(args.server)

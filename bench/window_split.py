@@ -17,7 +17,7 @@ from bulkload import load_dead
 from harness import start_server
 from jobctl.config import QueueConfig
 from jobctl.filter import MATCH_ALL, compile_filter
-from jobctl.layouts.reliable_list import ReliableList
+from jobctl.layouts.reliable_list.layout import ReliableList
 from jobctl.model import State
 from jobctl.ops.engine import run_plan
 from jobctl.ops.spec import Operation, OpSpec

@@ -35,7 +35,7 @@ SCRIPT_NAMES += ("dz_move",)  # delay-zset
 SCRIPT_NAMES += ("hj_requeue",)  # hash-job: processing -> pending, bounded
 SCRIPT_NAMES += ("hj_suppressed_move", "hj_repair")  # hash-job (failed list: list_window, kind "hj")
 SCRIPT_NAMES += ("list_window", "list_restore", "lease")  # the window engine (jobctl.ops.window)
-SCRIPT_NAMES += ("list_scan",)  # a filtered dead-list plan's server-side rule-out (jobctl.layouts.predicate_plan)
+SCRIPT_NAMES += ("list_scan",)  # a filtered dead-list plan's server-side rule-out (jobctl.layouts.reliable_list.predicate_plan)
 SCRIPT_NAMES += ("jl_requeue", "jl_suppressed_move", "jl_repair")  # json-list
 
 _REGISTERED: "weakref.WeakKeyDictionary[redis.Redis, dict[str, Script]]" = weakref.WeakKeyDictionary()

@@ -1,4 +1,4 @@
-"""``jobctl check`` (``jobctl/layouts/reliable_list_check.py``,
+"""``jobctl check`` (``jobctl/layouts/reliable_list/check.py``,
 ``jobctl/lua/rl_repair.lua``): the invariants of a reliable-list queue, the
 unambiguous repairs, and their journal entry."""
 

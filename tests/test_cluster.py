@@ -251,7 +251,7 @@ def _after_first_batch(monkeypatch, action):
     trip) of the next operation, whether the layout applies it itself or the
     window engine drives it."""
     import jobctl.ops.engine as engine
-    from jobctl.layouts.reliable_list import ReliableList
+    from jobctl.layouts.reliable_list.layout import ReliableList
 
     fired = []
 

@@ -21,7 +21,7 @@ import pytest
 from jobctl.export.manifest import load_manifest
 from jobctl.export.reader import iter_rows
 from jobctl.keys import ReliableListKeys
-from jobctl.layouts import reliable_list_migrate
+from jobctl.layouts.reliable_list import migrate as reliable_list_migrate
 from jobctl.model import State
 from jobctl.ops.core import OperationCore
 from jobctl.ops.request import OpRequest

@@ -1,5 +1,5 @@
 """``jobctl migrate`` / ``jobctl drain`` between reliable-list queues
-(``jobctl/layouts/reliable_list_migrate.py``, ``jobctl/lua/rl_migrate_*.lua``)
+(``jobctl/layouts/reliable_list/migrate.py``, ``jobctl/lua/rl_migrate_*.lua``)
 on a real server: order, payloads, due times, fences, and a crash (an
 injected one between copy and delete, and a real kill -9) followed by a
 rerun: every job in exactly one queue and one state."""
@@ -19,8 +19,8 @@ import pytest
 from jobctl.config import QueueConfig
 from jobctl.filter import compile_filter
 from jobctl.keys import ReliableListKeys
-from jobctl.layouts import reliable_list_migrate
-from jobctl.layouts.reliable_list import ReliableList
+from jobctl.layouts.reliable_list import migrate as reliable_list_migrate
+from jobctl.layouts.reliable_list.layout import ReliableList
 from jobctl.model import State
 from jobctl.ops.engine import run_plan
 from jobctl.ops.spec import Operation, OpSpec

@@ -22,8 +22,8 @@ from jobctl.filter import compile_filter
 from jobctl.filter.lua_predicate import (SCAN_MAX_CLAUSES, SCAN_MAX_PROGRAM_BYTES, SCAN_WINDOW, lua_program,
                                          program_clauses, scan_call_bytes)
 from jobctl.keys import ReliableListKeys
-from jobctl.layouts.lean_plan import plan_dead_filtered
-from jobctl.layouts.reliable_list import ReliableList
+from jobctl.layouts.reliable_list.lean_plan import plan_dead_filtered
+from jobctl.layouts.reliable_list.layout import ReliableList
 from jobctl.model import State
 from jobctl.ops.plan import PredicateRange
 from jobctl.ops.spec import Operation, OpSpec

@@ -8,7 +8,7 @@ import pytest
 import redis
 
 from jobctl.keys import HashJobKeys
-from jobctl.layouts import hash_job as hj_layout
+from jobctl.layouts.hash_job import layout as hj_layout
 from jobctl.model import State
 from jobctl.ops.engine import run_plan
 from jobctl.ops.spec import Operation, OpSpec

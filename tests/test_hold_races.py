@@ -240,8 +240,8 @@ def test_a_hold_cycle_waits_for_a_resume_and_then_pauses_nothing(redis_client, r
     """A hold cycle and a resume that lifts the hold: whichever takes the
     lease first, once the resume is done no job is paused by the hold."""
     from jobctl.config import QueueConfig
-    from jobctl.layouts.reliable_list import ReliableList
-    from jobctl.layouts.reliable_list_holds import CycleMarks, add_hold, plan_cycle
+    from jobctl.layouts.reliable_list.layout import ReliableList
+    from jobctl.layouts.reliable_list.holds import CycleMarks, add_hold, plan_cycle
     from jobctl.ops.engine import run_plan
 
     enqueue(redis_client, 30)

@@ -11,7 +11,7 @@ import pytest
 from jobctl.config import QueueConfig
 from jobctl.keys import DelayZsetKeys, RedissonDelayedKeys
 from jobctl.layouts import layout_for
-from jobctl.layouts.redisson_member import decode_member, encode_member
+from jobctl.layouts.redisson_delayed_queue.member import decode_member, encode_member
 from jobctl.model import State
 from jobctl.ops.spec import Operation, OpSpec
 from jobctl_fixtures.layouts.delay_zset import ADAPTER, Consumer, Producer, RedissonDelayedQueueWriter

@@ -12,8 +12,8 @@ import time
 import orjson
 import pytest
 
-import jobctl.layouts.delayed_events_ops as de_ops
-import jobctl.layouts.delayed_events_status as de_status
+import jobctl.layouts.delayed_events.ops as de_ops
+import jobctl.layouts.delayed_events.status as de_status
 import jobctl.layouts.walks as walks
 from jobctl.config import QueueConfig
 from jobctl.keys import DelayedEventsKeys
@@ -216,8 +216,8 @@ def test_check_reports_broken_invariants(redis_client):
 def test_check_finding_that_no_longer_holds_is_transient(redis_client):
     """A member that moved between the check's two reads is not reported
     (issue 12, item 10): the dispatcher wrote its envelope after the window."""
-    from jobctl.layouts.delayed_events_check import _recheck
-    from jobctl.layouts.reliable_list_check import CheckReport, Problem
+    from jobctl.layouts.delayed_events.check import _recheck
+    from jobctl.layouts.reliable_list.check import CheckReport, Problem
 
     redis_client.zadd(K.zset, {"com.acme.X###1": 1, "com.acme.X###2": 2})
     redis_client.hset(K.events, "com.acme.X###2", envelope("com.acme.X", "2", {}))

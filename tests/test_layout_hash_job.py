@@ -13,9 +13,9 @@ from jobctl.cli.main import main
 from jobctl.config import QueueConfig
 from jobctl.filter import compile_filter
 from jobctl.keys import HashJobKeys
-from jobctl.layouts import hash_job as hj_layout
+from jobctl.layouts.hash_job import layout as hj_layout
 from jobctl.layouts import layout_for
-from jobctl.layouts.hash_job import recognize
+from jobctl.layouts.hash_job.layout import recognize
 from jobctl.layouts.walks import LREM_BUDGET, lrem_chunk
 from jobctl.model import State
 from jobctl.ops.engine import run_plan
@@ -360,7 +360,7 @@ def test_a_key_of_the_wrong_type(redis_client):
 
 @pytest.mark.parametrize("op", ["redrive", "suppress", "purge"])
 def test_lean_unfiltered_failed_plan_matches_the_record_plan(redis_client, op):
-    from jobctl.layouts.hash_job_plan import lean_failed_plan
+    from jobctl.layouts.hash_job.plan import lean_failed_plan
     from jobctl.ops.plan import JobColumns
 
     load_scenario(redis_client, "dlq-spike", queue=Q, size=SIZE, now_ms=NOW)

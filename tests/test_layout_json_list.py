@@ -17,7 +17,7 @@ from jobctl.errors import NotFound
 from jobctl.filter import compile_filter
 from jobctl.keys import JsonListKeys
 from jobctl.layouts import layout_for
-from jobctl.layouts.json_list import MALFORMED_ID_PREFIX, raw_sha1
+from jobctl.layouts.json_list.layout import MALFORMED_ID_PREFIX, raw_sha1
 from jobctl.model import State
 from jobctl.ops.engine import run_plan
 from jobctl.ops.spec import Operation, OpSpec

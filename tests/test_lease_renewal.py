@@ -10,7 +10,7 @@ import pytest
 from jobctl.config import QueueConfig
 from jobctl.filter import compile_filter
 from jobctl.keys import shard_tags
-from jobctl.layouts.reliable_list import ReliableList
+from jobctl.layouts.reliable_list.layout import ReliableList
 from jobctl.model import State
 from jobctl.ops import lease, orphan_holds, window, window_tail
 from jobctl.ops.engine import run_plan

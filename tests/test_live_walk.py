@@ -1,11 +1,11 @@
 """The anchored walk of a list that changes while it is read
-(:func:`jobctl.layouts.live_walk.walk_live_list`), driven step by step: a
+(:func:`jobctl.layouts.reliable_list.live_walk.walk_live_list`), driven step by step: a
 pop at the tail, an ``LREM`` of the anchor in the middle, pushes at either
 end, and an id listed twice."""
 
 from __future__ import annotations
 
-from jobctl.layouts.live_walk import walk_live_list
+from jobctl.layouts.reliable_list.live_walk import walk_live_list
 
 KEY = "queue:{live}:ready"
 

@@ -15,8 +15,8 @@ from jobctl.config import QueueConfig
 from jobctl.filter import compile_filter
 from jobctl.filter.lua_predicate import decodes, lua_program
 from jobctl.keys import ReliableListKeys
-from jobctl.layouts.lean_plan import _Lean, doc_envelope, plan_dead_filtered
-from jobctl.layouts.reliable_list import ReliableList
+from jobctl.layouts.reliable_list.lean_plan import _Lean, doc_envelope, plan_dead_filtered
+from jobctl.layouts.reliable_list.layout import ReliableList
 from jobctl.model import State, parse_envelope
 from jobctl.ops.engine import run_plan
 from jobctl.ops.plan import PredicateRange
@@ -118,7 +118,7 @@ def test_filters_the_program_cannot_express_stay_client_side(text):
 
 #: number tokens cjson reads and orjson refuses: a plan may not list such an
 #: envelope as malformed when the filter rules it out (documented in
-#: jobctl/layouts/predicate_plan.py); it is never planned either way
+#: jobctl/layouts/reliable_list/predicate_plan.py); it is never planned either way
 _CJSON_ONLY = (b"0x", b"NaN", b":01")
 
 
@@ -148,7 +148,7 @@ def _spec(text: str) -> OpSpec:
 @pytest.mark.parametrize("text", ["tenant = t1", "error = HTTP_503 or attempts >= 4", "not type = sms.send"])
 def test_a_plan_with_server_side_rule_outs_is_the_client_side_plan_and_moves_exactly_it(redis_client, text, depth,
                                                                                          ahead, monkeypatch):
-    from jobctl.layouts import predicate_plan
+    from jobctl.layouts.reliable_list import predicate_plan as predicate_plan
 
     monkeypatch.setattr(predicate_plan, "SCAN_DEPTH", depth)
     monkeypatch.setattr(predicate_plan, "SCAN_AHEAD", ahead)
@@ -233,7 +233,7 @@ def test_groups_without_candidates_between_those_with_some_are_confirmed_in_walk
     """Groups whose scan finds no candidate are confirmed without an
     envelope read, in walk order with those whose candidates' envelopes are
     still in flight (predicate_plan.SCAN_AHEAD)."""
-    from jobctl.layouts import predicate_plan
+    from jobctl.layouts.reliable_list import predicate_plan as predicate_plan
 
     monkeypatch.setattr(predicate_plan, "SCAN_DEPTH", 1)
     monkeypatch.setattr(predicate_plan, "SCAN_AHEAD", ahead)

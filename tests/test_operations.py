@@ -1,6 +1,6 @@
 """Mutating operations against a real server: requeue, redrive, promote,
 suppress, unsuppress, purge (``jobctl/cli/ops_cmds.py``, ``jobctl/ops``,
-``jobctl/layouts/reliable_list_ops.py`` and ``jobctl/lua/rl_*.lua``).
+``jobctl/layouts/reliable_list/ops.py`` and ``jobctl/lua/rl_*.lua``).
 
 Queues are put in a known state by the fixtures (``load_scenario`` and the
 protocol's Producer/Worker, as other teams' services would), every check
@@ -28,8 +28,8 @@ from jobctl.cli.main import main
 from jobctl.config import QueueConfig
 from jobctl.filter import compile_filter
 from jobctl.keys import ReliableListKeys, shard_tags
-from jobctl.layouts import reliable_list_ops
-from jobctl.layouts.reliable_list import ReliableList
+from jobctl.layouts.reliable_list import ops as reliable_list_ops
+from jobctl.layouts.reliable_list.layout import ReliableList
 from jobctl.model import State
 from jobctl.ops.engine import run_plan
 from jobctl.ops.plan import payload_sha1

@@ -1,5 +1,5 @@
 """``jobctl pause`` / ``resume`` / ``hold`` on the reliable-list layout
-(``jobctl/layouts/reliable_list_pause.py``, ``jobctl/lua/rl_pause_move.lua``,
+(``jobctl/layouts/reliable_list/pause.py``, ``jobctl/lua/rl_pause_move.lua``,
 ``jobctl/cli/recovery_cmds.py``) against a real server, with the fixtures'
 producers and workers (seed 000 sections 7-8) as the other teams' services.
 
@@ -20,8 +20,8 @@ import pytest
 from jobctl.config import QueueConfig
 from jobctl.filter import compile_filter
 from jobctl.keys import ReliableListKeys, shard_tags
-from jobctl.layouts.reliable_list import ReliableList
-from jobctl.layouts.reliable_list_pause import add_hold, hold_spec
+from jobctl.layouts.reliable_list.layout import ReliableList
+from jobctl.layouts.reliable_list.pause import add_hold, hold_spec
 from jobctl.model import State
 from jobctl.ops.engine import run_plan
 from jobctl.ops.spec import Operation, OpSpec

@@ -289,7 +289,7 @@ def test_noscript_with_another_client_reloading_the_script_between_round_trips(r
 @pytest.mark.parametrize("own_conn", [False, True])
 def test_hash_job_plan_a_wrong_type_job_key_holds_only_its_job_and_the_connection_stays_clean(redis_client,
                                                                                              own_conn):
-    from jobctl.layouts.hash_job import WRONGTYPE_BREAKDOWN
+    from jobctl.layouts.hash_job.layout import WRONGTYPE_BREAKDOWN
 
     job_ids = failed_jobs(redis_client, 300)
     redis_client.delete(K.job(job_ids[150]))

@@ -12,8 +12,8 @@ import random
 import pytest
 
 from jobctl.config import QueueConfig
-from jobctl.layouts.lean_plan import plan_dead_filtered
-from jobctl.layouts.reliable_list import ReliableList
+from jobctl.layouts.reliable_list.lean_plan import plan_dead_filtered
+from jobctl.layouts.reliable_list.layout import ReliableList
 from jobctl.model import State
 from jobctl.ops import spill
 from jobctl.ops.engine import run_plan

@@ -14,7 +14,7 @@ import jobctl.attempts
 from jobctl.attempts import attempt_histogram
 from jobctl.config import QueueConfig
 from jobctl.keys import ReliableListKeys, shard_tags
-from jobctl.layouts.reliable_list import ReliableList
+from jobctl.layouts.reliable_list.layout import ReliableList
 from jobctl.model import State
 from jobctl_fixtures.scenarios import load_scenario
 from helpers import cli, wall_ms

@@ -194,7 +194,7 @@ def test_9_dlq_loss_warnings(capsys, redis_url, redis_client, tmp_path):
 def test_10_a_job_moving_between_reads_is_not_a_problem(capsys, redis_url, redis_client, tmp_path, monkeypatch):
     load_scenario(redis_client, "healthy", queue="email", size=60, seed=8)
     keys = ReliableListKeys("email")
-    from jobctl.layouts import reliable_list_check as rlc
+    from jobctl.layouts.reliable_list import check as rlc
 
     original = rlc._read_list
     moved = []
@@ -254,7 +254,7 @@ def test_11_metrics_without_info_acl_says_so(capsys, redis_url, redis_client, mo
 def test_10_hash_job_claim_between_reads_is_not_a_problem(capsys, redis_url, redis_client, tmp_path, monkeypatch):
     hj_fixture.load_scenario(redis_client, "healthy", queue="hj", size=40, seed=11)
     keys = HashJobKeys("hj")
-    from jobctl.layouts import hash_job_check as hjc
+    from jobctl.layouts.hash_job import check as hjc
 
     original = hjc.walk_list
     moved = []
@@ -281,7 +281,7 @@ def test_10_json_list_claim_between_reads_is_not_a_problem(capsys, redis_url, re
     without a claim time.  Neither is reported."""
     jl_fixture.load_scenario(redis_client, "healthy", prefix="jl", size=40, seed=12)
     keys = JsonListKeys("jl")
-    from jobctl.layouts import json_list_check as jlc
+    from jobctl.layouts.json_list import check as jlc
 
     walk_list, walk_zset = jlc.walk_list, jlc.walk_zset
     moved = []

@@ -119,7 +119,7 @@ def test_inspect_shows_the_record_in_words_cli_and_tui(redis_client, run):
     from rich.console import Console
 
     from jobctl.config import QueueConfig
-    from jobctl.layouts.reliable_list import ReliableList
+    from jobctl.layouts.reliable_list.layout import ReliableList
     from jobctl_tui.inspector import facts_table
 
     [job_id] = simple_dead(redis_client, "email", 1)

@@ -1,5 +1,5 @@
 """``jobctl replay`` with a live consumer (``jobctl/lua/sg_replay.lua``,
-``jobctl/layouts/stream_group_replay.py``): whatever the replays of the same
+``jobctl/layouts/stream_group/replay.py``): whatever the replays of the same
 window, run one after the other or at the same time, each original entry
 reaches the consumers exactly once more, and an entry that is itself a
 replay (it carries ``replayOf``) is never replayed."""

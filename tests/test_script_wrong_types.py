@@ -26,7 +26,7 @@ from typing import Callable
 import pytest
 import redis
 
-from jobctl.layouts.hash_job import FENCE_FIELDS
+from jobctl.layouts.hash_job.layout import FENCE_FIELDS
 from jobctl.scripts import SCRIPT_NAMES, script
 
 TYPES = ("string", "list", "hash", "set", "zset", "stream")

@@ -11,8 +11,8 @@ import pytest
 
 from jobctl.filter import compile_filter
 from jobctl.keys import ReliableListKeys
-from jobctl.layouts import predicate_plan
-from jobctl.layouts.reliable_list import ReliableList
+from jobctl.layouts.reliable_list import predicate_plan as predicate_plan
+from jobctl.layouts.reliable_list.layout import ReliableList
 from jobctl.config import QueueConfig
 from jobctl.model import State
 from jobctl.ops import window

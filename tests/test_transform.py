@@ -1,6 +1,6 @@
 """``jobctl migrate QUEUE --transform FILE`` / ``--rollback OPERATION`` on
 the reliable-list layout (``jobctl/ops/transform.py``,
-``jobctl/layouts/reliable_list_transform.py``, ``jobctl/lua/rl_transform.lua``)."""
+``jobctl/layouts/reliable_list/transform.py``, ``jobctl/lua/rl_transform.lua``)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ import redis
 from jobctl.config import QueueConfig
 from jobctl.filter import compile_filter
 from jobctl.keys import ReliableListKeys
-from jobctl.layouts.reliable_list import ReliableList
-from jobctl.layouts.reliable_list_transform import kept_layers
+from jobctl.layouts.reliable_list.layout import ReliableList
+from jobctl.layouts.reliable_list.transform import kept_layers
 from jobctl.model import State
 from jobctl.ops.engine import run_plan
 from jobctl.ops.spec import Operation, OpSpec

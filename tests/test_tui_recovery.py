@@ -18,8 +18,8 @@ from jobctl.export.manifest import load_manifest
 from jobctl.export.reader import iter_rows
 from jobctl.filter import compile_filter
 from jobctl.keys import ReliableListKeys
-from jobctl.layouts.reliable_list import ReliableList
-from jobctl.layouts.reliable_list_pause import add_hold
+from jobctl.layouts.reliable_list.layout import ReliableList
+from jobctl.layouts.reliable_list.pause import add_hold
 from jobctl.ops.journal import read_entries
 from jobctl_fixtures.protocol import Worker
 from jobctl_fixtures.scenarios import load_scenario

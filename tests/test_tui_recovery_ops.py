@@ -11,8 +11,8 @@ from textual.widgets import Static
 
 from jobctl.config import QueueConfig
 from jobctl.keys import ReliableListKeys
-from jobctl.layouts.reliable_list import ReliableList
-from jobctl.layouts.reliable_list_pause import add_hold, holds
+from jobctl.layouts.reliable_list.layout import ReliableList
+from jobctl.layouts.reliable_list.pause import add_hold, holds
 from jobctl.ops.journal import read_entries
 from jobctl_tui.actions import PlanModal
 from jobctl_tui.recovery_modals import ReplayModal, TransformModal

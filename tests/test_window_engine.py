@@ -20,8 +20,8 @@ from jobctl.exitcodes import ExitCode
 from jobctl.filter import compile_filter
 from jobctl.keys import HashJobKeys, JsonListKeys, ReliableListKeys, StreamGroupKeys
 from jobctl.layouts import layout_for
-from jobctl.layouts.hash_job import FENCE_FIELDS
-from jobctl.layouts.reliable_list import ReliableList
+from jobctl.layouts.hash_job.layout import FENCE_FIELDS
+from jobctl.layouts.reliable_list.layout import ReliableList
 from jobctl.model import State
 from jobctl.ops import window
 from jobctl.ops.engine import run_plan
@@ -154,7 +154,7 @@ import os, signal, sys
 import redis
 from jobctl.config import QueueConfig
 from jobctl.filter import compile_filter
-from jobctl.layouts.reliable_list import ReliableList
+from jobctl.layouts.reliable_list.layout import ReliableList
 from jobctl.model import State
 from jobctl.ops import window
 from jobctl.ops.spec import Operation, OpSpec
@@ -416,7 +416,7 @@ def test_tail_walk_with_two_round_trips_in_flight_stops_with_every_call_that_ran
     connection): the first one's last result does not end the run, and
     ``stop()``, polled before a third is sent, lets the second finish; every
     call that ran is counted and a rerun moves the rest, in order."""
-    from jobctl.layouts import predicate_plan
+    from jobctl.layouts.reliable_list import predicate_plan as predicate_plan
     from jobctl.ops.plan import PredicateRange, TailRange
 
     monkeypatch.setattr(window, "ROUND_TRIP_POSITIONS", 20)  # 2 calls of 10 a round trip
@@ -506,7 +506,7 @@ def test_unfiltered_purge_crash_mid_walk_then_rerun(redis_client, redis_url, run
     b'{"jobId":"a","jobType":"t","createdAtEpochMs":1,"attempt":true}',
 ])
 def test_doc_envelope_agrees_with_parse_envelope(raw):
-    from jobctl.layouts.lean_plan import doc_envelope
+    from jobctl.layouts.reliable_list.lean_plan import doc_envelope
     from jobctl.model import ENVELOPE_FIELDS, parse_envelope
 
     full = parse_envelope(raw)
@@ -535,7 +535,7 @@ def test_lean_filtered_plan_matches_the_record_plan(redis_client):
         assert lean.breakdown == ref.breakdown and lean.walked == ref.walked
         assert (lean.scanned, lean.dangling) == (ref.scanned, ref.dangling)
         # the server-side quick rule-out never decodes a malformed envelope
-        # none of the filter's text values occurs in (jobctl/layouts/predicate_plan.py)
+        # none of the filter's text values occurs in (jobctl/layouts/reliable_list/predicate_plan.py)
         assert set(lean.malformed) <= set(ref.malformed)
 
 

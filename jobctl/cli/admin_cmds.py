@@ -17,7 +17,7 @@ pass_session = click.make_pass_decorator(Session)
 
 def _held_problems(layout) -> list:
     """The findings of the holds a killed operation left (:mod:`jobctl.ops.orphan_holds`)."""
-    from ..layouts.reliable_list_check import Problem
+    from jobctl.layouts.reliable_list.check import Problem
     from ..ops.orphan_holds import find
 
     return [Problem("orphaned_hold", o.tag, "", o.describe(), "give back to the dead list, in order")
@@ -51,7 +51,7 @@ def _repair(session: Session, layout, wanted: list, started: int):
     """Repair exactly the confirmed findings ``wanted`` of ``layout``;
     returns the check report after it (the confirmed findings first, with
     ``repaired`` set); journals the repair."""
-    from ..layouts.reliable_list_check import repairing_only
+    from jobctl.layouts.reliable_list.check import repairing_only
     from ..ops.journal import repair_entry, write_entry
     from ..ops.orphan_holds import give_back
     from .ops_cmds import invocation

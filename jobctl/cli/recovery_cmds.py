@@ -5,7 +5,7 @@ Pause and resume run through the operations core like every operation
 (plan, ``--dry-run``, confirmation, fenced bounded script calls, ``--rate``,
 Ctrl-C between calls, journal, ``--json``; :func:`jobctl.cli.ops_cmds.execute`).
 The paused state and holds are jobctl's own keys
-(:mod:`jobctl.layouts.reliable_list_pause`); layouts where a job cannot be
+(:mod:`jobctl.layouts.reliable_list.pause`); layouts where a job cannot be
 taken out of the workers' reach refuse with a one-line error.
 
 Holds: ``jobctl pause QUEUE --filter EXPR --reason TEXT --hold`` pauses
@@ -117,7 +117,7 @@ def pause(session: Session, queue, filter_text, reason, state, hold, budget, int
     code = execute(session, req, yes=yes, as_json=as_json, rate=rate, batch=batch)
     if not hold or dry_run or code not in (ExitCode.OK, ExitCode.PARTIAL):
         return code
-    from ..layouts.reliable_list_holds import add_hold
+    from jobctl.layouts.reliable_list.holds import add_hold
 
     with session.errors():
         record = add_hold(layout, filter_text, reason, operator_name())
@@ -149,7 +149,7 @@ def _hold_loop(session: Session, layout, records: list[dict], *, budget: int, in
     changes (:class:`~jobctl.ops.arrivals.Arrivals`), at most every
     :data:`MIN_GAP_S`, and at least every ``interval_ms``.  One journal
     entry per cycle that moved jobs."""
-    from ..layouts.reliable_list_holds import CycleMarks, holds
+    from jobctl.layouts.reliable_list.holds import CycleMarks, holds
     from ..ops.arrivals import Arrivals
     from ..ops.core import OperationCore
 
@@ -235,7 +235,7 @@ def resume(session: Session, queue, filter_text, limit, rate, batch, dry_run, ye
 def _warn_holds_left(session: Session, queue: str, filter_text: str) -> None:
     """One warning line per hold of ``queue`` a resume of ``filter_text``
     leaves recorded (another filter): its cycles pause its jobs again."""
-    from ..layouts.reliable_list_holds import filter_key, hold_key, holds
+    from jobctl.layouts.reliable_list.holds import filter_key, hold_key, holds
 
     with session.errors():
         layout = session.layout(queue)
@@ -266,7 +266,7 @@ def hold() -> None:
 def hold_run(session: Session, queue, budget, interval, cycles, rate, batch, as_json) -> int:
     """Run the cycles of every hold of QUEUE in the foreground until they are
     lifted (what a hold guarantees: `jobctl pause --help`)."""
-    from ..layouts.reliable_list_holds import holds
+    from jobctl.layouts.reliable_list.holds import holds
 
     layout = _pausable(session, queue, "hold")
     session.require_writable("hold run")
@@ -285,7 +285,7 @@ def hold_run(session: Session, queue, budget, interval, cycles, rate, batch, as_
 @pass_session
 def hold_ls(session: Session, queue, as_json) -> int:
     """List the holds of QUEUE (filter, reason, who, since)."""
-    from ..layouts.reliable_list_pause import holds
+    from jobctl.layouts.reliable_list.pause import holds
 
     layout = _pausable(session, queue, "hold")
     with session.errors():

@@ -94,7 +94,7 @@ def scan_types(client, *, limit: int = DEFAULT_SCAN_LIMIT, count: int = 1000,
 def recognizer_table() -> dict[str, Callable[..., Any]]:
     """Layout name -> its recognizer (static imports; two layouts may share
     one, e.g. delay-zset and redisson-delayed-queue)."""
-    from ..layouts import hash_job
+    from jobctl.layouts.hash_job import layout as hash_job
     from . import delay_zset, delayed_events, json_list, reliable_list, stream_group
 
     return {"reliable-list": reliable_list.recognize, "stream-group": stream_group.recognize,

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..config import QueueConfig
 from ..keys import REDISSON_DELAY_KEY_RE, DelayZsetKeys
-from ..layouts.delay_zset_common import EPOCH_MS_RANGE
+from jobctl.layouts.delay_zset.common import EPOCH_MS_RANGE
 
 __all__ = ["recognize"]
 

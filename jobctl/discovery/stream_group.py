@@ -8,7 +8,7 @@ from typing import Any
 from ..config import QueueConfig
 from ..keys import STREAM_GROUP_KEY_RE, ReliableListKeys, StreamGroupKeys, split_shard_tag
 from ..layouts.common import text
-from ..layouts.stream_group import DEFAULT_GROUP
+from jobctl.layouts.stream_group.layout import DEFAULT_GROUP
 
 __all__ = ["recognize"]
 

@@ -3,12 +3,12 @@
 :func:`lua_program` turns a compiled :class:`~jobctl.filter.Filter` into the
 program ``list_scan.lua`` evaluates over each reliable-list envelope decoded
 by cjson, so that the plan of a filtered dead-list redrive does not ship the
-envelopes the filter rules out (:mod:`jobctl.layouts.predicate_plan`).  The
+envelopes the filter rules out (:mod:`jobctl.layouts.reliable_list.predicate_plan`).  The
 server only rules jobs out: every job it cannot rule out (a match, or an
 envelope cjson and orjson might read differently) is decided by the client
 with :meth:`Filter.matches`, so a plan never depends on the two readers
 agreeing.  A filter the program cannot express exactly returns ``None``: the
-caller keeps today's client-side evaluation (:mod:`jobctl.layouts.lean_plan`).
+caller keeps today's client-side evaluation (:mod:`jobctl.layouts.reliable_list.lean_plan`).
 
 Expressible (the same truth values as :meth:`Filter.matches` on every
 envelope ``parse_envelope`` reads without problems):

@@ -20,13 +20,13 @@ __all__ = ["known_layouts", "layout_for"]
 
 # layout name -> "module:Class"
 _REGISTRY: dict[str, str] = {
-    "reliable-list": "jobctl.layouts.reliable_list:ReliableList",
-    "stream-group": "jobctl.layouts.stream_group:StreamGroup",
-    "delayed-events": "jobctl.layouts.delayed_events:DelayedEvents",
-    "delay-zset": "jobctl.layouts.delay_zset:DelayZset",
-    "redisson-delayed-queue": "jobctl.layouts.redisson_delayed_queue:RedissonDelayedQueue",
-    "hash-job": "jobctl.layouts.hash_job:HashJob",
-    "json-list": "jobctl.layouts.json_list:JsonList",
+    "reliable-list": "jobctl.layouts.reliable_list.layout:ReliableList",
+    "stream-group": "jobctl.layouts.stream_group.layout:StreamGroup",
+    "delayed-events": "jobctl.layouts.delayed_events.layout:DelayedEvents",
+    "delay-zset": "jobctl.layouts.delay_zset.layout:DelayZset",
+    "redisson-delayed-queue": "jobctl.layouts.redisson_delayed_queue.layout:RedissonDelayedQueue",
+    "hash-job": "jobctl.layouts.hash_job.layout:HashJob",
+    "json-list": "jobctl.layouts.json_list.layout:JsonList",
 }
 
 

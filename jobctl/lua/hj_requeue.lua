@@ -33,7 +33,7 @@
 --          search (>= 1)
 -- ARGV[2]  now (epoch ms): reclaimed_at_ms
 -- ARGV[3]  fence fields: the hash fields the fence covers, separated by
---          single spaces (jobctl.layouts.hash_job.FENCE_FIELDS, in order)
+--          single spaces (jobctl.layouts.hash_job.layout.FENCE_FIELDS, in order)
 -- ARGV[4]  N
 -- ARGV[5+2(i-1)..6+2(i-1)] per job i: id, fence (hex SHA1 of those fields'
 --          values, a missing one as "", joined by \x1f) at plan time

@@ -22,7 +22,7 @@
 -- KEYS[3+i] job hash of job i   queue:<n>:job:<id>
 -- ARGV[1]  mode: "unsuppress" | "purge"
 -- ARGV[2]  fence fields: the hash fields the fence covers, separated by
---          single spaces (jobctl.layouts.hash_job.FENCE_FIELDS, in order)
+--          single spaces (jobctl.layouts.hash_job.layout.FENCE_FIELDS, in order)
 -- ARGV[3]  N
 -- ARGV[4+3(i-1)..6+3(i-1)] per job i: id, score at plan time (integer
 --          string), fence (hex SHA1 of those fields' values, a missing one

@@ -1,6 +1,6 @@
 -- list_scan.lua: one bounded window of the plan of a filtered dead-list
 -- operation whose filter compiles to a server-side program
--- (jobctl.layouts.predicate_plan): the program rules jobs out on each
+-- (jobctl.layouts.reliable_list.predicate_plan): the program rules jobs out on each
 -- envelope server-side (prelude/predicate.lua); only the candidates' indexes
 -- come back, for the client to confirm with jobctl's own filter.  Reads only.
 --

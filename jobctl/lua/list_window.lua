@@ -71,7 +71,7 @@
 --          its planned position").  The reply then has a pair for each match
 --          (code "moved" included)
 -- ARGV[14+4N..] hash-job only (W = 4): the fence field list
---          (jobctl.layouts.hash_job.FENCE_FIELDS, passed from Python)
+--          (jobctl.layouts.hash_job.layout.FENCE_FIELDS, passed from Python)
 -- returns  { popped_by_this_call, popped_total, ended, moved, held,
 --          i1, code1, ..., iM, codeM }: ended 1 when the dead list ran out;
 --          one (entry index, code) pair per planned entry met (tail mode:
@@ -112,7 +112,7 @@ width = tonumber(width)
 local reset, info = ARGV[9] == '1', ARGV[10]
 local nargs = width == 0 and 15 or 13 + width * n
 if width == 0 and #ARGV == 17 then nargs = 17 end
--- hash-job: the fence field list (jobctl.layouts.hash_job.FENCE_FIELDS) follows
+-- hash-job: the fence field list (jobctl.layouts.hash_job.layout.FENCE_FIELDS) follows
 local fence_fields = {}
 if kind == 'hj' then
   for j = nargs + 1, #ARGV do fence_fields[#fence_fields + 1] = ARGV[j] end

@@ -266,7 +266,7 @@ def _holds_to_lift(req: OpRequest, layout: "Layout") -> list[dict[str, Any]]:
     filter, every hold without one (reliable-list; other layouts have none)."""
     if req.operation is not Operation.RESUME or layout.name != "reliable-list":
         return []
-    from ..layouts.reliable_list_holds import lift_holds
+    from jobctl.layouts.reliable_list.holds import lift_holds
 
     return lift_holds(layout, req.filter_text, dry_run=True)
 
@@ -454,8 +454,8 @@ class OperationCore:
         if not prepared.holds:
             return []
         from ..clock import now_ms
-        from ..layouts.reliable_list_holds import drop_holds, lift_holds
-        from ..layouts.reliable_list_pause import replan_after_lift
+        from jobctl.layouts.reliable_list.holds import drop_holds, lift_holds
+        from jobctl.layouts.reliable_list.pause import replan_after_lift
         from .queue_lease import QueueLease
 
         self.session.require_writable("resume")
@@ -474,15 +474,15 @@ class OperationCore:
                    argv: list[str] | None = None) -> "RunResult | None":
         """One cycle of the hold record ``hold`` (``jobctl pause --hold``,
         ``jobctl hold run``; reliable-list): plan the newly ready jobs of its
-        filter, at most ``budget`` (:func:`~jobctl.layouts.reliable_list_holds.plan_cycle`,
-        ``marks`` a :class:`~jobctl.layouts.reliable_list_holds.CycleMarks`
+        filter, at most ``budget`` (:func:`~jobctl.layouts.reliable_list.holds.plan_cycle`,
+        ``marks`` a :class:`~jobctl.layouts.reliable_list.holds.CycleMarks`
         kept between cycles), and pause them under the queue's lease, each
         call only while the hold is recorded; journaled when any moved.
         ``None`` when nothing matched.  Raises
         :class:`~jobctl.errors.ReadOnlyRefused`, :class:`~jobctl.errors.Busy`
         (another operation keeps the lease) and other
         :class:`~jobctl.errors.JobctlError`."""
-        from ..layouts.reliable_list_holds import plan_cycle
+        from jobctl.layouts.reliable_list.holds import plan_cycle
         from .engine import run_plan
 
         self.session.require_writable("hold")

@@ -133,7 +133,7 @@ def repair_entry(op_id: str, queue: str, layout: str, *, confirmed: list, repair
     no longer held or changed since, so were left alone) plus ``repairs``
     (the first 200 repaired findings, ``Problem.to_json()``) and
     ``remaining`` (findings left).  ``confirmed`` and ``repaired``: lists of
-    :class:`~jobctl.layouts.reliable_list_check.Problem`."""
+    :class:`~jobctl.layouts.reliable_list.check.Problem`."""
     from .spec import operator_name
 
     return {"id": op_id, "operation": "check --repair", "queue": queue, "layout": layout,

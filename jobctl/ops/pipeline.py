@@ -1,7 +1,7 @@
 """Window calls on the wire: RESP packed by jobctl (:func:`_bulk`,
 :func:`_packed`) and one pipelined round trip of ``EVALSHA`` calls
 (:func:`pipelined`), for the window engine (:mod:`jobctl.ops.window`) and
-the filtered plan's scan (:mod:`jobctl.layouts.predicate_plan`)."""
+the filtered plan's scan (:mod:`jobctl.layouts.reliable_list.predicate_plan`)."""
 
 from __future__ import annotations
 

@@ -61,7 +61,7 @@ class TailRange:
 
 class PredicateRange(TailRange):
     """The planned jobs of a filtered dead-list plan whose filter ran
-    server-side (:mod:`jobctl.layouts.predicate_plan`): per shard the
+    server-side (:mod:`jobctl.layouts.reliable_list.predicate_plan`): per shard the
     ``walked`` tail positions in windows of ``window`` positions, and per
     window ``(digest, bitmap, ids)``: the SHA1 of the window's payload keys
     joined by ``"\n"`` (its fence: the window engine moves nothing of a window

@@ -187,7 +187,7 @@ class ListSource:
     #: ``now -> suppressed-info JSON`` (suppress)
     info: Callable[[int], bytes] | None = None
     #: kind ``"hj"`` (hash-job failed list): the job-hash fields whose SHA1 is
-    #: the fence (:data:`jobctl.layouts.hash_job.FENCE_FIELDS`), passed as ARGV
+    #: the fence (:data:`jobctl.layouts.hash_job.layout.FENCE_FIELDS`), passed as ARGV
     fence_fields: tuple[str, ...] = ()
     #: tail positions per window call when ``--batch`` sets none (0: :data:`WINDOW`,
     #: tail mode :data:`TAIL_WINDOW`)

@@ -1,0 +1,543 @@
+"""The ``hash-job`` layout (layouts.md section 3; seed 001, the Redis
+documentation's job queue): a ``pending``, ``processing``, ``completed`` and
+``failed`` list of job ids, and one hash per job holding its payload (JSON
+text) and metadata: ``status``, ``attempts``, ``enqueued_at_ms``,
+``claimed_at_ms``, ``claim_token``, ``completed_at_ms``, ``result``,
+``last_error``, ``last_error_at_ms``, ``reclaimed_at_ms``.
+
+States: ready = ``pending``; processing = ``processing``; dead = ``failed``
+(the DLQ, LTRIM-capped by the workers); history = ``completed`` (capped
+too); suppressed = jobctl's zset.  There is no scheduled state.
+
+No deadline is stored.  A processing job's visibility deadline is
+``claimed_at_ms + visibility timeout`` (the queue's ``visibility_timeout_ms``,
+default the seed's 5,000 ms), or ``enqueued_at_ms + 2 x timeout`` when
+``claimed_at_ms`` is missing or 0 (a worker died between its BLMOVE and its
+HSET; seed 001 "Reclaiming stuck jobs").  So ``status`` reads the claim
+times of processing jobs: from the tail (oldest claims) in windows of 1,000
+ids with one pipelined ``HMGET`` each, at most :data:`STUCK_SCAN_LIMIT` ids
+(processing is bounded by the workers' concurrency; beyond the limit the
+status says so).
+
+Completed and failed hashes carry a TTL (the seed's ``EXPIRE``): an id whose
+hash expired is *dangling*; ``ls`` and ``inspect`` flag it, ``check``
+reports it, operations skip it.
+
+Config (``[queues.<name>]``): ``tag`` = the queue name of ``queue:<name>:*``
+(default the catalogue name); ``visibility_timeout_ms``; options
+``max_attempts`` (default 3, the seed's), ``type_field`` (payload field
+shown as the job type, default ``kind``), ``tenant_field`` (payload field
+shown as the tenant, default none).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+
+from jobctl.config import QueueConfig
+from jobctl.errors import DataError, NotFound
+from jobctl.keys import HASH_JOB_KEY_RE, HASH_JOB_LIST_SUFFIXES, HashJobKeys
+from jobctl.model import Envelope, JobRecord, QueueStatus, State
+from jobctl.layouts.base import ListStatesLayout, now_ms
+from jobctl.layouts.common import score_ms, status_replies, suppression_info, text, wrongtype_errors
+from jobctl.layouts.walks import walk_list, walk_zset
+
+__all__ = ["HashJob", "recognize", "FENCE_FIELDS", "fence_of", "unstamped_claim", "DEFAULT_VISIBILITY_MS",
+           "STUCK_SCAN_LIMIT", "WrongTypeHash", "is_wrongtype", "WRONGTYPE_BREAKDOWN"]
+
+#: The seed's demo visibility timeout (``RedisJobQueue(conn, "jobs", 5000, ...)``).
+DEFAULT_VISIBILITY_MS = 5_000
+#: The seed's default ``maxAttempts``.
+DEFAULT_MAX_ATTEMPTS = 3
+#: At most this many processing ids are read by one ``status`` for the stuck count.
+STUCK_SCAN_LIMIT = 10_000
+_STATUS_WINDOW = 1_000
+
+#: Hash fields a worker or the reclaimer changes: an operation's fence is the
+#: SHA1 of their values joined by ``\x1f`` (missing fields as ""), computed
+#: the same way in Lua from this list, passed as ARGV (``list_window.lua``
+#: kind ``hj`` for the failed list; the other ``hj_*.lua``).
+FENCE_FIELDS = ("status", "attempts", "claim_token", "claimed_at_ms", "last_error_at_ms", "payload")
+
+_fence_keys: tuple[tuple, tuple] = ((), ())  # (FENCE_FIELDS, their bytes), rebuilt if the list is replaced
+
+
+def _fence_key_bytes() -> tuple:
+    global _fence_keys
+    if _fence_keys[0] is not FENCE_FIELDS:
+        _fence_keys = (FENCE_FIELDS, tuple(f.encode() for f in FENCE_FIELDS))
+    return _fence_keys[1]
+
+#: Hash fields shown as layout metadata (``meta``), in display order.
+_META_FIELDS = ("status", "attempts", "claim_token", "enqueued_at_ms", "claimed_at_ms", "reclaimed_at_ms",
+                "completed_at_ms", "last_error", "last_error_at_ms", "redriven_at_ms", "redrive_operation",
+                "redrive_count")
+_INT_META = {"attempts", "enqueued_at_ms", "claimed_at_ms", "reclaimed_at_ms", "completed_at_ms",
+             "last_error_at_ms", "redriven_at_ms", "redrive_count"}
+
+#: The hash ``status`` each state's list implies.
+_STATUS_OF = {State.READY: "pending", State.PROCESSING: "processing", State.DEAD: "failed",
+              State.SUPPRESSED: "failed", State.HISTORY: "completed"}
+
+
+def _int(value: Any) -> int | None:
+    if value is None or value == b"" or value == "":
+        return None
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        try:
+            return int(float(value))
+        except (TypeError, ValueError, OverflowError):
+            return None
+
+
+#: Note on a processing job whose claim was never stamped.
+UNSTAMPED = ("claim not stamped (status pending, no claimed_at_ms): the worker died between its BLMOVE "
+             "and its HSET, or is about to stamp it; stuck 2 x the visibility timeout after enqueued_at_ms")
+
+
+def unstamped_claim(state: State | None, fields: dict[bytes, bytes]) -> bool:
+    """True for a processing id whose hash still says ``pending`` without a
+    claim time: the window seed 001's 2 x timeout rule is for, not a fault."""
+    return (state is State.PROCESSING and fields.get(b"status") == b"pending"
+            and not _int(fields.get(b"claimed_at_ms")))
+
+
+def fence_of(fields: dict[bytes, bytes]) -> str:
+    """The SHA1 fence of a job hash (see :data:`FENCE_FIELDS`)."""
+    get = fields.get
+    joined = b"\x1f".join([get(f, b"") for f in _fence_key_bytes()])
+    return hashlib.sha1(joined).hexdigest()
+
+
+def is_wrongtype(reply: Any) -> bool:
+    """Whether a pipeline ``reply`` (``raise_on_error=False``) is a WRONGTYPE error."""
+    return isinstance(reply, Exception) and str(reply).splitlines()[0].upper().startswith("WRONGTYPE")
+
+
+class WrongTypeHash(dict):
+    """What :meth:`HashJob.load` gives for a job key that is not a hash: no
+    fields (an empty dict), ``key`` the key's name and ``problem`` the
+    sentence that names it.  The job holds only itself: it is listed and
+    exported with that problem, and an operation plans it so that the apply
+    fails it alone (``list_window.lua``'s per-job step: ``wrongtype``)."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__()
+        self.key = key
+        self.problem = f"job key {key} holds the wrong Redis type (not a hash)"
+
+
+#: The breakdown row of a planned job whose key is not a hash: (job type,
+#: error); ``ls --state dead`` names each such key.
+WRONGTYPE_BREAKDOWN = ("?", "wrongtype: job key is not a hash (ls --state dead names it)")
+
+
+class HashJob(ListStatesLayout):
+    """A hash-job queue; see the module docstring."""
+
+    name = "hash-job"
+    states = (State.READY, State.PROCESSING, State.DEAD, State.SUPPRESSED, State.HISTORY)
+
+    def __init__(self, client, queue: QueueConfig) -> None:
+        super().__init__(client, queue)
+        self.keys = HashJobKeys(queue.base_tag)
+        opts = queue.options or {}
+        self.visibility_ms = queue.visibility_timeout_ms or DEFAULT_VISIBILITY_MS
+        self.max_attempts = _int(opts.get("max_attempts")) or DEFAULT_MAX_ATTEMPTS
+        self.type_field = str(opts.get("type_field", "kind"))
+        self.tenant_field = opts.get("tenant_field")
+
+    def plan(self, spec, now: int | None = None):
+        from jobctl.layouts.hash_job import ops as ops
+        from jobctl.layouts.base import now_ms
+
+        return ops.plan_operation(self, spec, now_ms() if now is None else now)
+
+    def sources(self, spec):
+        from jobctl.layouts.hash_job.ops import dead_sources
+
+        return dead_sources(self, spec)
+
+    def apply(self, plan, *, batch: int | None = None):
+        from jobctl.layouts.hash_job import ops as ops
+
+        return ops.apply_plan(self, plan, batch=batch or ops.DEFAULT_BATCH)
+
+    def check(self, *, repair: bool = False):
+        from jobctl.layouts.hash_job.check import check_queue
+
+        return check_queue(self, repair=repair)
+
+    @property
+    def journal_key(self) -> str:
+        return self.keys.journal
+
+    # -- the model -------------------------------------------------------------
+    def deadline_of(self, fields: dict[bytes, bytes]) -> int | None:
+        """Visibility deadline (epoch ms) of a processing job's hash:
+        ``claimed_at_ms + timeout``, else ``enqueued_at_ms + 2 x timeout``,
+        else ``None`` (the seed's reclaimer would never take it)."""
+        claimed = _int(fields.get(b"claimed_at_ms"))
+        if claimed:
+            return claimed + self.visibility_ms
+        enqueued = _int(fields.get(b"enqueued_at_ms"))
+        if enqueued:
+            return enqueued + 2 * self.visibility_ms
+        return None
+
+    def envelope_of(self, fields: dict[bytes, bytes]) -> Envelope:
+        """The :class:`Envelope` of a job hash: id, payload (parsed JSON),
+        job type and tenant from the payload's ``type_field``/``tenant_field``,
+        created = ``enqueued_at_ms``, attempt = ``attempts``, last error =
+        ``last_error``/``last_error_at_ms``; a job put back on ``pending``
+        (retry, reclaim) is ready since then (``nextAttemptAtEpochMs``).
+        ``document`` is the whole hash.  Never raises."""
+        env = Envelope()
+        if isinstance(fields, WrongTypeHash):
+            env.problems.append(fields.problem)
+            return env
+        doc: dict[str, Any] = {text(k): text(v) for k, v in fields.items()}
+        if not fields:
+            env.problems.append("missing job hash (expired or deleted)")
+            return env
+        env.job_id = doc.get("id")
+        raw = fields.get(b"payload")
+        if raw is None:
+            env.problems.append("job hash has no payload field")
+        else:
+            try:
+                payload = orjson.loads(raw)
+            except orjson.JSONDecodeError as exc:
+                env.problems.append(f"payload is not JSON: {exc}".splitlines()[0][:120])
+            else:
+                env.payload = payload
+                doc["payload"] = payload
+                if isinstance(payload, dict):
+                    jt = payload.get(self.type_field)
+                    env.job_type = jt if isinstance(jt, str) else None
+                    if self.tenant_field:
+                        tenant = payload.get(str(self.tenant_field))
+                        env.tenant_id = tenant if isinstance(tenant, str) else None
+        if "result" in doc:
+            try:
+                doc["result"] = orjson.loads(fields[b"result"])
+            except orjson.JSONDecodeError:
+                pass
+        env.created_ms = _int(fields.get(b"enqueued_at_ms"))
+        env.attempt = _int(fields.get(b"attempts"))
+        env.max_attempts = self.max_attempts
+        env.last_error_message = doc.get("last_error") or None
+        env.last_attempt_ms = _int(fields.get(b"last_error_at_ms")) or None
+        if doc.get("status") == "pending":
+            back = [t for t in (_int(fields.get(b"reclaimed_at_ms")), env.last_attempt_ms) if t]
+            env.next_attempt_ms = max(back) if back else None
+        redriven = _int(fields.get(b"redriven_at_ms"))
+        if redriven:
+            env.extra["redrivenAtEpochMs"] = redriven
+        env.document = doc
+        return env
+
+    def record(self, job_id: str, fields: dict[bytes, bytes], state: State | None, *,
+               position: int | None = None, score: int | None = None) -> JobRecord:
+        """A :class:`JobRecord` of ``job_id`` in ``state`` from its hash
+        (``{}`` when the hash is missing: a dangling id, ``raw`` ``None``).
+        ``raw`` is the payload field as stored."""
+        env = self.envelope_of(fields)
+        rec = JobRecord(queue=self.queue_name, layout=self.name, shard=self.keys.name, job_id=job_id,
+                        state=state, envelope=env, raw=fields.get(b"payload") if fields else None,
+                        position=position, score=score)
+        for f in _META_FIELDS:
+            v = fields.get(f.encode())
+            if v is None or (v == b"" and f != "claim_token"):  # an empty token says "no claim"
+                continue
+            rec.meta[f] = _int(v) if f in _INT_META else text(v)
+        if isinstance(fields, WrongTypeHash):
+            rec.meta["problem"] = fields.problem
+            return rec
+        if not fields:
+            rec.meta["problem"] = ("dangling id: job hash expired" if state in (State.DEAD, State.HISTORY)
+                                   else "dangling id: no job hash")
+            return rec
+        status = rec.meta.get("status")
+        if unstamped_claim(state, fields):
+            rec.meta["note"] = UNSTAMPED
+        elif state is not None and status != _STATUS_OF[state]:
+            rec.meta["problem"] = f"hash status {status!r} while in {state.value}"
+        if state is State.PROCESSING:
+            rec.deadline_ms = self.deadline_of(fields)
+            if rec.deadline_ms is None:
+                rec.meta["problem"] = "no claimed_at_ms nor enqueued_at_ms: never reclaimed"
+        if state in (State.DEAD, State.SUPPRESSED) and env.last_attempt_ms is not None:
+            rec.meta["dead_since_ms"] = env.last_attempt_ms
+        return rec
+
+    def load(self, ids: list[str]) -> list[dict[bytes, bytes]]:
+        """The hashes of ``ids`` (one pipelined HGETALL each; ``{}`` when
+        missing, a :class:`WrongTypeHash` for a key that is not a hash).
+        Any other error reply is raised."""
+        if not ids:
+            return []
+        pipe = self.client.pipeline(transaction=False)
+        for job_id in ids:
+            pipe.hgetall(self.keys.job(job_id))
+        out = pipe.execute(raise_on_error=False)
+        for n, reply in enumerate(out):
+            if is_wrongtype(reply):
+                out[n] = WrongTypeHash(self.keys.job(ids[n]))
+            elif isinstance(reply, Exception):
+                raise reply
+        return out
+
+    def records(self, ids: list[str], state: State, extra: list[dict[str, Any]]) -> list[JobRecord]:
+        """Records of ``ids`` in ``state``; ``extra[i]`` holds position/score."""
+        return [self.record(i, f, state, **x) for i, f, x in zip(ids, self.load(ids), extra)]
+
+    # -- status ----------------------------------------------------------------
+    def status(self, now: int | None = None) -> QueueStatus:
+        now = now_ms() if now is None else now
+        k = self.keys
+        st = QueueStatus(queue=self.queue_name, layout=self.name, now_ms=now)
+        pipe = self.client.pipeline(transaction=False)
+        pipe.llen(k.pending)
+        pipe.lindex(k.pending, -1)
+        pipe.llen(k.processing)
+        pipe.lrange(k.processing, -_STATUS_WINDOW, -1)
+        pipe.llen(k.failed)
+        pipe.zcard(k.suppressed)
+        pipe.llen(k.hold)  # failed ids a window-engine walk set aside: still dead
+        names = [k.pending, k.pending, k.processing, k.processing, k.failed, k.suppressed, k.hold]
+        val = status_replies(st, pipe.execute(raise_on_error=False), names)
+        st.ready = val[0] or 0
+        st.processing = val[2] or 0
+        st.dead = (val[4] or 0) + (val[6] or 0)
+        st.suppressed = val[5] or 0
+        tail = text(val[1]) if val[1] is not None else None
+        window = [text(x) for x in (val[3] or [])]
+
+        pipe = self.client.pipeline(transaction=False)
+        if tail is not None:
+            pipe.hmget(k.job(tail), "enqueued_at_ms", "reclaimed_at_ms", "last_error_at_ms", "redriven_at_ms")
+        read = 0
+        start = 0
+        while True:
+            for job_id in window:
+                pipe.hmget(k.job(job_id), "claimed_at_ms", "enqueued_at_ms")
+            replies = pipe.execute()
+            if tail is not None:
+                times = [t for t in (_int(x) for x in replies.pop(0)) if t]
+                if times:
+                    st.oldest_ready_since_ms = max(times)
+                else:
+                    st.warnings.append(f"oldest ready job {tail}: no job hash or no enqueued_at_ms")
+                tail = None
+            for claimed, enqueued in replies:
+                deadline = self.deadline_of({b"claimed_at_ms": claimed or b"", b"enqueued_at_ms": enqueued or b""})
+                if deadline is None:
+                    continue
+                if deadline < now:
+                    st.stuck += 1
+                elif st.next_deadline_ms is None or deadline < st.next_deadline_ms:
+                    st.next_deadline_ms = deadline
+            read += len(window)
+            start += _STATUS_WINDOW
+            if len(window) < _STATUS_WINDOW or read >= STUCK_SCAN_LIMIT:
+                break
+            window = [text(x) for x in self.client.lrange(k.processing, -(start + _STATUS_WINDOW), -(start + 1))]
+            if not window:
+                break
+            pipe = self.client.pipeline(transaction=False)
+        if st.processing > read:
+            st.warnings.append(f"stuck counted over the {read:,} oldest claims of {st.processing:,} "
+                               "processing jobs")
+        if st.oldest_ready_since_ms is not None:
+            st.oldest_ready_age_ms = max(0, now - st.oldest_ready_since_ms)
+        return st
+
+    def depth(self, state: State) -> int:
+        """As :meth:`ListStatesLayout.depth`; dead counts jobctl's hold too."""
+        if state is State.DEAD:
+            return self.client.llen(self.keys.failed) + self.client.llen(self.keys.hold)
+        return super().depth(state)
+
+    def dead_windows(self, batch: int = 1000, sample: tuple[int, int] | None = None
+                     ) -> Iterator[tuple[int, list[bytes]]]:
+        """``(tail position of the first, ids)`` windows of the dead state
+        from its tail: jobctl's hold (the oldest failed ids, set aside by a
+        window-engine walk), then the failed list, positions counted on
+        from the hold's (the window engine's tail positions)."""
+        base = 0
+        for key in (self.keys.hold, self.keys.failed):
+            length = 0
+            for start, chunk in walk_list(self.client, key, from_right=True, batch=batch, sample=sample):
+                yield base + start, chunk
+                length = start + len(chunk)
+            base += self.client.llen(key) if sample else length
+
+    def _list_key(self, state: State) -> str:
+        k = self.keys
+        return {State.READY: k.pending, State.PROCESSING: k.processing, State.DEAD: k.failed,
+                State.HISTORY: k.completed}[state]
+
+    # -- listing ---------------------------------------------------------------
+    def list_jobs(self, state: State, limit: int = 20, now: int | None = None) -> list[JobRecord]:
+        """Ready: next to be claimed first; processing: earliest deadline
+        first; dead (failed) and history (completed): newest first;
+        suppressed: most recently suppressed first."""
+        self.check_supported(state)
+        if state is State.SUPPRESSED:
+            pairs = self.client.zrange(self.keys.suppressed, 0, limit - 1, desc=True, withscores=True)
+            return self.records([text(m) for m, _ in pairs], state, [{"score": score_ms(s)} for _, s in pairs])
+        from_right = state in (State.READY, State.PROCESSING)
+        key = self._list_key(state)
+        if from_right:
+            ids = [text(x) for x in reversed(self.client.lrange(key, -limit, -1))]
+        else:
+            ids = [text(x) for x in self.client.lrange(key, 0, limit - 1)]
+            if state is State.DEAD and len(ids) < limit:  # the hold (a walk in progress): the oldest failed ids
+                ids += [text(x) for x in self.client.lrange(self.keys.hold, 0, limit - 1 - len(ids))]
+        recs = self.records(ids, state, [{"position": n} for n in range(len(ids))])
+        if state is State.PROCESSING:
+            recs.sort(key=lambda r: (r.deadline_ms is None, r.deadline_ms or 0))
+        return recs
+
+    # -- inspect ---------------------------------------------------------------
+    def inspect(self, job_id: str) -> JobRecord:
+        """The job with its state, position (from the served end; failed and
+        completed: from the newest), deadline, TTL (``ttl_ms`` for failed
+        and completed hashes), suppression record, and every hash field."""
+        k = self.keys
+        lists = [(k.pending, State.READY), (k.processing, State.PROCESSING), (k.failed, State.DEAD),
+                 (k.hold, State.DEAD),  # the hold: failed ids a window-engine walk set aside
+                 (k.completed, State.HISTORY)]
+        pipe = self.client.pipeline(transaction=False)
+        pipe.hgetall(k.job(job_id))
+        pipe.pttl(k.job(job_id))
+        for key, _ in lists:
+            pipe.lpos(key, job_id)
+            pipe.llen(key)
+        pipe.zscore(k.suppressed, job_id)
+        pipe.hget(k.suppressed_info, job_id)
+        res = pipe.execute(raise_on_error=False)
+        if is_wrongtype(res[0]):  # the job's own key: shown with the problem, as ls shows it
+            res[0] = WrongTypeHash(k.job(job_id))
+        names = [k.job(job_id)] * 2 + [key for key, _ in lists for _ in (0, 1)] + [k.suppressed, k.suppressed_info]
+        errors = wrongtype_errors(res, names)
+        if errors:
+            raise DataError(errors[0])
+        fields, ttl = res[0], res[1]
+        found: list[tuple[State, dict[str, Any]]] = []
+        for n, (key, state) in enumerate(lists):
+            idx, length = res[2 + 2 * n], res[3 + 2 * n]
+            if idx is None:
+                continue
+            pos = length - 1 - idx if state in (State.READY, State.PROCESSING) else idx
+            if key == k.hold:  # after the failed list's own elements
+                pos += res[2 + 2 * (n - 1) + 1] or 0
+            found.append((state, {"position": pos, "key": key}))
+        supp, info = res[-2], res[-1]
+        if supp is not None:
+            found.insert(len([s for s, _ in found if s is not State.HISTORY]),
+                         (State.SUPPRESSED, {"score": score_ms(supp), "key": k.suppressed}))
+        if not fields and not found:
+            raise NotFound(f"job {job_id!r} not found in queue {self.queue_name}")
+        state, where = found[0] if found else (None, {})
+        rec = self.record(job_id, fields, state, position=where.get("position"), score=where.get("score"))
+        rec.meta["job_key"] = k.job(job_id)
+        if "key" in where:
+            rec.meta["state_key"] = where["key"]
+        if len(found) > 1:
+            rec.meta["also_in"] = [s.value for s, _ in found[1:]]
+        if fields and ttl is not None and ttl >= 0:
+            rec.meta["ttl_ms"] = ttl
+        if info is not None:
+            rec.meta["suppressed"] = suppression_info(info)
+        if fields and not found:
+            rec.meta["problem"] = "orphan job hash: in no list"
+        return rec
+
+    # -- batched walks ---------------------------------------------------------
+    def iter_batches(self, state: State, batch: int = 1000,
+                     sample: tuple[int, int] | None = None) -> Iterator[list[JobRecord]]:
+        """Walk ``state`` in batches (lists from the tail, ``position``
+        counted from it; suppressed by rank, ``score`` set).  One LRANGE or
+        ZRANGE plus one pipelined HGETALL round trip per batch."""
+        self.check_supported(state)
+        if state is State.SUPPRESSED:
+            for _, pairs in walk_zset(self.client, self.keys.suppressed, batch=batch, sample=sample):
+                yield self.records([text(m) for m, _ in pairs], state, [{"score": score_ms(s)} for _, s in pairs])
+            return
+        windows = self.dead_windows(batch, sample) if state is State.DEAD else \
+            walk_list(self.client, self._list_key(state), from_right=True, batch=batch, sample=sample)
+        for start, chunk in windows:
+            yield self.records([text(x) for x in chunk], state,
+                               [{"position": start + n} for n in range(len(chunk))])
+
+
+# -- discovery ------------------------------------------------------------------
+
+_LIST_SUFFIXES = HASH_JOB_LIST_SUFFIXES
+
+
+def recognize(keys: dict[str, bytes], *, client=None, rejected: list[str] | None = None
+              ) -> list[tuple[QueueConfig, list[str]]]:
+    """hash-job queues among ``keys`` (key name -> TYPE reply).
+
+    A name counts as a queue only with both kinds of evidence: at least one
+    of its ``queue:<name>:pending|processing|completed|failed`` keys is a
+    list, and at least one ``queue:<name>:job:<id>`` key is a hash.  With a
+    ``client``, one of those hashes must also carry a seed-001 ``status``
+    (pending, processing, completed or failed).  Keys named like one of those
+    but of another type go to ``rejected``.
+
+    Real queues lose one kind of evidence (issue 12, item 4): the seed's
+    workers put a TTL on job hashes, so a queue whose hashes all expired
+    has only its lists left; a drained queue has no lists, only hashes.
+    With a ``client`` these count too: lists only when a ``completed`` or
+    ``failed`` list is among them (no other layout has one) and a sampled
+    element is a plain id (not a JSON document), hashes only when a sampled
+    hash carries the seed's ``status``.  Evidence: every such key of the
+    right type, plus jobctl's own ``queue:<name>:jobctl:*`` keys.
+    """
+    lists: dict[str, list[str]] = {}
+    hashes: dict[str, list[str]] = {}
+    odd: dict[str, list[str]] = {}
+    for key, typ in keys.items():
+        m = HASH_JOB_KEY_RE.match(key)
+        if not m:
+            continue
+        name, suffix = m.group(1), m.group(2)
+        if suffix in _LIST_SUFFIXES:
+            (lists if typ == b"list" else odd).setdefault(name, []).append(key)
+        else:
+            (hashes if typ == b"hash" else odd).setdefault(name, []).append(key)
+    out = []
+    names = set(lists) & set(hashes)
+    if client is not None:
+        names |= {n for n in set(lists) - set(hashes)  # hashes expired: completed/failed lists of plain ids
+                  if any(k.endswith((":completed", ":failed")) for k in lists[n])
+                  and _plain_id(client.lindex(min(lists[n]), 0))}
+        names |= set(hashes) - set(lists)
+    for name in sorted(names):
+        if client is not None and name in hashes:
+            status = client.hget(min(hashes[name]), "status")
+            if status not in (b"pending", b"processing", b"completed", b"failed"):
+                continue
+        if rejected is not None:
+            rejected.extend(sorted(odd.get(name, [])))
+        own = HashJobKeys(name)
+        jobctl = [key for key in (own.suppressed, own.suppressed_info, own.journal, own.hold) if key in keys]
+        evidence = sorted(lists.get(name, [])) + sorted(hashes.get(name, [])) + jobctl
+        out.append((QueueConfig(name=name, layout="hash-job", tag=name, discovered=True), evidence))
+    return out
+
+
+def _plain_id(raw: bytes | None) -> bool:
+    """A list element that looks like a job id: short, one line, not JSON."""
+    return raw is not None and 0 < len(raw) <= 512 and not raw.lstrip().startswith((b"{", b"[", b'"')) \
+        and b"\n" not in raw

@@ -1,0 +1,147 @@
+"""Lean filtered plans of a reliable-list dead list: the filter evaluated on
+``orjson.loads(raw)`` dicts, no full :class:`~jobctl.model.Envelope` or
+:class:`~jobctl.model.JobRecord` per scanned job.
+
+The walk is the one every dead-list read does (jobctl's hold first, then the
+dead list, positions counted from the tail; ``LRANGE`` windows of
+:data:`~.walks.WINDOW` ids and one ``MGET`` of their payloads, read ahead in
+a background thread by :func:`~.walks.prefetched`).  Each envelope is
+parsed once with orjson and checked for the problems
+:func:`~jobctl.model.parse_envelope` reports (bad JSON or UTF-8, not an
+object, a field of the wrong type, a required field missing): a clean one
+is read through :class:`DocEnvelope`, a view of the dict; anything else goes
+through ``parse_envelope`` itself, so malformed envelopes are set aside
+exactly as :func:`~.planning.plan_from_walk` does.  Only matches become plan
+columns (:class:`~jobctl.ops.plan.JobColumns`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+
+from jobctl.model import _INT_FIELDS, _STR_FIELDS, ENVELOPE_FIELDS, State, parse_envelope
+from jobctl.ops.plan import JobColumns, Plan, PlannedJob, payload_sha1
+from jobctl.ops.spec import OpSpec
+from jobctl.layouts.common import text
+from jobctl.layouts.planning import breakdown_key
+from jobctl.layouts.walks import WINDOW, prefetched, walk_list
+
+__all__ = ["DocEnvelope", "doc_envelope", "plan_dead_filtered"]
+
+_INTS = tuple(sorted(_INT_FIELDS))
+_STRS = tuple(sorted(_STR_FIELDS))
+_REQUIRED = ("jobId", "jobType", "createdAtEpochMs")
+_INT_OK = frozenset({int, type(None)})
+_STR_OK = frozenset({str, type(None)})
+
+
+class DocEnvelope:
+    """The :class:`~jobctl.model.Envelope` attributes the filter and the
+    breakdown read (``job_type``, ``tenant_id``, ``attempt``, ``payload``,
+    ...), taken from a parsed envelope dict that has no problems (one
+    property per envelope field, ``None`` when absent)."""
+
+    __slots__ = ("document",)
+    problems: list[str] = []
+
+    def __init__(self, document: dict[str, Any]) -> None:
+        self.document = document
+
+
+def _field(key: str) -> property:
+    return property(lambda self: self.document.get(key))
+
+
+for _key, _attr in ENVELOPE_FIELDS.items():
+    setattr(DocEnvelope, _attr, _field(_key))
+
+
+def doc_envelope(raw: bytes) -> DocEnvelope | None:
+    """A :class:`DocEnvelope` of ``raw`` when ``parse_envelope(raw)`` would
+    report no problem and convert no value; else ``None`` (the caller falls
+    back to ``parse_envelope``)."""
+    try:
+        doc = orjson.loads(raw)  # rejects invalid UTF-8 too
+    except orjson.JSONDecodeError:
+        return None
+    if type(doc) is not dict:
+        return None
+    get = doc.get
+    if not (_INT_OK.issuperset(map(type, map(get, _INTS))) and _STR_OK.issuperset(map(type, map(get, _STRS)))):
+        return None
+    if None in map(get, _REQUIRED):
+        return None
+    return DocEnvelope(doc)
+
+
+class _Lean:
+    """What the filter's getters read of a :class:`~jobctl.model.JobRecord`."""
+
+    __slots__ = ("job_id", "envelope", "position", "shard")
+    state = State.DEAD
+    score = None
+    meta = None
+
+    def __init__(self, job_id: str, envelope: Any, position: int, shard: str) -> None:
+        self.job_id = job_id
+        self.envelope = envelope
+        self.position = position
+        self.shard = shard
+
+
+def _windows(layout, keys) -> Iterator[tuple[int, list[str], list[bytes | None]]]:
+    """``(tail position of the first, ids, payloads)`` windows: the hold,
+    then the dead list (positions counted on from the hold's)."""
+    base = 0
+    for key in (keys.hold, keys.dead):
+        length = 0
+        for start, chunk in walk_list(layout.client, key, from_right=True, batch=WINDOW):
+            ids = [text(x) for x in chunk]
+            yield base + start, ids, layout.client.mget([keys.job(i) for i in ids])
+            length = start + len(chunk)
+        base += length
+
+
+def plan_dead_filtered(layout, spec: OpSpec, now: int) -> Plan:
+    """The plan of a filtered dead-list ``spec`` (no ``--ids``, no fence
+    file) on the reliable-list ``layout``: the same plan
+    :func:`~.planning.plan_from_walk` makes from full records (dangling and
+    malformed ids set aside, the breakdown, ``walked``, ``--limit``), with
+    the payload SHA1 kept only for ``--reset-attempts``."""
+    plan = Plan(spec=spec, now_ms=now, redrive_record="hash", jobs=JobColumns())
+    flt = spec.filter
+    skip_bad = spec.skips_malformed or flt.needs_payload
+    sha = spec.reset_attempts
+    for shard, keys in enumerate(layout.shards):
+        walked = 0
+        for start, ids, raws in prefetched(_windows(layout, keys), depth=2):
+            for n, (job_id, raw) in enumerate(zip(ids, raws)):
+                plan.scanned += 1
+                if raw is None:
+                    plan.dangling.append(job_id)
+                    continue
+                env = doc_envelope(raw)
+                if env is None:
+                    full = parse_envelope(raw)
+                    if full.problems and skip_bad:
+                        plan.malformed.append(job_id)
+                        continue
+                    env = full
+                rec = _Lean(job_id, env, start + n, keys.tag)
+                if not flt.matches(rec, now):  # type: ignore[arg-type]
+                    continue
+                plan.jobs.append(PlannedJob(job_id=job_id, shard=shard, position=start + n, score=None,
+                                            sha1=payload_sha1(raw) if sha else ""))
+                plan.breakdown[breakdown_key(rec)] += 1  # type: ignore[arg-type]
+                walked = start + n + 1
+                if spec.limit is not None and plan.planned >= spec.limit:
+                    plan.truncated = True
+                    plan.walked[shard] = walked
+                    return plan
+        if walked:
+            plan.walked[shard] = walked
+    return plan
+

@@ -1,0 +1,2 @@
+"""The stream-group layout: its read model, plans, operations and checks
+(the class is in :mod:`.layout`)."""
