@@ -38,6 +38,11 @@ Fixtures:
 ``redis_client`` (function)
     A ``redis.Redis`` (``decode_responses=False``, so replies are ``bytes``)
     on the flushed server; closed after the test.
+
+``JOBCTL_SERVER_TESTS_ONLY=1`` keeps only the tests whose fixture closure
+includes one of :data:`SERVER_FIXTURES` (the others are deselected and
+counted in the summary): CI's second pass, on another server, runs only the
+tests that server can change.  Unset, every collected test runs.
 """
 
 from __future__ import annotations
@@ -58,8 +63,14 @@ ENV_IMAGE = "JOBCTL_TEST_IMAGE"
 DEFAULT_IMAGE = "redis:7"
 DOCKER_PING_TIMEOUT = 2.0  # seconds
 
+ENV_SERVER_TESTS_ONLY = "JOBCTL_SERVER_TESTS_ONLY"
+# The fixtures that start or hand out the selected server (redis_url,
+# redis_client and the CLI tests reach redis_server through them).
+SERVER_FIXTURES = frozenset({"redis_server", "cluster", "sentinel_deployment", "tls_server"})
+
 _choice_key = pytest.StashKey["ServerChoice"]()
 _started_key = pytest.StashKey["TestServer"]()
+_deselected_key = pytest.StashKey[int]()
 
 
 @dataclass(frozen=True)
@@ -206,7 +217,27 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     return [f"jobctl test server: {what} [{ENV_SERVER}={setting}{why}]"]
 
 
+def uses_server(item: pytest.Item) -> bool:
+    """True when the test's fixture closure includes a :data:`SERVER_FIXTURES` name."""
+    return not SERVER_FIXTURES.isdisjoint(getattr(item, "fixturenames", ()))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """With ``JOBCTL_SERVER_TESTS_ONLY=1``, deselect the tests that use no server."""
+    if os.environ.get(ENV_SERVER_TESTS_ONLY) != "1":
+        return
+    kept = [item for item in items if uses_server(item)]
+    dropped = [item for item in items if not uses_server(item)]
+    config.stash[_deselected_key] = len(dropped)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:
+    dropped = config.stash.get(_deselected_key, None)
+    if dropped is not None:
+        terminalreporter.write_line(f"{ENV_SERVER_TESTS_ONLY}=1: {dropped} tests that use no server deselected")
     server = config.stash.get(_started_key, None)
     if server is not None:
         terminalreporter.write_line(
