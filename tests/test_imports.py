@@ -17,14 +17,27 @@ including the ones inside functions and under ``TYPE_CHECKING``):
 
 An equivalent of an import-linter contract, without a tool to install: the
 graph is built with :mod:`ast` from the files themselves.
+
+The same rules at run time, in fresh interpreters (so nothing this process
+imported can hide an import): importing any ``jobctl.*`` module never loads
+textual or the TUI; the core's entry points load no front end and no rich;
+``jobctl --help`` needs neither textual nor PySpark.  This is the one file
+for the import boundary.
 """
 
 from __future__ import annotations
 
 import ast
+import json
+import os
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import pytest
+
+from jobctl.exitcodes import ExitCode
 
 REPO = Path(__file__).resolve().parent.parent
 RUNNERS = {"engine", "core"}
@@ -167,13 +180,83 @@ def test_no_import_cycles_between_packages():
     assert cycles == [], detail
 
 
+# -- the same boundary at run time -------------------------------------------------
+
+#: Never imported by the headless core.
+FORBIDDEN = ("textual", "jobctl_tui")
+#: Not needed to print --help.
+NOT_FOR_HELP = ("textual", "jobctl_tui", "pyspark")
+
+
+def run_python(code: str) -> dict:
+    """Run ``code`` in a fresh interpreter; its last stdout line, as JSON."""
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
 @pytest.mark.parametrize("module", ["jobctl.runbook.runner", "jobctl.ops.core", "jobctl.dashboard"])
 def test_no_front_end_is_loaded_with_the_core(module):
-    """The same rule at run time, in a fresh interpreter."""
-    import subprocess
-    import sys
-
     probe = (f"import sys, {module}; "
              "print(sorted(m for m in sys.modules if m.startswith(('jobctl.cli', 'jobctl_tui', 'textual'))))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_every_core_module_imports_without_textual():
+    """Every ``jobctl.*`` module (the CLI's included) imported in turn: none loads textual or the TUI."""
+    result = run_python(f"""
+        import importlib, json, pkgutil, sys
+        import jobctl
+        forbidden = {FORBIDDEN!r}
+        culprits, modules = {{}}, ["jobctl"]
+        modules += sorted(m.name for m in pkgutil.walk_packages(jobctl.__path__, "jobctl."))
+        for name in modules:
+            importlib.import_module(name)
+            for f in forbidden:
+                if f in sys.modules and f not in culprits:
+                    culprits[f] = name
+        print(json.dumps({{"modules": modules, "culprits": culprits}}))
+    """)
+    assert "jobctl.cli.main" in result["modules"] and "jobctl.session" in result["modules"]
+    assert len(result["modules"]) > 20
+    assert result["culprits"] == {}, f"imported by: {result['culprits']}"
+
+
+def test_core_entry_points_need_no_rich():
+    """What a front end starts from loads neither Textual nor rich."""
+    result = run_python("""
+        import json, sys
+        import jobctl.session, jobctl.layouts, jobctl.attempts, jobctl.discovery
+        print(json.dumps({"textual": "textual" in sys.modules, "rich": "rich" in sys.modules}))
+    """)
+    assert result == {"textual": False, "rich": False}
+
+
+def test_help_does_not_import_textual_or_pyspark():
+    result = run_python("""
+        import contextlib, io, json, sys
+        from jobctl.cli.main import main
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            code = main(["--help"])
+        heavy = sorted({m.split(".")[0] for m in sys.modules} & {"textual", "jobctl_tui", "pyspark",
+                                                                    "pyarrow", "rich", "redis"})
+        print(json.dumps({"code": code, "help": out.getvalue(), "heavy": heavy}))
+    """)
+    assert result["code"] == 0
+    assert not set(result["heavy"]) & set(NOT_FOR_HELP), result["heavy"]
+    assert "Exit codes:" in result["help"]
+
+
+def test_console_script_help():
+    """``python -m jobctl.cli.main --help`` (no TUI needed) lists the commands and every exit code."""
+    proc = subprocess.run([sys.executable, "-m", "jobctl.cli.main", "--help"], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""
+    for command in ("status", "ls", "inspect", "attempts", "discover", "demo"):
+        assert f"  {command} " in proc.stdout
+    for c in ExitCode:
+        assert f"{c.value:>3}  {c.doc}" in proc.stdout
