@@ -15,7 +15,7 @@ from jobctl.filter import compile_filter
 from jobctl.keys import HashJobKeys
 from jobctl.layouts.hash_job import layout as hj_layout
 from jobctl.layouts import layout_for
-from jobctl.layouts.hash_job.layout import recognize
+from jobctl.layouts.hash_job.discover import recognize
 from jobctl.layouts.walks import LREM_BUDGET, lrem_chunk
 from jobctl.model import State
 from jobctl.ops.engine import run_plan

@@ -12,7 +12,7 @@ import pytest
 
 from jobctl.cli.main import main
 from jobctl.config import QueueConfig
-from jobctl.discovery.json_list import recognize
+from jobctl.layouts.json_list.discover import recognize
 from jobctl.errors import NotFound
 from jobctl.filter import compile_filter
 from jobctl.keys import JsonListKeys

@@ -2,9 +2,9 @@
 
 One bounded ``SCAN`` (``COUNT 1000``, never ``KEYS``) with a pipelined
 ``TYPE`` per page gives a map key name -> Redis type.  Each layout
-registered in :mod:`jobctl.layouts` has a recognizer (a module of this
-package named for the layout, or the layout's own module; the table is
-:func:`recognizer_table`)::
+registered in :mod:`jobctl.layouts` declares its recognizer
+(:meth:`~jobctl.layouts.facts.LayoutFacts.recognizer`, in its package's
+``discover`` module; the table is :func:`recognizer_table`)::
 
     recognize(keys: dict[str, bytes], *, client=None, rejected=None)
         -> list[tuple[QueueConfig, list[str]]]
@@ -12,8 +12,8 @@ package named for the layout, or the layout's own module; the table is
 returning catalogue entries and the evidence keys behind each (``client``
 and ``rejected`` are passed only to recognizers that name them: a client for
 cheap sample checks, a list for keys whose name matched but whose type did
-not).  Recognizers run in registry order, the generic ones
-(:data:`GENERIC_LAST`) last; keys claimed as evidence by one are not offered
+not).  Recognizers run in registry order, those of the
+layouts that declare ``recognize_last`` last; keys claimed as evidence by one are not offered
 to the next, so e.g. the scheduled zset of a stream-group queue is never
 taken for a reliable-list queue.  A layout without a recognizer is skipped.
 
@@ -30,18 +30,12 @@ from typing import Any, Callable
 
 from ..cluster import primaries
 from ..config import QueueConfig, defaulted_visibility
-from ..keys import RELIABLE_LIST_SCAN_PATTERN
 
-__all__ = ["Discovery", "discover", "discover_reliable_lists", "scan_types", "recognizers", "recognizer_table",
-           "catalogue_toml",
-           "DEFAULT_SCAN_LIMIT", "GENERIC_LAST"]
+__all__ = ["Discovery", "discover", "discover_default", "discover_reliable_lists", "scan_types", "recognizers",
+           "recognizer_table", "catalogue_toml", "DEFAULT_SCAN_LIMIT"]
 
 #: At most this many keys are examined by one discovery.
 DEFAULT_SCAN_LIMIT = 200_000
-
-#: Layouts whose recognizers claim broad name patterns: they run after the others.
-GENERIC_LAST = ("reliable-list",)
-
 
 @dataclass
 class Discovery:
@@ -92,32 +86,29 @@ def scan_types(client, *, limit: int = DEFAULT_SCAN_LIMIT, count: int = 1000,
 
 
 def recognizer_table() -> dict[str, Callable[..., Any]]:
-    """Layout name -> its recognizer (static imports; two layouts may share
-    one, e.g. delay-zset and redisson-delayed-queue)."""
-    from jobctl.layouts.hash_job import layout as hash_job
-    from . import delay_zset, delayed_events, json_list, reliable_list, stream_group
+    """Layout name -> its recognizer, as each layout declares it
+    (:meth:`~jobctl.layouts.facts.LayoutFacts.recognizer`; two layouts may
+    share one, e.g. delay-zset and redisson-delayed-queue)."""
+    from ..layouts import layout_classes
 
-    return {"reliable-list": reliable_list.recognize, "stream-group": stream_group.recognize,
-            "delayed-events": delayed_events.recognize, "delay-zset": delay_zset.recognize,
-            "redisson-delayed-queue": delay_zset.recognize, "hash-job": hash_job.recognize,
-            "json-list": json_list.recognize}
+    return {cls.name: fn for cls in layout_classes() if (fn := cls.recognizer()) is not None}
 
 
 def recognizers(layouts: tuple[str, ...] | None = None) -> list[tuple[str, Callable[..., Any]]]:
     """``(layout, recognize)`` in the order discovery calls them: registry
-    order, :data:`GENERIC_LAST` last, each recognizer once; ``layouts``
-    restricts them to the recognizers of those layout names."""
-    from ..layouts import _REGISTRY
+    order, the layouts that declare ``recognize_last`` last, each recognizer
+    once; ``layouts`` restricts them to the recognizers of those names."""
+    from ..layouts import layout_classes
 
-    table = recognizer_table()
-    names = [n for n in _REGISTRY if n not in GENERIC_LAST] + [n for n in GENERIC_LAST if n in _REGISTRY]
+    classes = layout_classes()
+    ordered = [c for c in classes if not c.recognize_last] + [c for c in classes if c.recognize_last]
     out: list[tuple[str, Callable[..., Any]]] = []
-    for name in names:
-        if layouts is not None and name not in layouts:
+    for cls in ordered:
+        if layouts is not None and cls.name not in layouts:
             continue
-        fn = table.get(name)
+        fn = cls.recognizer()
         if fn is not None and all(fn is not f for _, f in out):
-            out.append((name, fn))
+            out.append((cls.name, fn))
     return out
 
 
@@ -166,11 +157,18 @@ def _note_cross_slot(client, out: Discovery) -> None:
             out.cluster_notes[q.name] = note
 
 
-def discover_reliable_lists(client, *, limit: int = DEFAULT_SCAN_LIMIT, count: int = 1000) -> Discovery:
-    """Reliable-list queues only: ``SCAN MATCH queue:{*}:*`` and the
-    reliable-list recognizer (the catalogue of a session without a config)."""
-    return discover(client, limit=limit, count=count, layouts=("reliable-list",),
-                    match=RELIABLE_LIST_SCAN_PATTERN)
+def discover_default(client, *, limit: int = DEFAULT_SCAN_LIMIT, count: int = 1000) -> Discovery:
+    """Queues of the default layout only (:data:`~jobctl.layouts.DEFAULT_LAYOUT`),
+    with its declared ``scan_pattern`` and recognizer: the catalogue of a
+    session without a config."""
+    from ..layouts import DEFAULT_LAYOUT, layout_class
+
+    return discover(client, limit=limit, count=count, layouts=(DEFAULT_LAYOUT,),
+                    match=layout_class(DEFAULT_LAYOUT).scan_pattern)
+
+
+#: The default layout is the reliable-list one: the name callers know.
+discover_reliable_lists = discover_default
 
 
 def _toml_value(value: Any) -> str:

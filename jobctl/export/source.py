@@ -3,7 +3,7 @@
 Memory is bounded by one batch (plus the two read ahead): each batch comes
 from :meth:`jobctl.layouts.base.Layout.iter_batches` (one bounded range read
 and one MGET per batch in the reliable-list layout), or unparsed from the
-layout's ``iter_raw_windows`` where it has one, is filtered and handed on.
+layout's ``iter_raw_windows`` where it declares ``raw_windows``, is filtered and handed on.
 Batches are numbered (1-based, over all states in order) so that a resumed
 export can skip what its committed parts already hold.
 """
@@ -59,7 +59,7 @@ class SourceBatch:
 def walk(layout: "Layout", states: list[State], batch: int = 1000, *, raw: bool = False) -> Iterator[SourceBatch]:
     """Every job of ``states`` (in that order), in batches of at most ``batch``.
 
-    With ``raw``, a layout that offers ``iter_raw_windows`` (same windows as
+    With ``raw``, a layout that declares ``raw_windows`` (its ``iter_raw_windows``: same windows as
     ``iter_batches``, unparsed) yields batches with a ``window``.  The next
     two windows are read (two bounded commands each) in a background thread
     while the caller works on the current one.
@@ -71,7 +71,7 @@ def walk(layout: "Layout", states: list[State], batch: int = 1000, *, raw: bool 
         layout.check_supported(state)
     from ..layouts.walks import prefetched
 
-    raw_windows = getattr(layout, "iter_raw_windows", None) if raw else None
+    raw_windows = layout.iter_raw_windows if raw and layout.raw_windows else None
 
     def batches() -> Iterator[SourceBatch]:
         for state in states:

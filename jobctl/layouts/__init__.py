@@ -1,8 +1,12 @@
-"""Queue layouts: one class per design of ``../shared/design/layouts.md``.
+"""Queue layouts: one package per design of ``../shared/design/layouts.md``.
 
-:func:`layout_for` builds the :class:`~jobctl.layouts.base.Layout` of a
-catalogue entry.  Layout modules are imported lazily so that ``jobctl --help``
-stays fast.
+The registry: layout name -> ``"module:Class"``.  :func:`layout_for` builds
+the :class:`~jobctl.layouts.base.Layout` of a catalogue entry,
+:func:`layout_class` gives a layout's class (its declarations:
+:class:`~jobctl.layouts.facts.LayoutFacts`).  Layout modules are imported
+lazily so that ``jobctl --help`` stays fast.  Adding a layout: one package
+plus one line here (or :func:`register`, e.g. from a test);
+``docs/architecture.md`` states the steps.
 """
 
 from __future__ import annotations
@@ -16,7 +20,11 @@ if TYPE_CHECKING:
     from ..config import QueueConfig
     from .base import Layout
 
-__all__ = ["known_layouts", "layout_for"]
+__all__ = ["known_layouts", "layout_for", "layout_class", "layout_classes", "register", "unregister",
+           "DEFAULT_LAYOUT"]
+
+#: The layout of a catalogue entry that names none (and of a session without a catalogue).
+DEFAULT_LAYOUT = "reliable-list"
 
 # layout name -> "module:Class"
 _REGISTRY: dict[str, str] = {
@@ -35,16 +43,38 @@ def known_layouts() -> frozenset[str]:
     return frozenset(_REGISTRY)
 
 
+def register(name: str, target: str) -> None:
+    """Add (or replace) the layout ``name``, implemented by ``target``
+    (``"package.module:Class"``, imported when first used)."""
+    if ":" not in target:
+        raise ValueError(f"layout target must be 'module:Class', got {target!r}")
+    _REGISTRY[name] = target
+
+
+def unregister(name: str) -> None:
+    """Remove the layout ``name`` (a no-op when unknown)."""
+    _REGISTRY.pop(name, None)
+
+
+def layout_class(name: str) -> "type[Layout]":
+    """The class of the layout ``name``.  Raises :class:`KeyError` for an
+    unknown name, :class:`ImportError` when its module cannot be imported."""
+    module, cls = _REGISTRY[name].split(":")
+    return getattr(import_module(module), cls)
+
+
+def layout_classes() -> "list[type[Layout]]":
+    """Every registered layout's class, in registry order (imports them all)."""
+    return [layout_class(name) for name in _REGISTRY]
+
+
 def layout_for(client: "redis.Redis", queue: "QueueConfig") -> "Layout":
     """The layout object for ``queue`` on ``client``.
 
     Raises :class:`~jobctl.errors.ConfigError` for an unknown layout name.
     """
-    try:
-        target = _REGISTRY[queue.layout]
-    except KeyError:
+    if queue.layout not in _REGISTRY:
         from ..errors import ConfigError
 
-        raise ConfigError(f"queue {queue.name}: unknown layout {queue.layout!r}") from None
-    module, cls = target.split(":")
-    return getattr(import_module(module), cls)(client, queue)
+        raise ConfigError(f"queue {queue.name}: unknown layout {queue.layout!r}")
+    return layout_class(queue.layout)(client, queue)

@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 from ..clock import now_ms  # noqa: F401 - re-exported: layouts import it from here
 from ..keys import shard_tags
 from ..model import JobRecord, QueueStatus, State
+from .facts import LayoutFacts
 
 if TYPE_CHECKING:
     import redis
@@ -99,16 +100,15 @@ def _slot_guarded_check(fn):
     return check
 
 
-class Layout(ABC):
+class Layout(LayoutFacts, ABC):
     """One logical queue of one layout.
 
     ``client`` is a ``redis.Redis`` returning bytes; ``queue`` its catalogue
     entry.  Raises from redis-py propagate (the front ends translate them
-    with :func:`jobctl.connection.translate`).
+    with :func:`jobctl.connection.translate`).  What the layout supports is
+    declared in :class:`~jobctl.layouts.facts.LayoutFacts`.
     """
 
-    #: Layout name as written in the config (``layout = "..."``).
-    name: ClassVar[str]
     #: States this layout has, in display order.
     states: ClassVar[tuple[State, ...]]
 
@@ -248,6 +248,26 @@ class KeyedLayout(Layout):
     @property
     def journal_key(self) -> str:
         return self.keys.journal
+
+    def slot_keys(self) -> list[str]:
+        """Every string property of ``self.keys`` without a wildcard but the
+        journal (written by its own XADD, never inside a script), plus a
+        sample ``job("0")`` key when the keys have per-job ones."""
+        keys = self.keys
+        out: list[str] = []
+        for name in dir(type(keys)):
+            if name.startswith("_") or name == "journal" or not isinstance(getattr(type(keys), name, None), property):
+                continue
+            value = getattr(keys, name)
+            if isinstance(value, str) and "*" not in value:
+                out.append(value)
+        job = getattr(keys, "job", None)
+        if callable(job):
+            try:
+                out.append(job("0"))
+            except Exception:  # noqa: BLE001 - keys without per-job names
+                pass
+        return out
 
 
 class ShardedLayout(Layout):

@@ -8,8 +8,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..config import QueueConfig
-from ..keys import REDISSON_DELAY_KEY_RE, DelayZsetKeys
+from jobctl.config import QueueConfig
+from jobctl.keys import REDISSON_DELAY_KEY_RE, DelayZsetKeys
 from jobctl.layouts.delay_zset.common import EPOCH_MS_RANGE
 
 __all__ = ["recognize"]

@@ -13,7 +13,7 @@ saw.  Config: ``key`` (the zset; default: the queue's tag, else its name).
 
 Redisson's delayed queue (the same section): :mod:`.redisson_delayed_queue`;
 what both share: :mod:`.delay_zset_common`; discovery of both:
-:mod:`jobctl.discovery.delay_zset`.
+:mod:`.discover`.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from jobctl.ops.plan import Plan
 from jobctl.ops.result import BatchResult
 from jobctl.ops.spec import Operation, OpSpec
 from jobctl.layouts.base import KeyedLayout, now_ms
+from jobctl.layouts.facts import StrOption
 from jobctl.layouts.common import DEFAULT_BATCH, read_scheduled, score_ms, text, wrongtype_errors
 from jobctl.layouts.delay_zset.common import EPOCH_MS_RANGE, SEARCH_BOUND, glob_escape, member_envelope
 from jobctl.layouts.moves import call_move, move_result
@@ -53,6 +54,14 @@ class DelayZset(KeyedLayout):
 
     name = "delay-zset"
     states = (State.READY, State.SCHEDULED)
+    operations = frozenset(op for op, _ in TRANSITIONS)
+    config_options = {"key": StrOption(512)}
+
+    @classmethod
+    def recognizer(cls):
+        from jobctl.layouts.delay_zset.discover import recognize
+
+        return recognize
 
     def __init__(self, client, queue) -> None:
         super().__init__(client, queue)

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..config import QueueConfig
-from ..keys import DELAYED_EVENTS_ZSET, DelayedEventsKeys, split_delayed_event_member
-from ..layouts.common import text
+from jobctl.config import QueueConfig
+from jobctl.keys import DELAYED_EVENTS_ZSET, DelayedEventsKeys, split_delayed_event_member
+from jobctl.layouts.common import text
 
 __all__ = ["recognize"]
 

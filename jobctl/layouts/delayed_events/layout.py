@@ -50,7 +50,7 @@ default ""), ``max_attempts`` (default :data:`DEFAULT_MAX_ATTEMPTS`),
 ``event_lists`` (type list names; default: derived from a sample of members).
 
 The counts: :mod:`.delayed_events_status`; checks:
-:mod:`.delayed_events_check`; discovery: :mod:`jobctl.discovery.delayed_events`.
+:mod:`.delayed_events_check`; discovery: :mod:`.discover`.
 """
 
 from __future__ import annotations
@@ -67,6 +67,8 @@ from jobctl.ops.plan import Plan
 from jobctl.ops.result import BatchResult
 from jobctl.ops.spec import OpSpec
 from jobctl.layouts.base import KeyedLayout, now_ms
+from jobctl.layouts.facts import AnyOption, IntOption, StrOption
+from jobctl.ops.spec import Operation
 from jobctl.layouts.common import json_object, lenient_envelope, score_ms, text, wrongtype_errors
 from jobctl.layouts.walks import WINDOW, list_window, window_starts
 
@@ -116,6 +118,16 @@ class DelayedEvents(KeyedLayout):
 
     name = "delayed-events"
     states = (State.READY, State.SCHEDULED, State.DEAD, State.SUPPRESSED)
+    operations = frozenset({Operation.PROMOTE, Operation.REDRIVE, Operation.SUPPRESS, Operation.UNSUPPRESS,
+                            Operation.PURGE})
+    config_options = {"prefix": StrOption(512), "max_attempts": IntOption(1, 1_000_000),
+                      "event_lists": AnyOption()}
+
+    @classmethod
+    def recognizer(cls):
+        from jobctl.layouts.delayed_events.discover import recognize
+
+        return recognize
 
     def __init__(self, client, queue) -> None:
         super().__init__(client, queue)

@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
-from ..config import QueueConfig
-from ..keys import JSON_LIST_SUFFIX_TYPES, JsonListKeys
-from ..layouts.common import json_object
+from jobctl.config import QueueConfig
+from jobctl.keys import JSON_LIST_SUFFIX_TYPES, JsonListKeys
+from jobctl.layouts.common import json_object
 
 __all__ = ["recognize"]
 

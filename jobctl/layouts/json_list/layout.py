@@ -34,7 +34,7 @@ JSON field shown as the job type, default ``task``), ``tenant_field``
 (default none).
 
 Operations: :mod:`.json_list_ops`; checks: :mod:`.json_list_check`;
-discovery: :mod:`jobctl.discovery.json_list`.
+discovery: :mod:`.discover`.
 """
 
 from __future__ import annotations
@@ -50,6 +50,8 @@ from jobctl.errors import DataError, NotFound
 from jobctl.keys import JSON_LIST_DEFAULT_PREFIX, JsonListKeys
 from jobctl.model import Envelope, JobRecord, QueueStatus, State
 from jobctl.layouts.base import ListStatesLayout, now_ms
+from jobctl.layouts.facts import IntOption, StrOption
+from jobctl.layouts.planning import TRANSITIONS_WITHOUT_SCHEDULED
 from jobctl.layouts.common import score_after, score_ms, status_replies, suppression_info, text, wrongtype_errors
 from jobctl.layouts.walks import WINDOW, walk_list, walk_zset
 
@@ -89,12 +91,28 @@ class JsonList(ListStatesLayout):
 
     name = "json-list"
     states = (State.READY, State.PROCESSING, State.DEAD, State.SUPPRESSED)
+    operations = frozenset(op for op, _ in TRANSITIONS_WITHOUT_SCHEDULED)
+    visibility_default_ms = DEFAULT_VISIBILITY_MS
+    config_options = {"max_retries": IntOption(1, 1_000_000), "type_field": StrOption(256),
+                      "tenant_field": StrOption(256)}
+
+    @classmethod
+    def recognizer(cls):
+        from jobctl.layouts.json_list.discover import recognize
+
+        return recognize
+
+    def dead_audits(self):
+        """The dead list; its entries are the payloads (duplicates and the list's TTL only)."""
+        from jobctl.layouts.common import PAYLOAD_TYPES
+
+        return [(self.keys.dead, None, PAYLOAD_TYPES)]
 
     def __init__(self, client, queue: QueueConfig) -> None:
         super().__init__(client, queue)
         self.keys = JsonListKeys(queue.tag or JSON_LIST_DEFAULT_PREFIX)
         opts = queue.options or {}
-        self.visibility_ms = queue.visibility_timeout_ms or DEFAULT_VISIBILITY_MS
+        self.visibility_ms = queue.visibility_timeout_ms or self.visibility_default_ms
         self.max_retries = _int(opts.get("max_retries")) or DEFAULT_MAX_RETRIES
         self.type_field = str(opts.get("type_field", "task"))
         self.tenant_field = opts.get("tenant_field")

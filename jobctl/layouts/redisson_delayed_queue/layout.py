@@ -11,7 +11,7 @@ inspect, attempts and check work; every operation is refused, because
 Redisson's codec bytes and its two-key bookkeeping belong to Redisson's API.
 Config: the queue's tag (else its name) is ``name``.
 
-Discovery: :mod:`jobctl.discovery.delay_zset`.
+Discovery: :mod:`jobctl.layouts.delay_zset.discover`.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from jobctl.model import JobRecord, QueueStatus, State
 from jobctl.ops.plan import Plan
 from jobctl.ops.spec import OpSpec
 from jobctl.layouts.base import KeyedLayout, now_ms
+from jobctl.layouts.facts import StrOption
 from jobctl.layouts.common import SCHEDULED_READS, fold_scheduled, read_scheduled, score_ms, wrongtype_errors
 from jobctl.layouts.delay_zset.common import SEARCH_BOUND, glob_escape, member_envelope
 from jobctl.layouts.redisson_delayed_queue.member import decode_member
@@ -39,6 +40,13 @@ class RedissonDelayedQueue(KeyedLayout):
 
     name = "redisson-delayed-queue"
     states = (State.READY, State.SCHEDULED)
+    config_options = {"name": StrOption(512)}
+
+    @classmethod
+    def recognizer(cls):  # one recogniser finds both zset layouts
+        from jobctl.layouts.delay_zset.discover import recognize
+
+        return recognize
 
     def __init__(self, client, queue) -> None:
         super().__init__(client, queue)

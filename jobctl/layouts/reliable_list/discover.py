@@ -1,14 +1,14 @@
 """Discovery of reliable-list queues (layouts.md section 1; seed 000
 sections 5, 18 and 20): the recognizer :mod:`jobctl.discovery` calls last
-(:data:`jobctl.discovery.GENERIC_LAST`: its name pattern is broad)."""
+(the layout declares ``recognize_last``: its name pattern is broad)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..config import QueueConfig
-from ..keys import RELIABLE_LIST_KEY_RE, RELIABLE_LIST_SUFFIX_TYPES, split_shard_tag
-from ..keys import RELIABLE_LIST_PRIORITY_SUFFIX_RE as priority_re
+from jobctl.config import QueueConfig
+from jobctl.keys import RELIABLE_LIST_KEY_RE, RELIABLE_LIST_SUFFIX_TYPES, split_shard_tag
+from jobctl.keys import RELIABLE_LIST_PRIORITY_SUFFIX_RE as priority_re
 
 __all__ = ["recognize"]
 

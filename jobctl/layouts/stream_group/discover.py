@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..config import QueueConfig
-from ..keys import STREAM_GROUP_KEY_RE, ReliableListKeys, StreamGroupKeys, split_shard_tag
-from ..layouts.common import text
+from jobctl.config import QueueConfig
+from jobctl.keys import STREAM_GROUP_KEY_RE, ReliableListKeys, StreamGroupKeys, split_shard_tag
+from jobctl.layouts.common import text
 from jobctl.layouts.stream_group.layout import DEFAULT_GROUP
 
 __all__ = ["recognize"]

@@ -34,7 +34,7 @@ unsuppress and purge move dead jobs (``sg_dead_move.lua``,
 walks: :mod:`.stream_group_walk`; ``inspect``'s search:
 :mod:`.stream_group_inspect`; ``replay``: :mod:`.stream_group_replay`;
 checks: :mod:`.stream_group_check`; discovery:
-:mod:`jobctl.discovery.stream_group`.  Keys come from
+:mod:`.discover`.  Keys come from
 :class:`jobctl.keys.StreamGroupKeys`.
 """
 
@@ -54,6 +54,9 @@ from jobctl.ops.plan import Plan
 from jobctl.ops.result import BatchResult
 from jobctl.ops.spec import OpSpec
 from jobctl.layouts.base import ShardedLayout, now_ms
+from jobctl.layouts.facts import StrOption
+from jobctl.layouts.planning import TRANSITIONS_WITH_SCHEDULED
+from jobctl.ops.spec import Operation
 from jobctl.layouts.common import first_found, json_object, lenient_envelope, mark_wrong_typed, merge_shard_lists, score_ms, text
 
 __all__ = ["StreamGroup", "DEFAULT_GROUP", "DEFAULT_VISIBILITY_TIMEOUT_MS", "COUNT_BOUND", "SEARCH_BOUND"]
@@ -92,6 +95,16 @@ class StreamGroup(ShardedLayout):
 
     name = "stream-group"
     states = (State.READY, State.SCHEDULED, State.PROCESSING, State.DEAD, State.SUPPRESSED)
+    operations = frozenset(op for op, _ in TRANSITIONS_WITH_SCHEDULED) | {Operation.REPLAY}
+    visibility_default_ms = DEFAULT_VISIBILITY_TIMEOUT_MS
+    braced_tag = True
+    config_options = {"group": StrOption(512), "dead": StrOption(16)}
+
+    @classmethod
+    def recognizer(cls):
+        from jobctl.layouts.stream_group.discover import recognize
+
+        return recognize
     keys_class = StreamGroupKeys
     shards: list[StreamGroupKeys]
 
@@ -104,7 +117,7 @@ class StreamGroup(ShardedLayout):
             raise ConfigError(f"queue {queue.name}: dead must be \"list\" or \"stream\", got {self.dead_kind!r}")
         if queue.priorities:
             raise ConfigError(f"queue {queue.name}: layout stream-group has no priority lists")
-        self.visibility_timeout_ms: int = queue.visibility_timeout_ms or DEFAULT_VISIBILITY_TIMEOUT_MS
+        self.visibility_timeout_ms: int = queue.visibility_timeout_ms or self.visibility_default_ms
 
     def check(self, *, repair: bool = False):
         from jobctl.layouts.stream_group.check import check_queue
