@@ -96,13 +96,7 @@ def run_plan(layout: Layout, plan: Plan, *, dry_run: bool = False, rate: float |
     Raises :class:`JobctlError` only for a connection error, after journaling.
     """
     spec = plan.spec
-    res = RunResult(operation=spec.operation.value, queue=spec.queue, operation_id=spec.op_id,
-                    planned=plan.planned, dry_run=dry_run, started_ms=now_ms())
-    for job_id, reason in plan.fence_skipped.items():  # fenced ids skipped at plan time
-        res.skipped += 1
-        res.skipped_reasons[reason] += 1
-        if len(res.skipped_sample) < 20:
-            res.skipped_sample.append(job_id)
+    res = _new_result(plan, dry_run)
     if dry_run or plan.planned == 0:
         res.ended_ms = now_ms()
         if not dry_run and journal:
@@ -110,85 +104,17 @@ def run_plan(layout: Layout, plan: Plan, *, dry_run: bool = False, rate: float |
         return res
     if rate:
         batch = max(1, min(batch or 256, int(rate)))
-
-    started = time.monotonic()
-    raised: BaseException | None = None
+    run = _Run(res, plan, rate=rate, stop=stop, progress=progress)
     if journal:
         from .journal import MovedIds
 
         res.moved_ids = MovedIds(spec.op_id)
-    halt: list[bool] = []  # set on Ctrl-C: the walk sends nothing more
-
-    def stopping() -> bool:  # the caller's stop, or a Ctrl-C deferred by its SIGINT handler
-        return requested() or bool(stop and stop())
-
-    def halted() -> bool:
-        return bool(halt) or stopping()
-
     layout, pinned = _pinned(layout)
-    sources = layout.sources(spec)
-    if sources:
-        # with --rate one call a round trip and one round trip at a time; the
-        # walk polls halted() before sending a round trip behind another
-        batches = drive(sources, plan, batch=batch, depth=1 if rate else None, stop=halted,
-                        ahead=1 if rate else None)
-    else:
-        batches = layout.apply(plan, batch=batch)
+    batches = _batches(layout, plan, batch=batch, rate=rate, halted=run.halted)
     # a second Ctrl-C now stops at the next result, like the first, instead of
     # raising inside a read and losing the replies in flight (jobctl.ops.interrupt)
     with applying():
-        last: BatchResult | None = None
-        try:
-            for br in batches:
-                last = br
-                _count(res, br)
-                if progress:
-                    progress(res.moved + res.skipped + res.failed, plan.planned)
-                if br.more:
-                    continue  # the rest of this round trip already ran: count it first
-                if stopping():
-                    res.interrupted = True
-                    break
-                if rate:
-                    ahead = res.moved / rate - (time.monotonic() - started)
-                    while ahead > 0 and not stopping():
-                        time.sleep(min(ahead, 0.1))
-                        ahead -= 0.1
-                    if stopping():
-                        res.interrupted = True
-                        break
-            # a stop between calls: let the layout finish what it does on close
-            # (the dead list puts the jobs that stay dead back in order)
-            _close(batches)
-        except KeyboardInterrupt:
-            res.interrupted = True
-            halt.append(True)
-            try:
-                _count_in_flight(batches, last, res)  # the calls of the round trip in progress already ran
-                _close(batches)  # the window engine puts its hold back (else the next operation does)
-            except BaseException:  # noqa: BLE001 - a second Ctrl-C or a lost connection
-                pass
-        except Exception as exc:  # noqa: BLE001 - translated below
-            # raised here (a progress callback...) with round trips in flight:
-            # count them, then the window engine reads its connection clean,
-            # puts its hold back and releases its lease (before the journal)
-            halt.append(True)
-            try:
-                _count_in_flight(batches, last, res)
-            except Exception:  # noqa: BLE001 - the first error is the one reported
-                pass
-            try:
-                _close(batches)
-            except Exception:  # noqa: BLE001 - the first error is the one reported
-                pass
-            _recount_lost(layout.client, exc, res, spec)
-            err = translate(exc, target)
-            if isinstance(err, ConnectionFailed):
-                err = ConnectionFailed(f"{spec.operation.value} {spec.queue} stopped after {res.moved:,} of "
-                                       f"{plan.planned:,} job(s): {str(err).rstrip('.')}; every job is in one state: run the "
-                                       "same command again to finish")
-            res.error = str(err) if isinstance(err, JobctlError) else f"{exc.__class__.__name__}: {exc}"
-            raised = err if isinstance(err, JobctlError) else exc
+        raised = run.consume(batches, layout.client, target)
         if raised is None and not res.interrupted:
             raised = _confirm_primary(layout.client, res, spec, plan, target)
         res.ended_ms = now_ms()
@@ -199,6 +125,123 @@ def run_plan(layout: Layout, plan: Plan, *, dry_run: bool = False, rate: float |
     if raised is not None:
         raise raised
     return res
+
+
+def _new_result(plan: Plan, dry_run: bool) -> RunResult:
+    """A fresh :class:`RunResult` for ``plan`` that already counts the ids
+    fenced out at plan time as skipped."""
+    spec = plan.spec
+    res = RunResult(operation=spec.operation.value, queue=spec.queue, operation_id=spec.op_id,
+                    planned=plan.planned, dry_run=dry_run, started_ms=now_ms())
+    for job_id, reason in plan.fence_skipped.items():
+        res.skipped += 1
+        res.skipped_reasons[reason] += 1
+        if len(res.skipped_sample) < 20:
+            res.skipped_sample.append(job_id)
+    return res
+
+
+def _batches(layout: Layout, plan: Plan, *, batch: int | None, rate: float | None,
+             halted: Callable[[], bool]):
+    """The iterator of :class:`BatchResult` that applies ``plan``: the window
+    engine over the layout's window sources, else the layout's own apply."""
+    sources = layout.sources(plan.spec)
+    if sources:
+        # with --rate one call a round trip and one round trip at a time; the
+        # walk polls halted() before sending a round trip behind another
+        return drive(sources, plan, batch=batch, depth=1 if rate else None, stop=halted,
+                     ahead=1 if rate else None)
+    return layout.apply(plan, batch=batch)
+
+
+class _Run:
+    """One applied run's loop: counts each result into ``res``, reports
+    progress, paces to ``rate`` jobs/s and stops between round trips."""
+
+    def __init__(self, res: RunResult, plan: Plan, *, rate: float | None,
+                 stop: Callable[[], bool] | None, progress: Callable[[int, int], None] | None) -> None:
+        self.res = res
+        self.plan = plan
+        self.rate = rate
+        self.stop = stop
+        self.progress = progress
+        self.started = time.monotonic()
+        self.halt = False  # set on Ctrl-C or an error: the walk sends nothing more
+        self.last: BatchResult | None = None
+
+    def stopping(self) -> bool:
+        """The caller's stop, or a Ctrl-C deferred by its SIGINT handler."""
+        return requested() or bool(self.stop and self.stop())
+
+    def halted(self) -> bool:
+        return self.halt or self.stopping()
+
+    def consume(self, batches, client, target: Target | None) -> BaseException | None:
+        """Read ``batches`` to the end or to a stop; the error to raise after
+        journaling (``None`` when the run ended cleanly or was interrupted)."""
+        try:
+            self._loop(batches)
+            # a stop between calls: let the layout finish what it does on close
+            # (the dead list puts the jobs that stay dead back in order)
+            _close(batches)
+        except KeyboardInterrupt:
+            self.res.interrupted = True
+            self.halt = True
+            try:
+                _count_in_flight(batches, self.last, self.res)  # the calls of the round trip in progress already ran
+                _close(batches)  # the window engine puts its hold back (else the next operation does)
+            except BaseException:  # noqa: BLE001 - a second Ctrl-C or a lost connection
+                pass
+        except Exception as exc:  # noqa: BLE001 - translated in _failed
+            return self._failed(batches, exc, client, target)
+        return None
+
+    def _loop(self, batches) -> None:
+        res = self.res
+        for br in batches:
+            self.last = br
+            _count(res, br)
+            if self.progress:
+                self.progress(res.moved + res.skipped + res.failed, self.plan.planned)
+            if br.more:
+                continue  # the rest of this round trip already ran: count it first
+            if self.stopping() or not self._pace():
+                res.interrupted = True
+                break
+
+    def _pace(self) -> bool:
+        """Sleep until the moved count is back under ``rate``; ``False`` when
+        a stop came meanwhile."""
+        if not self.rate:
+            return True
+        ahead = self.res.moved / self.rate - (time.monotonic() - self.started)
+        while ahead > 0 and not self.stopping():
+            time.sleep(min(ahead, 0.1))
+            ahead -= 0.1
+        return not self.stopping()
+
+    def _failed(self, batches, exc: Exception, client, target: Target | None) -> BaseException:
+        """Raised here (a progress callback...) with round trips in flight:
+        count them, then the window engine reads its connection clean, puts
+        its hold back and releases its lease (before the journal)."""
+        res, spec = self.res, self.plan.spec
+        self.halt = True
+        try:
+            _count_in_flight(batches, self.last, res)
+        except Exception:  # noqa: BLE001 - the first error is the one reported
+            pass
+        try:
+            _close(batches)
+        except Exception:  # noqa: BLE001 - the first error is the one reported
+            pass
+        _recount_lost(client, exc, res, spec)
+        err = translate(exc, target)
+        if isinstance(err, ConnectionFailed):
+            err = ConnectionFailed(f"{spec.operation.value} {spec.queue} stopped after {res.moved:,} of "
+                                   f"{self.plan.planned:,} job(s): {str(err).rstrip('.')}; every job is in one state: "
+                                   "run the same command again to finish")
+        res.error = str(err) if isinstance(err, JobctlError) else f"{exc.__class__.__name__}: {exc}"
+        return err if isinstance(err, JobctlError) else exc
 
 
 def _recount_lost(client, exc: BaseException, res: RunResult, spec) -> None:
