@@ -215,89 +215,14 @@ def _no_cyclic_gc():
 
 def _run(layout, out: Path, m: Manifest, res: ExportResult, states, flt: Filter, fmt: str, part_rows: int,
          batch: int, checkpoint_batches: int, progress, say, writer_options: dict) -> None:
-    skip = int(m.progress.get("batches") or 0)
-    expected_last = m.progress.get("last_id")
-    writer: PartWriter | None = None
-    part_counts: Counter = Counter()
-    part_malformed = 0
-    scanned: Counter = Counter(m.scanned)
-    exported = m.rows
-    since_checkpoint = 0
-    last_seen_id = None
-    last_ordinal = skip
-
-    def checkpoint(ordinal: int, last_id: str | None) -> None:
-        m.progress = {"batches": ordinal, "last_id": json_safe(last_id)}  # undecodable bytes escaped
-        m.scanned = {s.value: scanned.get(s.value, 0) for s in states}
-        m.save(out)
-
-    arrow_window = None
-    if fmt == "parquet":
-        try:
-            # pyarrow loads here, before the read-ahead thread starts: arrow_memory
-            # sets an environment variable for the import
-            from . import arrow_memory  # noqa: F401
-            if flt.is_match_all:
-                from .arrow_columns import window_record_batch as arrow_window
-        except ImportError:  # no pyarrow: open_writer says so
-            pass
+    """Walk and write the export described by ``m`` into ``out``; a source
+    that shifted under the resume point starts it over (once per shift)."""
+    run = _ExportWalk(layout, out, m, res, states, flt, fmt, part_rows=part_rows,
+                      checkpoint_batches=checkpoint_batches, progress=progress, writer_options=writer_options)
     try:
-        fast = flt.is_match_all
-        for sb in walk(layout, states, batch, raw=fast):
-            if sb.ordinal <= skip:
-                res.skipped_batches += 1
-                if sb.ordinal == skip:
-                    last = json_safe(sb.last_id)  # as the manifest holds it
-                    if last != expected_last:
-                        raise _Shifted(f"the job at the resume point is {last!r}, the manifest recorded "
-                                       f"{expected_last!r}")
-                continue
-            scanned[sb.state.value] += sb.size
-            cols = None
-            if sb.window is not None:
-                if arrow_window is not None:  # Parquet: the window straight to an Arrow record batch
-                    rb = arrow_window(sb.window, layout.queue_name, layout.name)
-                    cols = None if rb is None else ColumnBatch(rb.num_rows, [], arrow=rb)
-                if cols is None:
-                    cols = window_columns(sb.window, layout.queue_name, layout.name)
-            if cols is None:  # the record-by-record path: a filter, a layout without raw windows, odd values
-                if fast:
-                    rows = [record_row(rec) for rec in sb.records]
-                else:
-                    rows = [record_row(rec) for rec in sb.records if selects(flt, rec, m.snapshot_ms)]
-                cols = rows_columns(rows)
-            if cols.n:
-                if writer is None:
-                    writer = open_writer(fmt, out, len(m.parts), **writer_options)
-                writer.write_batch(cols)
-                part_counts[sb.state.value] += cols.n
-                part_malformed += cols.malformed
-                exported += cols.n
-            last_seen_id = sb.last_id if sb.size else last_seen_id
-            last_ordinal = sb.ordinal
-            since_checkpoint += 1
-            if writer is not None and writer.rows >= part_rows:
-                _commit(writer, m, part_counts, part_malformed)
-                writer, part_counts, part_malformed = None, Counter(), 0
-                checkpoint(sb.ordinal, last_seen_id)
-                since_checkpoint = 0
-            elif writer is None and since_checkpoint >= checkpoint_batches:
-                checkpoint(sb.ordinal, last_seen_id)
-                since_checkpoint = 0
-            if progress:
-                progress(sum(scanned.values()), exported)
-        if skip and res.skipped_batches < skip:
-            raise _Shifted("the source now has fewer batches than the export had covered")
-        if writer is not None:
-            _commit(writer, m, part_counts, part_malformed)
-            writer = None
-        m.complete = True
-        m.finished_ms = _now_ms()
-        checkpoint(last_ordinal, last_seen_id if last_seen_id is not None else m.progress.get("last_id"))
+        run.walk(batch)
     except _Shifted as shifted:
-        if writer is not None:
-            writer.abort()
-            writer = None
+        run.abort()
         say(f"the source changed since the interrupted export ({shifted}): starting over")
         fresh = Manifest(selector=m.selector, source=m.source, snapshot_ms=_now_ms(), started_ms=_now_ms(),
                          jobctl_version=__version__, scanned={s.value: 0 for s in states})
@@ -310,8 +235,136 @@ def _run(layout, out: Path, m: Manifest, res: ExportResult, states, flt: Filter,
         _run(layout, out, fresh, res, states, flt, fmt, part_rows, batch, checkpoint_batches, progress, say,
              writer_options)
     finally:
-        if writer is not None:
-            writer.abort()
+        run.abort()
+
+
+def _arrow_window_of(fmt: str, flt: Filter):
+    """``window_record_batch`` for an unfiltered Parquet export (``None``
+    otherwise, or without pyarrow: open_writer says so)."""
+    if fmt != "parquet":
+        return None
+    try:
+        # pyarrow loads here, before the read-ahead thread starts: arrow_memory
+        # sets an environment variable for the import
+        from . import arrow_memory  # noqa: F401
+        if flt.is_match_all:
+            from .arrow_columns import window_record_batch
+            return window_record_batch
+    except ImportError:
+        pass
+    return None
+
+
+class _ExportWalk:
+    """One pass of an export over the source: the part being written, the
+    counts since the last part and the manifest checkpoints."""
+
+    def __init__(self, layout, out: Path, m: Manifest, res: ExportResult, states, flt: Filter, fmt: str, *,
+                 part_rows: int, checkpoint_batches: int, progress, writer_options: dict) -> None:
+        self.layout, self.out, self.m, self.res, self.states = layout, out, m, res, states
+        self.flt, self.fmt, self.part_rows, self.checkpoint_batches = flt, fmt, part_rows, checkpoint_batches
+        self.progress, self.writer_options = progress, writer_options
+        self.skip = int(m.progress.get("batches") or 0)
+        self.expected_last = m.progress.get("last_id")
+        self.writer: PartWriter | None = None
+        self.part_counts: Counter = Counter()
+        self.part_malformed = 0
+        self.scanned: Counter = Counter(m.scanned)
+        self.exported = m.rows
+        self.since_checkpoint = 0
+        self.last_seen_id = None
+        self.last_ordinal = self.skip
+        self.arrow_window = _arrow_window_of(fmt, flt)
+        self.fast = flt.is_match_all
+
+    def checkpoint(self, ordinal: int, last_id: str | None) -> None:
+        m = self.m
+        m.progress = {"batches": ordinal, "last_id": json_safe(last_id)}  # undecodable bytes escaped
+        m.scanned = {s.value: self.scanned.get(s.value, 0) for s in self.states}
+        m.save(self.out)
+
+    def abort(self) -> None:
+        """Delete the part being written, if any."""
+        if self.writer is not None:
+            self.writer.abort()
+            self.writer = None
+
+    def walk(self, batch: int) -> None:
+        """Write every batch past the resume point, then complete the manifest.
+        Raises :class:`_Shifted` when the source no longer matches it."""
+        for sb in walk(self.layout, self.states, batch, raw=self.fast):
+            if sb.ordinal <= self.skip:
+                self._covered(sb)
+                continue
+            self.scanned[sb.state.value] += sb.size
+            self._write(sb, self._columns(sb))
+            self._after(sb)
+            if self.progress:
+                self.progress(sum(self.scanned.values()), self.exported)
+        self._finish()
+
+    def _covered(self, sb) -> None:
+        """A batch an earlier run already covered: read, not written; the
+        last one must end on the job the manifest recorded."""
+        self.res.skipped_batches += 1
+        if sb.ordinal == self.skip:
+            last = json_safe(sb.last_id)  # as the manifest holds it
+            if last != self.expected_last:
+                raise _Shifted(f"the job at the resume point is {last!r}, the manifest recorded "
+                               f"{self.expected_last!r}")
+
+    def _columns(self, sb) -> ColumnBatch:
+        layout, cols = self.layout, None
+        if sb.window is not None:
+            if self.arrow_window is not None:  # Parquet: the window straight to an Arrow record batch
+                rb = self.arrow_window(sb.window, layout.queue_name, layout.name)
+                cols = None if rb is None else ColumnBatch(rb.num_rows, [], arrow=rb)
+            if cols is None:
+                cols = window_columns(sb.window, layout.queue_name, layout.name)
+        if cols is None:  # the record-by-record path: a filter, a layout without raw windows, odd values
+            if self.fast:
+                rows = [record_row(rec) for rec in sb.records]
+            else:
+                rows = [record_row(rec) for rec in sb.records if selects(self.flt, rec, self.m.snapshot_ms)]
+            cols = rows_columns(rows)
+        return cols
+
+    def _write(self, sb, cols: ColumnBatch) -> None:
+        if not cols.n:
+            return
+        if self.writer is None:
+            self.writer = open_writer(self.fmt, self.out, len(self.m.parts), **self.writer_options)
+        self.writer.write_batch(cols)
+        self.part_counts[sb.state.value] += cols.n
+        self.part_malformed += cols.malformed
+        self.exported += cols.n
+
+    def _after(self, sb) -> None:
+        """Close the part once it holds ``part_rows``; with no part open,
+        checkpoint every ``checkpoint_batches`` batches."""
+        self.last_seen_id = sb.last_id if sb.size else self.last_seen_id
+        self.last_ordinal = sb.ordinal
+        self.since_checkpoint += 1
+        if self.writer is not None and self.writer.rows >= self.part_rows:
+            _commit(self.writer, self.m, self.part_counts, self.part_malformed)
+            self.writer, self.part_counts, self.part_malformed = None, Counter(), 0
+            self.checkpoint(sb.ordinal, self.last_seen_id)
+            self.since_checkpoint = 0
+        elif self.writer is None and self.since_checkpoint >= self.checkpoint_batches:
+            self.checkpoint(sb.ordinal, self.last_seen_id)
+            self.since_checkpoint = 0
+
+    def _finish(self) -> None:
+        if self.skip and self.res.skipped_batches < self.skip:
+            raise _Shifted("the source now has fewer batches than the export had covered")
+        if self.writer is not None:
+            _commit(self.writer, self.m, self.part_counts, self.part_malformed)
+            self.writer = None
+        m = self.m
+        m.complete = True
+        m.finished_ms = _now_ms()
+        self.checkpoint(self.last_ordinal,
+                        self.last_seen_id if self.last_seen_id is not None else m.progress.get("last_id"))
 
 
 class _Shifted(Exception):
