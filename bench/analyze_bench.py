@@ -11,7 +11,7 @@ codes, tenants, messages with ids and numbers to fingerprint), then runs
     python3 bench/analyze_bench.py --quick    # 250,000 and 1,000,000 rows
     python3 bench/analyze_bench.py --sizes 500000,2000000 --master local[2]
 
-Prints a Markdown table on stdout; the figures go to bench/EXPORT.md.
+Prints a Markdown table on stdout; conclusions in docs/performance.md.
 """
 
 from __future__ import annotations

@@ -195,23 +195,10 @@ def _pin(srv: _Server, boost: bool = False) -> None:
     (``bio_*``, jemalloc's background purger), this process and so every
     client it starts on CPU 1.
 
-    Neither placement of the purger is free on two CPUs.  On CPU 1 a busy
-    client can preempt it while it holds an arena lock the main thread then
-    waits for (``bench/free_stalls.py``, five interleaved pairs of 1M plain
-    ``DEL``s, 2026-11-25: 7-14 commands over 2 ms, longest 9-26 ms, against
-    2-6, longest 4.7-7.7 ms, with it on CPU 0).  On CPU 0 it takes the main
-    thread's CPU while it returns pages: a whole run so pinned (2026-11-25
-    02:38) had the purge rows at 16-17 scripts over 2 ms and PING p99
-    2.35-2.51 ms, against 0-1 and 0.47-0.54 ms in the run before it.
-
-    ``boost`` (``--boost``): the other threads stay on CPU 1 but run
-    ``SCHED_FIFO`` where permitted (root), so no client preempts them.
-    That cut the stalls of plain ``DEL``s, not to none (``free_stalls.py
-    --apart --boost``: 2-4 over 2 ms against 6-12 in the same three pairs),
-    but not jobctl's: two interleaved pairs of ``--sizes 1000000 --only
-    redrive-filtered --only purge --only layouts`` (2026-11-25 04:06-04:13)
-    gave the hash-job purge 14 and 21 calls over 2 ms (longest 4.8, 12.9
-    ms) boosted, 12 and 11 (8.1, 15.3 ms) not, the other rows within noise.
+    Neither placement of the purger is free on two CPUs, and ``boost``
+    (``--boost``: the other threads stay on CPU 1 but run ``SCHED_FIFO``
+    where permitted, root) did not help jobctl's rows in an A/B: see
+    docs/performance.md, "Calls over 2 ms".
     So it is off unless asked for."""
     from probe import PROBE_CPU_ENV
 
@@ -351,7 +338,7 @@ def main() -> int:
                     help="With --pin: the server's other threads (on CPU 1) SCHED_FIFO, so no client preempts "
                          "them (root; no gain for jobctl's rows in an A/B, see _pin).")
     ap.add_argument("--attribute", action="store_true",
-                    help="Bracket every script call with uprobes (perf, root; bench/lock_waits.py) and report how "
+                    help="Bracket every script call with uprobes (perf, root; bench/calltrace.py) and report how "
                          "many calls over 2 ms were over on their own time, not waiting on the allocator "
                          "(needs the server this run starts: not with --url).")
     ap.add_argument("--memory", action="store_true", help="Also run jobctl's operations at --memory-size (RSS).")
@@ -382,7 +369,7 @@ def main() -> int:
         ap.error("--attribute: traces the server this run starts; not with --url")
     srv = _Server(args.url, args.server)
     if args.attribute:
-        from lock_waits import CallTracer
+        from calltrace import CallTracer
 
         bulk_runs.TRACER = CallTracer(srv.own.pid)
     if args.pin:

@@ -138,9 +138,9 @@ def purge_allocator(admin) -> None:
     the kernel now, untimed, instead of during the next timed run.  Without
     it a run inherits the last one's garbage: jemalloc hands the pages of a
     flushed 1M DLQ back over ~10 s (its decay), and while its purger does
-    that the server's calls wait on its lock (``lock_waits.py``), so a run
-    that frees little (a filtered redrive) logged calls over 2 ms that were
-    the previous run's.  A server without jemalloc answers OK and does
+    that the server's calls wait on its lock (docs/performance.md, "Calls
+    over 2 ms"), so a run that frees little (a filtered redrive) logged calls
+    over 2 ms that were the previous run's.  A server without jemalloc answers OK and does
     nothing."""
     try:
         admin.execute_command("MEMORY", "PURGE")
@@ -148,7 +148,7 @@ def purge_allocator(admin) -> None:
         print(f"MEMORY PURGE refused: {exc}", file=sys.stderr)
 
 
-#: ``bulk_compare.py --attribute``: a :class:`lock_waits.CallTracer` on the
+#: ``bulk_compare.py --attribute``: a :class:`calltrace.CallTracer` on the
 #: server, started and stopped around every watched block (its summary lands
 #: in the block's ``calls``); ``None``: no tracing.
 TRACER: Any = None

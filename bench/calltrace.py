@@ -1,46 +1,29 @@
-"""Where does a script call over 2 ms spend its time?  (``perf``, Redis 7)
+"""Where a script call's time goes: ``bulk_compare.py --attribute`` (``perf``, Redis 7, root).
 
-One ``jobctl`` bulk operation (default: the hash-job purge, the row whose
-calls go over 2 ms at 1M) runs on a freshly loaded DLQ while ``perf record``
-follows the server's main thread.  Every script call is bracketed by two
-uprobes on the server's ``evalGenericCommand`` (entry and return: EVAL and
-EVALSHA; the symbol is in the dynamic symbol table of Debian's stripped
-``redis-server``), and inside each call the thread's ``futex`` and
-``madvise`` system calls and its context switches are timed and its page
-faults counted.  A call's time is then split into:
+:class:`CallTracer` follows one server's main thread with ``perf record``.
+Every script call is bracketed by two uprobes on the server's
+``evalGenericCommand`` (entry and return: EVAL and EVALSHA; the symbol is in
+the dynamic symbol table of Debian's stripped ``redis-server``), and inside
+each call the thread's ``futex`` and ``madvise`` system calls and its context
+switches are timed and its page faults counted.  A call's time is split into:
 
-* ``futex``: blocked on a lock another thread of the server held.  The only
-  other thread that takes the allocator's locks on this path is jemalloc's
-  background purger (``jemalloc_bg_thd``);
-* ``madvise``: the main thread itself handing freed pages back to the
-  kernel (jemalloc purging inline);
+* ``futex``: blocked on a lock another thread of the server held (jemalloc's
+  background purger, ``jemalloc_bg_thd``, on this path);
+* ``madvise``: the main thread itself handing freed pages back to the kernel;
 * ``off-CPU``: switched out otherwise (preempted, or blocked in the kernel);
-* the rest, "own": the script's work (Lua, the commands it calls, its page
-  faults), and any time the hypervisor takes the vCPU away, which the guest
-  cannot see.  A ``cpu-clock`` sample every 50 µs of the thread's CPU
-  (``SAMPLE_NS``) tells the two apart: own time without samples is the
-  hypervisor's (a 4.72 ms call with 8 samples, 0.40 ms of CPU, and one
-  4.35 ms stretch without any).
+* the rest, "own": the script's work, and any time the hypervisor takes the
+  vCPU away.  A ``cpu-clock`` sample every 50 µs of the thread's CPU
+  (:data:`SAMPLE_NS`) tells the two apart: own time without samples is the
+  hypervisor's.
 
-A call over 2 ms whose rest is under 2 ms would have met the issue's bound
-without the allocator: the time over is the server's memory return, not the
-script's work.  Needs ``perf`` (linux-tools) and root (uprobes and
-tracepoints); the probes are removed at the end::
-
-    python3 bench/lock_waits.py --jobs 1000000
-    python3 bench/lock_waits.py --jobs 1000000 --op redrive --layout reliable-list
-    MALLOC_CONF=dirty_decay_ms:-1,muzzy_decay_ms:-1 python3 bench/lock_waits.py --jobs 1000000
-
-Pinned as ``bulk_compare.py --pin`` (the main thread alone on CPU 0, the
-server's other threads and the clients on CPU 1).  SLOWLOG at 2 ms is read
-as well, split into script calls and the commands scripts called (SLOWLOG
-logs both).  Times in ms.  Public tools only: ``perf probe``, ``perf
-record`` and ``perf script``'s text.
+Needs ``perf`` (linux-tools) and root; the probes are removed at :meth:`CallTracer.close`.
+What the tracer found (2026-11-25): docs/performance.md, "Calls over 2 ms".
+Times in ms.  Public tools only: ``perf probe``, ``perf record`` and
+``perf script``'s text.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import shutil
@@ -50,20 +33,9 @@ import tempfile
 import time
 from pathlib import Path
 
-import redis
-
-from bulk_runs import _SCRIPT_CMDS, SLOW_US, flush, load, purge_allocator, write_catalogue
-from free_stalls import _pin as pin_server
-from harness import Workdir, jobctl_argv, start_server
-from measure import run_process
+from bulk_runs import SLOW_US
 
 BOUND_MS = SLOW_US / 1000
-OPS = {
-    "purge": ["purge", "{q}", "--state", "dead", "--no-export", "--yes", "--json"],
-    "redrive": ["redrive", "{q}", "--yes", "--json"],
-    "redrive-filtered": ["redrive", "{q}", "--yes", "--json", "--filter", "tenant = t1"],  # 5 tenants: 20 %
-}
-QUEUES = {"hash-job": "bench-hj", "reliable-list": "bench", "stream-group": "bench-sg"}
 #: ``cpu-clock`` sampling period (ns): a sample every 50 µs the main thread
 #: runs (on the guest's clock: none while the hypervisor has the vCPU).
 SAMPLE_NS = 50_000
@@ -131,16 +103,6 @@ def calls(perf_text: str, tid: int) -> tuple[list[dict[str, float]], list[float]
     return out, futexes, madvises
 
 
-def _steal_ms(cpu: int) -> float:
-    """CPU ``cpu``'s steal time so far (ms, ``/proc/stat``): time the
-    hypervisor ran something else while this vCPU had work."""
-    with open("/proc/stat") as f:
-        for line in f:
-            if line.startswith(f"cpu{cpu} "):
-                return int(line.split()[8]) * 1000 / os.sysconf("SC_CLK_TCK")
-    return 0.0
-
-
 def _cpu(call: dict[str, float]) -> float:
     """A call's own CPU time (ms) as sampled: its ``cpu-clock`` samples times
     the period, less its ``madvise`` time (CPU too, in the kernel, but the
@@ -153,12 +115,6 @@ def _rest(call: dict[str, float]) -> float:
     return call["ms"] - call["futex_ms"] - call["madvise_ms"] - call["off_cpu_ms"]
 
 
-def _is_script(command: bytes | str) -> bool:
-    """A SLOWLOG entry's command line is a script call (EVALSHA/EVAL/FCALL)."""
-    name = (command.decode("utf-8", "replace") if isinstance(command, bytes) else command).split(" ", 1)[0]
-    return name.lower() in _SCRIPT_CMDS
-
-
 def _probes(binary: str, add: bool) -> None:
     """Add (or remove) the entry and return uprobes on :data:`FUNC`."""
     if not add:
@@ -168,7 +124,7 @@ def _probes(binary: str, add: bool) -> None:
         proc = subprocess.run(["perf", "probe", "-q", "-x", binary, "-a", spec], capture_output=True, text=True)
         if proc.returncode != 0:
             _probes(binary, False)
-            raise SystemExit(f"lock_waits.py: perf probe {spec} failed: {proc.stderr.strip()[-300:]}")
+            raise SystemExit(f"calltrace.py: perf probe {spec} failed: {proc.stderr.strip()[-300:]}")
 
 
 class CallTracer:
@@ -180,7 +136,7 @@ class CallTracer:
 
     def __init__(self, pid: int) -> None:
         if not shutil.which("perf"):
-            raise SystemExit("lock_waits.py: perf not found on PATH (linux-tools)")
+            raise SystemExit("calltrace.py: perf not found on PATH (linux-tools)")
         self.pid = pid
         self.binary = os.path.realpath(f"/proc/{pid}/exe")
         self.dir = Path(tempfile.mkdtemp(prefix="jobctl-perf-"))
@@ -197,7 +153,7 @@ class CallTracer:
         if self.proc.poll() is not None:
             err = self.proc.stderr.read().decode() if self.proc.stderr else ""
             self.close()
-            raise SystemExit(f"lock_waits.py: perf record failed: {err[-300:]}")
+            raise SystemExit(f"calltrace.py: perf record failed: {err[-300:]}")
 
     def stop(self) -> dict:
         assert self.proc is not None
@@ -240,60 +196,3 @@ def summarize(got: list[dict[str, float]], futexes: list[float], madvises: list[
         "madvise_calls": len(madvises), "madvise_total_ms": round(sum(madvises), 1),
         "madvise_longest_ms": [round(w, 2) for w in sorted(madvises)[-5:]],
     }
-
-
-def run(op: str, layout: str, n: int, keep: bool = False) -> dict:
-    """One operation under :class:`CallTracer`; returns the figures above (ms)."""
-    srv = start_server("redis")
-    work = Workdir()
-    tracer = CallTracer(srv.pid)
-    try:
-        pin_server(srv.pid, apart=True)  # as bulk_compare.py --pin
-        admin = redis.Redis.from_url(srv.url)
-        queue = QUEUES[layout]
-        write_catalogue(work, {queue: layout})
-        load(admin, layout, queue, n, tenants=5 if op == "redrive-filtered" else 10)
-        purge_allocator(admin)  # as bulk_compare.py's runs: the loader's garbage returned, untimed
-        admin.config_set("slowlog-max-len", 100_000)
-        admin.config_set("slowlog-log-slower-than", SLOW_US)
-        admin.slowlog_reset()
-        tracer.start()
-        argv = jobctl_argv() + ["--url", srv.url] + [a.format(q=queue) for a in OPS[op]]
-        steal = _steal_ms(0)
-        proc = run_process(argv, env=work.env())
-        steal = _steal_ms(0) - steal
-        traced = tracer.stop()
-        if proc.returncode != 0:
-            raise SystemExit(f"lock_waits.py: jobctl {op} exited {proc.returncode}: {proc.stderr[-300:]}")
-        entries = admin.slowlog_get(100_000)
-        slow = sorted(e["duration"] / 1000 for e in entries if _is_script(e["command"]))
-        flush(admin)
-        return {
-            "op": op, "layout": layout, "n": n, "seconds": round(proc.wall_s, 2),
-            "malloc_conf": os.environ.get("MALLOC_CONF", ""),
-            "cpu0_steal_ms": round(steal, 1),  # the main thread's vCPU, over the whole run
-            "slowlog_script_calls_over_2ms": len(slow), "slowlog_longest_ms": slow[-5:],
-            "slowlog_commands_scripts_called_over_2ms": len(entries) - len(slow),
-            **{f"calls_{k}" if k.startswith("over_2ms") else k: v for k, v in traced.items()},
-        }
-    finally:
-        tracer.close(keep)
-        work.cleanup()
-        srv.stop()
-        if keep:
-            print(f"perf data kept under: {tracer.dir}")
-
-
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--jobs", type=int, default=1_000_000)
-    ap.add_argument("--op", choices=sorted(OPS), default="purge")
-    ap.add_argument("--layout", choices=sorted(QUEUES), default="hash-job")
-    ap.add_argument("--keep", action="store_true", help="keep perf.data (its path is printed)")
-    args = ap.parse_args()
-    for key, value in run(args.op, args.layout, args.jobs, args.keep).items():
-        print(f"{key}: {value}")
-
-
-if __name__ == "__main__":
-    main()

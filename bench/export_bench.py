@@ -10,7 +10,7 @@ and the child's peak RSS (``wait4`` rusage).
     python3 bench/export_bench.py --quick          # 100,000
     python3 bench/export_bench.py --jobs 250000 --formats parquet,jsonl,csv
 
-Prints a Markdown table on stdout; the figures go to bench/EXPORT.md.
+Prints a Markdown table on stdout; conclusions in docs/performance.md.
 """
 
 from __future__ import annotations
