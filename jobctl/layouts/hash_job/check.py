@@ -72,31 +72,16 @@ class HashJobCheckReport(CheckReport):
         return out
 
 
+#: the hash status a job has in each place it is listed
+_EXPECTED_STATUS = {"ready": "pending", "processing": "processing", "dead": "failed", "history": "completed",
+                    "suppressed": "failed"}
+
+
 def check_queue(layout: "HashJob", *, repair: bool = False) -> CheckReport:
     """Check ``layout``; with ``repair``, apply the unambiguous fixes."""
-    from jobctl.layouts.hash_job.layout import unstamped_claim
-
     client, k = layout.client, layout.keys
     report = HashJobCheckReport(queue=layout.queue_name, layout=layout.name)
-    shard = k.name
-    where: dict[str, list[tuple[str, str]]] = defaultdict(list)  # id -> [(state, key)]
-    lists = [(k.pending, "ready"), (k.processing, "processing"), (k.failed, "dead"), (k.hold, "dead"),
-             (k.completed, "history")]
-    expected_status = {"ready": "pending", "processing": "processing", "dead": "failed", "history": "completed",
-                       "suppressed": "failed"}
-    for key, state in lists:
-        counts: Counter[str] = Counter()
-        for _, chunk in walk_list(client, key, from_right=False):
-            counts.update(text(x) for x in chunk)
-        for job_id, n in counts.items():
-            where[job_id].append((state, key))
-            if n > 1:
-                report.problems.append(Problem("duplicate", shard, job_id, f"{n} copies in {key}",
-                                               "remove extra copies", _args=("duplicate", key, str(n))))
-    for _, pairs in walk_zset(client, k.suppressed):
-        for m, _ in pairs:
-            where[text(m)].append(("suppressed", k.suppressed))
-
+    where = _places(layout, report)
     ids = list(where)
     report.checked_ids = len(ids)
     now = now_ms()
@@ -106,59 +91,9 @@ def check_queue(layout: "HashJob", *, repair: bool = False) -> CheckReport:
         for job_id in chunk:
             pipe.hmget(k.job(job_id), "status", "claimed_at_ms", "enqueued_at_ms")
         for job_id, reply in zip(chunk, pipe.execute(raise_on_error=False)):
-            if isinstance(reply, Exception):  # a job key of the wrong type: that job's finding alone
-                report.problems.append(Problem("wrong_type_payload", shard, job_id,
-                                               f"{k.job(job_id)} is not a hash ({str(reply).splitlines()[0][:80]})"))
-                continue
-            status, claimed, enqueued = reply
-            places = where[job_id]
-            states = sorted({s for s, _ in places})
-            if len(states) > 1:
-                report.problems.append(Problem("multiple_states", shard, job_id, "in " + " and ".join(states)))
-            if status is None:
-                for state, key in places:
-                    if state == "history":
-                        report.expired_history += 1
-                        continue
-                    kind = "dangling_zset" if state == "suppressed" else "dangling_list"
-                    why = "hash expired (workers' TTL)" if state == "dead" else "no job hash"
-                    report.problems.append(Problem("dangling", shard, job_id, f"in {state} ({key}): {why}",
-                                                   "remove the id from the index", _args=(kind, key, "")))
-                continue
-            for state, key in places:
-                if state == "processing" and \
-                        unstamped_claim(State.PROCESSING, {b"status": status, b"claimed_at_ms": claimed or b""}):
-                    continue  # seed 001's 2 x timeout rule covers it
-                if text(status) != expected_status[state]:
-                    report.problems.append(Problem("status_mismatch", shard, job_id,
-                                                   f"hash status {text(status)!r} while in {state} ({key})"))
-            if any(s == "processing" for s, _ in places) and \
-                    layout.deadline_of({b"claimed_at_ms": claimed or b"", b"enqueued_at_ms": enqueued or b""}) is None:
-                stuck_at = now - layout.visibility_ms - 1
-                report.problems.append(Problem("no_deadline", shard, job_id,
-                                               "processing without claimed_at_ms or enqueued_at_ms: never reclaimed",
-                                               "set claimed_at_ms so that it is stuck now",
-                                               _args=("no_deadline", k.processing, str(stuck_at))))
-
-    prefix = k.job_prefix
-    for found in scan_pages(client, k.job_pattern, WINDOW):  # every primary on a cluster
-        orphans = [text(raw)[len(prefix):] for raw in found]
-        report.payload_keys += len(orphans)
-        orphans = [job_id for job_id in orphans if job_id not in where]
-        if orphans:
-            pipe = client.pipeline(transaction=False)
-            for job_id in orphans:
-                pipe.hget(k.job(job_id), "status")
-                pipe.pttl(k.job(job_id))
-            res = pipe.execute()
-            for n, job_id in enumerate(orphans):
-                status, ttl = res[2 * n], res[2 * n + 1]
-                status = text(status) if status is not None else None
-                if status in ("pending", "processing") or ttl == -1:
-                    report.problems.append(Problem("orphan_job", shard, job_id,
-                                                   f"job hash (status {status!r}) is in no list"))
-
-    _recheck(layout, report, expected_status)
+            _check_job(layout, report, job_id, reply, where[job_id], now)
+    _check_orphans(layout, report, where)
+    _recheck(layout, report, _EXPECTED_STATUS)
     if repair:
         fix = script(client, "hj_repair")
         for p in report.problems:
@@ -167,6 +102,102 @@ def check_queue(layout: "HashJob", *, repair: bool = False) -> CheckReport:
             kind, key, arg = p._args
             p.repaired = bool(fix(keys=[key, k.job(p.job_id), k.suppressed_info], args=[kind, p.job_id, arg]))
     return report
+
+
+def _places(layout: "HashJob", report: CheckReport) -> dict[str, list[tuple[str, str]]]:
+    """Every listed id -> its ``[(state, key)]``; a duplicate in one list is reported."""
+    client, k = layout.client, layout.keys
+    where: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    lists = [(k.pending, "ready"), (k.processing, "processing"), (k.failed, "dead"), (k.hold, "dead"),
+             (k.completed, "history")]
+    for key, state in lists:
+        counts: Counter[str] = Counter()
+        for _, chunk in walk_list(client, key, from_right=False):
+            counts.update(text(x) for x in chunk)
+        for job_id, n in counts.items():
+            where[job_id].append((state, key))
+            if n > 1:
+                report.problems.append(Problem("duplicate", k.name, job_id, f"{n} copies in {key}",
+                                               "remove extra copies", _args=("duplicate", key, str(n))))
+    for _, pairs in walk_zset(client, k.suppressed):
+        for m, _ in pairs:
+            where[text(m)].append(("suppressed", k.suppressed))
+    return where
+
+
+def _check_job(layout: "HashJob", report: CheckReport, job_id: str, reply, places: list[tuple[str, str]],
+               now: int) -> None:
+    """The findings of one listed job: ``reply`` is its hash's HMGET of
+    status, claimed_at_ms, enqueued_at_ms (or the error of a wrong type)."""
+    k, shard = layout.keys, layout.keys.name
+    if isinstance(reply, Exception):  # a job key of the wrong type: that job's finding alone
+        report.problems.append(Problem("wrong_type_payload", shard, job_id,
+                                       f"{k.job(job_id)} is not a hash ({str(reply).splitlines()[0][:80]})"))
+        return
+    status, claimed, enqueued = reply
+    states = sorted({s for s, _ in places})
+    if len(states) > 1:
+        report.problems.append(Problem("multiple_states", shard, job_id, "in " + " and ".join(states)))
+    if status is None:
+        _check_missing_hash(report, shard, job_id, places)
+        return
+    _check_status(report, shard, job_id, places, status, claimed)
+    if any(s == "processing" for s, _ in places) and \
+            layout.deadline_of({b"claimed_at_ms": claimed or b"", b"enqueued_at_ms": enqueued or b""}) is None:
+        stuck_at = now - layout.visibility_ms - 1
+        report.problems.append(Problem("no_deadline", shard, job_id,
+                                       "processing without claimed_at_ms or enqueued_at_ms: never reclaimed",
+                                       "set claimed_at_ms so that it is stuck now",
+                                       _args=("no_deadline", k.processing, str(stuck_at))))
+
+
+def _check_missing_hash(report: CheckReport, shard: str, job_id: str, places: list[tuple[str, str]]) -> None:
+    """A listed id without its hash: expired history, else dangling."""
+    for state, key in places:
+        if state == "history":
+            report.expired_history += 1
+            continue
+        kind = "dangling_zset" if state == "suppressed" else "dangling_list"
+        why = "hash expired (workers' TTL)" if state == "dead" else "no job hash"
+        report.problems.append(Problem("dangling", shard, job_id, f"in {state} ({key}): {why}",
+                                       "remove the id from the index", _args=(kind, key, "")))
+
+
+def _check_status(report: CheckReport, shard: str, job_id: str, places: list[tuple[str, str]], status,
+                  claimed) -> None:
+    """The hash's status against each place the id is listed."""
+    from jobctl.layouts.hash_job.layout import unstamped_claim
+
+    for state, key in places:
+        if state == "processing" and \
+                unstamped_claim(State.PROCESSING, {b"status": status, b"claimed_at_ms": claimed or b""}):
+            continue  # the 2 x timeout rule covers it
+        if text(status) != _EXPECTED_STATUS[state]:
+            report.problems.append(Problem("status_mismatch", shard, job_id,
+                                           f"hash status {text(status)!r} while in {state} ({key})"))
+
+
+def _check_orphans(layout: "HashJob", report: CheckReport, where: dict) -> None:
+    """Job hashes listed nowhere (pending, processing or without a TTL)."""
+    client, k = layout.client, layout.keys
+    prefix = k.job_prefix
+    for found in scan_pages(client, k.job_pattern, WINDOW):  # every primary on a cluster
+        orphans = [text(raw)[len(prefix):] for raw in found]
+        report.payload_keys += len(orphans)
+        orphans = [job_id for job_id in orphans if job_id not in where]
+        if not orphans:
+            continue
+        pipe = client.pipeline(transaction=False)
+        for job_id in orphans:
+            pipe.hget(k.job(job_id), "status")
+            pipe.pttl(k.job(job_id))
+        res = pipe.execute()
+        for n, job_id in enumerate(orphans):
+            status, ttl = res[2 * n], res[2 * n + 1]
+            status = text(status) if status is not None else None
+            if status in ("pending", "processing") or ttl == -1:
+                report.problems.append(Problem("orphan_job", k.name, job_id,
+                                               f"job hash (status {status!r}) is in no list"))
 
 
 def _recheck(layout: "HashJob", report: CheckReport, expected_status: dict[str, str]) -> None:
