@@ -41,9 +41,10 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError, NotFound
+from .layouts import DEFAULT_LAYOUT  # the registry alone: no layout module is imported
 
 __all__ = ["Profile", "QueueConfig", "Config", "load_config", "config_path", "defaulted_visibility",
-           "visibility_note", "VISIBILITY_DEFAULTS_MS"]
+           "visibility_note"]
 
 CONFIG_ENV = "JOBCTL_CONFIG"
 CONFIG_FILENAME = "jobctl.toml"
@@ -106,12 +107,13 @@ class QueueConfig:
     and commands say so on stderr); ``options`` keeps the other keys:
     ``slo``, ``dead_cap`` (the length the workers trim the dead-letter list
     to, e.g. ``LTRIM 0 49``: status warns when the DLQ reaches it) and the
-    layout-specific ones of :data:`LAYOUT_OPTIONS`.  Every key is checked
+    layout-specific ones its layout declares
+    (:attr:`~jobctl.layouts.facts.LayoutFacts.config_options`).  Every key is checked
     on load: an unknown one is refused with the closest valid name.
     """
 
     name: str
-    layout: str = "reliable-list"
+    layout: str = DEFAULT_LAYOUT
     tag: str | None = None
     shards: int | None = None
     priorities: int | None = None
@@ -169,35 +171,26 @@ PROFILE_KEYS = ("url", "password_env", "environment", "read_only", "db", "userna
                 "service", "sentinel_password_env", "tls", "ca_cert", "client_cert", "client_key", "tls_verify")
 #: Keys every ``[queues.NAME]`` table may hold.
 QUEUE_KEYS = ("layout", "tag", "shards", "priorities", "visibility_timeout_ms", "slo", "dead_cap")
-#: Layout-specific option keys (kept in :attr:`QueueConfig.options`), per layout.
-LAYOUT_OPTIONS: dict[str, tuple[str, ...]] = {
-    "reliable-list": ("shard_rule",),
-    "stream-group": ("group", "dead"),
-    "delayed-events": ("prefix", "max_attempts", "event_lists"),
-    "hash-job": ("max_attempts", "type_field", "tenant_field"),
-    "json-list": ("max_retries", "type_field", "tenant_field"),
-    "delay-zset": ("key",),
-    "redisson-delayed-queue": ("name",),
-}
+#: Layout-specific keys (kept in :attr:`QueueConfig.options`) are declared by
+#: each layout with their bounds (``config_options``).
 #: Inclusive bounds of every integer key: a typo such as ``shards =
 #: 100000000`` would otherwise make ``status`` read 10^8 shards.
 INT_BOUNDS: dict[str, tuple[int, int]] = {
     "shards": (1, 1024),
     "priorities": (1, 100),
     "visibility_timeout_ms": (1, 30 * 86_400_000),  # 30 days
-    "max_attempts": (1, 1_000_000),
-    "max_retries": (1, 1_000_000),
     "dead_cap": (1, 1_000_000_000),
 }
 #: Keys whose value is a string, and at most how long.
-STR_KEYS = {"url": 4096, "password_env": 256, "environment": 64, "layout": 64, "tag": 512, "group": 512,
-            "dead": 16, "prefix": 512, "type_field": 256, "tenant_field": 256, "key": 512, "name": 512,
-            "shard_rule": 64}
+STR_KEYS = {"url": 4096, "password_env": 256, "environment": 64, "layout": 64, "tag": 512}
 
 
-#: Layouts that store no visibility deadline and use the configured
-#: ``visibility_timeout_ms`` (else their default, in ms) to tell stuck jobs.
-VISIBILITY_DEFAULTS_MS: dict[str, int] = {"stream-group": 60_000, "hash-job": 5_000, "json-list": 300_000}
+def _layout_class(name: str):
+    """The registered class of the layout ``name`` (its declarations), or
+    ``None`` for an unknown name."""
+    from .layouts import known_layouts, layout_class  # late: keeps config import light
+
+    return layout_class(name) if name in known_layouts() else None
 
 
 def defaulted_visibility(queue: "QueueConfig") -> int | None:
@@ -207,7 +200,8 @@ def defaulted_visibility(queue: "QueueConfig") -> int | None:
     and ``requeue --stuck`` would requeue live jobs (issue 12, item 2)."""
     if queue.visibility_timeout_ms is not None:
         return None
-    return VISIBILITY_DEFAULTS_MS.get(queue.layout)
+    cls = _layout_class(queue.layout)  # a layout that stores no deadline declares its default
+    return None if cls is None else cls.visibility_default_ms
 
 
 def visibility_note(queue: "QueueConfig") -> str | None:
@@ -254,35 +248,38 @@ def _short(value: Any) -> str:
     return s if len(s) <= 60 else s[:57] + "..."
 
 
-def _check_values(where: str, raw: dict[str, Any]) -> None:
-    """Type and bound every value of a table whose key has a known shape."""
+def _check_values(where: str, raw: dict[str, Any], options: Any = None) -> None:
+    """Type and bound every value of a table whose key has a known shape:
+    the common keys' tables here, a layout's own keys by its declared
+    ``options`` (name -> :class:`~jobctl.layouts.facts.Option`)."""
+    options = options or {}
     for key, value in raw.items():
-        if key in INT_BOUNDS:
-            _bounded_int(where, key, value)
-        elif key in STR_KEYS and value is not None:
+        opt = options.get(key)
+        if key in INT_BOUNDS or (opt is not None and opt.kind == "int"):
+            lo, hi = INT_BOUNDS[key] if key in INT_BOUNDS else (opt.lo, opt.hi)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi):
+                raise ConfigError(f"{where}: {key} must be an integer from {lo:,} to {hi:,}, got {_short(value)}")
+        elif (key in STR_KEYS or (opt is not None and opt.kind == "str")) and value is not None:
+            longest = STR_KEYS[key] if key in STR_KEYS else opt.hi
             if not isinstance(value, str):
                 raise ConfigError(f"{where}: {key} must be a string, got {_short(value)}")
-            if len(value) > STR_KEYS[key]:
-                raise ConfigError(f"{where}: {key} is longer than {STR_KEYS[key]} characters")
+            if len(value) > longest:
+                raise ConfigError(f"{where}: {key} is longer than {longest} characters")
 
 
-#: Layouts whose key names put the tag inside ``{...}`` (the others use it
-#: verbatim, so a tag like ``{jobs}`` is how their keys share a slot).
-BRACED_TAG_LAYOUTS = ("reliable-list", "stream-group")
-
-
-def _check_tag(where: str, tag: Any, layout: str = "reliable-list") -> None:
+def _check_tag(where: str, tag: Any, braced: bool = True) -> None:
     """A queue's tag must be a non-empty string (an empty tag hashes every
     key of every queue to one slot); where the layout wraps it in ``{...}``
-    (:data:`BRACED_TAG_LAYOUTS`) it must hold no brace (a brace ends the
-    hash tag early)."""
+    (``braced``: the layout declares ``braced_tag``; the others use it
+    verbatim, so a tag like ``{jobs}`` is how their keys share a slot) it
+    must hold no brace (a brace ends the hash tag early)."""
     if tag is None:
         return
     if not isinstance(tag, str):
         raise ConfigError(f"{where}: tag must be a string, got {_short(tag)}")
     if not tag.strip():
         raise ConfigError(f"{where}: tag must not be empty (omit it to use the queue name)")
-    if layout in BRACED_TAG_LAYOUTS and ("{" in tag or "}" in tag):
+    if braced and ("{" in tag or "}" in tag):
         raise ConfigError(f"{where}: tag {_short(tag)} must not contain '{{' or '}}' (write it without braces)")
 
 
@@ -329,7 +326,7 @@ def _profile(where: str, name: str, raw: dict[str, Any]) -> Profile:
 
 def load_config(explicit: str | os.PathLike[str] | None = None) -> Config:
     """Read the config file (see module docstring); raises :class:`ConfigError`."""
-    from .layouts import known_layouts  # late: keeps config import light
+    from .layouts import known_layouts
 
     path = config_path(explicit)
     if path is None:
@@ -361,15 +358,16 @@ def load_config(explicit: str | os.PathLike[str] | None = None) -> Config:
         if not isinstance(raw, dict):
             raise ConfigError(f"{where} must be a table")
         raw = dict(raw)
-        layout = raw.pop("layout", "reliable-list")
+        layout = raw.pop("layout", DEFAULT_LAYOUT)
         if not isinstance(layout, str):  # a list or table is unhashable: refused before the lookup
             raise ConfigError(f"{where}: layout must be a string naming a layout, got {_short(layout)} "
                               f"(known: {', '.join(sorted(layouts))})")
         if layout not in layouts:
             raise ConfigError(f"{where}: unknown layout {_short(layout)} (known: {', '.join(sorted(layouts))})")
-        _check_keys(where, raw, [k for k in QUEUE_KEYS if k != "layout"] + list(LAYOUT_OPTIONS.get(layout, ())))
-        _check_values(where, raw)
-        _check_tag(where, raw.get("tag"), layout)
+        cls = _layout_class(layout)
+        _check_keys(where, raw, [k for k in QUEUE_KEYS if k != "layout"] + list(cls.config_options))
+        _check_values(where, raw, cls.config_options)
+        _check_tag(where, raw.get("tag"), cls.braced_tag)
         vt = raw.pop("visibility_timeout_ms", None)
         cfg.queues[name] = QueueConfig(
             name=name,
