@@ -16,7 +16,8 @@ import pytest
 from jobctl.cli.main import main
 from jobctl.keys import JOURNAL_STREAM_MAXLEN, ReliableListKeys
 from jobctl.model import State
-from jobctl.ops import window
+from jobctl.ops import walk as walk_driver
+from jobctl.ops.walk import driver
 from jobctl.ops.engine import run_plan
 from jobctl.ops.journal import command_line, journal_path
 from jobctl.ops.spec import Operation, OpSpec
@@ -126,7 +127,7 @@ def test_dry_runs_and_no_ops_are_not_journaled(redis_client, run):  # noqa: F811
 
 
 def test_interrupted_run_is_journaled(redis_client, monkeypatch):
-    monkeypatch.setattr(window, "ROUND_TRIP_POSITIONS", 40)  # 8 calls of 5 a round trip
+    monkeypatch.setattr(driver, "ROUND_TRIP_POSITIONS", 40)  # 8 calls of 5 a round trip
     simple_dead(redis_client, "email", 100, codes=("HTTP_503",))
     lay = layout(redis_client)
     plan = lay.plan(OpSpec(Operation.REDRIVE, "email", State.DEAD, State.READY))
@@ -136,8 +137,8 @@ def test_interrupted_run_is_journaled(redis_client, monkeypatch):
     assert res.interrupted
     [entry] = stream_entries(redis_client)
     # stopped between round trips: the window calls of the first one (8 of 5 jobs) and of the one
-    # already in flight behind it (window.TAIL_AHEAD) all count
-    moved = 5 * window.tail_depth(None, 5) * window.TAIL_AHEAD
+    # already in flight behind it (walk_driver.TAIL_AHEAD) all count
+    moved = 5 * walk_driver.tail_depth(None, 5) * walk_driver.TAIL_AHEAD
     assert entry["interrupted"] is True and entry["moved"] == res.moved == moved and entry["planned"] == 100
     assert entry["command"] == "jobctl redrive email --yes"
     assert local_entries() == [entry]

@@ -12,7 +12,8 @@ from jobctl.filter import compile_filter
 from jobctl.keys import shard_tags
 from jobctl.layouts.reliable_list.layout import ReliableList
 from jobctl.model import State
-from jobctl.ops import lease, orphan_holds, window, window_tail
+from jobctl.ops import lease, orphan_holds
+from jobctl.ops.walk import lifecycle, per_job, tail
 from jobctl.ops.engine import run_plan
 from jobctl.ops.spec import Operation, OpSpec
 from jobctl_fixtures.ids import shard_index
@@ -24,7 +25,7 @@ TTL_MS = 1000  # scaled down from 30 s: each shard's walk below takes longer tha
 
 @pytest.mark.parametrize("flt", [None, "error = HTTP_503"], ids=["tail", "filtered"])
 def test_every_lease_lives_while_other_shards_are_walked(redis_client, monkeypatch, flt):
-    for module in (lease, window, window_tail):
+    for module in (lease, lifecycle, per_job, tail):
         monkeypatch.setattr(module, "LEASE_TTL_MS", TTL_MS)
     specs = [(f"job_{i:04d}", "webhook.deliver", "tenant_1", ("HTTP_503", "HTTP_400")[i % 2]) for i in range(160)]
     for n, tag in enumerate(shard_tags("email", SHARDS)):

@@ -34,7 +34,8 @@ from jobctl.model import State
 from jobctl.ops.engine import run_plan
 from jobctl.ops.plan import payload_sha1
 from jobctl.ops.spec import Operation, OpSpec
-from jobctl.ops import window
+from jobctl.ops import walk as walk_driver
+from jobctl.ops.walk import driver
 from jobctl.scripts import SCRIPT_NAMES, source
 from jobctl_fixtures.batching import CommandStream
 from jobctl_fixtures.envelopes import new_envelope, record_dead
@@ -783,14 +784,14 @@ def test_limit_caps_the_jobs_touched(redis_client, run):
 
 
 def test_stop_between_batches_leaves_a_consistent_state_and_a_rerun_finishes(redis_client, run, monkeypatch):
-    monkeypatch.setattr(window, "ROUND_TRIP_POSITIONS", 40)  # 4 calls of 10 a round trip
+    monkeypatch.setattr(driver, "ROUND_TRIP_POSITIONS", 40)  # 4 calls of 10 a round trip
     k = ReliableListKeys("email")
     jobs, lay, plan = planned_503_redrive(redis_client, 90)
     calls = []
     res = run_plan(lay, plan, batch=10, progress=lambda done, total: calls.append(done),
                    stop=lambda: len(calls) >= 3, journal=False)
     # stopped between round trips: the window calls of the first one (4 of 10 positions) all count
-    assert res.interrupted and 0 < res.moved < 30 and len(calls) == window.tail_depth(None, 10) == 4
+    assert res.interrupted and 0 < res.moved < 30 and len(calls) == walk_driver.tail_depth(None, 10) == 4
     assert_consistent(redis_client, ["email"])
     keep = [j for n, j in enumerate(jobs) if n % 3]
     dead = ids(redis_client, k.dead)

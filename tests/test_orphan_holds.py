@@ -31,10 +31,10 @@ cfg, run = config_fixtures(queues_toml(email={"layout": "reliable-list", "shards
 #: a child that runs the CLI and dies by SIGKILL at the moment the walk would give its holds back
 KILLED_AT_GIVE_BACK = """
 import os, signal, sys
-from jobctl.ops import window, window_tail
+from jobctl.ops.walk import driver
 def die(*_a, **_k):
     os.kill(os.getpid(), signal.SIGKILL)
-window.give_back = window_tail.give_back = die
+driver.give_back = die
 from jobctl.cli.main import main
 sys.exit(main(sys.argv[1:]))
 """

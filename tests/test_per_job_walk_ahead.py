@@ -12,7 +12,8 @@ from jobctl.errors import DataError
 from jobctl.keys import HashJobKeys
 from jobctl.layouts import layout_for
 from jobctl.model import State
-from jobctl.ops import window
+from jobctl.ops import walk as walk_driver
+from jobctl.ops.walk import driver
 from jobctl.ops.engine import run_plan
 from jobctl.ops.plan import TailRange
 from jobctl.ops.spec import Operation, OpSpec
@@ -67,7 +68,7 @@ def target_turns_wrong_type(client):
 
 @pytest.mark.parametrize("ahead", [1, 2, 3])
 def test_hash_job_redrive_moves_every_job_once_whatever_is_in_flight(redis_client, monkeypatch, ahead):
-    monkeypatch.setattr(window, "TAIL_AHEAD", ahead)
+    monkeypatch.setattr(driver, "TAIL_AHEAD", ahead)
     job_ids = failed_jobs(redis_client, 230)
     lay = hj_layout(redis_client)
     plan = lay.plan(redrive())
@@ -135,7 +136,7 @@ def test_a_limited_reliable_list_redrive_walks_per_job_with_round_trips_in_fligh
     reached (a shift within the slack) meanwhile."""
     from jobctl.keys import ReliableListKeys
 
-    monkeypatch.setattr(window, "TAIL_AHEAD", ahead)
+    monkeypatch.setattr(driver, "TAIL_AHEAD", ahead)
     rk = ReliableListKeys("email")
     jobs = simple_dead(redis_client, "email", 120)
     lay = layout_for(redis_client, QueueConfig("email"))

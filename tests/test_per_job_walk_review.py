@@ -10,7 +10,9 @@ import pytest
 from jobctl.keys import JsonListKeys
 from jobctl.layouts import layout_for
 from jobctl.model import State
-from jobctl.ops import window
+from jobctl.ops import walk as walk_driver
+from jobctl.ops.walk import driver, per_job
+from jobctl import scripts
 from jobctl.ops.engine import run_plan
 from jobctl.ops.plan import TailRange
 from jobctl.ops.spec import Operation, OpSpec
@@ -30,7 +32,7 @@ def jl_string(i: int) -> bytes:
 
 @pytest.mark.parametrize("ahead", [1, 2])
 def test_json_list_duplicates_shifted_below_the_walk_are_counted_once_each(redis_client, monkeypatch, ahead):
-    monkeypatch.setattr(window, "TAIL_AHEAD", ahead)
+    monkeypatch.setattr(driver, "TAIL_AHEAD", ahead)
     dup = b'{"id": "dup", "task": "t"}'
     els = [jl_string(i) for i in range(5)] + [dup, dup] + [jl_string(i) for i in range(7, 20)]
     redis_client.rpush(JK.dead, *els)
@@ -45,7 +47,7 @@ def test_json_list_duplicates_shifted_below_the_walk_are_counted_once_each(redis
     assert res.moved == 18 and res.skipped == 2
 
 
-# -- hash-job: the walk through window.drive on a connection of its own ------------------
+# -- hash-job: the walk through walk_driver.drive on a connection of its own ------------------
 
 from collections import Counter  # noqa: E402
 
@@ -75,7 +77,7 @@ def popped(redis_client, walk_key: str) -> int:
 
 
 class Walk:
-    """The results of one window.drive: moved/skipped/failed per planned id."""
+    """The results of one walk_driver.drive: moved/skipped/failed per planned id."""
 
     def __init__(self, lay, plan, *, batch, ahead=2, stop=None, after=None) -> None:
         self.moved: list[str] = []
@@ -85,7 +87,7 @@ class Walk:
         self.fails: list[str] = []
         self.results = 0
         self.error: Exception | None = None
-        gen = window.drive(lay.sources(plan.spec), plan, batch=batch, stop=stop, ahead=ahead)
+        gen = walk_driver.drive(lay.sources(plan.spec), plan, batch=batch, stop=stop, ahead=ahead)
         try:
             for br in gen:
                 self.results += 1
@@ -262,7 +264,7 @@ def test_noscript_with_another_client_reloading_the_script_between_round_trips(r
     plan = lay.plan(redrive())
     polls: list[int] = []
     base = noscript_errors(redis_client)
-    script = window.script(redis_client, "list_window").script
+    script = scripts.script(redis_client, "list_window").script
 
     def stop():
         polls.append(1)
@@ -481,7 +483,7 @@ def test_ctrl_c_while_reading_counts_what_ran(redis_client, monkeypatch, presses
     job_ids = failed_jobs(redis_client, 100)
     lay = hj_layout(own(redis_client))
     plan = lay.plan(redrive())
-    real = window.record_code
+    real = per_job.record_code
     calls: list[int] = []
 
     def record_code(br, job_id, code):
@@ -491,7 +493,7 @@ def test_ctrl_c_while_reading_counts_what_ran(redis_client, monkeypatch, presses
                 os.kill(os.getpid(), signal.SIGINT)
         real(br, job_id, code)
 
-    monkeypatch.setattr(window, "record_code", record_code)
+    monkeypatch.setattr(per_job, "record_code", record_code)
     with _StopFlag() as stopper:
         res = run_plan(lay, plan, batch=10, stop=stopper.flag.is_set, journal=False)
     pending = ids_of(redis_client, K.pending)

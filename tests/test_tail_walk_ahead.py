@@ -15,7 +15,9 @@ from jobctl.layouts.reliable_list import predicate_plan as predicate_plan
 from jobctl.layouts.reliable_list.layout import ReliableList
 from jobctl.config import QueueConfig
 from jobctl.model import State
-from jobctl.ops import window
+from jobctl.ops import walk as walk_driver
+from jobctl.ops.walk import driver
+from jobctl import scripts
 from jobctl.ops.engine import run_plan
 from jobctl.ops.plan import PredicateRange, TailRange
 from jobctl.ops.spec import Operation, OpSpec
@@ -38,7 +40,7 @@ def spec(flt: str | None) -> OpSpec:
 
 
 def narrow(monkeypatch, rt: int = 20, plan_window: int = 10) -> None:
-    monkeypatch.setattr(window, "ROUND_TRIP_POSITIONS", rt)
+    monkeypatch.setattr(driver, "ROUND_TRIP_POSITIONS", rt)
     monkeypatch.setattr(predicate_plan, "SCAN_WINDOW", plan_window)
 
 
@@ -306,7 +308,7 @@ def _flushed_then_loaded(redis_client, monkeypatch, flt):
     of the plan, and a rerun moves the rest."""
     jobs, want, lay = setup_walk(redis_client, monkeypatch, flt, 200)
     plan = lay.plan(spec(flt))
-    script = window.script(redis_client, "list_window").script
+    script = scripts.script(redis_client, "list_window").script
     calls: list[int] = []
 
     def progress(done, total):
@@ -344,7 +346,7 @@ def test_script_flushed_then_loaded_by_another_client_counts_every_planned_job(r
 
 
 def test_walk_closed_by_its_caller_with_a_round_trip_in_flight_leaves_a_clean_connection(redis_client, monkeypatch):
-    """A caller of :func:`window.drive` closes the walk at a result with
+    """A caller of :func:`walk_driver.drive` closes the walk at a result with
     ``more`` set (a round trip in flight): the walk reads the replies in
     flight, so the hold is put back and the lease released on the same
     connection, and the connection's next command gets its own reply."""
@@ -355,7 +357,7 @@ def test_walk_closed_by_its_caller_with_a_round_trip_in_flight_leaves_a_clean_co
     pinned = redis_py.Redis(connection_pool=redis_client.connection_pool, single_connection_client=True)
     lay = rl_layout(pinned)
     plan = lay.plan(spec(None))
-    walk = window.drive(lay.sources(plan.spec), plan, batch=10)
+    walk = walk_driver.drive(lay.sources(plan.spec), plan, batch=10)
     first = next(walk)
     assert first.more and len(first.moved) == 10
     walk.close()
@@ -378,7 +380,7 @@ def test_client_without_its_own_connection_walks_one_round_trip_at_a_time(redis_
     assert getattr(redis_client, "connection", None) is None
     lay = rl_layout(redis_client)
     plan = lay.plan(spec(flt))
-    results = list(window.drive(lay.sources(plan.spec), plan, batch=10))
+    results = list(walk_driver.drive(lay.sources(plan.spec), plan, batch=10))
     # each round trip (2 calls of 10) ends with more unset: never two round trips in flight
     assert [r.more for r in results[:8]] == [True, False] * 4
     moved = [j for r in results for j in r.moved]

@@ -23,7 +23,8 @@ from jobctl.layouts import layout_for
 from jobctl.layouts.hash_job.layout import FENCE_FIELDS
 from jobctl.layouts.reliable_list.layout import ReliableList
 from jobctl.model import State
-from jobctl.ops import window
+from jobctl.ops import walk as walk_driver
+from jobctl.ops.walk import driver, wire
 from jobctl.ops.engine import run_plan
 from jobctl.ops.spec import Operation, OpSpec
 from jobctl_fixtures.layouts.json_list import ADAPTER, MAX_RETRIES, VISIBILITY_TIMEOUT_MS, JsonListQueue
@@ -156,14 +157,14 @@ from jobctl.config import QueueConfig
 from jobctl.filter import compile_filter
 from jobctl.layouts.reliable_list.layout import ReliableList
 from jobctl.model import State
-from jobctl.ops import window
+from jobctl.ops import walk as walk_driver
 from jobctl.ops.spec import Operation, OpSpec
 
 client = redis.Redis.from_url(sys.argv[1])
 lay = ReliableList(client, QueueConfig("email"))
 plan = lay.plan(OpSpec(Operation.REDRIVE, "email", State.DEAD, State.READY,
                        filter=compile_filter("error = HTTP_503")))
-for n, br in enumerate(window.drive(lay.sources(plan.spec), plan, batch=7, depth=2)):
+for n, br in enumerate(walk_driver.drive(lay.sources(plan.spec), plan, batch=7, depth=2)):
     if n == int(sys.argv[2]):
         os.kill(os.getpid(), signal.SIGKILL)  # no restore, no lease release: a crash
 """
@@ -208,7 +209,7 @@ def test_a_second_operation_is_refused_while_one_walks(redis_client, run):
     lay = rl_layout(redis_client)
     first = lay.plan(redrive_spec(flt="error = HTTP_503"))
     second = lay.plan(redrive_spec(flt="error = HTTP_503"))
-    walk = window.drive(lay.sources(first.spec), first, batch=10, depth=1)
+    walk = walk_driver.drive(lay.sources(first.spec), first, batch=10, depth=1)
     moved = len(next(walk).moved)
     assert moved > 0 and redis_client.exists(K.lease)
     before = snapshot(redis_client)
@@ -232,7 +233,7 @@ def test_unfiltered_redrive_pipelines_and_records_each_redrive_once(redis_client
     jobs = simple_dead(redis_client, "email", 200)
     lay = rl_layout(redis_client)
     plan = lay.plan(redrive_spec())
-    results = list(window.drive(lay.sources(plan.spec), plan, batch=16, depth=4))
+    results = list(walk_driver.drive(lay.sources(plan.spec), plan, batch=16, depth=4))
     assert sum(len(br.moved) for br in results) == 200
     assert sum(not br.more for br in results) == -(-len(results) // 4)  # one stop point per round trip
     recs = redrive_records(redis_client, K)
@@ -256,7 +257,7 @@ def test_inspect_shows_where_a_redrive_is_recorded(redis_client, run):
 
 
 def test_ctrl_c_inside_a_round_trip_leaves_every_job_in_one_state_in_order(redis_client, monkeypatch):
-    monkeypatch.setattr(window, "ROUND_TRIP_POSITIONS", 40)  # 8 calls of 5 a round trip
+    monkeypatch.setattr(driver, "ROUND_TRIP_POSITIONS", 40)  # 8 calls of 5 a round trip
     jobs = simple_dead(redis_client, "email", 120, codes=("HTTP_503", "HTTP_400"))
     lay = rl_layout(redis_client)
     plan = lay.plan(redrive_spec(flt="error = HTTP_503"))
@@ -285,14 +286,14 @@ import redis
 from jobctl.filter import compile_filter
 from jobctl.layouts import layout_for
 from jobctl.model import State
-from jobctl.ops import window
+from jobctl.ops import walk as walk_driver
 from jobctl.ops.spec import Operation, OpSpec
 from jobctl_fixtures.layouts.{layout} import ADAPTER
 
 client = redis.Redis.from_url(sys.argv[1])
 lay = layout_for(client, ADAPTER.queue_config("jobs"))
 plan = lay.plan(OpSpec(Operation.PURGE, "jobs", State.DEAD, None, filter=compile_filter({flt!r})))
-for n, br in enumerate(window.drive(lay.sources(plan.spec), plan, batch={batch}, depth=2)):
+for n, br in enumerate(walk_driver.drive(lay.sources(plan.spec), plan, batch={batch}, depth=2)):
     if n == 3:
         os.kill(os.getpid(), signal.SIGKILL)
 """
@@ -348,9 +349,9 @@ def test_stream_group_dead_list_redrive_is_bounded_per_call_and_keeps_order(redi
     assert 0 < plan.planned < len(dead_before) and plan.redrive_record == "hash"
     entries_before = redis_client.xlen(sg.stream)
     sizes = []
-    for br in window.drive(lay.sources(plan.spec), plan, batch=16, depth=3):
+    for br in walk_driver.drive(lay.sources(plan.spec), plan, batch=16, depth=3):
         sizes.append(len(br.moved) + len(br.skipped))
-        assert len(br.moved) + len(br.skipped) <= 16 + window.SLACK
+        assert len(br.moved) + len(br.skipped) <= 16 + walk_driver.SLACK
     moved = set(plan.job_ids())
     assert redis_client.xlen(sg.stream) == entries_before + len(moved)  # one XADD jobId <id> each
     assert [x.decode() for x in redis_client.lrange(sg.dead, 0, -1)] == [j for j in dead_before if j not in moved]
@@ -419,7 +420,7 @@ def test_tail_walk_with_two_round_trips_in_flight_stops_with_every_call_that_ran
     from jobctl.layouts.reliable_list import predicate_plan as predicate_plan
     from jobctl.ops.plan import PredicateRange, TailRange
 
-    monkeypatch.setattr(window, "ROUND_TRIP_POSITIONS", 20)  # 2 calls of 10 a round trip
+    monkeypatch.setattr(driver, "ROUND_TRIP_POSITIONS", 20)  # 2 calls of 10 a round trip
     monkeypatch.setattr(predicate_plan, "SCAN_WINDOW", 10)  # a filtered plan's windows: one a call
     jobs = simple_dead(redis_client, "email", 200)  # tenant_1 .. tenant_5 in turn, jobs[0] the oldest
     want = [j for n, j in enumerate(jobs) if not flt or n % 5 == 0]
@@ -443,7 +444,7 @@ def test_tail_walk_with_two_round_trips_in_flight_stops_with_every_call_that_ran
 def test_ctrl_c_with_two_round_trips_in_flight_stops_after_them(redis_client, monkeypatch):
     """Ctrl-C at a result of the first round trip: the second, already in
     flight, finishes and counts; nothing more is sent."""
-    monkeypatch.setattr(window, "ROUND_TRIP_POSITIONS", 20)
+    monkeypatch.setattr(driver, "ROUND_TRIP_POSITIONS", 20)
     jobs = simple_dead(redis_client, "email", 300)
     lay = rl_layout(redis_client)
     plan = lay.plan(OpSpec(Operation.REDRIVE, "email", State.DEAD, State.READY))
@@ -462,7 +463,7 @@ def test_tail_walk_script_cache_flushed_with_round_trips_in_flight_moves_each_jo
     """A flush lands while two round trips are in flight (both refused,
     NOSCRIPT): both are run again in order and the ids read ahead are read
     again, so every job moves exactly once, in order."""
-    monkeypatch.setattr(window, "ROUND_TRIP_POSITIONS", 20)
+    monkeypatch.setattr(driver, "ROUND_TRIP_POSITIONS", 20)
     jobs = simple_dead(redis_client, "email", 300)
     lay = rl_layout(redis_client)
     plan = lay.plan(OpSpec(Operation.REDRIVE, "email", State.DEAD, State.READY))
@@ -588,8 +589,8 @@ def test_hash_job_failed_list_goes_through_the_window_engine(redis_client):
     plan = lay.plan(hj_spec("redrive"))
     [src] = lay.sources(plan.spec)
     assert src.kind == "hj" and src.dead == HJ.failed and tuple(src.fence_fields) == FENCE_FIELDS
-    results = list(window.drive([src], plan, batch=8, depth=3))
-    assert all(len(br.moved) + len(br.skipped) <= 8 + window.SLACK for br in results)
+    results = list(walk_driver.drive([src], plan, batch=8, depth=3))
+    assert all(len(br.moved) + len(br.skipped) <= 8 + walk_driver.SLACK for br in results)
     webhooks = jobs[0::3]
     assert sum(len(br.moved) for br in results) == 30
     assert ids(redis_client, HJ.pending) == list(reversed(webhooks))  # the oldest failure at the served tail
@@ -653,7 +654,7 @@ def test_hash_job_workers_ltrim_while_jobctl_holds(redis_client):
     q, jobs = hj_failed(redis_client, 40, history=40)
     lay = hj_layout(redis_client)
     plan = lay.plan(hj_spec("redrive"))
-    walk = window.drive(lay.sources(plan.spec), plan, batch=6, depth=1)
+    walk = walk_driver.drive(lay.sources(plan.spec), plan, batch=6, depth=1)
     moved = list(next(walk).moved)
     held = [x.decode() for x in redis_client.lrange(HJ.hold, 0, -1)]
     assert moved and held
@@ -685,7 +686,7 @@ def test_hash_job_second_operation_is_refused_while_one_walks(redis_client, hj_r
     hj_failed(redis_client, 45)
     lay = hj_layout(redis_client)
     first = lay.plan(hj_spec("redrive"))
-    walk = window.drive(lay.sources(first.spec), first, batch=5, depth=1)
+    walk = walk_driver.drive(lay.sources(first.spec), first, batch=5, depth=1)
     moved = len(next(walk).moved)
     before = snapshot(redis_client)
     code, out, err = hj_run("purge", "jobs", "--state", "dead", "--no-export", "--yes")
@@ -764,20 +765,20 @@ def test_filtered_window_call_that_starts_before_its_entries_loses_nothing(redis
 
 
 def test_window_calls_are_packed_as_resp_with_or_without_hiredis(monkeypatch):
-    """The per-job walk packs its EVALSHAs itself (jobctl.ops.window._packed):
+    """The per-job walk packs its EVALSHAs itself (jobctl.ops.walk.wire.packed_evalsha):
     hiredis's packer when it takes every value, else the pure-Python one,
     which also sends ids with surrogate escapes byte for byte."""
     import builtins
 
     calls = [(["k1", "k2"], ["redrive", 7, b"x\x00y", "", "é"]), ([], ["a"])]
-    fast = window._packed("sha", calls)
+    fast = b"".join(wire.packed_evalsha("sha", calls))
     real_import = builtins.__import__
     monkeypatch.setattr(builtins, "__import__", lambda name, *a, **k: (_ for _ in ()).throw(ImportError(name))
                         if name == "hiredis" else real_import(name, *a, **k))
-    assert window._packed("sha", calls) == fast
+    assert b"".join(wire.packed_evalsha("sha", calls)) == fast
     assert fast.startswith(b"*10\r\n$7\r\nEVALSHA\r\n$3\r\nsha\r\n$1\r\n2\r\n$2\r\nk1\r\n")
     monkeypatch.undo()
-    odd = window._packed("sha", [(["job:{q}:a\udcff"], [1])])
+    odd = b"".join(wire.packed_evalsha("sha", [(["job:{q}:a\udcff"], [1])]))
     assert b"$10\r\njob:{q}:a\xff\r\n" in odd
     with pytest.raises(TypeError):
-        window._bulk(None)
+        wire.bulk(None)

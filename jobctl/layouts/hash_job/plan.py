@@ -30,7 +30,7 @@ import orjson
 from jobctl.model import State
 from jobctl.ops.catalog import GROUP_MESSAGE_CHARS
 from jobctl.ops.plan import JobColumns, Plan
-from jobctl.ops.pipeline import _bulk
+from jobctl.ops.walk.wire import Wire, per_key_blob
 from jobctl.ops.spec import OpSpec
 from jobctl.layouts.common import text
 from jobctl.layouts.hash_job.layout import is_wrongtype
@@ -56,7 +56,7 @@ def lean_failed_plan(spec: OpSpec) -> bool:
 def _windows(layout: "HashJob", names: tuple[str, ...]) -> Iterator[tuple[int, list[str], list[list]]]:
     """``(tail position of the first, ids, HMGET replies)`` windows.  On a
     client that is not a cluster client the HMGETs of a window are packed
-    here (one RESP blob: redis-py's pipeline encoder cost more than the
+    by the walk driver (one RESP blob: redis-py's pipeline encoder cost more than the
     server's work on a job), sent on one connection (the client's own, or
     one of its pool for the walk) and read with ``read_response`` (no
     per-reply callback).  A job key of the wrong type is that job's reply,
@@ -78,46 +78,30 @@ def _windows(layout: "HashJob", names: tuple[str, ...]) -> Iterator[tuple[int, l
     import redis
 
     prefix = k.job("").encode("utf-8", "surrogateescape")
-    head = b"*%d\r\n$5\r\nHMGET\r\n" % (2 + len(names))
-    tail = b"".join(_bulk(n) for n in names)
-    pl = len(prefix)
-    conn = getattr(client, "connection", None)
+    wire = Wire(client)
     single = None
-    if conn is None:  # one connection of the pool for the whole walk
+    if not wire.own:  # one connection of the pool for the whole walk
         single = redis.Redis(connection_pool=client.connection_pool, single_connection_client=True)
-        conn = single.connection
+        wire = Wire(single)
     try:
         for start, chunk in layout.dead_windows(WINDOW):
             if not chunk:
                 continue
-            blob = b"".join([b"%b$%d\r\n%b%b\r\n%b" % (head, pl + len(x), prefix, x, tail) for x in chunk])
             try:
-                conn.send_packed_command([blob], check_health=False)
-                replies: list = []
-                err: Exception | None = None
-                for _ in chunk:
-                    try:
-                        replies.append(conn.read_response())
-                    except redis.exceptions.ResponseError as exc:
-                        if is_wrongtype(exc):
-                            replies.append(WRONG_TYPE)
-                            continue
-                        err = err or exc
-                        replies.append(None)
+                wire.send([per_key_blob("HMGET", prefix, chunk, names)])
+                replies = wire.raw_replies(len(chunk))
             except BaseException:
-                conn.disconnect()  # replies may be unread
+                wire.disconnect()  # replies may be unread
                 raise
-            if err is not None:
-                raise err
-            yield start, [text(x) for x in chunk], replies
+            yield start, [text(x) for x in chunk], _per_job(replies)
     finally:
         if single is not None:
             single.close()
 
 
 def _per_job(replies: list) -> list:
-    """A pipeline's ``replies`` (``raise_on_error=False``) with each
-    WRONGTYPE error as :data:`WRONG_TYPE`; any other error is raised."""
+    """A window's ``replies`` (error replies as exceptions, in place) with
+    each WRONGTYPE error as :data:`WRONG_TYPE`; any other error is raised."""
     for n, reply in enumerate(replies):
         if is_wrongtype(reply):
             replies[n] = WRONG_TYPE

@@ -45,13 +45,14 @@ from __future__ import annotations
 import hashlib
 from collections import deque
 
+from jobctl.errors import DataError
 from jobctl.filter.lua_predicate import SCAN_WINDOW, decodes, lua_program, scan_call_bytes
-from jobctl.model import parse_envelope
+from jobctl.model import State, parse_envelope
 from jobctl.ops.plan import Plan, PredicateRange
 from jobctl.ops.spec import OpSpec
 from jobctl.ops.spill import SpillList
-from jobctl.ops.pipeline import _bulk
-from jobctl.ops.window_tail import _key_blob
+from jobctl.ops.walk.flight import Flight, Trip, is_noscript
+from jobctl.ops.walk.wire import Wire, bulks, command_blob, keyed_command, keyed_evalsha
 from jobctl.scripts import script
 from jobctl.layouts.common import text
 
@@ -64,20 +65,13 @@ __all__ = ["plan_dead_predicate", "predicate_applies", "SCAN_WINDOW", "SCAN_DEPT
 # call.  The window engine applies the plan in windows of the same size.
 
 #: Calls per round trip (one when the filter decodes:
-#: :func:`~jobctl.filter.lua_predicate.decodes`), since another client's
-#: command waits behind a whole round trip (:data:`jobctl.ops.window.DEPTH`),
-#: and two may queue (the scan is pipelined one group ahead).  At 1M,
-#: isolated: PING p99 0.54-0.75 ms at two calls, 0.96-0.98 at three; on
-#: 2026-11-25, three interleaved runs each: p99 median 0.51 ms at one call
-#: against 0.75 at two, plan 2.89 s against 2.70, the whole operation the
-#: same within noise (the apply overlaps its round trips too).
+#: :func:`~jobctl.filter.lua_predicate.decodes`): another client's command
+#: waits behind a whole round trip, and two may queue (measurements:
+#: docs/performance.md).
 SCAN_DEPTH = 1
 #: Round trips in flight: each carries the ``LRANGE`` of the ids of the group
 #: :data:`SCAN_AHEAD` groups later, so the server has the next round trip
-#: queued while the client reads and confirms one.  At 1M, one in flight left
-#: the server idle ~25 % of the plan (2.98 s of plan against 2.3 s of server
-#: time); on 2026-11-25, isolated, three interleaved runs each: plan median
-#: 3.15 s at one, 2.39 s at two, PING p99 median 0.55 against 0.65 ms.
+#: queued while the client reads and confirms one.
 SCAN_AHEAD = 2
 
 
@@ -121,7 +115,7 @@ def plan_dead_predicate(layout, spec: OpSpec, now: int) -> Plan | None:
         own = redis_conn = redis.Redis(connection_pool=client.connection_pool, single_connection_client=True)
     try:
         for shard, keys in enumerate(layout.shards):
-            walk.shard(redis_conn or client, shard, keys, scan.sha, program)
+            walk.shard(redis_conn or client, shard, keys, scan, program)
     except BaseException:
         (redis_conn or client).connection.disconnect()  # replies of the round trip may be unread
         raise
@@ -131,6 +125,18 @@ def plan_dead_predicate(layout, spec: OpSpec, now: int) -> Plan | None:
     plan.jobs = PredicateRange(walk.walked, walk.count, SCAN_WINDOW, walk.windows, walk.sample)
     plan.walked = dict(walk.walked)
     return plan
+
+
+class _Candidate:
+    """What the filter's getters read of a job record (as the client-side lean plan's)."""
+
+    __slots__ = ("job_id", "envelope", "position", "shard")
+    state = State.DEAD
+    score = None
+    meta = None
+
+    def __init__(self, job_id: str, envelope, position: int, shard: str) -> None:
+        self.job_id, self.envelope, self.position, self.shard = job_id, envelope, position, shard
 
 
 class _Group:
@@ -160,12 +166,11 @@ class _Walk:
         self.count = 0
         self.sample: list[str] = []
 
-    def shard(self, client, shard: int, keys, sha: str, program: bytes) -> None:
+    def shard(self, client, shard: int, keys, scan, program: bytes) -> None:
         """Walk one shard's dead list, pipelined (:data:`SCAN_AHEAD` round trips in flight)."""
         total = client.llen(keys.dead)
         if not total:
             return
-        conn = client.connection
         prefix = keys.job("").encode("utf-8", "surrogateescape")
         self.tag = keys.tag
         # per window of the groups in flight (from window ``mbase`` on):
@@ -176,87 +181,7 @@ class _Walk:
         self.mbase = 0
         self.done: SpillList[tuple[str, bytes, bytes]] = SpillList()
         self.last, self.last_ids = -1, []
-        head = _bulk("EVALSHA") + _bulk(sha)
-        tail_args = (_bulk(program) + _bulk("1" if self.skip_bad else "0") + _bulk(prefix)
-                     + _bulk(scan_call_bytes(program)))
-        group = SCAN_WINDOW * (SCAN_DEPTH if not decodes(program) else 1)
-        starts = list(range(0, total, group))
-        dead = _bulk(keys.dead)
-        ahead = max(1, SCAN_AHEAD)
-
-        def lrange(g0: int) -> bytes:
-            return b"*4\r\n$6\r\nLRANGE\r\n" + dead + _bulk(-min(g0 + group, total)) + _bulk(-(g0 + 1))
-
-        def read_ids() -> list[bytes]:
-            got = client.parse_response(conn, "LRANGE")
-            got.reverse()  # tail first: ids[k] is at position g0 + k
-            return got
-
-        first = starts[:ahead]
-        conn.send_packed_command([b"".join(lrange(g0) for g0 in first)], check_health=False)
-        ids_ahead = deque(read_ids() for _ in first)  # the ids of the next groups to scan, in order
-        # round trips in flight, oldest first: the group it scans (or None),
-        # whether it reads a later group's ids, the group whose candidates'
-        # envelopes it reads (MGET) or None
-        flight: deque[tuple[_Group | None, bool, _Group | None]] = deque()
-        # scanned groups not yet confirmed, in walk order, each with its
-        # candidates' envelopes once read (None until then)
-        order: deque[list] = deque()
-        mget: _Group | None = None  # a scanned group whose MGET rides in the next round trip
-        k, ended = 0, False
-        while True:
-            cur = None
-            if not ended and k < len(starts):
-                ids = ids_ahead.popleft()
-                if ids:
-                    cur = _Group(starts[k], ids, starts[k] // SCAN_WINDOW)
-                # a short group: the list changed under the plan; stop there
-                # (the apply's window fences see the change)
-                ended = len(ids) < min(group, total - starts[k])
-            out: list[bytes] = []
-            reads = False
-            if cur is not None:
-                for lo, hi in cur.bounds:
-                    out += [b"*%d\r\n" % (3 + (hi - lo) + 4), head, _bulk(hi - lo), _key_blob(prefix, ids[lo:hi]),
-                            tail_args]
-                if not ended and k + ahead < len(starts):
-                    out.append(lrange(starts[k + ahead]))
-                    reads = True
-                k += 1
-            carried, mget = mget, None
-            if carried is not None:
-                out.append(b"*%d\r\n$4\r\nMGET\r\n" % (1 + len(carried.cands))
-                           + _key_blob(prefix, [carried.ids[i] for _, i in carried.cands]))
-            if out:
-                conn.send_packed_command([b"".join(out)], check_health=False)
-                flight.append((cur, reads, carried))
-                if cur is not None and len(flight) < ahead:
-                    continue  # another round trip to send before reading one
-            elif not flight:
-                break
-            self._confirm_ready(order)  # the client's work while the server runs the round trips
-            g, reads, carried = flight.popleft()
-            if g is not None:
-                for w, (lo, hi) in enumerate(g.bounds):
-                    r = client.parse_response(conn, "EVALSHA")
-                    nd, nm = int(r[1]), int(r[2])
-                    rest = [int(x) for x in r[3:]]
-                    self.plan.scanned += hi - lo
-                    g.dangling += [lo + i - 1 for i in rest[:nd]]
-                    g.malformed += [lo + i - 1 for i in rest[nd:nd + nm]]
-                    g.cands += [(w, lo + i - 1) for i in rest[nd + nm:]]
-                    self.mine.append((_digest(prefix, g.ids[lo:hi]), bytearray((hi - lo + 7) // 8), []))
-                order.append([g, None if g.cands else []])
-                if g.cands:
-                    mget = g
-            if reads:
-                ids_ahead.append(read_ids())
-            if carried is not None:
-                entry = next(e for e in order if e[1] is None)
-                assert entry[0] is carried  # envelopes are read in walk order
-                entry[1] = client.parse_response(conn, "MGET")
-        self._confirm_ready(order)
-        assert not order
+        _ShardScan(self, client, keys.dead, prefix, total, scan, program).run()
         if self.last >= 0:
             # the apply walks up to the last match: its window's digest up to there
             self.walked[shard] = self.last + 1
@@ -266,6 +191,17 @@ class _Walk:
             done[w_last] = (_digest(prefix, self.last_ids[:i_last + 1]), bitmap, matched)
             del done[w_last + 1:]
             self.windows[shard] = done
+
+    def scanned(self, g: _Group, replies: list, prefix: bytes) -> None:
+        """Keep what the scans of ``g`` reported (``replies``, one a window)."""
+        for w, ((lo, hi), r) in enumerate(zip(g.bounds, replies)):
+            nd, nm = int(r[1]), int(r[2])
+            rest = [int(x) for x in r[3:]]
+            self.plan.scanned += hi - lo
+            g.dangling += [lo + i - 1 for i in rest[:nd]]
+            g.malformed += [lo + i - 1 for i in rest[nd:nd + nm]]
+            g.cands += [(w, lo + i - 1) for i in rest[nd + nm:]]
+            self.mine.append((_digest(prefix, g.ids[lo:hi]), bytearray((hi - lo + 7) // 8), []))
 
     def _confirm_ready(self, order: deque) -> None:
         """Confirm the groups at the front of ``order`` whose candidates'
@@ -277,7 +213,7 @@ class _Walk:
     def _confirm(self, g: _Group, raws: list) -> None:
         """Decide ``g``'s candidates with jobctl's own reader and filter (their
         envelopes ``raws``, in order) and mark the matches in the windows."""
-        from jobctl.layouts.reliable_list.lean_plan import _Lean, doc_envelope
+        from jobctl.layouts.reliable_list.lean_plan import doc_envelope
         from jobctl.layouts.planning import breakdown_key
 
         plan, flt, now, ids = self.plan, self.flt, self.now, g.ids
@@ -293,7 +229,7 @@ class _Walk:
                     g.malformed.append(k)
                     continue
                 env = full
-            rec = _Lean(job_id, env, g.g0 + k, self.tag)
+            rec = _Candidate(job_id, env, g.g0 + k, self.tag)
             if not flt.matches(rec, now):  # type: ignore[arg-type]
                 continue
             lo = g.bounds[w][0]
@@ -315,6 +251,128 @@ class _Walk:
             self.done.append((d, bytes(b), b"\n".join(m)))
         del self.mine[:len(g.bounds)]
         self.mbase += len(g.bounds)
+
+
+class _ScanTrip(Trip):
+    """A round trip of the scan: the group it scans (or None), whether it
+    reads a later group's ids, the group whose candidates' envelopes it reads
+    (``MGET``) or None."""
+
+    __slots__ = ("group", "reads_ids", "carried")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.group: _Group | None = None
+        self.reads_ids = False
+        self.carried: _Group | None = None
+
+
+class _ShardScan:
+    """The scan of one shard's dead list for :class:`_Walk` ``walk``: round
+    trip k carries the scans of group k, the ``LRANGE`` of group
+    k+SCAN_AHEAD's ids and the ``MGET`` of the candidates of the last group
+    scanned before it was sent; the walk confirms candidates (in walk order)
+    while the server runs the round trips in flight."""
+
+    def __init__(self, walk: _Walk, client, dead: str, prefix: bytes, total: int, scan, program: bytes) -> None:
+        self.walk, self.dead, self.prefix, self.total = walk, dead, prefix, total
+        self.flight = Flight(Wire(client), scan, SCAN_AHEAD)
+        self.args = (program, "1" if walk.skip_bad else "0", prefix, scan_call_bytes(program))
+        self.group = SCAN_WINDOW * (SCAN_DEPTH if not decodes(program) else 1)
+        self.starts = list(range(0, total, self.group))
+        self.ahead = max(1, SCAN_AHEAD)
+        self.call_head = (bulks(("EVALSHA", scan.sha)), bulks(self.args))
+        # scanned groups not yet confirmed, in walk order, each with its
+        # candidates' envelopes once read (None until then)
+        self.order: deque[list] = deque()
+        self.mget: _Group | None = None  # a scanned group whose MGET rides in the next round trip
+        self.k, self.ended = 0, False
+
+    def lrange(self, g0: int) -> bytes:
+        return command_blob("LRANGE", self.dead, -min(g0 + self.group, self.total), -(g0 + 1))
+
+    def run(self) -> None:
+        first = self.starts[:self.ahead]
+        trip = _ScanTrip()
+        trip.after, trip.reads = [self.lrange(g0) for g0 in first], ["LRANGE"] * len(first)
+        self.flight.send(trip)
+        self.ids_ahead = deque(_tail_first(got) for got in _checked(self.flight.next()).read_back)
+        while self.step():
+            pass
+        self.walk._confirm_ready(self.order)
+        assert not self.order
+
+    def next_trip(self) -> _ScanTrip | None:
+        """The next round trip to send (None: nothing to send)."""
+        trip, cur = _ScanTrip(), None
+        if not self.ended and self.k < len(self.starts):
+            g0 = self.starts[self.k]
+            ids = self.ids_ahead.popleft()
+            if ids:
+                cur = _Group(g0, ids, g0 // SCAN_WINDOW)
+            # a short group: the list changed under the plan; stop there
+            # (the apply's window fences see the change)
+            self.ended = len(ids) < min(self.group, self.total - g0)
+        trip.group = cur
+        if cur is not None:
+            head, args = self.call_head
+            trip.packed = [keyed_evalsha(head, self.prefix, cur.ids[lo:hi], args, len(self.args))
+                           for lo, hi in cur.bounds]
+            if not self.ended and self.k + self.ahead < len(self.starts):
+                trip.after.append(self.lrange(self.starts[self.k + self.ahead]))
+                trip.reads.append("LRANGE")
+                trip.reads_ids = True
+            self.k += 1
+        trip.carried, self.mget = self.mget, None
+        if trip.carried is not None:
+            trip.after.append(keyed_command("MGET", self.prefix, [trip.carried.ids[i] for _, i in trip.carried.cands]))
+            trip.reads.append("MGET")
+        return trip if trip.packed or trip.after else None
+
+    def step(self) -> bool:
+        """Send one round trip (and another while fewer than ``ahead`` are in
+        flight), else read one; False when the scan is over."""
+        trip = self.next_trip()
+        if trip is not None:
+            self.flight.send(trip)
+            if trip.group is not None and len(self.flight.inflight) < self.ahead:
+                return True  # another round trip to send before reading one
+        elif not self.flight.inflight:
+            return False
+        self.walk._confirm_ready(self.order)  # the client's work while the server runs the round trips
+        trip = _checked(self.flight.next())
+        back = iter(trip.read_back)
+        g = trip.group
+        if g is not None:
+            self.walk.scanned(g, trip.replies, self.prefix)
+            self.order.append([g, None if g.cands else []])
+            if g.cands:
+                self.mget = g
+        if trip.reads_ids:
+            self.ids_ahead.append(_tail_first(next(back)))
+        if trip.carried is not None:
+            entry = next(e for e in self.order if e[1] is None)
+            assert entry[0] is trip.carried  # envelopes are read in walk order
+            entry[1] = next(back)
+        return True
+
+
+def _tail_first(ids: list[bytes]) -> list[bytes]:
+    """An ``LRANGE`` reply reversed: ``ids[k]`` is at position ``g0 + k``."""
+    ids.reverse()
+    return ids
+
+
+def _checked(trip):
+    """``trip`` once read; its first error reply raised (a script refused
+    again after the cache was reloaded as a one-line error)."""
+    for reply in (*trip.replies, *trip.read_back):
+        if is_noscript(reply):
+            raise DataError("the server's script cache was flushed again while jobctl ran the refused scan calls "
+                            "again; nothing changed: rerun the operation")
+        if isinstance(reply, Exception):
+            raise reply
+    return trip
 
 
 def _digest(prefix: bytes, ids: list[bytes]) -> str:

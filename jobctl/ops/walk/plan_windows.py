@@ -1,5 +1,5 @@
 """A filtered dead-list plan's windows as its tail walk meets them
-(:mod:`.window_tail`): the plan (:class:`~jobctl.ops.plan.PredicateRange`)
+(:mod:`.tail`): the plan (:class:`~jobctl.ops.plan.PredicateRange`)
 keeps, per window of ``plan_window`` tail positions, ``(digest, match
 bitmap, matched ids joined by \\n)``; the digest is the SHA1 of the window's
 payload keys joined by ``\\n`` as the plan read them.  The walk reads each
