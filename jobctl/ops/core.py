@@ -18,9 +18,9 @@ Policies (each only here):
   ``--ids``; suppress needs a reason and a filter or ids; pause needs a
   reason;
 * layout checks (:func:`check_layout`, before anything is exported or
-  planned): replay needs the stream-group layout; pause, resume, migrate,
-  drain and transformations need a layout whose jobs jobctl can hold out
-  of the workers' reach (:func:`require_holdable`); ``requeue --stuck``
+  planned; :mod:`.policies`): replay needs a layout that declares it;
+  pause, resume, migrate, drain and transformations need a layout whose
+  jobs jobctl can hold out of the workers' reach (:func:`require_holdable`); ``requeue --stuck``
   needs a known visibility timeout (configured, or the request's
   ``visibility_timeout_ms``), never a layout's default;
 * export before purge: a purge needs ``export_to`` (export there first, or
@@ -34,7 +34,7 @@ Policies (each only here):
   :data:`~jobctl.ops.catalog.TYPED_CONFIRM_OVER` jobs and for every purge
   (:attr:`Prepared.typed_count`);
 * resume lifts the holds of its filter (every hold without one) of a
-  reliable-list queue (:attr:`Prepared.holds`), once confirmed and before
+  layout that keeps hold records (:attr:`Prepared.holds`), once confirmed and before
   any job moves, so that no hold cycle pauses the resumed jobs again;
 * exit codes: OK (jobs a worker took since the plan are counted, not a
   failure: :data:`~jobctl.ops.result.EXPECTED_SKIPS`), PARTIAL (failed jobs,
@@ -45,120 +45,25 @@ Policies (each only here):
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..errors import UsageError
 from ..exitcodes import ExitCode
-from ..model import State
-from .catalog import needs_typed_count, require_requeue_scope
+from .catalog import needs_typed_count
+from .policies import check_layout, check_request, require_holdable, require_known_visibility
+from .prepared import Outcome, Prepared, breakdown_rows
 from .request import OpRequest
 from .spec import Operation, OpSpec
 
 if TYPE_CHECKING:
-    from ..config import QueueConfig
     from ..layouts.base import Layout
     from ..session import Session
     from .engine import RunResult
     from .plan import Plan
 
 __all__ = ["OperationCore", "Prepared", "Outcome", "check_request", "check_layout", "require_holdable",
-           "breakdown_rows", "HOLDABLE_LAYOUTS"]
+           "require_known_visibility", "breakdown_rows"]
 
 Note = Callable[[str], None]
-
-
-def check_request(req: OpRequest, session: "Session | None" = None) -> None:
-    """The request-level policies, before anything is read.
-
-    Raises :class:`UsageError` naming the CLI option at fault, then
-    :class:`~jobctl.errors.ReadOnlyRefused` when ``session`` is read-only
-    and the request is no dry run (:meth:`Session.require_writable`).
-    """
-    op = req.operation
-    require_requeue_scope(req)
-    if op is Operation.REDRIVE:
-        if req.delay_ms and req.target is not State.SCHEDULED:
-            raise UsageError("--delay needs --to scheduled")
-        if req.plan_file and req.ids:
-            raise UsageError("--plan and --ids exclude each other")
-    if op in (Operation.SUPPRESS, Operation.PAUSE) and not (req.reason or "").strip():
-        raise UsageError("--reason must not be empty")
-    if op is Operation.SUPPRESS and not (req.filter_text or req.ids):
-        raise UsageError("suppress needs --filter or --ids (it never takes every dead job at once)")
-    if req.visibility_timeout_ms is not None and req.visibility_timeout_ms < 1:
-        raise UsageError("--visibility-timeout must be at least 1ms")
-    if op is Operation.PURGE:
-        if req.no_export and req.export_to:
-            raise UsageError("--no-export and --export-to exclude each other")
-        if req.export_to and req.limit is not None:
-            raise UsageError("--limit cannot be combined with --export-to: the export holds every matching job, "
-                             "and the purge removes exactly what it holds")
-        if not req.no_export and not req.export_to and not req.dry_run:
-            raise UsageError("purge deletes jobs for good: pass --export-to DIR to export them first, "
-                             "or --no-export to confirm you do not need an export")
-    if op is Operation.DRAIN:  # drain --export-to (drain --to is a migrate)
-        if not req.export_to:
-            raise UsageError("drain needs --to QUEUE or --export-to DIR")
-        if req.limit is not None or req.filter_text:
-            raise UsageError("drain --export-to empties the state: no --limit or --filter (the export holds "
-                             "every job, and the drain removes exactly what it holds)")
-    if session is not None and not req.dry_run:
-        session.require_writable(op.value)
-
-
-#: Layouts whose jobs jobctl can take out of the workers' reach (pause, migrate, drain, transform).
-HOLDABLE_LAYOUTS = ("reliable-list",)
-
-#: The operations that need one of :data:`HOLDABLE_LAYOUTS`, and the words their refusal names.
-_HOLDING_VERBS = {Operation.PAUSE: "pause", Operation.RESUME: "resume", Operation.MIGRATE: "migrate (or drain --to)",
-                  Operation.DRAIN: "drain --export-to", Operation.TRANSFORM: "migrate --transform"}
-
-
-def require_holdable(layout: "Layout", verb: str) -> None:
-    """Refuse ``verb`` (``"pause"``, ``"hold"``...) on a layout whose workers
-    take jobs from keys jobctl cannot hold jobs back from.  Raises
-    :class:`UsageError`."""
-    if layout.name not in HOLDABLE_LAYOUTS:
-        raise UsageError(f"{verb} is not supported for layout {layout.name}: its workers take jobs from keys "
-                         "jobctl cannot hold jobs back from without their cooperation (supported: "
-                         f"{', '.join(HOLDABLE_LAYOUTS)})")
-
-
-def require_known_visibility(queue: "QueueConfig") -> None:
-    """Refuse ``requeue --stuck`` on ``queue`` when its visibility timeout
-    is only its layout's default: a guess, which against workers with a
-    longer timeout would requeue jobs they still hold.  Raises
-    :class:`UsageError`."""
-    from ..config import defaulted_visibility
-
-    default = defaulted_visibility(queue)
-    if default is not None:
-        raise UsageError(f"requeue --stuck on queue {queue.name}: its visibility timeout is not configured (the "
-                         f"{queue.layout} default {default:,} ms is a guess; a longer worker timeout would "
-                         "requeue live jobs): set visibility_timeout_ms or pass --visibility-timeout")
-
-
-def check_layout(operation: "Operation | OpRequest", layout: "Layout", destination: "Layout | None" = None) -> None:
-    """The layout-level refusals, before anything is exported, asked or
-    planned: replay needs the stream-group layout (an acknowledged
-    history); pause, resume, migrate (also of ``destination``, the queue a
-    migrate moves to), drain and transformations need
-    :data:`HOLDABLE_LAYOUTS`; given a request, ``requeue --stuck`` needs a
-    known visibility timeout (``layout.queue``: the catalogue entry with
-    the request's ``visibility_timeout_ms`` applied).  Raises
-    :class:`UsageError`."""
-    req = operation if isinstance(operation, OpRequest) else None
-    op = req.operation if req is not None else operation
-    if op is Operation.REPLAY and layout.name != "stream-group":
-        raise UsageError(f"replay is for the stream-group layout; {layout.queue_name} is {layout.name} (no "
-                         "acknowledged history to replay)")
-    if op in _HOLDING_VERBS:
-        require_holdable(layout, _HOLDING_VERBS[op])
-    if op is Operation.MIGRATE and destination is not None:
-        require_holdable(destination, "migrate (or drain --to)")
-    if req is not None and op is Operation.REQUEUE and req.stuck_only:
-        require_known_visibility(layout.queue)
 
 
 def recover_holds(layout: "Layout", op_id: str, *, dry_run: bool, note: Note | None) -> None:
@@ -176,80 +81,6 @@ def recover_holds(layout: "Layout", op_id: str, *, dry_run: bool, note: Note | N
         say(f"gave back {summary(back)} to their dead lists, in order")
 
 
-def breakdown_rows(plan: "Plan", top: int) -> list[tuple[str, str, str]]:
-    """The plan's breakdown as display rows ``(job type, error, jobs)``, the
-    ``top`` largest groups first, then one ``("…", "N more groups", jobs)``
-    row for the rest, and a ``("(sample)", ...)`` row when the breakdown
-    comes from a sample of envelopes (what the CLI and the TUI show before
-    confirming)."""
-    groups = plan.breakdown.most_common()
-    rows = [(jt, err, f"{n:,}") for (jt, err), n in groups[:top]]
-    if len(groups) > top:
-        rest = sum(n for _, n in groups[top:])
-        rows.append(("…", f"{len(groups) - top} more groups", f"{rest:,}"))
-    if plan.breakdown_sampled:  # an unfiltered dead-list plan read only a sample of envelopes
-        rows.append(("(sample)", f"breakdown from a sample of {plan.breakdown_sampled:,}", ""))
-    return rows
-
-
-@dataclass
-class Prepared:
-    """A planned request: the ``spec`` it became, the ``layout`` and the
-    ``plan``.  ``typed_count``: confirming needs the planned count typed.
-    ``exported``: the export directory the purge is fenced to (``None``:
-    none, or not written yet: ``export_pending``).  ``holds``: the hold records (``{"id", "filter", "reason", "by",
-    ...}``) a resume lifts when applied.  ``needs_confirmation``: something
-    would change (jobs, or holds to lift)."""
-
-    request: OpRequest
-    spec: OpSpec
-    layout: "Layout"
-    plan: "Plan"
-    typed_count: bool = False
-    exported: str | None = None
-    holds: list[dict[str, Any]] = field(default_factory=list)
-    #: migrate --transform: the before/after diff lines of the first planned envelopes
-    samples: list[str] = field(default_factory=list)
-    #: ``prepare(defer_export=True)``: the directory the export is written to once confirmed (``apply``)
-    export_pending: str | None = None
-
-    @property
-    def needs_confirmation(self) -> bool:
-        return not self.request.dry_run and (self.plan.planned > 0 or bool(self.holds))
-
-
-@dataclass
-class Outcome:
-    """What became of a request: ``status`` is ``dry-run``, ``nothing`` (no
-    job matched), ``cancelled`` (confirmation declined) or ``applied``;
-    ``result`` the engine's :class:`~jobctl.ops.engine.RunResult` (``None``
-    when cancelled); ``exit_code`` the :class:`ExitCode` to exit with."""
-
-    prepared: Prepared
-    status: str
-    exit_code: ExitCode
-    result: "RunResult | None" = None
-    problems: list[str] = field(default_factory=list)
-    #: the hold records a resume lifted
-    lifted: list[dict[str, Any]] = field(default_factory=list)
-
-    @property
-    def plan(self) -> "Plan":
-        return self.prepared.plan
-
-    def to_json(self) -> dict[str, Any]:
-        """The CLI's ``--json`` document: the result plus the plan."""
-        base = self.result.to_json() if self.result is not None else {}
-        return {**base, "plan": self.plan.to_json()}
-
-    def summary(self) -> str:
-        """One line: ``redrive email: planned 10, moved 9, skipped 1 (changed: 1), failed 0  [id]``."""
-        res = self.result
-        if res is None:
-            return f"{self.plan.spec.operation.value} cancelled: nothing was changed"
-        return res.summary()
-
-
 def _drain_words(req: OpRequest, note: Note | None) -> Note | None:
     """``note`` for a drain: the export fence's sentences say "purging"."""
     if note is None or req.operation is not Operation.DRAIN:
@@ -262,13 +93,12 @@ def _verb_done(req: OpRequest) -> str:
 
 
 def _holds_to_lift(req: OpRequest, layout: "Layout") -> list[dict[str, Any]]:
-    """The holds a resume of ``req.filter_text`` lifts: those of the same
-    filter, every hold without one (reliable-list; other layouts have none)."""
-    if req.operation is not Operation.RESUME or layout.name != "reliable-list":
+    """The holds a resume of ``req.filter_text`` lifts (the layout's
+    :meth:`~jobctl.layouts.facts.LayoutFacts.holds_to_lift`: those of the
+    same filter, every hold without one; ``[]`` where it keeps none)."""
+    if req.operation is not Operation.RESUME:
         return []
-    from jobctl.layouts.reliable_list.holds import lift_holds
-
-    return lift_holds(layout, req.filter_text, dry_run=True)
+    return layout.holds_to_lift(req.filter_text)
 
 
 def _transform_samples(layout: "Layout", plan: "Plan", transform, n: int = 3) -> list[str]:
@@ -280,7 +110,7 @@ def _transform_samples(layout: "Layout", plan: "Plan", transform, n: int = 3) ->
 
     lines: list[str] = []
     for job in plan.jobs[:n]:
-        raw = layout.client.get(layout.shards[job.shard].job(job.job_id))
+        raw = layout.planned_payload(job)
         new = transform.apply_raw(raw) if raw is not None else None
         if new is not None:
             lines += diff_lines(job.job_id, raw, new)
@@ -454,40 +284,32 @@ class OperationCore:
         if not prepared.holds:
             return []
         from ..clock import now_ms
-        from jobctl.layouts.reliable_list.holds import drop_holds, lift_holds
-        from jobctl.layouts.reliable_list.pause import replan_after_lift
         from .queue_lease import QueueLease
 
         self.session.require_writable("resume")
         layout = prepared.layout
         with self.session.errors(), QueueLease(layout, prepared.spec.op_id):
-            current = {h["id"] for h in lift_holds(layout, prepared.request.filter_text, dry_run=True)}
-            lifted = [h for h in prepared.holds if h["id"] in current]
-            drop_holds(layout, [h["id"] for h in lifted])
-            if lifted:
-                replan_after_lift(layout, prepared.plan, [h["id"] for h in lifted],
-                                  self.clock() if self.clock else now_ms())
-        return lifted
+            return layout.lift_holds(prepared.holds, prepared.request.filter_text, prepared.plan,
+                                     self.clock() if self.clock else now_ms())
 
     def hold_cycle(self, layout: "Layout", hold: dict[str, Any], marks: Any, *, budget: int,
                    stop: Callable[[], bool] | None = None, rate: float | None = None, batch: int | None = None,
                    argv: list[str] | None = None) -> "RunResult | None":
         """One cycle of the hold record ``hold`` (``jobctl pause --hold``,
-        ``jobctl hold run``; reliable-list): plan the newly ready jobs of its
-        filter, at most ``budget`` (:func:`~jobctl.layouts.reliable_list.holds.plan_cycle`,
-        ``marks`` a :class:`~jobctl.layouts.reliable_list.holds.CycleMarks`
+        ``jobctl hold run``): plan the newly ready jobs of its filter, at
+        most ``budget`` (the layout's
+        :meth:`~jobctl.layouts.facts.LayoutFacts.plan_hold_cycle`, ``marks``
         kept between cycles), and pause them under the queue's lease, each
         call only while the hold is recorded; journaled when any moved.
         ``None`` when nothing matched.  Raises
         :class:`~jobctl.errors.ReadOnlyRefused`, :class:`~jobctl.errors.Busy`
         (another operation keeps the lease) and other
         :class:`~jobctl.errors.JobctlError`."""
-        from jobctl.layouts.reliable_list.holds import plan_cycle
         from .engine import run_plan
 
         self.session.require_writable("hold")
         with self.session.errors():
-            plan = plan_cycle(layout, hold, marks, budget)
+            plan = layout.plan_hold_cycle(hold, marks, budget)
             if not plan.planned:
                 return None
             return run_plan(layout, plan, rate=rate, batch=batch, stop=stop, target=self.session.target,

@@ -40,7 +40,7 @@ import orjson
 
 from jobctl.config import QueueConfig
 from jobctl.errors import DataError, NotFound
-from jobctl.keys import HASH_JOB_KEY_RE, HASH_JOB_LIST_SUFFIXES, HashJobKeys
+from jobctl.keys import HashJobKeys
 from jobctl.model import Envelope, JobRecord, QueueStatus, State
 from jobctl.layouts.base import ListStatesLayout, now_ms
 from jobctl.layouts.facts import IntOption, StrOption
