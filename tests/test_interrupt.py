@@ -1,6 +1,6 @@
 """Ctrl-C while an operation applies (``jobctl.ops.interrupt`` and the
 CLI's handler): no server needed; the walks' counts under real ``SIGINT``s
-are in test_tail_walk_ahead.py and test_per_job_walk_review.py."""
+are in test_tail_walk_changes_and_errors.py and test_per_job_walk_changes_and_errors.py."""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ from jobctl.filter import compile_filter
 from jobctl.model import State
 from jobctl.ops.engine import run_plan
 from jobctl.ops.spec import Operation, OpSpec
-from test_tail_walk_ahead import FLT, K, setup_walk
+from test_tail_walk_changes_and_errors import FLT, K, setup_walk
 
 OPS = {
     "redrive": (Operation.REDRIVE, State.READY),

@@ -29,7 +29,7 @@ from jobctl.ops.spec import Operation, OpSpec
 from jobctl.ops.walk import driver
 from jobctl.ops.walk.wire import Wire
 from test_operations import assert_consistent, ids, simple_dead  # noqa: F401 - fixtures
-from test_per_job_walk_ahead import K as HK, failed_jobs, hj_layout, redrive
+from test_per_job_walk_in_flight import K as HK, failed_jobs, hj_layout, redrive
 
 K = ReliableListKeys("email")
 FLT = "tenant = tenant_1"  # simple_dead: job n has tenant_(1 + n % 5): every 5th job

@@ -84,9 +84,10 @@ def pipelined(client, script, calls: list[tuple[list, list]]) -> list[Any]:
 class Flight:
     """Round trips in flight on ``wire`` for ``script``: at most ``ahead``
     (one on a client without a connection of its own). ``stop()`` is polled
-    before a round trip is sent behind another; once true, no more is sent
-    (``ahead`` drops to 1). ``on_replay(trips)`` is told which round trips
-    had calls sent again after a ``NOSCRIPT``."""
+    before a round trip is sent behind another; once true, ``ahead`` drops
+    to 1 (the caller stops at the last result in flight).
+    ``on_replay(trips)`` is told which round trips had calls sent again
+    after a ``NOSCRIPT``."""
 
     def __init__(self, wire: Wire, script, ahead: int = 1, stop: Callable[[], bool] | None = None,
                  on_replay: Callable[[list[Trip]], None] | None = None) -> None:

@@ -1,4 +1,4 @@
-"""Review of the tail walk with round trips in flight (issue 11): lists that
+"""The tail walk with round trips in flight (issue 11): lists that
 change under the walk, errors mid-walk, the filtered plan's read-ahead."""
 
 from __future__ import annotations

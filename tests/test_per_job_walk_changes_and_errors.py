@@ -1,4 +1,6 @@
-"""Review of the per-job walk with round trips in flight (review6)."""
+"""The per-job walk with round trips in flight when the list changes under
+it (duplicates, removals, rewritten fences, wrong types, Ctrl-C), and the
+hash-job plan's own connection."""
 
 from __future__ import annotations
 
@@ -54,7 +56,7 @@ from collections import Counter  # noqa: E402
 import redis  # noqa: E402
 
 from jobctl.keys import HashJobKeys  # noqa: E402
-from test_per_job_walk_ahead import K, failed_jobs, hj_layout, redrive  # noqa: E402
+from test_per_job_walk_in_flight import K, failed_jobs, hj_layout, redrive  # noqa: E402
 
 
 def own(redis_client):
