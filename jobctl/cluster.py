@@ -100,33 +100,18 @@ def scan_pages(client: Any, match: str, count: int):
 
 
 def layout_keys(layout: Any) -> list[str]:
-    """The key names a multi-key script of a single-key-set layout may touch
-    together (``layout.keys``: every string property without a wildcard but
-    the journal, plus a sample ``job("<id>")`` key);
-    ``[]`` for the sharded layouts, whose keys are hash-tagged by design."""
-    keys = getattr(layout, "keys", None)
-    if keys is None or isinstance(keys, (list, tuple, dict)):
-        return []
-    out: list[str] = []
-    for name in dir(type(keys)):
-        if name.startswith("_") or name == "journal" or not isinstance(getattr(type(keys), name, None), property):
-            continue  # the journal is written by its own XADD, never inside a script
-        value = getattr(keys, name)
-        if isinstance(value, str) and "*" not in value:
-            out.append(value)
-    job = getattr(keys, "job", None)
-    if callable(job):
-        try:
-            out.append(job("0"))
-        except Exception:  # noqa: BLE001 - a layout without per-job keys
-            pass
-    return out
+    """The key names a multi-key script of ``layout`` may touch together:
+    its :meth:`~jobctl.layouts.facts.LayoutFacts.slot_keys` (a keyed
+    layout: its key names but the journal, plus a sample ``job("<id>")``
+    key; ``[]`` for the sharded layouts, whose keys are hash-tagged by
+    design)."""
+    return layout.slot_keys()
 
 
 def cross_slot_note(layout: Any) -> str | None:
     """On a cluster, the one-line warning for a queue whose keys span several
     slots (multi-key operations refused, reads still work); else ``None``."""
-    if not is_cluster(getattr(layout, "client", None)):
+    if not is_cluster(layout.client):
         return None
     keys = layout_keys(layout)
     slots = slots_of(keys)

@@ -8,7 +8,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..model import JobRecord, State, parse_envelope
+from ..model import JobRecord, State
 
 if TYPE_CHECKING:
     from ..layouts.base import Layout
@@ -44,22 +44,16 @@ class DueDistribution:
 def due_distribution(layout: "Layout", now: int) -> DueDistribution:
     """Count scheduled jobs per due-time bucket.
 
-    Reliable-list: one pipelined ``ZCOUNT`` per bucket and shard (exact,
-    independent of depth).  Other layouts: their scheduled jobs' scores
-    from ``iter_batches`` (bounded windows).
+    A layout with a cheaper count answers
+    :meth:`~jobctl.layouts.facts.LayoutFacts.due_counts` (reliable-list:
+    one pipelined ``ZCOUNT`` per bucket and shard, exact whatever the
+    depth); the others' scheduled jobs' scores come from ``iter_batches``
+    (bounded windows).
     """
     out = DueDistribution(now_ms=now)
-    shards = getattr(layout, "shards", None)
-    if layout.name == "reliable-list" and shards:
-        pipe = layout.client.pipeline(transaction=False)
-        for keys in shards:
-            for _, lo, hi in DUE_BUCKETS:
-                pipe.zcount(keys.scheduled, "-inf" if lo is None else now + lo,
-                            "+inf" if hi is None else f"({now + hi}")
-        res = pipe.execute()
-        n = len(DUE_BUCKETS)
-        for i, (label, _, _) in enumerate(DUE_BUCKETS):
-            out.counts.append((label, sum(res[s * n + i] for s in range(len(shards)))))
+    counted = layout.due_counts(now, DUE_BUCKETS)
+    if counted is not None:
+        out.counts = [(label, n) for (label, _, _), n in zip(DUE_BUCKETS, counted)]
         return out
     counts = Counter()
     for batch in layout.iter_batches(State.SCHEDULED, batch=1000):
@@ -79,26 +73,14 @@ def processing_by_deadline(layout: "Layout", limit: int = 200) -> list[JobRecord
     """Up to ``limit`` processing jobs, least time left to the visibility
     deadline first (stuck jobs, whose deadline passed, come first).
 
-    Reliable-list: ``ZRANGE processing:deadline 0 limit-1 WITHSCORES`` per
-    shard plus one ``MGET`` of the envelopes.  Other layouts: the oldest
-    claims from ``list_jobs`` sorted by deadline.
+    A layout with a deadline index answers
+    :meth:`~jobctl.layouts.facts.LayoutFacts.processing_by_deadline`
+    (reliable-list: ``ZRANGE processing:deadline`` per shard plus one
+    ``MGET``); the others: the oldest claims from ``list_jobs`` sorted by
+    deadline.
     """
-    shards = getattr(layout, "shards", None)
-    if layout.name != "reliable-list" or not shards:
-        recs = layout.list_jobs(State.PROCESSING, limit)
-        return sorted(recs, key=lambda r: (r.deadline_ms is None, r.deadline_ms or 0))
-    from ..layouts.common import score_ms  # +inf/-inf deadlines: never / always, not an OverflowError
-
-    records: list[JobRecord] = []
-    for keys in shards:
-        pairs = layout.client.zrange(keys.deadline, 0, limit - 1, withscores=True)
-        if not pairs:
-            continue
-        ids = [m.decode("utf-8", "surrogateescape") if isinstance(m, bytes) else m for m, _ in pairs]
-        raws = layout.client.mget([keys.job(i) for i in ids])
-        for (_, score), job_id, raw in zip(pairs, ids, raws):
-            records.append(JobRecord(queue=layout.queue_name, layout=layout.name, shard=keys.tag,
-                                     job_id=job_id, state=State.PROCESSING, envelope=parse_envelope(raw),
-                                     raw=raw, deadline_ms=score_ms(score)))
-    records.sort(key=lambda r: (r.deadline_ms, r.job_id))
-    return records[:limit]
+    indexed = layout.processing_by_deadline(limit)
+    if indexed is not None:
+        return indexed
+    recs = layout.list_jobs(State.PROCESSING, limit)
+    return sorted(recs, key=lambda r: (r.deadline_ms is None, r.deadline_ms or 0))

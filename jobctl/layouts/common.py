@@ -114,12 +114,14 @@ def unreadable_not_dangling(layout, plan) -> None:
     payload key exists with another type than a string to
     ``plan.malformed``: an unreadable payload, not a missing one.  For
     the layouts whose payload keys are strings in every shard
-    (``layout.shards``' ``job(id)``: reliable-list, stream-group); the
-    first :data:`DANGLING_RECHECK` ids, one pipelined ``TYPE`` per id and
-    shard."""
-    shards = getattr(layout, "shards", None)
-    if layout.name not in ("reliable-list", "stream-group") or not shards:
+    (a :class:`~jobctl.layouts.base.ShardedLayout`: ``layout.shards``'
+    ``job(id)``); the first :data:`DANGLING_RECHECK` ids, one pipelined
+    ``TYPE`` per id and shard."""
+    from .base import ShardedLayout
+
+    if not isinstance(layout, ShardedLayout) or not layout.shards:
         return
+    shards = layout.shards
     ids = plan.dangling[:max(1, DANGLING_RECHECK // len(shards))]
     wrong = wrong_typed_keys(layout.client, [keys.job(i) for i in ids for keys in shards])
     if not wrong:

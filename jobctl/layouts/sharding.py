@@ -73,13 +73,16 @@ def shard_rule(queue) -> Callable[[str, int], int]:
 def reshard_destination(layout: "Layout", shards: int) -> "QueueConfig":
     """The destination of ``jobctl reshard QUEUE --shards N`` (CLI and
     TUI, checked once): the queue ``layout`` with ``shards`` shards (the
-    migrate request's ``destination``).  Raises :class:`UsageError`: not reliable-list, no
+    migrate request's ``destination``).  Raises :class:`UsageError`: a layout not ``reshardable``, no
     (or an unknown) ``shard_rule``, ``shards`` outside 1..1024, or the
     number of shards it already has."""
     import dataclasses
 
-    if layout.name != "reliable-list":
-        raise UsageError(f"reshard is for the reliable-list layout; {layout.queue_name} is {layout.name}")
+    if not layout.reshardable:
+        from . import layout_classes
+
+        names = " or ".join(cls.name for cls in layout_classes() if cls.reshardable)
+        raise UsageError(f"reshard is for the {names} layout; {layout.queue_name} is {layout.name}")
     if not 1 <= shards <= 1024:
         raise UsageError(f"--shards: {shards} is not in 1..1024")
     shard_rule(layout.queue)

@@ -36,21 +36,17 @@ from typing import Any
 
 from ..config import defaulted_visibility
 from ..durations import format_duration
-from ..keys import ReliableListKeys, shard_tags
 from ..model import QueueStatus
-from .common import PAYLOAD_TYPES, text, wrong_type_note, wrongtype_errors
+from .common import text, wrong_type_note, wrongtype_errors
 
-__all__ = ["annotate", "audit_dlq", "catalogue_warnings", "AUDIT_FIELDS", "DEAD_AUDIT_MAX", "DLQ_EXPIRY_WARN_MS",
-           "PRIORITY_PROBE"]
+__all__ = ["annotate", "audit_dlq", "catalogue_warnings", "AUDIT_FIELDS", "DEAD_AUDIT_MAX", "DLQ_EXPIRY_WARN_MS"]
 
 #: Entries of the dead-letter lists (all shards together, at least 50 per
 #: shard) audited for dangling ids, duplicates and payload TTLs: the newest.
 DEAD_AUDIT_MAX = 2_000
 #: A dead job whose payload expires within this (ms) is about to be lost.
 DLQ_EXPIRY_WARN_MS = 3_600_000
-#: How many ``ready:pN`` lists beyond the configured ones are probed.
-PRIORITY_PROBE = 10
-#: Shards probed for unexplained keys (the first ones).
+#: Dead lists sampled twice for a pinned DLQ (the first ones).
 SHARD_PROBE = 8
 
 
@@ -65,13 +61,12 @@ def annotate(layout, st: QueueStatus, *, audit_dead: bool = True) -> QueueStatus
         st.visibility_default_ms = default
         st.warnings.append(f"visibility_timeout_ms is not configured: stuck counts use the {q.layout} default "
                            f"of {format_duration(default)}; set it to the workers' timeout")
-    if q.layout == "reliable-list":
-        _unexplained_reliable(layout, st)
+    _unexplained(layout, st)
     if audit_dead:
         audit_dlq(layout, st)
     _held(layout, st)
-    history = getattr(getattr(layout, "keys", None), "completed", None)
-    if history is not None and q.layout == "hash-job":
+    history = layout.history_key()
+    if history is not None:
         res = layout.client.pipeline(transaction=False).llen(history).execute(raise_on_error=False)
         st.errors.extend(wrongtype_errors(res, [history]))  # one queue's wrong type, not the catalogue's
         st.history = None if isinstance(res[0], Exception) else int(res[0] or 0)
@@ -157,19 +152,14 @@ def audit_dlq(layout, st: QueueStatus) -> QueueStatus:
 AUDIT_FIELDS = ("dead_dangling", "dead_duplicates", "dead_audited", "dead_expiring", "dead_min_ttl_ms")
 
 
-def _unexplained_reliable(layout, st: QueueStatus) -> None:
-    """One multi-key ``EXISTS`` per probed shard (its keys share the hash
-    tag), then one per existing candidate to name it."""
+def _unexplained(layout, st: QueueStatus) -> None:
+    """The layout's :meth:`~jobctl.layouts.facts.LayoutFacts.unexplained_candidates`:
+    one multi-key ``EXISTS`` per group (its keys share the hash tag), then
+    one per existing candidate to name it."""
     q = layout.queue
-    have = q.priorities or 0
-    groups: list[tuple[list[str], str]] = []
-    for keys in layout.shards[:SHARD_PROBE]:
-        groups.append(([keys.ready_priority(p) for p in range(have, have + PRIORITY_PROBE)],
-                       "priorities" if not have else f"priorities = {have}"))
-    if not q.shards:
-        for tag in shard_tags(q.base_tag, 2):
-            k = ReliableListKeys(tag)
-            groups.append(([k.ready, k.processing, k.dead, k.scheduled], "shards"))
+    groups = layout.unexplained_candidates()
+    if not groups:
+        return
     pipe = layout.client.pipeline(transaction=False)
     for keys, _ in groups:
         pipe.exists(*keys)
@@ -190,15 +180,9 @@ def _unexplained_reliable(layout, st: QueueStatus) -> None:
 
 def _dead_audits(layout) -> list[tuple[str, Any]]:
     """``[(dead list key, id -> payload key or None, the payload key's Redis
-    types)]`` per shard."""
-    name = layout.queue.layout
-    if name == "reliable-list":
-        return [(k.dead, k.job, PAYLOAD_TYPES) for k in layout.shards]
-    if name == "hash-job":
-        return [(layout.keys.failed, layout.keys.job, frozenset({b"hash", b"none"}))]
-    if name == "json-list":  # entries are the payloads: duplicates and the list's TTL only
-        return [(layout.keys.dead, None, PAYLOAD_TYPES)]
-    return []
+    types)]`` per shard: the layout's
+    :meth:`~jobctl.layouts.facts.LayoutFacts.dead_audits`."""
+    return layout.dead_audits()
 
 
 def _audit_dead(client, st: QueueStatus, audits: list[tuple[str, Any]]) -> None:

@@ -57,7 +57,7 @@ def summary(orphans: list[OrphanedHold]) -> str:
 def hold_sources(layout: Any) -> "list[ListSource]":
     """The window-engine sources of ``layout``'s dead lists (one per shard;
     ``[]`` for a layout without one): their hold, walk and lease keys."""
-    if State.DEAD not in getattr(layout, "states", ()):
+    if State.DEAD not in layout.states:
         return []
     spec = OpSpec(Operation.PURGE, layout.queue_name, State.DEAD, None, op_id="orphan-holds")
     return layout.sources(spec)
