@@ -31,8 +31,8 @@ _REGISTRY: dict[str, str] = {
     "reliable-list": "jobctl.layouts.reliable_list.layout:ReliableList",
     "stream-group": "jobctl.layouts.stream_group.layout:StreamGroup",
     "delayed-events": "jobctl.layouts.delayed_events.layout:DelayedEvents",
-    "delay-zset": "jobctl.layouts.delay_zset.layout:DelayZset",
     "redisson-delayed-queue": "jobctl.layouts.redisson_delayed_queue.layout:RedissonDelayedQueue",
+    "delay-zset": "jobctl.layouts.delay_zset.layout:DelayZset",  # after Redisson's: discovery order
     "hash-job": "jobctl.layouts.hash_job.layout:HashJob",
     "json-list": "jobctl.layouts.json_list.layout:JsonList",
 }

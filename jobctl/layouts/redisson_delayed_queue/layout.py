@@ -11,7 +11,7 @@ inspect, attempts and check work; every operation is refused, because
 Redisson's codec bytes and its two-key bookkeeping belong to Redisson's API.
 Config: the queue's tag (else its name) is ``name``.
 
-Discovery: :mod:`jobctl.layouts.delay_zset.discover`.
+Discovery: :mod:`.discover`.
 """
 
 from __future__ import annotations
@@ -43,8 +43,8 @@ class RedissonDelayedQueue(KeyedLayout):
     config_options = {"name": StrOption(512)}
 
     @classmethod
-    def recognizer(cls):  # one recogniser finds both zset layouts
-        from jobctl.layouts.delay_zset.discover import recognize
+    def recognizer(cls):
+        from jobctl.layouts.redisson_delayed_queue.discover import recognize
 
         return recognize
 
