@@ -19,7 +19,8 @@ from jobctl.cli.main import main
 from jobctl.ops.journal import read_entries
 from jobctl.session import Session
 from jobctl_tui import make_app
-from jobctl_tui.actions import PlanModal, ReasonModal
+from jobctl_tui.ask_modals import ReasonModal
+from jobctl_tui.plan_modal import PlanModal
 from jobctl_tui.queue_screen import QueueScreen
 from jobctl_tui.testing import settle
 from helpers import TUI_T0, load_spike, queues_toml, tui_export_root, write_config  # noqa: F401 - autouse fixture

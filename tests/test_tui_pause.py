@@ -7,7 +7,8 @@ from __future__ import annotations
 from jobctl.config import QueueConfig
 from jobctl.keys import ReliableListKeys
 from jobctl.ops.journal import read_entries
-from jobctl_tui.actions import PlanModal, ReasonModal
+from jobctl_tui.ask_modals import ReasonModal
+from jobctl_tui.plan_modal import PlanModal
 from jobctl_tui.dashboard_screen import DashboardScreen
 from jobctl_tui.testing import settle
 from test_pause import enqueue, tail_first

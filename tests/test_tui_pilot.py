@@ -17,7 +17,9 @@ from jobctl.ops.journal import read_entries, read_local
 from jobctl.session import Session
 from jobctl_fixtures.scenarios import load_scenario
 from jobctl_tui import make_app
-from jobctl_tui.actions import PlanModal, ReasonModal, RunModal
+from jobctl_tui.ask_modals import ReasonModal
+from jobctl_tui.plan_modal import PlanModal
+from jobctl_tui.run_modal import RunModal
 from jobctl_tui.dashboard_screen import DashboardScreen
 from jobctl_tui.help import HelpScreen
 from jobctl_tui.inspector import InspectorScreen

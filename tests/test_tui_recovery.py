@@ -24,7 +24,8 @@ from jobctl.ops.journal import read_entries
 from jobctl_fixtures.protocol import Worker
 from jobctl_fixtures.scenarios import load_scenario
 from jobctl_tui import make_app
-from jobctl_tui.actions import PlanModal, ReasonModal, ScopeModal, TargetModal
+from jobctl_tui.ask_modals import ReasonModal, ScopeModal, TargetModal
+from jobctl_tui.plan_modal import PlanModal
 from jobctl_tui.dashboard_screen import DashboardScreen
 from jobctl_tui.queue_screen import QueueScreen
 from jobctl_tui.testing import settle, wait_for

@@ -14,7 +14,7 @@ from jobctl.keys import ReliableListKeys
 from jobctl.layouts.reliable_list.layout import ReliableList
 from jobctl.layouts.reliable_list.pause import add_hold, holds
 from jobctl.ops.journal import read_entries
-from jobctl_tui.actions import PlanModal
+from jobctl_tui.plan_modal import PlanModal
 from jobctl_tui.recovery_modals import ReplayModal, TransformModal
 from jobctl_tui.testing import settle
 from test_pause import enqueue

@@ -22,7 +22,7 @@ from jobctl.ops.plan import Plan
 from jobctl.ops.spec import Operation, OpSpec
 from jobctl.session import Session
 from jobctl_tui import make_app
-from jobctl_tui.actions import RunModal, RunProgress
+from jobctl_tui.run_modal import RunModal, RunProgress
 from jobctl_tui.testing import settle
 from helpers import TUI_EXPORTS, TUI_T0, load_spike, snap, spike_queues, tui_export_root  # noqa: F401 - fixtures
 

@@ -26,7 +26,10 @@ from jobctl.ops.core import check_layout, check_request
 from jobctl.ops.spec import Operation
 from jobctl.session import Session
 
-from .actions import OPERATIONS, ActionRequest, PlanModal, ReasonModal, RunModal, TargetModal
+from .actions import OPERATIONS, ActionRequest, queue_wide_requests
+from .ask_modals import ReasonModal, TargetModal
+from .plan_modal import PlanModal
+from .run_modal import RunModal
 
 __all__ = ["JobctlApp", "MIN_REFRESH_S", "REFRESH_STEPS", "ReadDone"]
 
@@ -439,21 +442,3 @@ _PALETTE_HELP = {
     Operation.DRAIN: "Export to a directory first, then remove exactly those (jobctl drain --export-to)",
 }
 
-
-def queue_wide_requests(name: str, filter_text: str = "") -> list[ActionRequest]:
-    """The whole-queue operations (dashboard keys and the palette)."""
-    from jobctl.model import State
-
-    suffix = f" matching {filter_text}" if filter_text else ""
-    return [
-        ActionRequest(Operation.REQUEUE, name, State.PROCESSING, f"every stuck job{suffix}", filter_text,
-                      stuck_only=True),
-        ActionRequest(Operation.PROMOTE, name, State.SCHEDULED, f"every scheduled job{suffix}", filter_text),
-        ActionRequest(Operation.REDRIVE, name, State.DEAD, f"every dead job{suffix}", filter_text),
-        ActionRequest(Operation.SUPPRESS, name, State.DEAD, f"every dead job{suffix}", filter_text),
-        ActionRequest(Operation.PURGE, name, State.DEAD, f"every dead job{suffix}", filter_text),
-        ActionRequest(Operation.PAUSE, name, State.READY, f"every ready job{suffix}", filter_text),
-        ActionRequest(Operation.RESUME, name, State.PAUSED, f"every paused job{suffix}", filter_text),
-        ActionRequest(Operation.MIGRATE, name, State.READY, f"every ready job{suffix}", filter_text),
-        ActionRequest(Operation.DRAIN, name, State.READY, f"every ready job{suffix}", filter_text),
-    ]

@@ -20,7 +20,7 @@ from jobctl.dashboard import Level, QueueRow, Snapshot
 from jobctl.ops.spec import Operation
 
 from . import format as fmt
-from .actions import OPERATIONS, operation_bindings
+from .actions import OPERATIONS, operation_bindings, queue_wide_requests
 from .widgets import TopBar, TroubleBanner, VimTable
 
 __all__ = ["DashboardScreen", "COLUMNS"]
@@ -166,8 +166,6 @@ class DashboardScreen(Screen):
             self.app.call_after_refresh(lambda: getattr(self.app.screen, "action_filter", lambda: None)())
 
     def action_op(self, operation: str) -> None:
-        from .app import queue_wide_requests
-
         name = self._current()
         if not name:
             return

@@ -31,7 +31,7 @@ from jobctl.model import JobRecord, State
 from jobctl.ops.spec import Operation
 
 from . import format as fmt
-from .actions import OPERATIONS, ActionRequest, operation_bindings
+from .actions import OPERATIONS, ActionRequest, operation_bindings, queue_wide_requests
 from .widgets import FilterBar, TopBar, TroubleBanner, VimTable
 
 __all__ = ["QueueScreen", "TABS", "JOB_STATES"]
@@ -527,8 +527,6 @@ class QueueScreen(Screen):
             return ActionRequest(operation, self.queue, State.READY,
                                  "every ready job" + (f" matching {flt_text}" if flt_text else ""), flt_text)
         if tab == "overview":
-            from .app import queue_wide_requests
-
             return next(r for r in queue_wide_requests(self.queue, flt_text) if r.operation is operation)
         if tab == "triage" and operation in (Operation.PAUSE, Operation.RESUME):
             self._triage_scope(operation)
@@ -575,7 +573,7 @@ class QueueScreen(Screen):
         """Pause (resume) from a triage group: pick its job type or one of its
         tenants (:meth:`TriageGroup.scopes`, the core's grouping), then the
         ready (paused) jobs of that filter go through the usual flow."""
-        from .actions import ScopeModal
+        from .ask_modals import ScopeModal
 
         key = self.query_one("#groups", VimTable).current_key
         g = self.triage.group(key) if self.triage and key else None
