@@ -65,8 +65,10 @@ DOCKER_PING_TIMEOUT = 2.0  # seconds
 
 ENV_SERVER_TESTS_ONLY = "JOBCTL_SERVER_TESTS_ONLY"
 # The fixtures that start or hand out the selected server (redis_url,
-# redis_client and the CLI tests reach redis_server through them).
-SERVER_FIXTURES = frozenset({"redis_server", "cluster", "sentinel_deployment", "tls_server"})
+# redis_client and the CLI tests reach redis_server through them), and
+# test-module fixtures that start the selected binary themselves.
+SERVER_FIXTURES = frozenset({"redis_server", "cluster", "sentinel_deployment", "tls_server",
+                             "split_sentinel"})
 
 _choice_key = pytest.StashKey["ServerChoice"]()
 _started_key = pytest.StashKey["TestServer"]()
