@@ -105,7 +105,9 @@ def main(argv: list[str] | None = None) -> int:
         return run_all(lambda b: list(b.tiny) if opts.tiny else [])
     if opts.name:
         bench = BY_NAME[opts.name]
-        return run(bench, [*(bench.tiny if opts.tiny else ()), *opts.args])
+        tiny = opts.tiny or "--tiny" in opts.args  # also after the name
+        args = [a for a in opts.args if a != "--tiny"]
+        return run(bench, [*(bench.tiny if tiny else ()), *args])
     print(table())
     return 0
 
