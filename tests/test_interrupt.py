@@ -9,7 +9,7 @@ import signal
 
 import pytest
 
-from jobctl.cli.ops_cmds import _StopFlag
+from jobctl.cli.ops_cmds import StopFlag
 from jobctl.ops import interrupt
 
 
@@ -37,7 +37,7 @@ def _press() -> None:
 
 
 def test_presses_outside_an_apply_stop_then_interrupt(capsys):
-    with _StopFlag() as stopper:
+    with StopFlag() as stopper:
         _press()
         assert stopper.flag.is_set()
         with pytest.raises(KeyboardInterrupt):
@@ -47,7 +47,7 @@ def test_presses_outside_an_apply_stop_then_interrupt(capsys):
 
 def test_presses_while_applying_stop_stop_then_interrupt(capsys):
     before = signal.getsignal(signal.SIGINT)  # another test's (pyspark installs one)
-    with _StopFlag() as stopper, interrupt.applying():
+    with StopFlag() as stopper, interrupt.applying():
         _press()
         _press()
         assert stopper.flag.is_set() and interrupt.requested()

@@ -23,12 +23,12 @@ from ..ops.spec import Operation
 from ..session import Session
 from . import options, render
 
-__all__ = ["COMMANDS", "execute", "invocation"]
+__all__ = ["COMMANDS", "execute", "invocation", "filter_option", "common_options", "StopFlag"]
 
 pass_session = click.make_pass_decorator(Session)
 
 
-def _filter_option(required: bool = False):
+def filter_option(required: bool = False):
     return click.option("--filter", "filter_text", metavar="EXPR", type=options.FILTER, required=required,
                         help="Filter expression, e.g. 'error ~ \"HTTP_5*\" and tenant = t1' (docs/filter.md).")
 
@@ -46,7 +46,7 @@ _priority_option = click.option("--priority", type=options.PRIORITY,
                                 help="Ready list pN of a priority queue (default: lowest).")
 
 
-def _common(fn: Callable) -> Callable:
+def common_options(fn: Callable) -> Callable:
     for opt in reversed([
         click.option("--limit", type=options.JOB_LIMIT, help="Touch at most N jobs."),
         click.option("--rate", type=options.RATE, metavar="N", help="At most N jobs per second."),
@@ -71,7 +71,7 @@ def _duration(value: str | None, what: str) -> int:
         raise UsageError(f"{what}: {exc}") from None
 
 
-class _StopFlag:
+class StopFlag:
     """First Ctrl-C: stop after the current batch.  Second: the same while an
     operation applies (:func:`jobctl.ops.interrupt.defer`: raised inside a
     read, it would lose the count of the calls in flight), else interrupt
@@ -81,7 +81,7 @@ class _StopFlag:
         self.flag = threading.Event()
         self._old = None
 
-    def __enter__(self) -> "_StopFlag":
+    def __enter__(self) -> "StopFlag":
         if threading.current_thread() is threading.main_thread():
             self._old = signal.signal(signal.SIGINT, self._handle)
         return self
@@ -205,7 +205,7 @@ def execute(session: Session, req: OpRequest, *, yes: bool, as_json: bool, rate:
 
     core = OperationCore(session)
     progress = {"cb": None, "finish": lambda: None}
-    stopper = _StopFlag()
+    stopper = StopFlag()
     ask = _confirm(yes)
 
     def confirm(prepared) -> bool:
@@ -261,8 +261,8 @@ def _progress(total: int, enabled: bool):
 @click.option("--visibility-timeout", "visibility", type=options.DELAY, metavar="DURATION",
               help="The workers' visibility timeout, for layouts that store no deadline and whose "
                    "catalogue entry sets none (else --stuck refuses).")
-@_filter_option()
-@_common
+@filter_option()
+@common_options
 @pass_session
 def requeue(session: Session, queue, stuck, ids, priority, visibility, filter_text, limit, rate, batch, dry_run,
             yes, as_json) -> int:
@@ -281,7 +281,7 @@ def requeue(session: Session, queue, stuck, ids, priority, visibility, filter_te
 
 
 @_queue_command
-@_filter_option()
+@filter_option()
 @_ids_option("dead")
 @click.option("--to", "to", type=click.Choice(["ready", "scheduled"]), default="ready", show_default=True)
 @click.option("--delay", type=options.DELAY, metavar="DURATION",
@@ -290,7 +290,7 @@ def requeue(session: Session, queue, stuck, ids, priority, visibility, filter_te
 @_priority_option
 @click.option("--plan", "plan_file", metavar="FILE", type=click.Path(dir_okay=False),
               help="redrive-plan.jsonl of `jobctl analyze`: only those jobs, each only if still dead and unchanged.")
-@_common
+@common_options
 @pass_session
 def redrive(session: Session, queue, filter_text, ids, to, delay, reset_attempts, priority, plan_file, limit, rate,
             batch, dry_run, yes, as_json) -> int:
@@ -312,10 +312,10 @@ def redrive(session: Session, queue, filter_text, ids, to, delay, reset_attempts
 
 
 @_queue_command
-@_filter_option()
+@filter_option()
 @_ids_option("scheduled")
 @_priority_option
-@_common
+@common_options
 @pass_session
 def promote(session: Session, queue, filter_text, ids, priority, limit, rate, batch, dry_run, yes,
             as_json) -> int:
@@ -326,10 +326,10 @@ def promote(session: Session, queue, filter_text, ids, priority, limit, rate, ba
 
 
 @_queue_command
-@_filter_option()
+@filter_option()
 @_ids_option("dead")
 @click.option("--reason", required=True, metavar="TEXT", help="Why (kept with who and when).")
-@_common
+@common_options
 @pass_session
 def suppress(session: Session, queue, filter_text, ids, reason, limit, rate, batch, dry_run, yes, as_json) -> int:
     """Move dead jobs to suppressed: kept for audit, excluded from redrive and DLQ alerts.
@@ -341,8 +341,8 @@ def suppress(session: Session, queue, filter_text, ids, reason, limit, rate, bat
 
 
 @_queue_command
-@_filter_option()
-@_common
+@filter_option()
+@common_options
 @pass_session
 def unsuppress(session: Session, queue, filter_text, limit, rate, batch, dry_run, yes, as_json) -> int:
     """Move suppressed jobs back to the dead-letter queue."""
@@ -354,13 +354,13 @@ def unsuppress(session: Session, queue, filter_text, limit, rate, batch, dry_run
 @click.option("--state", type=click.Choice(["dead", "suppressed", "ready", "scheduled"]), required=True,
               help="ready and scheduled: layouts whose members are the jobs (delay-zset).")
 @click.option("--older-than", type=options.DELAY, metavar="DURATION", help="Only jobs dead for at least this long.")
-@_filter_option()
+@filter_option()
 @click.option("--no-export", is_flag=True, help="Purge without exporting first.")
 @click.option("--export-to", metavar="DIR", type=options.OUT_DIR,
               help="Export the matching jobs to DIR first (or use the export there), then purge exactly those.")
 @click.option("--export-format", type=click.Choice(["parquet", "jsonl", "csv"]), default="parquet",
               show_default=True, help="Format of the --export-to export.")
-@_common
+@common_options
 @pass_session
 def purge(session: Session, queue, state, older_than, filter_text, no_export, export_to, export_format, limit, rate,
           batch, dry_run, yes, as_json) -> int:

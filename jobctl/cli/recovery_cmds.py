@@ -1,12 +1,13 @@
 """Recovery commands: ``jobctl pause``, ``jobctl resume``, ``jobctl hold run``,
-``jobctl migrate``, ``jobctl drain`` (``--to QUEUE`` or ``--export-to DIR``).
+``jobctl hold ls``; ``jobctl migrate``, ``jobctl drain``, ``jobctl replay`` and
+``jobctl reshard`` are in :mod:`jobctl.cli.move_cmds` and listed here.
 
 Pause and resume run through the operations core like every operation
 (plan, ``--dry-run``, confirmation, fenced bounded script calls, ``--rate``,
 Ctrl-C between calls, journal, ``--json``; :func:`jobctl.cli.ops_cmds.execute`).
-The paused state and holds are jobctl's own keys
-(:mod:`jobctl.layouts.reliable_list.pause`); layouts where a job cannot be
-taken out of the workers' reach refuse with a one-line error.
+The paused state and holds are jobctl's own keys, kept by the layout (its
+hold hooks, :class:`~jobctl.layouts.facts.LayoutFacts`); layouts where a
+job cannot be taken out of the workers' reach refuse with a one-line error.
 
 Holds: ``jobctl pause QUEUE --filter EXPR --reason TEXT --hold`` pauses
 what matches now, records a hold (filter, reason, who, since), then keeps
@@ -21,6 +22,7 @@ run QUEUE`` takes over its cycles).
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import click
 
@@ -32,7 +34,8 @@ from ..ops.request import OpRequest
 from ..ops.spec import Operation, operator_name
 from ..session import Session
 from . import options, render
-from .ops_cmds import _StopFlag, _common, _filter_option, execute, invocation
+from .move_cmds import drain, migrate, replay, reshard  # listed with these commands (COMMANDS)
+from .ops_cmds import StopFlag, common_options, filter_option, execute, invocation
 
 __all__ = ["COMMANDS"]
 
@@ -59,7 +62,7 @@ def _pausable(session: Session, queue: str, verb: str):
 
 @click.command()
 @click.argument("queue")
-@_filter_option()
+@filter_option()
 @click.option("--reason", required=True, metavar="TEXT", help="Why (kept with who and when).")
 @click.option("--state", type=click.Choice(["ready", "scheduled"]), default="ready", show_default=True,
               help="Which jobs to pause.")
@@ -72,7 +75,7 @@ def _pausable(session: Session, queue: str, verb: str):
               help=f"--hold: pause between cycles (at most {MAX_INTERVAL}).")
 @click.option("--cycles", type=options.Count(0), default=None, hidden=True,
               help="--hold: stop after N cycles (tests).")
-@_common
+@common_options
 @pass_session
 def pause(session: Session, queue, filter_text, reason, state, hold, budget, interval, cycles, limit, rate, batch,
           dry_run, yes, as_json) -> int:
@@ -117,10 +120,8 @@ def pause(session: Session, queue, filter_text, reason, state, hold, budget, int
     code = execute(session, req, yes=yes, as_json=as_json, rate=rate, batch=batch)
     if not hold or dry_run or code not in (ExitCode.OK, ExitCode.PARTIAL):
         return code
-    from jobctl.layouts.reliable_list.holds import add_hold
-
     with session.errors():
-        record = add_hold(layout, filter_text, reason, operator_name())
+        record = layout.record_hold(filter_text, reason, operator_name())
     render.note(f"hold {record['id']} recorded on {queue}"
                 + (f" for {filter_text!r}" if filter_text else " for every job")
                 + f": newly ready matching jobs are paused every {interval}")
@@ -149,20 +150,18 @@ def _hold_loop(session: Session, layout, records: list[dict], *, budget: int, in
     changes (:class:`~jobctl.ops.arrivals.Arrivals`), at most every
     :data:`MIN_GAP_S`, and at least every ``interval_ms``.  One journal
     entry per cycle that moved jobs."""
-    from jobctl.layouts.reliable_list.holds import CycleMarks, holds
     from ..ops.arrivals import Arrivals
     from ..ops.core import OperationCore
 
     core, argv = OperationCore(session), invocation()
-    marks: dict[str, CycleMarks] = {}
+    marks: dict[str, Any] = {}
     done = total = 0
     waiting: set[str] = set()
-    ready = [ref.key for keys in layout.shards for ref in layout.ready_lists(keys)]
-    with _StopFlag() as stopper, Arrivals(layout.client, ready) as arrivals:
+    with StopFlag() as stopper, Arrivals(layout.client, layout.arrival_keys()) as arrivals:
         while cycles is None or done < cycles:
             started = time.monotonic()
             with session.errors():
-                active = {h["id"]: h for h in holds(layout)}
+                active = {h["id"]: h for h in layout.hold_records()}
             records = [active[r["id"]] for r in records if r["id"] in active]
             if not records:
                 render.note(f"every hold on {layout.queue_name} is lifted: stopping")
@@ -170,7 +169,7 @@ def _hold_loop(session: Session, layout, records: list[dict], *, budget: int, in
             for rec in records:
                 if stopper.flag.is_set():
                     break  # Ctrl-C during the last record's apply: no further record starts
-                moved = _cycle(core, layout, rec, marks.setdefault(rec["id"], CycleMarks()), waiting,
+                moved = _cycle(core, layout, rec, marks.setdefault(rec["id"], layout.new_cycle_marks()), waiting,
                                budget=budget, stop=stopper.flag.is_set, rate=rate, batch=batch, argv=argv)
                 total += moved
                 if moved and not as_json:
@@ -210,8 +209,8 @@ def _cycle(core, layout, rec: dict, marks, waiting: set[str], **kw) -> int:
 
 @click.command()
 @click.argument("queue")
-@_filter_option()
-@_common
+@filter_option()
+@common_options
 @pass_session
 def resume(session: Session, queue, filter_text, limit, rate, batch, dry_run, yes, as_json) -> int:
     """Put paused jobs back where a worker takes them next, in their order.
@@ -235,11 +234,8 @@ def resume(session: Session, queue, filter_text, limit, rate, batch, dry_run, ye
 def _warn_holds_left(session: Session, queue: str, filter_text: str) -> None:
     """One warning line per hold of ``queue`` a resume of ``filter_text``
     leaves recorded (another filter): its cycles pause its jobs again."""
-    from jobctl.layouts.reliable_list.holds import filter_key, hold_key, holds
-
     with session.errors():
-        layout = session.layout(queue)
-        left = [h for h in holds(layout) if hold_key(h) != filter_key(filter_text)]
+        left = session.layout(queue).holds_left(filter_text)
     for h in left:
         shown = repr(h["filter"]) if h["filter"] else "every job"
         render.note(f"warning: hold {h['id']} ({shown}) stays recorded: its cycles keep pausing the jobs it "
@@ -266,12 +262,10 @@ def hold() -> None:
 def hold_run(session: Session, queue, budget, interval, cycles, rate, batch, as_json) -> int:
     """Run the cycles of every hold of QUEUE in the foreground until they are
     lifted (what a hold guarantees: `jobctl pause --help`)."""
-    from jobctl.layouts.reliable_list.holds import holds
-
     layout = _pausable(session, queue, "hold")
     session.require_writable("hold run")
     with session.errors():
-        records = holds(layout)
+        records = layout.hold_records()
     if not records:
         render.note(f"no hold on {queue}")
         return int(ExitCode.OK)
@@ -285,170 +279,15 @@ def hold_run(session: Session, queue, budget, interval, cycles, rate, batch, as_
 @pass_session
 def hold_ls(session: Session, queue, as_json) -> int:
     """List the holds of QUEUE (filter, reason, who, since)."""
-    from jobctl.layouts.reliable_list.pause import holds
-
     layout = _pausable(session, queue, "hold")
     with session.errors():
-        records = holds(layout)
+        records = layout.hold_records()
     if as_json:
         render.print_json(records)
     else:
         for h in records:
             click.echo(f"{h['id']}\t{h['filter'] or '(every job)'}\t{h['by']}\t{h['reason']}")
     return int(ExitCode.OK)
-
-
-def _migrate_request(src: str, dst: str, state: str, filter_text, limit, dry_run) -> OpRequest:
-    return OpRequest(Operation.MIGRATE, src, source=State(state), target=State(state), filter_text=filter_text,
-                     limit=limit, dry_run=dry_run, destination=dst)
-
-
-@click.command()
-@click.argument("src")
-@click.argument("dst", required=False)
-@_filter_option()
-@click.option("--state", type=click.Choice(["ready", "scheduled", "dead", "paused"]), default=None,
-              help="Which jobs (default ready; a move between queues takes ready or scheduled).")
-@click.option("--transform", "transform_file", metavar="FILE", type=click.Path(dir_okay=False),
-              help="Rewrite the matching envelopes of SRC in place with this TOML transformation (no DST).")
-@click.option("--rollback", metavar="OPERATION",
-              help="Put back the envelopes the --transform operation OPERATION replaced (no DST).")
-@_common
-@pass_session
-def migrate(session: Session, src, dst, filter_text, state, transform_file, rollback, limit, rate, batch, dry_run,
-            yes, as_json) -> int:
-    """Move matching jobs of SRC to DST, or rewrite SRC's envelopes (--transform).
-
-    SRC DST (two reliable-list queues): the queues live in different hash
-    slots, so each job moves by copy-then-delete with a crash journal in
-    jobctl's own keys (queue:{src}:jobctl:migrating): a rerun after a crash
-    or kill -9 finishes the jobs it left, and no job stays in both queues.
-    Jobs keep their ids, payloads and order; ready jobs are pushed at DST's
-    producers' end.
-
-    SRC --transform FILE: set, rename and delete envelope fields, bump
-    jobVersion (the file's format: docs/recovery.md, "Envelope
-    transformations"), in place, each job only while its payload is the one
-    the plan saw; the old envelope is kept (queue:{t}:jobctl:envelopes-before)
-    for --rollback.  Transformations stack: roll them back newest first (a
-    rollback under a newer live transformation exits 2, naming it).
-    --dry-run prints a before/after diff of sample envelopes.
-    """
-    if transform_file or rollback:
-        if dst:
-            raise UsageError("--transform and --rollback rewrite SRC in place: no DST")
-        if transform_file and rollback:
-            raise UsageError("--transform and --rollback exclude each other")
-        from ..ops.transform import Rollback, load_transform
-
-        transform = load_transform(transform_file) if transform_file else Rollback(rollback)
-        st = State(state or ("dead" if rollback else "ready"))
-        req = OpRequest(Operation.TRANSFORM, src, source=st, target=st, filter_text=filter_text, limit=limit,
-                        dry_run=dry_run, transform=transform)
-        if dry_run and not as_json and transform_file:
-            _print_samples(session, req)
-        return execute(session, req, yes=yes, as_json=as_json, rate=rate, batch=batch)
-    if not dst:
-        raise UsageError("migrate needs DST (or --transform FILE)")
-    if state not in (None, "ready", "scheduled"):
-        raise UsageError("a move between queues takes --state ready or scheduled")
-    req = _migrate_request(src, dst, state or "ready", filter_text, limit, dry_run)
-    return execute(session, req, yes=yes, as_json=as_json, rate=rate, batch=batch)
-
-
-def _print_samples(session: Session, req: OpRequest, n: int = 3) -> None:
-    """The before/after diff of the first ``n`` planned envelopes."""
-    from ..ops.core import OperationCore
-
-    for line in OperationCore(session).prepare(req).samples:
-        click.echo(line)
-
-
-@click.command()
-@click.argument("queue")
-@click.option("--to", "to", metavar="QUEUE", default=None, help="The reliable-list queue to move the jobs to.")
-@click.option("--export-to", metavar="DIR", type=options.OUT_DIR, default=None,
-              help="Export the jobs to DIR first (as `jobctl export` does; an export already in DIR is used), "
-                   "then remove exactly the exported jobs.")
-@click.option("--export-format", type=click.Choice(["parquet", "jsonl", "csv"]), default="parquet",
-              show_default=True, help="Format of the --export-to export.")
-@click.option("--state", type=click.Choice(["ready", "scheduled"]), default="ready", show_default=True,
-              help="Which state to empty.")
-@_common
-@pass_session
-def drain(session: Session, queue, to, export_to, export_format, state, limit, rate, batch, dry_run, yes,
-          as_json) -> int:
-    """Empty QUEUE's ready (or scheduled) state into another queue (--to) or
-    into an export (--export-to), to retire a queue or move work away from
-    a broken consumer.  Jobs that arrive meanwhile stay: run it again.
-
-    --to QUEUE: `jobctl migrate QUEUE TO` without a filter.
-
-    --export-to DIR: the jobs are first exported to DIR (the files and
-    manifest.json `jobctl export` writes; an interrupted export is
-    finished, a complete one is used as it is), then exactly the exported
-    jobs whose payload (and due time) is unchanged leave the queue, index
-    entry and payload, in bounded fenced calls.  After Ctrl-C or kill -9 the
-    same command finishes: nothing is exported twice, nothing removed that
-    the export does not hold.  A new DIR drains the jobs that arrived since.
-    """
-    if (to is None) == (export_to is None):
-        raise UsageError("drain needs exactly one of --to QUEUE and --export-to DIR")
-    if to is not None:
-        req = _migrate_request(queue, to, state, None, limit, dry_run)
-    else:
-        req = OpRequest(Operation.DRAIN, queue, source=State(state), limit=limit, dry_run=dry_run,
-                        export_to=export_to, export_format=export_format)
-    return execute(session, req, yes=yes, as_json=as_json, rate=rate, batch=batch)
-
-
-@click.command()
-@click.argument("queue")
-@click.option("--from", "from_", metavar="TIME|ID", required=True,
-              help="First entry: an entry id, epoch ms, ISO-8601 time or a duration ago (2h).")
-@click.option("--to", "to", metavar="TIME|ID", default=None, help="Last entry (default: the newest acknowledged).")
-@_filter_option()
-@_common
-@pass_session
-def replay(session: Session, queue, from_, to, filter_text, limit, rate, batch, dry_run, yes, as_json) -> int:
-    """Re-add acknowledged stream entries as new entries (stream-group layout).
-
-    Each replayed entry keeps its fields and gets replayOf = the original
-    entry id.  Each original is replayed once, whatever the runs (one after
-    the other or at the same time): jobctl records it
-    (queue:{t}:jobctl:replay-record) in the same atomic step.  An entry that
-    carries replayOf is a replay and is never replayed.  Entries still
-    pending or not yet delivered are not history and are left alone.
-    """
-    from ..ops.stream_bounds import replay_range
-
-    start, end = replay_range(from_, to)
-    req = OpRequest(Operation.REPLAY, queue, source=State.HISTORY, target=State.READY, filter_text=filter_text,
-                    limit=limit, dry_run=dry_run, replay_range=(start, end))
-    return execute(session, req, yes=yes, as_json=as_json, rate=rate, batch=batch)
-
-
-@click.command()
-@click.argument("queue")
-@click.option("--shards", type=options.Count(1, 1024), required=True, help="The new number of shards.")
-@click.option("--state", type=click.Choice(["ready", "scheduled"]), default="ready", show_default=True,
-              help="Which jobs to move to their new shard (run once per state).")
-@_common
-@pass_session
-def reshard(session: Session, queue, shards, state, limit, rate, batch, dry_run, yes, as_json) -> int:
-    """Move each job of a sharded reliable-list queue to the shard its id
-    hashes to with --shards N shards (seed 000 section 20), by the rule its
-    producers use (shard_rule in the catalogue), copy-then-delete with the
-    crash journal of `jobctl migrate`.  Jobs already in their shard stay.
-    Switch the producers and workers to N shards, then run it for ready and
-    scheduled, then set shards = N in the catalogue."""
-    from ..layouts.sharding import reshard_destination
-
-    with session.errors():
-        layout = session.layout(queue)
-    req = OpRequest(Operation.MIGRATE, queue, source=State(state), target=State(state), limit=limit,
-                    dry_run=dry_run, destination=reshard_destination(layout, shards))
-    return execute(session, req, yes=yes, as_json=as_json, rate=rate, batch=batch)
 
 
 COMMANDS = [pause, resume, hold, migrate, drain, replay, reshard]

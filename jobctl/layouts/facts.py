@@ -150,6 +150,32 @@ class LayoutFacts:
         returns the holds lifted."""
         return []
 
+    def hold_records(self) -> list[dict[str, Any]]:
+        """The hold records of the queue (``[{id, filter, reason, by,
+        since_ms, ...}]``, oldest first); ``[]``: the layout keeps none."""
+        return []
+
+    def holds_left(self, filter_text: str | None) -> list[dict[str, Any]]:
+        """The hold records a resume of ``filter_text`` leaves recorded
+        (another filter)."""
+        return []
+
+    def record_hold(self, filter_text: str | None, reason: str, operator: str) -> dict[str, Any]:
+        """Record a hold of ``filter_text`` and return it.  Raises
+        :class:`~jobctl.errors.UsageError` for a layout without holds."""
+        from ..errors import UsageError
+
+        raise UsageError(f"holds are not supported for layout {self.name}")
+
+    def new_cycle_marks(self) -> Any:
+        """What one hold's cycles keep between them (passed back to
+        :meth:`plan_hold_cycle`)."""
+        return None
+
+    def arrival_keys(self) -> list[str]:
+        """The keys whose change starts a hold cycle early (the ready lists)."""
+        return []
+
     def plan_hold_cycle(self, hold: dict[str, Any], marks: Any, budget: int):
         """The plan of one cycle of the hold record ``hold`` (at most
         ``budget`` jobs).  Raises :class:`~jobctl.errors.UsageError` for a

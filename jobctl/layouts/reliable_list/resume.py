@@ -1,8 +1,9 @@
 """The reliable-list hold records as the operations core sees them
 (:class:`HoldHooks`, a mixin of
 :class:`~jobctl.layouts.reliable_list.layout.ReliableList`): which holds a
-resume lifts, lifting them, one hold cycle's plan, and a planned job's
-payload for a transformation's sample."""
+resume lifts, lifting them, recording one, one hold cycle's plan and what
+its cycles watch, and a planned job's payload for a transformation's
+sample."""
 
 from __future__ import annotations
 
@@ -35,6 +36,34 @@ class HoldHooks:
         if lifted:
             replan_after_lift(self, plan, [h["id"] for h in lifted], now)
         return lifted
+
+    def hold_records(self) -> list[dict[str, Any]]:
+        """:func:`~jobctl.layouts.reliable_list.holds.holds` (read from the first shard)."""
+        from jobctl.layouts.reliable_list.holds import holds
+
+        return holds(self)
+
+    def holds_left(self, filter_text: str | None) -> list[dict[str, Any]]:
+        """The holds whose normalized filter differs from ``filter_text``'s."""
+        from jobctl.layouts.reliable_list.holds import filter_key, hold_key, holds
+
+        return [h for h in holds(self) if hold_key(h) != filter_key(filter_text)]
+
+    def record_hold(self, filter_text: str | None, reason: str, operator: str) -> dict[str, Any]:
+        """:func:`~jobctl.layouts.reliable_list.holds.add_hold` (every shard)."""
+        from jobctl.layouts.reliable_list.holds import add_hold
+
+        return add_hold(self, filter_text, reason, operator)
+
+    def new_cycle_marks(self) -> Any:
+        """A fresh :class:`~jobctl.layouts.reliable_list.holds.CycleMarks`."""
+        from jobctl.layouts.reliable_list.holds import CycleMarks
+
+        return CycleMarks()
+
+    def arrival_keys(self) -> list[str]:
+        """Every ready list of every shard (priorities included)."""
+        return [ref.key for keys in self.shards for ref in self.ready_lists(keys)]
 
     def plan_hold_cycle(self, hold: dict[str, Any], marks: Any, budget: int):
         """:func:`~jobctl.layouts.reliable_list.holds.plan_cycle`."""
