@@ -26,6 +26,7 @@ import click
 from ..config import Config, QueueConfig
 from ..errors import UsageError
 from ..exitcodes import ExitCode
+from ..layouts import DEFAULT_LAYOUT  # the fixtures' scenarios load this layout's keys
 from ..session import Session
 from . import options, render
 
@@ -47,7 +48,7 @@ pass_session = click.make_pass_decorator(Session)
 
 def demo_catalogue(prefix: str) -> dict[str, QueueConfig]:
     """The demo's queues, tags ``<prefix><name>``."""
-    return {name: QueueConfig(name=name, layout="reliable-list", tag=f"{prefix}{name}", shards=shards)
+    return {name: QueueConfig(name=name, layout=DEFAULT_LAYOUT, tag=f"{prefix}{name}", shards=shards)
             for name, _, shards, _ in DEMO_QUEUES}
 
 
@@ -147,36 +148,7 @@ def demo(session: Session, size: int, duration: float, refresh: float, no_worker
                     pool = _start_pool(client, queues, seed)
             if interrupted:  # Ctrl-C while loading or starting: the workers (if any) are stopped below
                 raise KeyboardInterrupt
-        from .read_cmds import watch_status
-
-        deadline = time.monotonic() + duration if duration else None
-        stop = (lambda: time.monotonic() >= deadline) if deadline else None
-
-        def header():
-            from rich.text import Text
-
-            moving = "simulated workers running" if pool is not None else "no workers"
-            return Text(f"jobctl demo: dlq-spike on {len(queues)} queues, {moving}", style="bold cyan")
-
-        if not sys.stdout.isatty():
-            # captured output: print a few snapshots rather than a live screen
-            from .read_cmds import collect_status
-
-            # one at the start, one each refresh, the last at the end (a slow
-            # snapshot shortens the wait, never the count of snapshots)
-            end = deadline or (time.monotonic() + 3 * refresh)
-            while True:
-                render.console().print(render.status_table(collect_status(session, ())))
-                left = end - time.monotonic()
-                if left <= 0:
-                    break
-                time.sleep(min(refresh, left))
-            return int(ExitCode.OK)
-        if tui:
-            from jobctl_tui import run_tui
-
-            return run_tui(session, refresh_s=refresh, note=header().plain, exit_after=duration or None)
-        return watch_status(session, (), refresh, stop=stop, header=header)
+        return _show(session, len(queues), pool is not None, duration, refresh, tui)
     except KeyboardInterrupt:
         return int(ExitCode.OK)
     finally:
@@ -192,6 +164,41 @@ def demo(session: Session, size: int, duration: float, refresh: float, no_worker
         if server is not None:
             server.stop()
             render.note("embedded server stopped")
+
+
+def _show(session: Session, nqueues: int, workers: bool, duration: float, refresh: float, tui: bool) -> int:
+    """What the demo shows until ``duration`` (0: Ctrl-C): the TUI, the
+    live status table, or (output captured) a few status snapshots."""
+    from .read_cmds import watch_status
+
+    deadline = time.monotonic() + duration if duration else None
+    stop = (lambda: time.monotonic() >= deadline) if deadline else None
+
+    def header():
+        from rich.text import Text
+
+        moving = "simulated workers running" if workers else "no workers"
+        return Text(f"jobctl demo: dlq-spike on {nqueues} queues, {moving}", style="bold cyan")
+
+    if not sys.stdout.isatty():
+        # captured output: print a few snapshots rather than a live screen
+        from .read_cmds import collect_status
+
+        # one at the start, one each refresh, the last at the end (a slow
+        # snapshot shortens the wait, never the count of snapshots)
+        end = deadline or (time.monotonic() + 3 * refresh)
+        while True:
+            render.console().print(render.status_table(collect_status(session, ())))
+            left = end - time.monotonic()
+            if left <= 0:
+                break
+            time.sleep(min(refresh, left))
+        return int(ExitCode.OK)
+    if tui:
+        from jobctl_tui import run_tui
+
+        return run_tui(session, refresh_s=refresh, note=header().plain, exit_after=duration or None)
+    return watch_status(session, (), refresh, stop=stop, header=header)
 
 
 def _load(client, queues: dict[str, QueueConfig], size: int, seed: int) -> None:
