@@ -61,7 +61,7 @@ from typing import Any
 import orjson
 
 from jobctl.errors import ConfigError, DataError, NotFound
-from jobctl.keys import DelayedEventsKeys, delayed_event_member, split_delayed_event_member
+from jobctl.keys import DelayedEventsKeys, split_delayed_event_member
 from jobctl.model import Envelope, JobRecord, QueueStatus, State
 from jobctl.ops.plan import Plan
 from jobctl.ops.result import BatchResult
@@ -69,51 +69,20 @@ from jobctl.ops.spec import OpSpec
 from jobctl.layouts.base import KeyedLayout, now_ms
 from jobctl.layouts.facts import AnyOption, IntOption, StrOption
 from jobctl.ops.spec import Operation
-from jobctl.layouts.common import json_object, lenient_envelope, score_ms, text, wrongtype_errors
+from jobctl.layouts.common import json_object, score_ms, text, wrongtype_errors
 from jobctl.layouts.walks import WINDOW, list_window, window_starts
+from jobctl.layouts.delayed_events.envelope import READY_BOUND, TYPE_SAMPLE, TypeLists, event_envelope
 
-__all__ = ["DelayedEvents", "event_envelope", "DEFAULT_MAX_ATTEMPTS"]
+__all__ = ["DelayedEvents", "event_envelope", "DEFAULT_MAX_ATTEMPTS", "READY_BOUND", "TYPE_SAMPLE"]
 
 #: Attempt at which an event counts as dead when the config sets none: the
 #: end of the library's first backoff tier (10 attempts 10 s apart).
 DEFAULT_MAX_ATTEMPTS = 10
 #: Type lists are searched at most this deep by ``inspect``.
 SEARCH_BOUND = 20_000
-#: At most this many type-list entries are read to find dispatched members.
-READY_BOUND = 10_000
-#: Members sampled to find the type lists when the config names none.
-TYPE_SAMPLE = 1000
 
 
-def event_envelope(raw: bytes | None, member: str | None = None) -> Envelope:
-    """The read-model envelope of a stored event envelope (seed 003).
-
-    ``type`` -> job type, ``attempt`` -> attempt, ``payload`` -> payload,
-    the member (or ``type###payload.id``) -> job id; ``logContext`` stays in
-    ``extra``.  ``document`` is the stored JSON as is.  Never raises.
-    """
-    if raw is None:
-        return lenient_envelope(None)
-    try:
-        doc = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return lenient_envelope(raw)
-    if not isinstance(doc, dict):
-        return lenient_envelope(raw)
-    payload = doc.get("payload")
-    job_id = member
-    if job_id is None and isinstance(doc.get("type"), str) and isinstance(payload, dict) and "id" in payload:
-        job_id = delayed_event_member(doc["type"], str(payload["id"]))
-    model = {"jobId": job_id, "jobType": doc.get("type"), "attempt": doc.get("attempt"), "payload": payload}
-    model.update({k: v for k, v in doc.items() if k not in ("type", "attempt", "payload")})
-    env = lenient_envelope(model, required=("jobType",))
-    if not isinstance(doc.get("attempt"), int):
-        env.problems.append("field attempt is not an integer")
-    env.document = doc
-    return env
-
-
-class DelayedEvents(KeyedLayout):
+class DelayedEvents(TypeLists, KeyedLayout):
     """A delayed-events service; see the module docstring."""
 
     name = "delayed-events"
@@ -150,33 +119,6 @@ class DelayedEvents(KeyedLayout):
         return check_queue(self, repair=repair)
 
     # -- helpers ---------------------------------------------------------------
-    def event_lists(self) -> list[str]:
-        """The type lists: from the config, else the lists of the event classes
-        met among the first :data:`TYPE_SAMPLE` members of the zset and of the
-        suppressed zset, that exist as lists."""
-        if self._event_lists is not None:
-            return self._event_lists
-        classes = set()
-        keys = [self.keys.zset, self.keys.suppressed]
-        pipe = self.client.pipeline(transaction=False)
-        for key in keys:
-            pipe.zrange(key, 0, TYPE_SAMPLE - 1)
-        samples = pipe.execute(raise_on_error=False)
-        wrongtype_errors(samples, keys)  # raises any other error; status reports a wrong type itself
-        for m in (m for sample in samples if isinstance(sample, list) for m in sample):
-            parts = split_delayed_event_member(text(m))
-            if parts:
-                classes.add(parts[0])
-        names = sorted({self.keys.type_list(c) for c in classes})
-        if not names:
-            self._event_lists = []
-            return []
-        pipe = self.client.pipeline(transaction=False)
-        for n in names:
-            pipe.type(n)
-        self._event_lists = [n for n, t in zip(names, pipe.execute()) if t == b"list"]
-        return self._event_lists
-
     def is_dead(self, env: Envelope) -> bool:
         """Dead: envelope ``attempt`` at or over ``max_attempts``."""
         return env.attempt is not None and env.attempt >= self.max_attempts
@@ -190,26 +132,6 @@ class DelayedEvents(KeyedLayout):
         if self.is_dead(env):
             return State.DEAD
         return State.READY if score <= now else State.SCHEDULED
-
-    def dispatched(self) -> tuple[set[str], bool]:
-        """Members with a copy on a type list, and whether every list was
-        read (one pipelined ``LRANGE`` per list, :data:`READY_BOUND` entries
-        each at most)."""
-        lists = self.event_lists()
-        if not lists:
-            return set(), True
-        pipe = self.client.pipeline(transaction=False)
-        for key in lists:
-            pipe.lrange(key, -READY_BOUND, -1)
-        found: set[str] = set()
-        complete = True
-        for raws in pipe.execute():
-            complete = complete and len(raws) < READY_BOUND
-            for raw in raws:
-                member = _member_of(raw)
-                if member is not None:
-                    found.add(member)
-        return found, complete
 
     def _zset_window(self, start: int, size: int, now: int, shadow: set[str],
                      desc: bool = False) -> list[JobRecord]:
@@ -427,14 +349,3 @@ def _attempt_of(raw: bytes | None) -> int | None:
     doc = None if raw is None else json_object(raw)
     attempt = None if doc is None else doc.get("attempt")
     return attempt if isinstance(attempt, int) and not isinstance(attempt, bool) else None
-
-
-def _member_of(raw: bytes) -> str | None:
-    """``<type>###<payload.id>`` of a dispatched envelope; ``None`` if malformed."""
-    doc = json_object(raw)
-    if doc is None:
-        return None
-    payload = doc.get("payload")
-    if not isinstance(doc.get("type"), str) or not isinstance(payload, dict) or "id" not in payload:
-        return None
-    return delayed_event_member(doc["type"], str(payload["id"]))
