@@ -1,4 +1,4 @@
-"""jobctl's command packer (:func:`jobctl.connection._packer`): hiredis's C
+"""jobctl's command packer (:func:`jobctl.client.packer`): hiredis's C
 packer for plain arguments, redis-py's with ``surrogateescape`` for the rest;
 the bytes on the wire are the same either way.  Real test server.
 """
@@ -9,7 +9,8 @@ import pytest
 from redis.connection import Encoder, PythonRespSerializer
 
 from jobctl.config import Config
-from jobctl.connection import _packer, connect, resolve_target
+from jobctl.client import packer
+from jobctl.connection import connect, resolve_target
 
 REFERENCE = PythonRespSerializer(6000, Encoder("utf-8", "surrogateescape", False).encode)
 
@@ -23,14 +24,14 @@ REFERENCE = PythonRespSerializer(6000, Encoder("utf-8", "surrogateescape", False
     ("SET", "k", memoryview(b"value")),          # not a plain type: redis-py's packer
 ], ids=["mget", "zadd-numbers", "str-command-words", "bytes-command-words", "surrogates", "memoryview"])
 def test_packer_packs_as_redis_py(args):
-    assert b"".join(_packer().pack(*args)) == b"".join(REFERENCE.pack(*args))
+    assert b"".join(packer().pack(*args)) == b"".join(REFERENCE.pack(*args))
 
 
 def test_packer_refuses_bools_as_redis_py_does():
     from redis.exceptions import DataError
 
     with pytest.raises(DataError):
-        _packer().pack("SET", "k", True)
+        packer().pack("SET", "k", True)
 
 
 def test_undecodable_key_round_trips(redis_url, redis_client):

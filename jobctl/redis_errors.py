@@ -1,0 +1,117 @@
+"""redis-py's exceptions as jobctl's one-line errors (:func:`translate`,
+:class:`translate_redis_errors`), never quoting a password."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from .errors import AuthFailed, ConnectionFailed, UsageError
+from .urls import scrub
+
+if TYPE_CHECKING:
+    from .connection import Target
+
+__all__ = ["translate", "translate_redis_errors"]
+
+
+class translate_redis_errors:
+    """Context manager: redis-py exceptions -> one-line :class:`JobctlError`.
+
+    ``AuthenticationError``/``NoPermissionError``/``NOAUTH``/``WRONGPASS`` ->
+    :class:`AuthFailed`; ``ConnectionError``/``TimeoutError`` ->
+    :class:`ConnectionFailed`; ``WRONGTYPE`` -> :class:`DataError`.
+
+    ``target`` may be a zero-argument callable returning the target, read
+    when an error is translated (a session resolves its target lazily,
+    inside the block).
+    """
+
+    def __init__(self, target: "Target | None | Callable[[], Target | None]") -> None:
+        self.target = target
+
+    def __enter__(self) -> "translate_redis_errors":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        if exc is None:
+            return False
+        target = self.target() if callable(self.target) else self.target
+        err = translate(exc, target)
+        if err is exc:
+            return False
+        raise err from None
+
+
+#: How redis-py words an error raised by one command of a pipeline.
+_PIPELINE_ERROR_RE = re.compile(r"^Command # \d+ \((.*)\) of pipeline caused error: (.*)$")
+
+
+def translate(exc: BaseException, target: Target | None) -> BaseException:
+    """The :class:`JobctlError` for a redis-py exception (``exc`` itself if none fits)."""
+    import redis.exceptions as rx
+
+    from .errors import DataError
+
+    where = target.display if target else "the server"
+    text = scrub(str(exc), target).splitlines()[0] if str(exc) else exc.__class__.__name__
+    piped = _PIPELINE_ERROR_RE.match(text)
+    if piped:  # redis-py prefixes errors inside a pipeline with the command
+        command = piped.group(1) if len(piped.group(1)) <= 80 else piped.group(1)[:77] + "..."
+        text = f"{piped.group(2)} ({command})"
+    upper = text.upper()
+    if isinstance(exc, (rx.AuthenticationError, rx.AuthenticationWrongNumberOfArgsError)) or \
+            upper.startswith(("NOAUTH", "WRONGPASS", "INVALID USERNAME")):
+        return AuthFailed(f"authentication failed at {where}: {text}")
+    if isinstance(exc, rx.NoPermissionError) or upper.startswith("NOPERM"):
+        return AuthFailed(f"permission denied at {where}: {text}")
+    if isinstance(exc, rx.RedisClusterException) and any(m in upper for m in _AUTH_MARKERS):
+        # redis-py words a refused AUTH on every seed node as "cannot be connected: <the refusal>"
+        return AuthFailed(f"authentication failed at {where}: {text.rpartition(': ')[2] or text}")
+    if upper.startswith("CROSSSLOT") or "MUST MAP TO THE SAME KEY SLOT" in upper:
+        return UsageError(f"the keys of this command do not share a Redis Cluster slot at {where}: {text}")
+    if "CLUSTER MODE IS NOT ENABLED" in upper:
+        return UsageError(f"{where} is not a Redis Cluster node: use redis:// (or rediss://) for one server")
+    if "DB INDEX IS OUT OF RANGE" in upper:
+        return UsageError(f"{target.source if target else 'the URL'}: the db index is out of range at {where}")
+    if isinstance(exc, rx.InvalidResponse):  # an HTTP, SSH... server on the port
+        return ConnectionFailed(f"{where} does not answer in the Redis protocol (is it a Redis server, "
+                                f"and the port the right one?): {text[:100]}")
+    if _is_unreachable(exc):
+        return ConnectionFailed(f"cannot reach {where}: {text[:200]}")
+    if exc.__class__.__name__ == "MasterNotFoundError":
+        return ConnectionFailed(f"cannot reach {where}: no Sentinel answered with a primary for the service "
+                                f"({text.split(':', 1)[0]})")
+    if isinstance(exc, _topology_changes()):  # failover, resharding, a primary gone: stop between calls
+        return ConnectionFailed(f"the primary changed or is unavailable at {where} "
+                                f"({exc.__class__.__name__}: {text})")
+    if isinstance(exc, rx.TimeoutError):
+        return ConnectionFailed(f"timed out talking to {where}")
+    if isinstance(exc, rx.ConnectionError):
+        return ConnectionFailed(f"cannot reach {where}: {text}")
+    if isinstance(exc, rx.ResponseError) and upper.startswith("WRONGTYPE"):
+        return DataError(f"a queue key holds the wrong Redis type at {where}: {text}")
+    return exc
+
+
+#: How a server words a refused AUTH (in upper case), inside redis-py's cluster errors.
+_AUTH_MARKERS = ("WRONGPASS", "NOAUTH", "INVALID USERNAME-PASSWORD PAIR", "INVALID PASSWORD",
+                 "INVALID USERNAME OR PASSWORD", "AUTHENTICATION REQUIRED")
+
+
+def _topology_changes() -> tuple[type[BaseException], ...]:
+    """redis-py errors that mean the node we talk to is no longer the one to
+    talk to (after redis-py has followed what it can): exit 3, run again."""
+    import redis.exceptions as rx
+
+    return (rx.ClusterDownError, rx.TryAgainError, rx.MovedError, rx.AskError, rx.ReadOnlyError,
+            rx.MasterDownError, rx.SlotNotCoveredError, rx.ClusterError)
+
+
+def _is_unreachable(exc: BaseException) -> bool:
+    import redis.exceptions as rx
+
+    text = str(exc).lower()
+    return isinstance(exc, rx.RedisClusterException) and any(
+        t in text for t in ("cannot be connected", "slots are not covered", "could not agree", "has no redis_connection"))
