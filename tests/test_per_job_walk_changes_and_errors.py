@@ -480,7 +480,7 @@ def test_ctrl_c_while_reading_counts_what_ran(redis_client, monkeypatch, presses
     more, and both round trips are counted (review6's finding: they were
     lost with the connection).  Three times: the third interrupts at once,
     uncounted, but every job is still in one state."""
-    from jobctl.cli.ops_cmds import _StopFlag
+    from jobctl.cli.ops_cmds import StopFlag
 
     job_ids = failed_jobs(redis_client, 100)
     lay = hj_layout(own(redis_client))
@@ -496,7 +496,7 @@ def test_ctrl_c_while_reading_counts_what_ran(redis_client, monkeypatch, presses
         real(br, job_id, code)
 
     monkeypatch.setattr(per_job, "record_code", record_code)
-    with _StopFlag() as stopper:
+    with StopFlag() as stopper:
         res = run_plan(lay, plan, batch=10, stop=stopper.flag.is_set, journal=False)
     pending = ids_of(redis_client, K.pending)
     assert res.interrupted and not redis_client.exists(K.hold) and not redis_client.exists(K.lease)

@@ -223,7 +223,7 @@ def test_a_second_ctrl_c_inside_a_read_counts_every_job_moved(redis_client, monk
     sent."""
     from redis.connection import DefaultParser
 
-    from jobctl.cli.ops_cmds import _StopFlag
+    from jobctl.cli.ops_cmds import StopFlag
 
     jobs, want, lay = setup_walk(redis_client, monkeypatch, flt, 200)
     arm: list[bool] = []
@@ -244,7 +244,7 @@ def test_a_second_ctrl_c_inside_a_read_counts_every_job_moved(redis_client, monk
     monkeypatch.setattr(DefaultParser, "read_response", read_response)
     plan = lay.plan(spec(flt))
     if handler == "cli":
-        with _StopFlag() as stopper:
+        with StopFlag() as stopper:
             res = run_plan(lay, plan, batch=10, progress=progress, stop=stopper.flag.is_set, journal=False)
     else:
         old = signal.signal(signal.SIGINT, _deferring_handler)
