@@ -14,7 +14,8 @@ which must be empty), for each size N of ``--sizes``:
     'failed')`` on N genuine failed BullMQ jobs;
 (c) the minimal Lua move (``ceiling_move.lua``, 1,000 ids per call);
 (d) the SLOWLOG check on the other layouts' DLQs of N: jobctl ``redrive``
-    and ``purge`` on stream-group (dead list) and hash-job (failed list).
+    and ``purge`` on stream-group (dead list), hash-job (failed list) and
+    json-list (dead list of whole job JSON strings).
 
 Every run is watched by SLOWLOG at 2 ms and a 1 ms PING probe on its own
 connection (:mod:`bulk_runs`).  With ``--memory``, jobctl's operations also
@@ -50,7 +51,7 @@ PARTS = ("redrive", "redrive-filtered", "purge", "export", "bullmq", "ceiling", 
 TARGETS = {"redrive_vs_retryJobs": 1.5, "purge_vs_clean": 2.0, "filtered_scanned_per_s": 200_000,
            "export_rows_per_s": 100_000, "rss_mib": 150, "ping_p99_ms": 1.0, "ping_max_ms": 5.0,
            "script_max_ms": 2.0}
-QUEUES = {"bench": "reliable-list", "bench-sg": "stream-group", "bench-hj": "hash-job"}
+QUEUES = {"bench": "reliable-list", "bench-sg": "stream-group", "bench-hj": "hash-job", "bench-jl": "json-list"}
 
 
 class _Server:
@@ -124,6 +125,20 @@ def _find(runs: list[dict], label: str) -> dict | None:
     return next((r for r in runs if r["label"] == label), None)
 
 
+def _layout_targets(runs: list[dict], retry: dict | None, clean: dict | None, add) -> None:
+    """The redrive and purge targets for each layout's rows (``jobctl redrive (hash-job)``...):
+    every layout is held to the BullMQ ratios the reliable-list is."""
+    for layout in [v for v in QUEUES.values() if v != "reliable-list"]:
+        for op, bull, name, key in (("redrive", retry, "retryJobs", "redrive_vs_retryJobs"),
+                                    ("purge", clean, "clean", "purge_vs_clean")):
+            mine = _find(runs, f"jobctl {op} ({layout})")
+            if mine and bull:
+                add(f"{op} ({layout}) / BullMQ {name} (jobs/s, whole jobctl process)",
+                    ratio(mine["per_s"], bull["per_s"]), TARGETS[key], True)
+                add(f"{op} ({layout}) / BullMQ {name} (jobs/s, each tool's operation alone)",
+                    ratio(_op_per_s(mine), bull["per_s"]), TARGETS[key], True)
+
+
 def _targets(runs: list[dict], bull_floor: float | None = None) -> list[list[Any]]:
     """One row per issue-11 target that this size's runs can judge;
     ``bull_floor`` (BullMQ's fixed cost, s) adds the whole-process-each
@@ -151,6 +166,7 @@ def _targets(runs: list[dict], bull_floor: float | None = None) -> list[list[Any
             TARGETS["purge_vs_clean"], True)
         add("purge / BullMQ clean (jobs/s, each tool's operation alone)", ratio(_op_per_s(purge), clean["per_s"]),
             TARGETS["purge_vs_clean"], True)
+    _layout_targets(runs, retry, clean, add)
     flt = _find(runs, "jobctl redrive-filtered")
     if flt:
         add("filtered redrive, jobs scanned/s", flt["per_s"], TARGETS["filtered_scanned_per_s"], True)

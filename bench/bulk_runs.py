@@ -28,7 +28,7 @@ from typing import Any
 import orjson
 from redis.exceptions import ResponseError
 
-from bulkload import load_dead, load_hash_job_failed, load_stream_group_dead
+from bulkload import load_dead, load_hash_job_failed, load_json_list_dead, load_stream_group_dead
 from harness import Workdir, jobctl_argv
 from measure import run_process
 from probe import PingProbe
@@ -46,7 +46,8 @@ CEILING_BATCH = 1000
 #: Keys a purged server may still hold (jobctl's own: journal, leases, streams).
 PURGE_LEFTOVER_KEYS = 100
 #: Layouts loaded by :func:`load`: name -> catalogue lines after ``layout``.
-LAYOUTS = {"reliable-list": [], "stream-group": ['dead = "list"', 'group = "workers"'], "hash-job": []}
+LAYOUTS = {"reliable-list": [], "stream-group": ['dead = "list"', 'group = "workers"'], "hash-job": [],
+           "json-list": []}
 #: A script call in SLOWLOG: EVALSHA/EVAL (and FCALL, should scripts become functions).
 _SCRIPT_CMDS = ("evalsha", "eval", "evalsha_ro", "eval_ro", "fcall", "fcall_ro")
 
@@ -80,6 +81,8 @@ def load(admin, layout: str, queue: str, n: int, *, tenants: int = 10) -> float:
         got = load_dead(admin, queue, n, now_ms=now, tenants=tenants)
     elif layout == "stream-group":
         got = load_stream_group_dead(admin, queue, n, now_ms=now, tenants=tenants)
+    elif layout == "json-list":
+        got = load_json_list_dead(admin, queue, n, tenants=tenants)
     else:
         got = load_hash_job_failed(admin, queue, n, now_ms=now)
     if got != n:
@@ -89,8 +92,11 @@ def load(admin, layout: str, queue: str, n: int, *, tenants: int = 10) -> float:
 
 def dead_count(admin, layout: str, queue: str) -> tuple[int, int]:
     """(dead list length, ready length) of ``queue`` as ``layout`` keeps them."""
-    from jobctl.keys import HashJobKeys, ReliableListKeys, StreamGroupKeys
+    from jobctl.keys import HashJobKeys, JsonListKeys, ReliableListKeys, StreamGroupKeys
 
+    if layout == "json-list":
+        k = JsonListKeys(queue)
+        return int(admin.llen(k.dead)), int(admin.llen(k.pending))
     if layout == "hash-job":
         k = HashJobKeys(queue)
         return int(admin.llen(k.failed)), int(admin.llen(k.pending))

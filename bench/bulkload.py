@@ -23,7 +23,7 @@ import random
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from jobctl.keys import HashJobKeys, ReliableListKeys, StreamGroupKeys
+from jobctl.keys import HashJobKeys, JsonListKeys, ReliableListKeys, StreamGroupKeys
 from jobctl_fixtures.batching import CommandStream
 from jobctl_fixtures.catalog import ERRORS, JOB_TYPES
 from jobctl_fixtures.envelopes import dumps, new_envelope, record_dead
@@ -143,6 +143,31 @@ def load_hash_job_failed(client, name: str, n: int, *, now_ms: int, attempts: in
             stream.execute_command("LPUSH", keys.failed, *ids)
             stream.maybe_flush()
     return int(client.llen(keys.failed))
+
+
+def load_json_list_dead(client, tag: str, n: int, *, tenants: int = 10, payload_bytes: int = 500) -> int:
+    """``n`` dead jobs of a json-list queue (layouts.md section 4; seed 002):
+    the whole job JSON strings (``{"id", "task", "args"}``, about
+    ``payload_bytes`` each) RPUSHed on ``<tag>:dead`` (oldest at the head, as
+    the seed's ``nack`` leaves them), with ``<tag>:attempts`` and
+    ``<tag>:errors`` entries.  Ids are ``jl-<i>``; ``args.tenant`` is
+    ``t{i % tenants}``.  Returns the dead list's length."""
+    keys = JsonListKeys(tag)
+    filler = "x" * max(0, payload_bytes - 110)
+    with CommandStream(client, batch=_STREAM_BATCH) as stream:
+        for start in range(0, n, CHUNK):
+            ids = [f"jl-{i:09d}" for i in range(start, min(n, start + CHUNK))]
+            kinds = [_HJ_KINDS[i % len(_HJ_KINDS)] for i in range(start, start + len(ids))]
+            jobs = [dumps({"id": job_id, "task": kind, "args": {"tenant": f"t{(start + k) % tenants}",
+                                                                "to": f"user_{(start + k) % 9973}@example.com",
+                                                                "body": filler}})
+                    for k, (job_id, (kind, _)) in enumerate(zip(ids, kinds))]
+            stream.execute_command("RPUSH", keys.dead, *jobs)
+            stream.execute_command("HSET", keys.attempts, *[v for job_id in ids for v in (job_id, 3)])
+            stream.execute_command("HSET", keys.errors, *[v for job_id, (_, error) in zip(ids, kinds)
+                                                          for v in (job_id, error)])
+            stream.maybe_flush()
+    return int(client.llen(keys.dead))
 
 
 @dataclass
