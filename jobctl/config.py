@@ -41,7 +41,6 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError, NotFound
-from .layouts import DEFAULT_LAYOUT  # the registry alone: no layout module is imported
 
 __all__ = ["Profile", "QueueConfig", "Config", "load_config", "config_path", "defaulted_visibility",
            "visibility_note"]
@@ -113,7 +112,7 @@ class QueueConfig:
     """
 
     name: str
-    layout: str = DEFAULT_LAYOUT
+    layout: str = field(default_factory=lambda: _default_layout())
     tag: str | None = None
     shards: int | None = None
     priorities: int | None = None
@@ -183,6 +182,14 @@ INT_BOUNDS: dict[str, tuple[int, int]] = {
 }
 #: Keys whose value is a string, and at most how long.
 STR_KEYS = {"url": 4096, "password_env": 256, "environment": 64, "layout": 64, "tag": 512}
+
+
+def _default_layout() -> str:
+    """:data:`jobctl.layouts.DEFAULT_LAYOUT` (imported late: the registry
+    imports nothing, but config must not import the layouts at load)."""
+    from .layouts import DEFAULT_LAYOUT
+
+    return DEFAULT_LAYOUT
 
 
 def _layout_class(name: str):
@@ -326,7 +333,7 @@ def _profile(where: str, name: str, raw: dict[str, Any]) -> Profile:
 
 def load_config(explicit: str | os.PathLike[str] | None = None) -> Config:
     """Read the config file (see module docstring); raises :class:`ConfigError`."""
-    from .layouts import known_layouts
+    from .layouts import DEFAULT_LAYOUT, known_layouts
 
     path = config_path(explicit)
     if path is None:

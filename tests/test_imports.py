@@ -40,7 +40,7 @@ import pytest
 from jobctl.exitcodes import ExitCode
 
 REPO = Path(__file__).resolve().parent.parent
-RUNNERS = {"engine", "core"}
+RUNNERS = {"engine", "core", "policies", "prepared"}  # policies, prepared: the core's checks and results, split from core.py
 
 
 def _module(path: Path) -> tuple[str, bool]:
