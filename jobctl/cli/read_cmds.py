@@ -27,8 +27,10 @@ def _discovery_note(session: Session) -> None:
     d = session.discovery
     if d is None:
         return
+    from ..layouts import DEFAULT_LAYOUT  # a session without a catalogue discovers the default layout's queues
+
     bound = "" if d.complete else f" (stopped at its bound; the keyspace is larger)"
-    render.note(f"no queue catalogue: discovered {len(d.queues)} reliable-list queue(s) by SCAN "
+    render.note(f"no queue catalogue: discovered {len(d.queues)} {DEFAULT_LAYOUT} queue(s) by SCAN "
                 f"of {d.scanned:,} key(s){bound}")
 
 
