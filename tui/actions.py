@@ -13,8 +13,8 @@ it (:class:`~.run_modal.RunModal`, through
 core says when the count must be typed (:attr:`Prepared.typed_count`: over
 :data:`TYPED_CONFIRM_OVER` jobs, and every purge).  Operation facts (keys,
 sources, verbs) come from :mod:`jobctl.ops.catalog`.  Planning and applying
-run in thread workers; the modals only receive messages (the app,
-:class:`~.app.JobctlApp`, drives them).
+run in thread workers; the modals only receive messages
+(:class:`~.action_flow.ActionFlow` drives them).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The Textual application: refresh loop, workers, Redis trouble, actions.
+"""The Textual application: refresh loop, workers, Redis trouble, navigation.
 
 Every Redis read or write goes through :class:`jobctl.dashboard.Dashboard`
 in a thread worker (``@work(thread=True)``); a worker never touches a
@@ -6,6 +6,7 @@ widget: it posts :class:`ReadDone` (or the run modal's messages) and the UI
 thread applies the result.  A connection failure, timeout or ACL denial
 sets :attr:`JobctlApp.trouble` (the banner on every screen); the refresh
 timer keeps retrying and the banner goes away at the first good refresh.
+Operations (plan, confirm, apply) are :class:`~.action_flow.ActionFlow`'s.
 """
 
 from __future__ import annotations
@@ -21,14 +22,12 @@ from textual.reactive import reactive
 from textual.screen import Screen
 
 from jobctl.dashboard import Dashboard, Snapshot
-from jobctl.errors import AuthFailed, ConnectionFailed, JobctlError, ReadOnlyRefused
-from jobctl.ops.core import check_layout, check_request
+from jobctl.errors import AuthFailed, ConnectionFailed, JobctlError
 from jobctl.ops.spec import Operation
 from jobctl.session import Session
 
-from .actions import OPERATIONS, ActionRequest, queue_wide_requests
-from .ask_modals import ReasonModal, TargetModal
-from .plan_modal import PlanModal
+from .action_flow import ActionFlow
+from .actions import queue_wide_requests
 from .run_modal import RunModal
 
 __all__ = ["JobctlApp", "MIN_REFRESH_S", "REFRESH_STEPS", "ReadDone"]
@@ -55,7 +54,7 @@ class ReadDone(Message):
         self.banner = banner
 
 
-class JobctlApp(App):
+class JobctlApp(ActionFlow, App):
     """``jobctl tui``: the live dashboard.
 
     ``session`` is a :class:`jobctl.session.Session` (not yet connected is
@@ -274,144 +273,6 @@ class JobctlApp(App):
                         severity="warning")
             return
         self.exit()
-
-    # -- actions ---------------------------------------------------------------------------
-    def start_action(self, req: ActionRequest, after: Callable[[], None] | None = None) -> None:
-        """Plan ``req`` in a worker, confirm it in :class:`PlanModal`, apply it
-        in :class:`RunModal`; ``after()`` runs once it has been applied.
-        Refused with a notice in read-only mode."""
-        info = OPERATIONS[req.operation]
-        try:
-            self.session.require_writable(info.verb)  # before asking anything
-        except ReadOnlyRefused as exc:
-            self.notify(f"{exc}; nothing was changed", title="read-only", severity="error")
-            return
-        if req.source not in info.sources:
-            srcs = " or ".join(s.value for s in info.sources)
-            self.notify(f"{info.verb} works on {srcs} jobs, not {req.source.value}", severity="warning")
-            return
-        try:  # the core's layout refusals, before asking anything (prepare checks them all again)
-            with self.session.errors():
-                layout = self.session.layout(req.queue)
-            check_layout(req.operation, layout)
-        except JobctlError as exc:
-            self.notify(str(exc), severity="error")
-            return
-        if req.operation in (Operation.SUPPRESS, Operation.PAUSE) and not req.reason:
-            def got_reason(reason: str | None) -> None:
-                if reason:
-                    req.reason = reason
-                    self.start_action(req, after)
-
-            self.push_screen(ReasonModal(req), got_reason)
-            return
-        if req.operation in (Operation.REPLAY, Operation.TRANSFORM) and not (req.replay_range or req.transform):
-            from .recovery_modals import ask_recovery  # the range or the transformation first
-
-            ask_recovery(self, req, after)
-            return
-        if (req.operation is Operation.MIGRATE and not req.destination) or \
-                (req.operation is Operation.DRAIN and not req.export_to):
-            self._ask_target(req, after)
-            return
-        request = req.request(export_to=self._export_dir(req) if req.operation is Operation.PURGE else None)
-        try:
-            check_request(request, self.session)
-        except ReadOnlyRefused as exc:
-            self.notify(f"{exc}; nothing was changed", title="read-only", severity="error")
-            return
-        except JobctlError as exc:
-            self.notify(str(exc), severity="error")
-            return
-        self.activity = f"planning {info.verb} …"
-
-        def planned(prepared) -> None:
-            self.activity = ""
-            plan = prepared.plan
-            if plan.planned == 0 and not prepared.holds:  # a resume with holds to lift still asks
-                extra = ""
-                if plan.malformed:
-                    extra = f" ({len(plan.malformed):,} malformed envelope(s) excluded)"
-                self.notify(f"{info.verb} {req.queue}: nothing to do, no job matches{extra}")
-                return
-            self.push_screen(PlanModal(req, prepared), lambda ok: self._confirmed(ok, prepared, after))
-
-        def failed(_exc: BaseException) -> None:
-            self.activity = ""
-
-        self.read(lambda: self.dash.prepare(request), planned, key="plan", failed=failed)
-
-    def _ask_target(self, req: ActionRequest, after: Callable[[], None] | None) -> None:
-        """:class:`TargetModal`: the destination queue of a migrate, the
-        export directory of a drain (a new one under :attr:`export_root`
-        offered); then :meth:`start_action` again."""
-        from .recovery_modals import then_start
-
-        def fill(value: str) -> None:
-            if req.operation is Operation.MIGRATE:
-                req.destination = value
-            else:
-                req.export_to = value
-
-        got = then_start(self, req, after, fill, cancelled=lambda value: not value)
-
-        if req.operation is Operation.MIGRATE:
-            names = [r.name for r in self.snapshot.rows if r.name != req.queue] if self.snapshot else []
-            self.push_screen(TargetModal(req, "queue", suggestions=names), got)
-        else:
-            self.push_screen(TargetModal(req, "export", default=self._export_dir(req)), got)
-
-    def start_reshard(self, req: ActionRequest, after: Callable[[], None] | None = None) -> None:
-        """Reshard: :func:`.recovery_modals.start_reshard`."""
-        from .recovery_modals import start_reshard
-
-        start_reshard(self, req, after)
-
-    def _export_dir(self, req: ActionRequest) -> str:
-        """A new folder under :attr:`export_root` for a purge's (or drain's) export
-        (``<queue>-<state>-<UTC stamp>``, ``-2``... when that one exists)."""
-        import time
-        from pathlib import Path
-
-        root = self.export_root
-        if root is None:
-            from platformdirs import user_data_dir
-
-            root = str(Path(user_data_dir("jobctl")) / "exports")
-        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(self.clock() / 1000))
-        base = Path(root) / f"{req.queue}-{req.source.value}-{stamp}"
-        path, n = base, 1
-        while path.exists():  # never reuse another purge's export
-            n += 1
-            path = base.with_name(f"{base.name}-{n}")
-        return str(path)
-
-    def _confirmed(self, ok: bool | None, prepared, after) -> None:
-        if not ok:
-            self.notify(f"{prepared.plan.spec.operation.value} cancelled: nothing was changed")
-            return
-        self.push_screen(RunModal(prepared), lambda outcome: self._applied(outcome, after, prepared))
-
-    def _applied(self, outcome, after, prepared=None) -> None:
-        res, error = outcome
-        if error is not None:
-            self.report_error(error)
-        elif prepared is not None:
-            for h in prepared.holds:  # resume: lifted by the core before the jobs moved
-                self.notify(f"hold {h['id']} lifted ({h['filter'] or 'every job'})")
-        if res is not None:
-            text = (f"{res.summary()}{' — interrupted: run it again to finish' if res.interrupted else ''}"
-                    f"  [{res.operation_id}]")
-            bad = res.troubled or res.interrupted or res.error
-            self.notify(text, title="done" if not bad else "done, with problems",
-                        severity="warning" if bad else "information", timeout=10)
-            for p in res.journal_problems:
-                self.notify(f"journal: {p}", severity="warning")
-        self.refresh_status()
-        if after is not None:
-            after()
-        if self._quit_after_run and not self.running_ops:
-            self.exit()
 
     # -- command palette -----------------------------------------------------------------------
     def get_system_commands(self, screen: Screen):
