@@ -7,7 +7,7 @@ URL precedence: ``--url``, else an explicit ``--profile``, else
 ``redis+cluster://`` (Redis Cluster seed nodes) and ``redis+sentinel://``
 (Sentinels and a service name), with optional ``user:password@``.
 
-:func:`make_client` (:mod:`jobctl.client`) is the one place a client is
+:func:`make_client` (:mod:`jobctl.redis_client`) is the one place a client is
 built: ``redis.Redis``, ``redis.RedisCluster`` or a Sentinel-managed
 ``redis.Redis``, always with bytes replies (``decode_responses=False``),
 ``surrogateescape`` decoding and no silent retries.  URL redaction and
@@ -21,7 +21,7 @@ import os
 from dataclasses import dataclass
 from urllib.parse import quote, urlsplit, urlunsplit
 
-from .client import make_client
+from .redis_client import make_client
 from .config import Config, Profile
 from .errors import ConnectionFailed, UsageError
 from .redis_errors import translate, translate_redis_errors

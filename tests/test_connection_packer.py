@@ -1,4 +1,4 @@
-"""jobctl's command packer (:func:`jobctl.client.packer`): hiredis's C
+"""jobctl's command packer (:func:`jobctl.redis_client.packer`): hiredis's C
 packer for plain arguments, redis-py's with ``surrogateescape`` for the rest;
 the bytes on the wire are the same either way.  Real test server.
 """
@@ -9,7 +9,7 @@ import pytest
 from redis.connection import Encoder, PythonRespSerializer
 
 from jobctl.config import Config
-from jobctl.client import packer
+from jobctl.redis_client import packer
 from jobctl.connection import connect, resolve_target
 
 REFERENCE = PythonRespSerializer(6000, Encoder("utf-8", "surrogateescape", False).encode)
