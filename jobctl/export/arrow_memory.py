@@ -16,7 +16,7 @@ Parquet module), so pyarrow is loaded with these allocators:
   ``ARROW_DEFAULT_MEMORY_POOL`` wins, and so does an earlier import of
   pyarrow by someone else.
 
-Measured on 1M-job reliable-list exports (``bench/EXPORT.md``, "Peak RSS"):
+Measured on 1M-job reliable-list exports (docs/performance.md, "Export: the column path, Arrow, and its allocator"):
 with pyarrow's default (mimalloc) for both, peaks of 134-139 MiB, and
 151-159 MiB in 2 of 12 runs (mimalloc kept ~28 MiB of freed encoder buffers
 resident, and the encoder's large buffers left holes in glibc's heap); with
