@@ -45,7 +45,7 @@ import pytest
 import redis
 
 from jobctl.connection import Target, make_client
-from jobctl.server import _make_preexec
+from jobctl.server_launch import make_preexec
 
 __all__ = ["Node", "Topology", "start_cluster", "start_sentinel", "make_certs", "start_tls",
            "wait_until", "SENTINEL_SERVICE", "cluster", "cluster_url", "cc", "sentinel_deployment", "tls_server"]
@@ -108,7 +108,7 @@ def _launch(binary: str, argv: list[str], port: int, directory: Path, *, ping: b
     with open(directory / "server.log", "wb") as log:
         proc = subprocess.Popen([binary, *argv], stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                 cwd=directory, close_fds=True, start_new_session=True,
-                                preexec_fn=_make_preexec(os.getpid()))
+                                preexec_fn=make_preexec(os.getpid()))
     node = Node(port, proc, directory)
     if ping:
         probe = node.client(socket_connect_timeout=1)
