@@ -515,8 +515,8 @@ def test_lark_is_imported_lazily() -> None:
 def test_parser_is_cached() -> None:
     from jobctl import filter as filter_mod
     compile_filter("id = x")
-    assert filter_mod._parser() is filter_mod._parser()
-    assert filter_mod._parser().options.parser == "lalr"
+    assert filter_mod.lark_parser() is filter_mod.lark_parser()
+    assert filter_mod.lark_parser().options.parser == "lalr"
 
 
 def test_now_is_a_parameter() -> None:
@@ -575,14 +575,14 @@ def test_the_grammar_is_cached_in_the_users_cache_dir_and_a_bad_cache_file_is_re
     from jobctl.filter import grammar
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    grammar._parser.cache_clear()
+    grammar.lark_parser.cache_clear()
     try:
         assert compile_filter("tenant = t1").matches is not None
         cached = tmp_path / "jobctl" / "filter-filter.lark"
         assert cached.is_file() and cached.stat().st_size > 0
         cached.write_bytes(b"not a lark cache\n")
-        grammar._parser.cache_clear()
+        grammar.lark_parser.cache_clear()
         assert compile_filter("tenant = t2 and attempts >= 3").matches is not None
         assert cached.read_bytes() != b"not a lark cache\n"  # rebuilt and saved again
     finally:
-        grammar._parser.cache_clear()
+        grammar.lark_parser.cache_clear()

@@ -38,12 +38,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .compiled import MATCH_ALL, Filter
-from .errors import FilterError, _error
+from .errors import FilterError, error_at
 from .fields import FIELDS, FieldKind, FieldSpec, Getter, Predicate
 
 if TYPE_CHECKING:
-    from .compiler import _Compiler
-    from .grammar import _parse, _parser  # noqa: F401 - _parser: tests check it is cached
+    from .compiler import Compiler
+    from .grammar import lark_parser, parse_text  # noqa: F401 - lark_parser: tests check it is cached
 
 __all__ = [
     "FilterError",
@@ -80,21 +80,21 @@ def compile_filter(text: str) -> Filter:
     if not isinstance(text, str):
         raise TypeError(f"filter text must be str, not {type(text).__name__}")
     checked_filter_text(text)
-    from .compiler import _Compiler
-    from .grammar import _parse
+    from .compiler import Compiler
+    from .grammar import parse_text
 
-    tree = _parse(text, "start")
-    comp = _Compiler(text)
+    tree = parse_text(text, "start")
+    comp = Compiler(text)
     try:
         pred = comp.expr(tree)
     except RecursionError:
         pred = None
     if pred is None:
-        raise _error(text, 0, "filter is nested too deeply")
+        raise error_at(text, 0, "filter is nested too deeply")
     try:
         normalized = comp.normalized(tree)
     except RecursionError:
-        raise _error(text, 0, "filter is nested too deeply") from None
+        raise error_at(text, 0, "filter is nested too deeply") from None
     return Filter(text, pred, frozenset(comp.fields), normalized)
 
 
@@ -108,7 +108,7 @@ def checked_filter_text(text: str | None) -> str | None:
         FilterError: (exit code 2) when ``text`` is empty or only white space.
     """
     if text is not None and not text.strip():
-        raise _error(text, 0, "empty filter", "leave --filter out to match everything")
+        raise error_at(text, 0, "empty filter", "leave --filter out to match everything")
     return text
 
 
@@ -123,19 +123,19 @@ def field_getter(name: str) -> Getter:
         FilterError: unknown field or bad path syntax.
     """
     if not isinstance(name, str) or not name.strip():
-        raise _error(name if isinstance(name, str) else "", 0, "empty field name")
-    from .compiler import _Compiler
-    from .grammar import _parse
+        raise error_at(name if isinstance(name, str) else "", 0, "empty field name")
+    from .compiler import Compiler
+    from .grammar import parse_text
 
-    tree = _parse(name, "field_only")
-    _, _, get = _Compiler(name).field(tree.children[0])
+    tree = parse_text(name, "field_only")
+    _, _, get = Compiler(name).field(tree.children[0])
     return get
 
 
 #: Names served by :func:`__getattr__`: the compiler and the grammar are
 #: imported on first use, so that an operation without a filter (and
 #: ``jobctl --help``) does not pay for them.
-_LAZY = {"_Compiler": "compiler", "_parse": "grammar", "_parser": "grammar"}
+_LAZY = {"Compiler": "compiler", "parse_text": "grammar", "lark_parser": "grammar"}
 
 
 def __getattr__(name: str):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..model import JobRecord
-from .fields import _NO_PAYLOAD_FIELDS, Predicate
+from .fields import NO_PAYLOAD_FIELDS, Predicate
 
 __all__ = ["Filter", "MATCH_ALL"]
 
@@ -48,7 +48,7 @@ class Filter:
 
     @property
     def needs_payload(self) -> bool:
-        return not self._fields <= _NO_PAYLOAD_FIELDS
+        return not self._fields <= NO_PAYLOAD_FIELDS
 
     @property
     def is_match_all(self) -> bool:

@@ -10,14 +10,14 @@ from typing import TYPE_CHECKING, Any, Callable
 from ..durations import DurationError, parse_duration
 from ..model import JobRecord
 from ..vocabulary import ALIASES, canonical, glob_matcher
-from .errors import FilterError, _error, _show
-from .fields import _STATES, FIELDS, FieldKind, FieldSpec, Getter, Predicate, _path_getter
-from .grammar import _Lit, _parse_number, _parse_timestamp, _unescape
+from .errors import FilterError, error_at, show_text
+from .fields import FIELDS, STATE_NAMES, FieldKind, FieldSpec, Getter, Predicate, path_getter
+from .grammar import Lit, parse_number, parse_timestamp, unescape
 
 if TYPE_CHECKING:
     from lark import Token, Tree
 
-__all__: list[str] = []
+__all__ = ["Compiler"]
 
 _ORDER_OPS = {"=": operator.eq, "!=": operator.ne, "<": operator.lt,
               "<=": operator.le, ">": operator.gt, ">=": operator.ge}
@@ -124,7 +124,7 @@ def _canon_field(name: str, path: tuple[str | int, ...]) -> str:
     return out
 
 
-class _Compiler:
+class Compiler:
     def __init__(self, text: str) -> None:
         self.text = text
         self.fields: set[str] = set()
@@ -200,24 +200,24 @@ class _Compiler:
         spec = FIELDS.get(name)
         if spec is None:
             close = difflib.get_close_matches(name.lower(), [*FIELDS, *ALIASES], n=1, cutoff=0.6)
-            hint = (f"did you mean {_show(close[0])}?" if close
+            hint = (f"did you mean {show_text(close[0])}?" if close
                     else "fields: " + ", ".join(FIELDS) + ", payload.<path>")
-            raise _error(self.text, name_tok.start_pos or 0, f"unknown field {_show(name)}", hint)
+            raise error_at(self.text, name_tok.start_pos or 0, f"unknown field {show_text(name)}", hint)
         steps = node.children[1:]
         if steps and spec.kind is not FieldKind.JSON:
             first = steps[0].children[0]
-            raise _error(self.text, first.start_pos or 0,
+            raise error_at(self.text, first.start_pos or 0,
                          f"field {name} has no sub-fields", "only payload.<path> does")
         path: list[str | int] = []
         end = name_tok.end_pos
         for step in steps:
             toks = step.children
             if toks[0].start_pos != end:
-                raise _error(self.text, end or 0, "space inside a field path",
+                raise error_at(self.text, end or 0, "space inside a field path",
                              "write payload.a.b[0] without spaces")
             for a, b in zip(toks, toks[1:]):
                 if a.end_pos != b.start_pos:
-                    raise _error(self.text, a.end_pos or 0, "space inside a field path",
+                    raise error_at(self.text, a.end_pos or 0, "space inside a field path",
                                  "write payload.a.b[0] without spaces")
             end = toks[-1].end_pos
             if step.data == "key_step":
@@ -225,9 +225,9 @@ class _Compiler:
             elif step.data == "index_step":
                 path.append(int(str(toks[1])))
             else:
-                path.append(_unescape(self.text, str(toks[1]), toks[1].start_pos or 0))
+                path.append(unescape(self.text, str(toks[1]), toks[1].start_pos or 0))
         self.fields.add(name)
-        get = _path_getter(tuple(path)) if path else spec.get
+        get = path_getter(tuple(path)) if path else spec.get
         return spec, tuple(path), get
 
     # -- clauses -------------------------------------------------------------
@@ -240,15 +240,15 @@ class _Compiler:
         tok: Token = value_node.children[0]
         raw = str(tok)
         pos = tok.start_pos or 0
-        text = _unescape(self.text, raw, pos) if tok.type == "STRING" else raw
-        lit = _Lit(tok.type, text, raw, pos)
+        text = unescape(self.text, raw, pos) if tok.type == "STRING" else raw
+        lit = Lit(tok.type, text, raw, pos)
         shown_field = "payload" + "".join(
             f"[{s}]" if isinstance(s, int) else f".{s}" for s in path) if path else spec.name
         self.canon[id(node)] = f"{_canon_field(spec.name, path)} {op} {self._canon_value(spec, op, lit)}"
 
         if op not in _KIND_OPS[spec.kind]:
             allowed = " ".join(_KIND_OPS[spec.kind])
-            raise _error(self.text, op_tok.start_pos or 0,
+            raise error_at(self.text, op_tok.start_pos or 0,
                          f"operator {op} does not apply to {shown_field} (a {spec.kind} field)",
                          f"use {allowed}")
 
@@ -261,7 +261,7 @@ class _Compiler:
             return self._json_clause(get, op, lit)
         return _compare(get, op, self._typed(spec, lit))
 
-    def _canon_value(self, spec: FieldSpec, op: str, lit: _Lit) -> str:
+    def _canon_value(self, spec: FieldSpec, op: str, lit: Lit) -> str:
         """One spelling of a clause's value (the normalized form; the
         clause's kind checks raise first, as :meth:`clause` does)."""
         kind = spec.kind
@@ -274,36 +274,36 @@ class _Compiler:
                 return _quoted(lit.text)
             if lit.kind == "WORD":
                 return lit.raw if lit.raw in ("true", "false") else _quoted(lit.text)
-            num = (_parse_number(lit.raw) if lit.kind == "NUMBER" else self._duration(lit)
-                   if lit.kind == "DURATION" else _parse_timestamp(lit.raw))
+            num = (parse_number(lit.raw) if lit.kind == "NUMBER" else self._duration(lit)
+                   if lit.kind == "DURATION" else parse_timestamp(lit.raw))
             return _number(num) if num is not None else _quoted(lit.text)
         try:
             return _number(self._typed(spec, lit))
         except FilterError:
             return _quoted(lit.text)  # the clause raises it
 
-    def _typed(self, spec: FieldSpec, lit: _Lit) -> int | float:
+    def _typed(self, spec: FieldSpec, lit: Lit) -> int | float:
         """The literal as a NUMBER / DURATION / TIMESTAMP field needs it."""
         kind = spec.kind
         quoted = lit.kind == "STRING"
         if kind is FieldKind.NUMBER:
             if lit.kind == "NUMBER" or quoted:
-                num = _parse_number(lit.text)
+                num = parse_number(lit.text)
                 if num is not None:
                     return num
             if not quoted:
                 self._mismatch(spec, lit, "a number", "e.g. attempts >= 3")
-            raise _error(self.text, lit.pos, f"invalid number {_show(lit.text)}")
+            raise error_at(self.text, lit.pos, f"invalid number {show_text(lit.text)}")
         if kind is FieldKind.DURATION:
             if lit.kind == "DURATION" or quoted:
                 return self._duration(lit)
             self._mismatch(spec, lit, "a duration", "e.g. 30s, 5m, 2h, 7d, 500ms, 1h30m")
         # TIMESTAMP
         if lit.kind == "TIMESTAMP" or quoted:
-            ms = _parse_timestamp(lit.text)
+            ms = parse_timestamp(lit.text)
             if ms is not None:
                 return ms
-            raise _error(self.text, lit.pos, f"invalid timestamp {_show(lit.text)}",
+            raise error_at(self.text, lit.pos, f"invalid timestamp {show_text(lit.text)}",
                          "e.g. 2026-11-21T10:00:00Z or 2026-11-21")
         hint = "e.g. 2026-11-21T10:00:00Z or 2026-11-21"
         if lit.kind == "DURATION":
@@ -311,19 +311,19 @@ class _Compiler:
         self._mismatch(spec, lit, "a timestamp", hint)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _duration(self, lit: _Lit) -> int:
+    def _duration(self, lit: Lit) -> int:
         err: FilterError | None = None
         try:
             return parse_duration(lit.text, bare_seconds=False)
         except DurationError as e:
-            err = _error(self.text, lit.pos, e.problem, e.hint)
+            err = error_at(self.text, lit.pos, e.problem, e.hint)
         raise err
 
-    def _mismatch(self, spec: FieldSpec, lit: _Lit, wants: str, hint: str) -> None:
+    def _mismatch(self, spec: FieldSpec, lit: Lit, wants: str, hint: str) -> None:
         got = _LIT_NAMES.get(lit.kind, "value")
         article = "an" if got[0] in "aeiou" else "a"
-        raise _error(self.text, lit.pos,
-                     f"field {spec.name} takes {wants}, not {article} {got} ({_show(lit.raw)})",
+        raise error_at(self.text, lit.pos,
+                     f"field {spec.name} takes {wants}, not {article} {got} ({show_text(lit.raw)})",
                      hint)
 
     def _text_clause(self, get: Getter, op: str, operand: str) -> Predicate:
@@ -341,27 +341,27 @@ class _Compiler:
             return contains_pred
         return _compare(get, op, operand)
 
-    def _state_clause(self, get: Getter, op: str, lit: _Lit) -> Predicate:
+    def _state_clause(self, get: Getter, op: str, lit: Lit) -> Predicate:
         if op == "~":
             return self._text_clause(get, op, lit.text)
         state = lit.text.lower()
-        if state not in _STATES:
-            close = difflib.get_close_matches(state, _STATES, n=1, cutoff=0.6)
-            hint = (f"did you mean {_show(close[0])}? " if close else "") + \
-                "states: " + ", ".join(_STATES)
-            raise _error(self.text, lit.pos, f"unknown state {_show(lit.text)}", hint)
+        if state not in STATE_NAMES:
+            close = difflib.get_close_matches(state, STATE_NAMES, n=1, cutoff=0.6)
+            hint = (f"did you mean {show_text(close[0])}? " if close else "") + \
+                "states: " + ", ".join(STATE_NAMES)
+            raise error_at(self.text, lit.pos, f"unknown state {show_text(lit.text)}", hint)
         return _compare(get, op, state)
 
-    def _json_clause(self, get: Getter, op: str, lit: _Lit) -> Predicate:
+    def _json_clause(self, get: Getter, op: str, lit: Lit) -> Predicate:
         num: int | float | None = None
         if lit.kind == "NUMBER":
-            num = _parse_number(lit.raw)
+            num = parse_number(lit.raw)
         elif lit.kind == "DURATION":
             num = self._duration(lit)
         elif lit.kind == "TIMESTAMP":
-            num = _parse_timestamp(lit.raw)
+            num = parse_timestamp(lit.raw)
             if num is None:
-                raise _error(self.text, lit.pos, f"invalid timestamp {_show(lit.raw)}",
+                raise error_at(self.text, lit.pos, f"invalid timestamp {show_text(lit.raw)}",
                              "e.g. 2026-11-21T10:00:00Z or 2026-11-21")
         flag = {"true": True, "false": False}.get(lit.raw) if lit.kind == "WORD" else None
         operand = _JsonOperand(lit.text, num, flag)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..errors import UsageError
 
-__all__ = ["FilterError"]
+__all__ = ["FilterError", "error_at", "show_text"]
 
 
 class FilterError(UsageError):
@@ -27,7 +27,7 @@ class FilterError(UsageError):
         self.pos = pos
 
 
-def _error(text: str, pos: int, what: str, hint: str | None = None) -> FilterError:
+def error_at(text: str, pos: int, what: str, hint: str | None = None) -> FilterError:
     """Build a :class:`FilterError` for ``what`` at 0-based offset ``pos``."""
     pos = max(0, min(pos, len(text)))
     line = text.count("\n", 0, pos) + 1
@@ -39,7 +39,7 @@ def _error(text: str, pos: int, what: str, hint: str | None = None) -> FilterErr
     return FilterError(message, column=column, line=line, pos=pos)
 
 
-def _show(value: str) -> str:
+def show_text(value: str) -> str:
     """Quote a piece of filter text for an error message (one line, short)."""
     value = value.replace("\n", "\\n")
     if len(value) > 40:

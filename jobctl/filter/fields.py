@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 from ..model import JobRecord, State
 
-__all__ = ["FieldKind", "FieldSpec", "FIELDS", "Predicate", "Getter"]
+__all__ = ["FieldKind", "FieldSpec", "FIELDS", "Predicate", "Getter", "STATE_NAMES", "NO_PAYLOAD_FIELDS", "path_getter"]
 
 #: ``(record, now_ms) -> bool``
 Predicate = Callable[[JobRecord, int], bool]
@@ -116,9 +116,9 @@ FIELDS: dict[str, FieldSpec] = dict([
 ])
 
 #: Fields that can be evaluated without loading the envelope.
-_NO_PAYLOAD_FIELDS = frozenset({"id", "state"})
+NO_PAYLOAD_FIELDS = frozenset({"id", "state"})
 
-_STATES = [s.value for s in State]
+STATE_NAMES = [s.value for s in State]
 
 
 def _walk(value: Any, path: tuple[str | int, ...]) -> Any:
@@ -138,7 +138,7 @@ def _walk(value: Any, path: tuple[str | int, ...]) -> Any:
     return value
 
 
-def _path_getter(path: tuple[str | int, ...]) -> Getter:
+def path_getter(path: tuple[str | int, ...]) -> Getter:
     def get(r: JobRecord, now_ms: int) -> Any:
         return _walk(r.envelope.payload, path)
     return get

@@ -11,12 +11,12 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from .errors import FilterError, _error, _show
+from .errors import FilterError, error_at, show_text
 
 if TYPE_CHECKING:  # lark is imported lazily, on first compile
     from lark import Lark, Tree
 
-__all__: list[str] = []
+__all__ = ["lark_parser", "parse_text", "Lit", "unescape", "parse_number", "parse_timestamp"]
 
 # Characters a bare word may contain: anything but space, quotes, parentheses
 # and operator characters.  Keywords end where a bare word would end.
@@ -77,7 +77,7 @@ _CONDITION_GRAMMAR = _GRAMMAR.replace("OP: /<=|>=|!=|=|", "OP: /<=|>=|!=|==|=|")
 
 
 @lru_cache(maxsize=2)
-def _parser(dialect: str = "filter") -> Lark:
+def lark_parser(dialect: str = "filter") -> Lark:
     """The Lark LALR parser of ``dialect`` (``filter`` or ``condition``),
     built on first use and cached: in the process, and across processes in
     the user's cache directory (:func:`_cache_file`)."""
@@ -146,8 +146,8 @@ def _expected(names: set[str] | frozenset[str] | None) -> str | None:
     return "expected " + ", ".join(parts[:-1]) + " or " + parts[-1]
 
 
-def _parse(text: str, start: str, dialect: str = "filter") -> Tree:
-    """Parse with Lark (``dialect``: see :func:`_parser`); translate every
+def parse_text(text: str, start: str, dialect: str = "filter") -> Tree:
+    """Parse with Lark (``dialect``: see :func:`lark_parser`); translate every
     Lark exception into a FilterError.
 
     The FilterError is raised outside the ``except`` block so that no Lark
@@ -157,32 +157,32 @@ def _parse(text: str, start: str, dialect: str = "filter") -> Tree:
 
     err: FilterError | None = None
     try:
-        return _parser(dialect).parse(text, start=start)
+        return lark_parser(dialect).parse(text, start=start)
     except UnexpectedCharacters as e:
         pos = e.pos_in_stream
         char = text[pos] if 0 <= pos < len(text) else ""
         if char in ("'", '"'):
-            err = _error(text, pos, "unterminated string",
+            err = error_at(text, pos, "unterminated string",
                          f"close it with {char}; a newline needs \\n")
         else:
             hint = _expected(_accepted(e, e.allowed))
             if hint and "a value" in hint:
                 hint += "; quote values with spaces or ( ) ' \" = ! < > ~"
-            err = _error(text, pos, f"unexpected character {_show(char)}", hint)
+            err = error_at(text, pos, f"unexpected character {show_text(char)}", hint)
     except UnexpectedToken as e:
         tok = e.token
         if tok.type == "$END":
-            err = _error(text, len(text), "unexpected end of filter",
+            err = error_at(text, len(text), "unexpected end of filter",
                          _expected(_accepted(e, e.expected)))
         else:
-            err = _error(text, tok.start_pos or 0, f"unexpected token {_show(str(tok))}",
+            err = error_at(text, tok.start_pos or 0, f"unexpected token {show_text(str(tok))}",
                          _expected(_accepted(e, e.expected)))
     except UnexpectedInput as e:  # pragma: no cover - other LALR failures
-        err = _error(text, getattr(e, "pos_in_stream", 0) or 0, "cannot parse filter")
+        err = error_at(text, getattr(e, "pos_in_stream", 0) or 0, "cannot parse filter")
     except LarkError:  # pragma: no cover - defensive
-        err = _error(text, 0, "cannot parse filter")
+        err = error_at(text, 0, "cannot parse filter")
     except RecursionError:
-        err = _error(text, 0, "filter is nested too deeply")
+        err = error_at(text, 0, "filter is nested too deeply")
     raise err
 
 
@@ -197,7 +197,7 @@ _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_UTC)
 
 
 @dataclass(frozen=True)
-class _Lit:
+class Lit:
     """A value literal: ``kind`` is the token type (STRING, NUMBER, DURATION,
     TIMESTAMP, WORD), ``text`` its meaning as text (unescaped for strings),
     ``raw`` as typed and ``pos`` its 0-based offset."""
@@ -208,7 +208,7 @@ class _Lit:
     pos: int
 
 
-def _unescape(src: str, raw: str, pos: int) -> str:
+def unescape(src: str, raw: str, pos: int) -> str:
     """Decode a quoted STRING token (quotes included) at offset ``pos``."""
     body = raw[1:-1]
 
@@ -218,13 +218,13 @@ def _unescape(src: str, raw: str, pos: int) -> str:
             return _ESCAPES[esc]
         if len(esc) == 5 and esc[0] == "u":
             return chr(int(esc[1:], 16))
-        raise _error(src, pos + 1 + m.start(), f"unknown escape {_show(m.group(0))}",
+        raise error_at(src, pos + 1 + m.start(), f"unknown escape {show_text(m.group(0))}",
                      "use \\\\ \\\" \\' \\n \\t \\r or \\uXXXX")
 
     return _ESCAPE_RE.sub(repl, body)
 
 
-def _parse_timestamp(text: str) -> int | None:
+def parse_timestamp(text: str) -> int | None:
     """ISO-8601 text -> epoch ms; naive means UTC; ``None`` if invalid."""
     try:
         dt = _dt.datetime.fromisoformat(text.strip().upper())  # 't'/'z' too
@@ -239,7 +239,7 @@ _INT_RE = re.compile(r"[+-]?\d+")
 _FLOAT_RE = re.compile(r"[+-]?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?")
 
 
-def _parse_number(text: str) -> int | float | None:
+def parse_number(text: str) -> int | float | None:
     """``"3"`` -> 3, ``"2.5"``/``"1e3"`` -> float; ``None`` if not a finite number."""
     s = text.strip()
     if _INT_RE.fullmatch(s):

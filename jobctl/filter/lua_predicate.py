@@ -82,7 +82,7 @@ class _Unsupported(Exception):
 
 
 def _clause(compiler, node, out: list[Any]) -> None:
-    from .grammar import _Lit, _unescape
+    from .grammar import Lit, unescape
 
     field_node, op_node, value_node = node.children
     spec, path, _get = compiler.field(field_node)
@@ -91,7 +91,7 @@ def _clause(compiler, node, out: list[Any]) -> None:
     op = str(op_node.children[0]).lower()
     tok = value_node.children[0]
     raw = str(tok)
-    text = _unescape(compiler.text, raw, tok.start_pos or 0) if tok.type == "STRING" else raw
+    text = unescape(compiler.text, raw, tok.start_pos or 0) if tok.type == "STRING" else raw
     key = LUA_FIELDS[spec.name]
     if spec.name in _TEXT:
         if op not in ("=", "!="):
@@ -100,7 +100,7 @@ def _clause(compiler, node, out: list[Any]) -> None:
         return
     if op not in ("=", "!=", "<", "<=", ">", ">="):
         raise _Unsupported(op)
-    value = compiler._typed(spec, _Lit(tok.type, text, raw, tok.start_pos or 0))
+    value = compiler._typed(spec, Lit(tok.type, text, raw, tok.start_pos or 0))
     if isinstance(value, bool) or not isinstance(value, (int, float)) or abs(value) >= _EXACT or value != value:
         raise _Unsupported(raw)
     out.append(["c", key, op, value])
@@ -137,13 +137,13 @@ def lua_program(flt: Filter) -> bytes | None:
     exactly (the caller evaluates it client-side)."""
     if flt.is_match_all:
         return None
-    from .compiler import _Compiler
-    from .grammar import _parse
+    from .compiler import Compiler
+    from .grammar import parse_text
 
     try:
-        tree = _parse(flt.text, "start")
+        tree = parse_text(flt.text, "start")
         out: list[Any] = []
-        _emit(_Compiler(flt.text), tree, out)
+        _emit(Compiler(flt.text), tree, out)
     except (_Unsupported, RecursionError):
         return None
     if sum(1 for t in out if t[0] == "c") > SCAN_MAX_CLAUSES:

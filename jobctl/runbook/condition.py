@@ -88,7 +88,7 @@ Evaluator = Callable[[Mapping[str, Any]], bool]
 Operand = Callable[[Mapping[str, Any]], Any]
 
 
-class _Compiler:
+class Compiler:
     """The filter language's parse tree -> an evaluator over status values."""
 
     def __init__(self, text: str) -> None:
@@ -135,9 +135,9 @@ class _Compiler:
         if kind == "WORD" and raw.lower() in _WORDS:
             return _WORDS[raw.lower()]
         if kind == "STRING":
-            from ..filter.grammar import _unescape
+            from ..filter.grammar import unescape
 
-            return _unescape(self.text, raw, tok.start_pos or 0)
+            return unescape(self.text, raw, tok.start_pos or 0)
         raise self.fail(f"expected a number, a duration, true, false or null, got {raw!r}", tok.start_pos or 0)
 
     def comparison(self, node) -> Evaluator:
@@ -206,16 +206,16 @@ def compile_condition(text: str) -> Condition:
     """Parse ``text`` with the filter language's parser; raises
     :class:`ConditionError` (one line, with the column)."""
     from ..filter import FilterError
-    from ..filter.grammar import _parse
+    from ..filter.grammar import parse_text
 
     if not text.strip():
         raise ConditionError("empty condition")
     try:
-        tree = _parse(text, "start", dialect="condition")
+        tree = parse_text(text, "start", dialect="condition")
     except FilterError as exc:
         what = str(exc).removeprefix("filter: ").replace("end of filter", "end of condition")
         raise ConditionError(f"condition {text!r}: {what}") from None
-    comp = _Compiler(text)
+    comp = Compiler(text)
     ev = comp.expr(tree)
     return Condition(text, tuple(comp.names), ev)
 
