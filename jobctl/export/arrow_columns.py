@@ -32,8 +32,9 @@ import orjson
 from ..layouts.raw import RawWindow
 from .arrow_memory import POOL as _POOL
 from .arrow_memory import pa, pc
-from .columns import _FIELDS, _I64_MAX, _I64_MIN, _KNOWN, _REQUIRED, _ints_ok, window_docs, window_extras
-from .rows import TS_MAX_MS, TS_MIN_MS, _utf8
+from .columns import (ENVELOPE_COLUMNS, I64_MAX, I64_MIN, KNOWN_KEYS, REQUIRED_COLUMNS, ints_ok, window_docs,
+                      window_extras)
+from .rows import TS_MAX_MS, TS_MIN_MS, utf8_text
 from .schema import COLUMNS, NAMES, arrow_schema
 
 __all__ = ["window_record_batch"]
@@ -47,10 +48,10 @@ _TS_MS = pa.timestamp("ms", tz="UTC")
 _TS_US = _TYPES["created_at"]
 
 #: the typed envelope fields, in column order, as one struct
-_STRUCT = pa.struct([pa.field(key, _STR if kind == "string" else _I64) for key, kind in _FIELDS.values()])
-_FIELD_COLUMNS = tuple(_FIELDS)  # column names, struct field order
+_STRUCT = pa.struct([pa.field(key, _STR if kind == "string" else _I64) for key, kind in ENVELOPE_COLUMNS.values()])
+_FIELD_COLUMNS = tuple(ENVELOPE_COLUMNS)  # column names, struct field order
 #: envelope keys of the int64 and timestamp columns
-_INT_KEYS = tuple(key for key, kind in _FIELDS.values() if kind != "string")
+_INT_KEYS = tuple(key for key, kind in ENVELOPE_COLUMNS.values() if kind != "string")
 _INT_TYPES = frozenset({int, type(None)})
 #: a string no payload holds (checked: a window where one does is serialised row by row)
 _SEP_TEXT = f"jobctl-export-{secrets.token_hex(16)}"
@@ -128,8 +129,8 @@ def window_record_batch(w: RawWindow, queue: str, layout: str) -> pa.RecordBatch
     except (TypeError, UnicodeEncodeError, pa.ArrowException):
         return None
     cols: dict[str, pa.Array] = {
-        "queue": _const("queue", _utf8(queue), n), "layout": _const("layout", _utf8(layout), n),
-        "shard": _const("shard", _utf8(w.shard), n), "state": _const("state", w.state.value, n),
+        "queue": _const("queue", utf8_text(queue), n), "layout": _const("layout", utf8_text(layout), n),
+        "shard": _const("shard", utf8_text(w.shard), n), "state": _const("state", w.state.value, n),
         "job_id": ids, "visibility_deadline": _const("visibility_deadline", None, n),
         "malformed": _const("malformed", False, n), "problems": _const("problems", None, n),
         "raw_base64": _const("raw_base64", None, n),
@@ -137,13 +138,13 @@ def window_record_batch(w: RawWindow, queue: str, layout: str) -> pa.RecordBatch
     for name, values in (("position", w.positions), ("score_ms", w.scores)):
         if values is None:
             cols[name] = _const(name, None, n)
-        elif len(values) != n or not _ints_ok(values, _I64_MIN, _I64_MAX):
+        elif len(values) != n or not ints_ok(values, I64_MIN, I64_MAX):
             return None
         else:
             cols[name] = pa.array(values, type=_I64, memory_pool=_POOL)
     # unknown keys: the column path types jobctl's redrive record and keeps the rest as JSON
     extras = None
-    if not _KNOWN.issuperset(set().union(*docs)):
+    if not KNOWN_KEYS.issuperset(set().union(*docs)):
         extras = window_extras(docs)
         if extras is None:
             return None
@@ -165,7 +166,7 @@ def window_record_batch(w: RawWindow, queue: str, layout: str) -> pa.RecordBatch
             if arr is None:
                 return None
         cols[name] = arr
-    for name in _REQUIRED:
+    for name in REQUIRED_COLUMNS:
         if cols[name].null_count:
             return None
     payload_json = _payload_json(payloads)

@@ -30,21 +30,23 @@ import orjson
 
 from ..layouts.raw import RawWindow
 from ..model import ENVELOPE_FIELDS
-from .rows import TS_MAX_MS, TS_MIN_MS, _dumps, _int, _ts, _utf8
+from .rows import TS_MAX_MS, TS_MIN_MS, int64_or_none, json_text, ts_or_none, utf8_text
 from .schema import COLUMNS, NAMES, column_index
 
-__all__ = ["Const", "ColumnBatch", "window_columns", "window_extras", "rows_columns"]
+__all__ = ["Const", "ColumnBatch", "window_columns", "window_extras", "rows_columns", "ENVELOPE_COLUMNS",
+           "REQUIRED_COLUMNS", "KNOWN_KEYS", "I64_MIN", "I64_MAX", "ints_ok"]
 
-_I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
+#: the int64 range
+I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
 _NONE = type(None)
 _STR_TYPES = frozenset({str, _NONE})
 _INT_TYPES = frozenset({int, _NONE})
-_KNOWN = frozenset(ENVELOPE_FIELDS)
+KNOWN_KEYS = frozenset(ENVELOPE_FIELDS)
 _RAW = column_index("raw")
 _MALFORMED = column_index("malformed")
 
 #: column name -> (envelope key, kind) of the typed envelope fields
-_FIELDS: dict[str, tuple[str, str]] = {
+ENVELOPE_COLUMNS: dict[str, tuple[str, str]] = {
     "envelope_job_id": ("jobId", "string"), "job_type": ("jobType", "string"),
     "job_version": ("jobVersion", "int64"), "tenant_id": ("tenantId", "string"),
     "idempotency_key": ("idempotencyKey", "string"), "created_at": ("createdAtEpochMs", "timestamp"),
@@ -56,7 +58,8 @@ _FIELDS: dict[str, tuple[str, str]] = {
     "last_error_message": ("lastErrorMessage", "string"),
 }
 #: columns of the envelope keys parse_envelope requires (a missing one is a problem)
-_REQUIRED = tuple(name for name, (key, _kind) in _FIELDS.items() if key in ("jobId", "jobType", "createdAtEpochMs"))
+REQUIRED_COLUMNS = tuple(name for name, (key, _kind) in ENVELOPE_COLUMNS.items()
+                         if key in ("jobId", "jobType", "createdAtEpochMs"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +132,7 @@ def rows_columns(rows: list[tuple]) -> ColumnBatch:
     return ColumnBatch(len(rows), [list(c) for c in zip(*rows)])
 
 
-def _ints_ok(values: list, lo: int, hi: int) -> bool:
+def ints_ok(values: list, lo: int, hi: int) -> bool:
     """Whether ``values`` holds only ints (not bools) in ``lo..hi`` and ``None``."""
     types = set(map(type, values))
     if not types <= _INT_TYPES:
@@ -152,12 +155,12 @@ def window_extras(docs: list[dict]) -> tuple[list, list, list] | None:
     redriven: list = [None] * n
     count: list = [None] * n
     for i, d in enumerate(docs):
-        if _KNOWN.issuperset(d):
+        if KNOWN_KEYS.issuperset(d):
             continue
-        extra = {k: v for k, v in d.items() if k not in _KNOWN}
-        extra_json[i] = _dumps(extra)
-        redriven[i] = _ts(extra.get("redrivenAtEpochMs"), "redrivenAtEpochMs", problems)
-        count[i] = _int(extra.get("redriveCount"), "redriveCount", problems)
+        extra = {k: v for k, v in d.items() if k not in KNOWN_KEYS}
+        extra_json[i] = json_text(extra)
+        redriven[i] = ts_or_none(extra.get("redrivenAtEpochMs"), "redrivenAtEpochMs", problems)
+        count[i] = int64_or_none(extra.get("redriveCount"), "redriveCount", problems)
     if problems:
         return None
     return extra_json, redriven, count
@@ -194,7 +197,7 @@ def window_columns(w: RawWindow, queue: str, layout: str) -> ColumnBatch | None:
     n, raws = len(w.ids), w.raws
     get = dict.get
     out: dict[str, list | Const] = {
-        "queue": Const(_utf8(queue)), "layout": Const(_utf8(layout)), "shard": Const(_utf8(w.shard)),
+        "queue": Const(utf8_text(queue)), "layout": Const(utf8_text(layout)), "shard": Const(utf8_text(w.shard)),
         "state": Const(w.state.value), "job_id": w.ids, "visibility_deadline": Const(None),
         "malformed": Const(False), "problems": Const(None), "raw_base64": Const(None), "raw": raws,
         "raw_bytes": list(map(len, raws)),
@@ -203,25 +206,25 @@ def window_columns(w: RawWindow, queue: str, layout: str) -> ColumnBatch | None:
     for name, values in (("position", w.positions), ("score_ms", w.scores)):
         if values is None:
             out[name] = Const(None)
-        elif len(values) != n or not _ints_ok(values, _I64_MIN, _I64_MAX):
+        elif len(values) != n or not ints_ok(values, I64_MIN, I64_MAX):
             return None
         else:
             out[name] = values
-    for name, (key, kind) in _FIELDS.items():
+    for name, (key, kind) in ENVELOPE_COLUMNS.items():
         values = list(map(get, docs, repeat(key, n)))
         if kind == "string":
             if not set(map(type, values)) <= _STR_TYPES:
                 return None
-        elif not _ints_ok(values, *((TS_MIN_MS, TS_MAX_MS) if kind == "timestamp" else (_I64_MIN, _I64_MAX))):
+        elif not ints_ok(values, *((TS_MIN_MS, TS_MAX_MS) if kind == "timestamp" else (I64_MIN, I64_MAX))):
             return None
         out[name] = values
-    for name in _REQUIRED:
+    for name in REQUIRED_COLUMNS:
         if None in out[name]:
             return None
     payloads = list(map(get, docs, repeat("payload", n)))
-    out["payload_json"] = [None if p is None else _dumps(p) for p in payloads]
+    out["payload_json"] = [None if p is None else json_text(p) for p in payloads]
     # one union of every key of the window first: a window without unknown keys is the common case
-    if _KNOWN.issuperset(set().union(*docs)):
+    if KNOWN_KEYS.issuperset(set().union(*docs)):
         out["extra_json"] = out["redriven_at"] = out["redrive_count"] = Const(None)
     else:
         extras = window_extras(docs)

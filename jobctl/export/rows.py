@@ -19,7 +19,8 @@ from ..escape import json_safe, shown
 from ..model import JobRecord
 from ..ops.plan import payload_sha1
 
-__all__ = ["record_row", "iso_ms", "parse_iso_ms", "TS_MIN_MS", "TS_MAX_MS"]
+__all__ = ["record_row", "iso_ms", "parse_iso_ms", "TS_MIN_MS", "TS_MAX_MS", "int64_or_none", "ts_or_none",
+           "utf8_text", "json_text"]
 
 _I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
 #: 0001-01-01T00:00:00.000Z and 9999-12-31T23:59:59.999Z: the range Spark and ISO text hold.
@@ -52,7 +53,10 @@ def parse_iso_ms(text: str) -> int:
     return (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000
 
 
-def _int(value: Any, name: str, problems: list[str]) -> int | None:
+def int64_or_none(value: Any, name: str, problems: list[str]) -> int | None:
+    """``value`` as an int64 (an integral float converted), else ``None``;
+    out of the int64 range it is ``None`` and a line naming field ``name`` is
+    appended to ``problems``."""
     if value is None:
         return None
     if type(value) is int and _I64_MIN <= value <= _I64_MAX:  # the common case, first
@@ -68,12 +72,15 @@ def _int(value: Any, name: str, problems: list[str]) -> int | None:
     return None
 
 
-def _ts(value: Any, name: str, problems: list[str]) -> int | None:
+def ts_or_none(value: Any, name: str, problems: list[str]) -> int | None:
+    """``value`` as epoch ms between :data:`TS_MIN_MS` and :data:`TS_MAX_MS`
+    (years 1..9999), else ``None`` with a line in ``problems`` (as
+    :func:`int64_or_none`)."""
     if value is None:
         return None
     if type(value) is int and TS_MIN_MS <= value <= TS_MAX_MS:
         return value
-    value = _int(value, name, problems)
+    value = int64_or_none(value, name, problems)
     if value is None or TS_MIN_MS <= value <= TS_MAX_MS:
         return value
     problems.append(f"field {name} is not a time between years 1 and 9999")
@@ -96,8 +103,8 @@ def record_row(rec: JobRecord) -> tuple:
         except UnicodeDecodeError:
             b64 = base64.b64encode(raw).decode("ascii")
     extra = env.extra
-    payload_json = None if env.payload is None else _dumps(env.payload)
-    extra_json = _dumps(extra) if extra else None
+    payload_json = None if env.payload is None else json_text(env.payload)
+    extra_json = json_text(extra) if extra else None
     redrive_count = extra.get("redriveCount")
     row = (
         rec.queue,
@@ -105,29 +112,29 @@ def record_row(rec: JobRecord) -> tuple:
         rec.shard,
         None if rec.state is None else getattr(rec.state, "value", str(rec.state)),
         rec.job_id,
-        _int(rec.position, "position", problems),
-        _int(rec.score, "score", problems),
-        _ts(rec.deadline_ms, "visibility deadline", problems),
+        int64_or_none(rec.position, "position", problems),
+        int64_or_none(rec.score, "score", problems),
+        ts_or_none(rec.deadline_ms, "visibility deadline", problems),
         env.job_id,
         env.job_type,
-        _int(env.job_version, "jobVersion", problems),
+        int64_or_none(env.job_version, "jobVersion", problems),
         env.tenant_id,
         env.idempotency_key,
-        _ts(env.created_ms, "createdAtEpochMs", problems),
-        _ts(env.not_before_ms, "notBeforeEpochMs", problems),
-        _ts(env.deadline_ms, "deadlineEpochMs", problems),
-        _int(env.attempt, "attempt", problems),
-        _int(env.max_attempts, "maxAttempts", problems),
+        ts_or_none(env.created_ms, "createdAtEpochMs", problems),
+        ts_or_none(env.not_before_ms, "notBeforeEpochMs", problems),
+        ts_or_none(env.deadline_ms, "deadlineEpochMs", problems),
+        int64_or_none(env.attempt, "attempt", problems),
+        int64_or_none(env.max_attempts, "maxAttempts", problems),
         env.trace_id,
         env.correlation_id,
         env.payload_ref,
         payload_json,
-        _ts(env.last_attempt_ms, "lastAttemptAtEpochMs", problems),
-        _ts(env.next_attempt_ms, "nextAttemptAtEpochMs", problems),
+        ts_or_none(env.last_attempt_ms, "lastAttemptAtEpochMs", problems),
+        ts_or_none(env.next_attempt_ms, "nextAttemptAtEpochMs", problems),
         env.last_error_code,
         env.last_error_message,
-        _ts(extra.get("redrivenAtEpochMs"), "redrivenAtEpochMs", problems),
-        _int(redrive_count, "redriveCount", problems),
+        ts_or_none(extra.get("redrivenAtEpochMs"), "redrivenAtEpochMs", problems),
+        int64_or_none(redrive_count, "redriveCount", problems),
         extra_json,
         bool(problems),
         "; ".join(problems) if problems else None,
@@ -138,10 +145,12 @@ def record_row(rec: JobRecord) -> tuple:
     )
     # ids and fields with bytes that are not UTF-8 (surrogates): escaped,
     # ``\\xff``; the value itself is exact in raw_b64
-    return tuple(_utf8(v) if isinstance(v, str) else v for v in row)
+    return tuple(utf8_text(v) if isinstance(v, str) else v for v in row)
 
 
-def _utf8(value: str) -> str:
+def utf8_text(value: str) -> str:
+    """``value`` when it encodes as UTF-8; else its escaped form
+    (:func:`jobctl.escape.shown`: surrogate escapes as ``\\xff``)."""
     try:
         value.encode("utf-8")
         return value
@@ -149,7 +158,7 @@ def _utf8(value: str) -> str:
         return shown(value)
 
 
-def _dumps(value) -> str:
+def json_text(value) -> str:
     """JSON text of ``value``; undecodable bytes and huge integers made safe."""
     try:
         return orjson.dumps(value).decode("utf-8")
