@@ -6,7 +6,9 @@ returns header.  :func:`script` loads the file once per process and
 registers it once per client; a line ``--@prelude`` in a script is replaced
 by the shared prelude: ``jobctl/lua/prelude/checks.lua`` (type and argument
 validation) then ``jobctl/lua/prelude/steps.lua`` (the per-job fences and
-ordered writes), so no script carries its own copy.  It (``redis.Redis.register_script``: EVALSHA with a
+ordered writes), and a line ``--@prelude <name>`` by
+``jobctl/lua/prelude/<name>.lua`` (``window``: the window calls' shared
+steps; ``rl_step``; ``predicate``), so no script carries its own copy.  It (``redis.Redis.register_script``: EVALSHA with a
 fallback to EVAL after a SCRIPT FLUSH or failover).  Every key a script
 touches is passed in KEYS so that Redis Cluster can route the call.
 """
@@ -33,8 +35,11 @@ SCRIPT_NAMES += ("rl_pause_move", "rl_migrate_in", "rl_migrate_out", "rl_transfo
 SCRIPT_NAMES += ("de_move",)  # delayed-events
 SCRIPT_NAMES += ("dz_move",)  # delay-zset
 SCRIPT_NAMES += ("hj_requeue",)  # hash-job: processing -> pending, bounded
-SCRIPT_NAMES += ("hj_suppressed_move", "hj_repair")  # hash-job (failed list: list_window, kind "hj")
-SCRIPT_NAMES += ("list_window", "list_restore", "lease")  # the window engine (jobctl.ops.window)
+SCRIPT_NAMES += ("hj_suppressed_move", "hj_repair")  # hash-job (failed list: hj_window)
+SCRIPT_NAMES += ("list_restore", "lease")  # the walk driver's hold and lease (jobctl.ops.walk)
+# the walk driver's window calls, one script per kind of list (and walk mode):
+# jobctl.ops.walk.source.WINDOW_SCRIPTS; shared steps in prelude/window.lua
+SCRIPT_NAMES += ("rl_window", "rl_tail", "jl_window", "hj_window")
 SCRIPT_NAMES += ("list_scan",)  # a filtered dead-list plan's server-side rule-out (jobctl.layouts.reliable_list.predicate_plan)
 SCRIPT_NAMES += ("jl_requeue", "jl_suppressed_move", "jl_repair")  # json-list
 

@@ -730,7 +730,7 @@ def test_suppress_and_purge_plans_are_fenced_to_identity_and_position(redis_clie
 
 
 def test_lua_scripts_have_headers_and_never_read_a_whole_key():
-    names = [n for n in SCRIPT_NAMES if n.startswith("rl_") or n in ("list_window", "list_restore", "lease")]
+    names = [n for n in SCRIPT_NAMES if n.startswith("rl_") or n in ("jl_window", "hj_window", "list_restore", "lease")]
     assert {"rl_zset_move", "rl_requeue", "rl_repair"} <= set(names)
     for name in names:
         text = source(name)

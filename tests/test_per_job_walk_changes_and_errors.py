@@ -266,7 +266,7 @@ def test_noscript_with_another_client_reloading_the_script_between_round_trips(r
     plan = lay.plan(redrive())
     polls: list[int] = []
     base = noscript_errors(redis_client)
-    script = scripts.script(redis_client, "list_window").script
+    script = scripts.script(redis_client, "hj_window").script
 
     def stop():
         polls.append(1)
@@ -340,7 +340,7 @@ def test_hash_job_plan_of_an_empty_failed_list(redis_client):
 
 
 def test_hash_job_plan_with_a_hold_a_crashed_walk_left(redis_client):
-    """A crashed walk left the 7 oldest ids in the hold (as list_window
+    """A crashed walk left the 7 oldest ids in the hold (as hj_window
     does: LMOVE failed hold RIGHT LEFT): the plan counts them first, the
     walk puts them back first; every job moves, in order."""
     job_ids = failed_jobs(redis_client, 30)

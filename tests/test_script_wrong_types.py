@@ -385,7 +385,8 @@ def _window_args(kind: str, mode: str, upto: int, info: str, entries: list) -> l
     return args + entries + (list(FENCE_FIELDS) if kind == "hj" else [])
 
 
-def _list_window(kind: str, mode: str):
+def _window(kind: str, mode: str):
+    """A per-job window call (rl_window, jl_window, hj_window) that moves one job and holds one element."""
     def build(c):
         total = 2
         if kind == "jl":
@@ -401,13 +402,30 @@ def _list_window(kind: str, mode: str):
             else:
                 c.set("job:{t}:a", ENV)
         _walk(c, total)
-        target = {"ready": "w:{t}:ready", "suppressed": "w:{t}:sup", "purge": "w:{t}:dead"}[mode]
-        keys = [*WIN, target, "w:{t}:redriven", "w:{t}:info"]
-        keys += ["w:{t}:raw", "w:{t}:attempts", "w:{t}:errors"] if kind == "jl" else [keys[0]] * 3
+        keys = _window_keys(kind, mode)
         if kind != "jl":
             keys.append("w:{t}:job:a" if kind == "hj" else "job:{t}:a")
         info = '{"by":"x"}' if mode == "suppressed" else ""
         return keys, _window_args(kind, mode, total, info, entries)
+    return build
+
+
+def _window_keys(kind: str, mode: str) -> list:
+    target = {"ready": "w:{t}:ready", "suppressed": "w:{t}:sup", "purge": "w:{t}:dead"}[mode]
+    keys = [*WIN, target, "w:{t}:redriven", "w:{t}:info"]
+    return keys + (["w:{t}:raw", "w:{t}:attempts", "w:{t}:errors"] if kind == "jl" else [keys[0]] * 3)
+
+
+def _rl_tail(mode: str, filtered: bool = False):
+    """A tail-walk window call (rl_tail) over a dead list of one id, its entry 1."""
+    def build(c):
+        c.rpush("w:{t}:dead", "a")
+        c.set("job:{t}:a", ENV)
+        _walk(c, 1)
+        keys = _window_keys("rl", mode) + ["job:{t}:a"]
+        info = '{"by":"x"}' if mode == "suppressed" else ""
+        args = ["rl", mode, "op1", "lv", "50000", 1, "1000", "2000", "0", info, "0", 1, 0, 0, "job:{t}:"]
+        return keys, args + ([bytes([0b10000000]), "1"] if filtered else [])
     return build
 
 
@@ -439,7 +457,8 @@ def C(label, build, writes, types, per_job=None, untyped=None) -> Call:  # noqa:
 
 
 PAYLOAD_PER_JOB = {4: "wrongtype"}
-WINDOW_JOB = "a job key of the wrong type only holds its own job (list_window's per-job step, code 'wrongtype')"
+WINDOW_JOB = "a job key of the wrong type only holds its own job (hj_window's per-job step, code 'wrongtype')"
+TAIL_PURGE = "an unfiltered purge unlinks the planned payload keys in one UNLINK, whatever their type (rl_tail)"
 WINDOW_TYPES = {1: "list", 2: "list", 3: "hash", 4: "string", 6: "hash", 7: "hash"}
 
 SCRIPTS: dict[str, tuple[Call, ...] | ReadOnly] = {
@@ -528,14 +547,32 @@ SCRIPTS: dict[str, tuple[Call, ...] | ReadOnly] = {
         C("duplicate", _hj_repair("duplicate"), {1}, {1: "list"}),
         C("no_deadline", _hj_repair("no_deadline"), {2}, {1: "list", 2: "hash"}),
     ),
-    "list_window": (
-        C("rl-ready", _list_window("rl", "ready"), {1, 2, 3, 4, 5, 6}, {**WINDOW_TYPES, 5: "list"}),
-        C("rl-suppressed", _list_window("rl", "suppressed"), {1, 2, 3, 4, 5, 7}, {**WINDOW_TYPES, 5: "zset"}),
-        C("jl-purge", _list_window("jl", "purge"), {1, 2, 3, 4, 9, 10},
+    "rl_window": (
+        C("ready", _window("rl", "ready"), {1, 2, 3, 4, 5, 6}, {**WINDOW_TYPES, 5: "list"}),
+        C("suppressed", _window("rl", "suppressed"), {1, 2, 3, 4, 5, 7}, {**WINDOW_TYPES, 5: "zset"}),
+        C("purge", _window("rl", "purge"), {1, 2, 3, 4, 11}, {**WINDOW_TYPES, 5: "list"},
+          untyped={11: "a purge unlinks the planned job's payload key, whatever its type"}),
+    ),
+    "rl_tail": (
+        C("ready", _rl_tail("ready"), {1, 3, 4, 5, 6}, {**WINDOW_TYPES, 5: "list"}),
+        C("ready-filtered", _rl_tail("ready", True), {1, 3, 4, 5, 6}, {**WINDOW_TYPES, 5: "list"}),
+        C("suppressed", _rl_tail("suppressed"), {1, 3, 4, 5, 7}, {**WINDOW_TYPES, 5: "zset"}),
+        C("purge", _rl_tail("purge"), {1, 3, 4, 11}, {**WINDOW_TYPES, 5: "list"}, untyped={11: TAIL_PURGE}),
+    ),
+    "jl_window": (
+        C("ready", _window("jl", "ready"), {1, 2, 3, 4, 5, 6}, {**WINDOW_TYPES, 5: "list", 8: "hash", 9: "hash",
+                                                                 10: "hash"}),
+        C("purge", _window("jl", "purge"), {1, 2, 3, 4, 9, 10},
           {**WINDOW_TYPES, 5: "list", 8: "hash", 9: "hash", 10: "hash"}),
-        C("jl-suppressed", _list_window("jl", "suppressed"), {1, 2, 3, 4, 5, 7, 8},
+        C("suppressed", _window("jl", "suppressed"), {1, 2, 3, 4, 5, 7, 8},
           {**WINDOW_TYPES, 5: "zset", 8: "hash", 9: "hash", 10: "hash"}),
-        C("hj-ready", _list_window("hj", "ready"), {1, 2, 3, 4, 5, 11}, {**WINDOW_TYPES, 5: "list"},
+    ),
+    "hj_window": (
+        C("ready", _window("hj", "ready"), {1, 2, 3, 4, 5, 11}, {**WINDOW_TYPES, 5: "list"},
+          untyped={11: WINDOW_JOB}),
+        C("suppressed", _window("hj", "suppressed"), {1, 2, 3, 4, 5, 7}, {**WINDOW_TYPES, 5: "zset"},
+          untyped={11: WINDOW_JOB}),
+        C("purge", _window("hj", "purge"), {1, 2, 3, 4, 11}, {**WINDOW_TYPES, 5: "list"},
           untyped={11: WINDOW_JOB}),
     ),
     "list_restore": (C("restore", _list_restore, {1, 2, 3}, {1: "list", 2: "list", 3: "hash"}),),
@@ -667,6 +704,23 @@ BAD_ARGS = [
     ("jl_repair", _jl_repair("stray_claim_time"), lambda a: _with(a, 2, "x"), "BADARG claim time"),
     ("jl_repair", _jl_repair("duplicate"), lambda a: a[:3], "BADARG job string"),
     ("jl_repair", _jl_repair("dangling"), lambda a: _with(a, 1, ""), "BADARG job id"),
+    # the window scripts: each takes its own kind, modes and widths only
+    ("rl_window", _window("rl", "ready"), lambda a: _with(a, 0, "jl"), "BADARG kind"),
+    ("rl_window", _window("rl", "ready"), lambda a: _with(a, 1, "later"), "BADARG mode"),
+    ("rl_window", _window("rl", "ready"), lambda a: _with(a, 12, 4), "BADARG width"),
+    ("rl_window", _window("rl", "ready"), lambda a: _with(a, 11, 2), "BADARG expected"),
+    ("rl_window", _window("rl", "ready"), lambda a: _with(a, 14, "x"), "BADARG position"),
+    ("rl_tail", _rl_tail("ready"), lambda a: _with(a, 12, 3), "BADARG width"),
+    ("rl_tail", _rl_tail("ready"), lambda a: _with(a, 13, "x"), "BADARG first"),
+    ("rl_tail", _rl_tail("ready", True), lambda a: _with(a, 1, "purge"), "BADARG a filtered tail plan"),
+    ("rl_tail", _rl_tail("ready", True), lambda a: _with(a, 15, b""), "BADARG bitmap"),
+    ("jl_window", _window("jl", "ready"), lambda a: _with(a, 1, "stream"), "BADARG mode"),
+    ("jl_window", _window("jl", "ready"), lambda a: _with(a, 12, 5), "BADARG width"),
+    ("jl_window", _window("jl", "ready"), lambda a: _with(a, 0, "rl"), "BADARG kind"),
+    ("hj_window", _window("hj", "ready"), lambda a: _with(a, 1, "scheduled"), "BADARG mode"),
+    ("hj_window", _window("hj", "ready"), lambda a: _with(a, 12, 3), "BADARG width"),
+    ("hj_window", _window("hj", "ready"), lambda a: a[:17], "BADARG hj needs the fence field list"),
+    ("hj_window", _window("hj", "ready"), lambda a: _with(a, 4, 0), "BADARG ttl"),
 ]
 
 

@@ -308,7 +308,7 @@ def _flushed_then_loaded(redis_client, monkeypatch, flt):
     of the plan, and a rerun moves the rest."""
     jobs, want, lay = setup_walk(redis_client, monkeypatch, flt, 200)
     plan = lay.plan(spec(flt))
-    script = scripts.script(redis_client, "list_window").script
+    script = scripts.script(redis_client, "rl_tail").script
     calls: list[int] = []
 
     def progress(done, total):

@@ -618,7 +618,7 @@ def test_hash_job_fence_is_computed_server_side_from_the_field_list(redis_client
     # the field list comes from Python (FENCE_FIELDS as ARGV), never written again in the script
     from jobctl.scripts import script
 
-    source = script(redis_client, "list_window").script
+    source = script(redis_client, "hj_window").script
     assert "last_error_at_ms" not in source and "'claim_token', 'claimed_at_ms', 'last_error" not in source
 
 
@@ -733,7 +733,7 @@ def test_hash_job_window_call_without_fence_fields_is_refused(redis_client):
     lay = hj_layout(redis_client)
     [src] = lay.sources(hj_spec("purge", flt="id ~ '*'"))
     before = snapshot(redis_client)
-    window_script = script(redis_client, "list_window")
+    window_script = script(redis_client, "hj_window")
     base = ["hj", "purge", "op", "v", 1000, 3, NOW, NOW, "0", b"", 64, 1]
     for width, extra in ((4, []), (3, list(FENCE_FIELDS)), (0, list(FENCE_FIELDS))):
         entry = [jobs[0], 0, "", ""][:width] if width else [0, src.payload_key("")]
@@ -759,7 +759,7 @@ def test_filtered_window_call_that_starts_before_its_entries_loses_nothing(redis
     entries = ids[::-1][5:10]  # the plan's window 5..9 from the tail; the walk is at 0
     args = ["rl", "ready", "op", "v", 1000, 20, NOW, NOW, "0", b"", 0, len(entries), 0, 5, k.job(""),
             bytes([0b11111000]), "1"]
-    script(redis_client, "list_window")(keys=keys + [k.job(i) for i in entries], args=args)
+    script(redis_client, "rl_tail")(keys=keys + [k.job(i) for i in entries], args=args)
     left = [x.decode() for x in redis_client.lrange(k.dead, 0, -1) + redis_client.lrange(k.hold, 0, -1)]
     assert sorted(left) == sorted(ids) and redis_client.llen(k.ready) == 0
 

@@ -14,7 +14,7 @@ Applying a plan on it (:func:`drive`) is, per source:
    so every job is back in the dead list in its order;
 3. record the walk in the walk hash (op, total tail positions the plan
    covers, popped = 0);
-4. window calls (``list_window.lua``), each popping up to ``batch`` tail
+4. window calls (the kind's script, :data:`~.source.WINDOW_SCRIPTS`), each popping up to ``batch`` tail
    positions: planned jobs whose fence holds move (one ``redis.pcall``-guarded
    step per job, target written first), the rest go to the hold list in
    order.  The calls carry their own bounds (``upto``) and the popped count

@@ -89,10 +89,11 @@ def done_with(src: ListSource, taken: list[ListSource], value: str, back=give_ba
         back([src], value)
 
 
-def begin_walk(src: ListSource, value: str, total: int):
+def begin_walk(src: ListSource, value: str, total: int, tail: bool = False):
     """Start one source's walk: finish a hold a crash left, take the walk
-    (``lease.lua begin``) and load ``list_window.lua`` so the round trips
-    send EVALSHA; returns the window script.  Raises :class:`Busy` when
+    (``lease.lua begin``) and load the source's window script
+    (:meth:`ListSource.window_script`, ``tail``: a tail walk's) so the round
+    trips send EVALSHA; returns the window script.  Raises :class:`Busy` when
     another operation's walk is still recorded, or its lease was lost."""
     import redis
 
@@ -106,6 +107,6 @@ def begin_walk(src: ListSource, value: str, total: int):
         raise Busy(f"walk of operation {text(begun[1])} still recorded in {src.walk}")
     if src.record_upkeep is not None:  # only once the walk is this operation's
         src.record_upkeep()
-    window = script(src.client, "list_window")
+    window = script(src.client, src.window_script(tail))
     src.client.script_load(window.script)
     return window

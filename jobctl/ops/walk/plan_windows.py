@@ -39,7 +39,7 @@ class PlanWindows:
         return self.same.get(w, False)
 
     def extra(self, lo: int, hi: int) -> list:
-        """ARGV[16..17] of ``list_window.lua`` for the entries [lo, hi): their
+        """ARGV[16..17] of ``rl_tail.lua`` for the entries [lo, hi): their
         match bitmap and "1" when their plan windows are unchanged."""
         w0, w1 = lo // self.size, (hi - 1) // self.size
         flag = "1" if all(self.unchanged(w) for w in range(w0, w1 + 1)) else "0"

@@ -15,7 +15,7 @@ from ..result import BatchResult
 from ..spec import Operation, OpSpec
 
 __all__ = ["ListSource", "by_job_id", "call_error", "record_code", "drives", "WINDOW_OPERATIONS",
-           "LOST_CONNECTION", "SLACK", "RESTORE_MAX"]
+           "LOST_CONNECTION", "SLACK", "RESTORE_MAX", "WINDOW_SCRIPTS"]
 
 
 def _lost_connection() -> tuple[type[BaseException], ...]:
@@ -36,6 +36,12 @@ WINDOW_OPERATIONS = frozenset({Operation.REDRIVE, Operation.SUPPRESS, Operation.
 SLACK = 64
 #: Elements one restore call moves back.
 RESTORE_MAX = 2000
+
+#: The window script (``jobctl/lua/<name>.lua``) of each kind of list, per
+#: walk mode ``(per job, tail)``: the one place the driver picks a script.
+#: Only reliable-list ids have a tail walk; the others' scripts refuse width 0.
+WINDOW_SCRIPTS = {"rl": ("rl_window", "rl_tail"), "jl": ("jl_window", "jl_window"),
+                  "hj": ("hj_window", "hj_window")}
 
 
 def drives(spec: OpSpec) -> bool:
@@ -107,8 +113,14 @@ class ListSource:
     #: round trip carries ``ROUND_TRIP_POSITIONS`` over it
     cost: int = 1
 
+    def window_script(self, tail: bool) -> str:
+        """The name of the window script this source's calls run
+        (:data:`WINDOW_SCRIPTS`; ``tail``: a tail walk's); KeyError for an
+        unknown kind."""
+        return WINDOW_SCRIPTS[self.kind][tail]
+
     def fixed_keys(self) -> list[str]:
-        """KEYS[1..10] of ``list_window.lua``."""
+        """KEYS[1..10] of the window scripts (:meth:`window_script`)."""
         extra = [self.raw, self.attempts, self.errors] if self.kind == "jl" else [self.dead] * 3
         return [self.dead, self.hold, self.walk, self.lease, self.target, self.redriven, self.info_hash, *extra]
 

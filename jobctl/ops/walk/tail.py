@@ -4,7 +4,7 @@ filtered one's windows (:class:`~jobctl.ops.plan.PredicateRange`).
 
 Every tail position the plan saw is planned, so no per-job data comes from
 the plan: before each round trip one ``LRANGE`` reads the ids of its
-windows, and each ``list_window.lua`` call (width 0) carries only their
+windows, and each ``rl_tail.lua`` call (width 0) carries only their
 payload keys; the script expects entry ``i`` at tail position
 ``first + i - 1`` and holds any other element.  Lease, hold, walk hash,
 restore and stopping are the driver's (:func:`~.driver.drive`).
@@ -77,7 +77,7 @@ class TailWalk:
 
     def __iter__(self) -> Iterator[BatchResult]:
         src = self.src
-        window = begin_walk(src, self.value, self.total)
+        window = begin_walk(src, self.value, self.total, tail=True)
         # the parts of every call that do not change: EVALSHA <sha>, the fixed KEYS, ARGV[1..5]
         self.head = bulk("EVALSHA") + bulk(window.sha)
         self.fixed_blob = b"".join(map(bulk, self.fixed))
