@@ -104,9 +104,10 @@ def _holds_to_lift(req: OpRequest, layout: "Layout") -> list[dict[str, Any]]:
 def _transform_samples(layout: "Layout", plan: "Plan", transform, n: int = 3) -> list[str]:
     """The before/after diff of the first ``n`` planned envelopes of a
     ``migrate --transform`` (a rollback: none); reads ``n`` payloads."""
-    if plan.spec.operation is not Operation.TRANSFORM or not hasattr(transform, "apply_raw"):
+    from .transform import Transform, diff_lines
+
+    if plan.spec.operation is not Operation.TRANSFORM or not isinstance(transform, Transform):
         return []
-    from .transform import diff_lines
 
     lines: list[str] = []
     for job in plan.jobs[:n]:
