@@ -772,3 +772,16 @@ def test_wrong_type_is_refused_before_any_write(redis_client, name, call, index,
         with pytest.raises(redis.exceptions.ResponseError, match="WRONGTYPE"):
             run(keys=keys, args=args)
     assert_unchanged(before, keyspace(redis_client))
+
+
+def test_window_scripts_are_one_per_kind_without_a_branch_on_kind():
+    """The walk driver's scripts (one per kind, and walk mode) are registered,
+    and none branches on the kind of list (each checks its own ARGV[1])."""
+    from jobctl.ops.walk.source import WINDOW_SCRIPTS
+    from jobctl.scripts import source
+
+    names = {name for pair in WINDOW_SCRIPTS.values() for name in pair}
+    assert names <= set(SCRIPT_NAMES) and "list_window" not in SCRIPT_NAMES
+    for name in names:
+        text = source(name)
+        assert "kind ==" not in text and "kind ~=" not in text, name

@@ -1,7 +1,8 @@
 -- list_restore.lua: put the hold list of the window engine back at the tail
--- of its dead list, in the original order (jobctl.ops.window).
+-- of its dead list, in the original order (jobctl.ops.walk).
 --
--- list_window.lua moved each element it kept from the dead list's tail to
+-- The window scripts (rl_window.lua, rl_tail.lua, jl_window.lua,
+-- hj_window.lua) moved each element they kept from the dead list's tail to
 -- the hold (LMOVE dead hold <tail> <other end>); this moves them back the
 -- other way, the last held first, so that after the hold is empty the dead
 -- list holds them at its tail in their old order, with any job

@@ -3,7 +3,7 @@
 -- One atomic step per job; the call touches only the N jobs it is given.
 -- jobctl uses it for the dead stream; a dead list (redrive, suppress,
 -- purge) is walked in bounded windows by the window engine
--- (list_window.lua) instead.  The list kind kept here searches with
+-- (rl_window.lua, rl_tail.lua) instead.  The list kind kept here searches with
 -- LPOS/LREM: O(distance from the tail) per job, bounded by MAXLEN.
 --
 -- Dead list (ids, newest at the head): a job is found with LPOS from the
