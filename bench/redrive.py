@@ -5,7 +5,7 @@ On one throwaway server, each measured on a freshly loaded dead list of
 tenants ``t0``..``t9`` so ``tenant = t1`` matches exactly 10 %):
 
 1. One script call of jobctl's dead-list apply (the window engine's
-   ``list_window.lua``, which every dead-list redrive, suppress and purge
+   ``rl_tail.lua`` / ``rl_window.lua``, which every dead-list redrive, suppress and purge
    runs, one call per round trip here, and ``list_restore.lua``): about ``--window-calls`` calls per batch size
    in ``--windows`` (256, jobctl's default, and 128) on the full list, in
    three mixes (no job planned: pure rotation; 10 % planned; all planned),
@@ -110,7 +110,7 @@ def fresh_dead(admin, n: int) -> float:
     return time.perf_counter() - t0
 
 
-# -- 1. one list_window call ---------------------------------------------------------
+# -- 1. one window-script call ---------------------------------------------------------
 
 #: SLOWLOG threshold while timing script calls: every script call takes
 #: longer, while the commands a script runs (also logged) rarely do.
@@ -124,7 +124,7 @@ def _script_shas() -> dict[str, str]:
     from jobctl.scripts import SCRIPT_NAMES, source
 
     return {hashlib.sha1(source(n).encode()).hexdigest(): n for n in SCRIPT_NAMES
-            if n.startswith("rl_") or n in ("list_window", "list_restore")}
+            if n.startswith("rl_") or n in ("rl_window", "rl_tail", "list_restore")}
 
 
 def _info_cpu_cost(admin, samples: int = 200) -> float:
@@ -153,7 +153,7 @@ def window_latency(admin, url: str, config: Path, calls: int, window: int) -> di
     was preempted), and the server's CPU time across the call (``INFO cpu``
     before and after, minus what an ``INFO cpu`` costs), which other load on
     the machine does not inflate.  Reported
-    per script (``list_window`` and ``list_restore``, which puts the held
+    per script (``rl_tail``/``rl_window`` and ``list_restore``, which puts the held
     jobs back in order afterwards).
     """
     from jobctl.filter import MATCH_ALL, compile_filter
@@ -214,8 +214,8 @@ def window_latency(admin, url: str, config: Path, calls: int, window: int) -> di
                                     "server_cpu_ms": summary([c for s_, _, c in timings if s_ == sha], 1000.0)}
             out[mode] = {"planned": plan.planned, "dead_length_before": length_before,
                          "dead_length_after": admin.llen(keys.dead), "scripts": per_script}
-            w = per_script.get("list_window", {}).get("server_ms", {})
-            note(f"window {window}, {mode}: {plan.planned:,} moved; list_window server median "
+            w = per_script.get("rl_tail", per_script.get("rl_window", {})).get("server_ms", {})
+            note(f"window {window}, {mode}: {plan.planned:,} moved; rl_tail server median "
                  f"{fmt(w.get('median'))} ms, max {fmt(w.get('max'))} ms")
     finally:
         client.evalsha = plain_evalsha

@@ -316,7 +316,7 @@ class WindowSource(Protocol):
     the implementation for dead lists).
 
     A source is a list walked from its tail (the end workers do not push
-    at) by bounded Lua window calls (``list_window.lua``): each call pops up
+    at) by bounded Lua window calls (the window scripts (``rl_window.lua``, ``rl_tail.lua``, ...)): each call pops up
     to ``batch`` tail positions, moves the planned jobs whose fence holds
     (one atomic, ``redis.pcall``-guarded step per job, per-job codes in the
     reply) and parks the rest on the jobctl-owned ``hold`` list, in order;

@@ -119,7 +119,7 @@ def shard_chunks(jobs: Iterable[J], batch: int) -> Iterator[tuple[int, list[J]]]
 
 
 def window_mode(spec: OpSpec) -> str:
-    """The ``list_window.lua`` mode of a dead-list operation the window
+    """The window scripts' mode of a dead-list operation the window
     engine drives: ``purge``, ``suppressed``, ``scheduled`` (a redrive
     ``--to scheduled``) or ``ready``."""
     if spec.operation is Operation.PURGE:

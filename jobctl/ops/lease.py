@@ -2,7 +2,7 @@
 
 Lease: ``queue:{t}:jobctl:lease`` (json-list: ``<prefix>:jobctl:lease``)
 holds ``<op id> <host> <pid>`` with a PX TTL (:data:`LEASE_TTL_MS`) that
-every window call renews (``list_window.lua``); ``lease.lua`` takes, gives
+every window call renews (the window scripts (``rl_window.lua``, ``rl_tail.lua``, ...)); ``lease.lua`` takes, gives
 back and starts a walk under it.  A second operation on the same source is
 refused with :class:`~jobctl.errors.Busy` (exit 11).  A lease held by a
 process of this host that no longer runs (kill -9) is taken over.

@@ -9,7 +9,7 @@ hash per queue shard and UTC day, ``queue:{t}:jobctl:redriven:<YYYY-MM-DD>``
 the operation's apply started on; :meth:`jobctl.keys._WindowKeys.redriven`),
 job id -> JSON ``[op id, at (epoch ms), count]`` (``count``: that job's
 redrives recorded in that hash), with one ``HMGET`` + one ``HSET`` per call
-(``list_window.lua``).
+(the window scripts (``rl_window.lua``, ``rl_tail.lua``, ...)).
 
 Retention: reads (``jobctl inspect``, the oldest-ready age of ``status``)
 look at today's hash and those of the :data:`RETENTION_DAYS` days before.

@@ -63,7 +63,7 @@ class WrongTypeHash(dict):
     fields (an empty dict), ``key`` the key's name and ``problem`` the
     sentence that names it.  The job holds only itself: it is listed and
     exported with that problem, and an operation plans it so that the apply
-    fails it alone (``list_window.lua``'s per-job step: ``wrongtype``)."""
+    fails it alone (``hj_window.lua``'s per-job step: ``wrongtype``)."""
 
     def __init__(self, key: str) -> None:
         super().__init__()

@@ -61,7 +61,7 @@ _STATUS_WINDOW = 1_000
 
 #: Hash fields a worker or the reclaimer changes: an operation's fence is the
 #: SHA1 of their values joined by ``\x1f`` (missing fields as ""), computed
-#: the same way in Lua from this list, passed as ARGV (``list_window.lua``
+#: the same way in Lua from this list, passed as ARGV (``hj_window.lua``
 #: kind ``hj`` for the failed list; the other ``hj_*.lua``).
 FENCE_FIELDS = ("status", "attempts", "claim_token", "claimed_at_ms", "last_error_at_ms", "payload")
 

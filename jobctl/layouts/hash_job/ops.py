@@ -23,7 +23,7 @@ changes, :data:`~.hash_job.FENCE_FIELDS`):
 * purge (failed or suppressed -> gone): the id and the job hash together.
 
 The failed list is the window engine's (:mod:`jobctl.ops.window`,
-:func:`dead_sources`, kind ``"hj"`` of ``list_window.lua``), like every
+:func:`dead_sources`, ``hj_window.lua``), like every
 other layout's dead list: pipelined window calls pop it from its tail (the
 oldest failures, the right end: workers ``LPUSH`` at the head), a planned
 id moves when it is met within :data:`~jobctl.ops.window.SLACK` positions of
@@ -216,7 +216,7 @@ def dead_sources(layout: "HashJob", spec: OpSpec) -> list[ListSource]:
     """The window-engine source of the failed list for ``spec`` (an
     operation from dead; ``[]`` otherwise): ids (kind ``"hj"``), the job hash
     of each in KEYS, fenced by the SHA1 of :data:`~.hash_job.FENCE_FIELDS`
-    (passed to ``list_window.lua`` as ARGV) on top of identity + position."""
+    (passed to ``hj_window.lua`` as ARGV) on top of identity + position."""
     from jobctl.layouts.hash_job.layout import FENCE_FIELDS
 
     if not drives(spec):

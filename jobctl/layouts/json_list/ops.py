@@ -25,7 +25,7 @@ Costs.  Processing is bounded by the workers' concurrency; each requeued
 job is one ``LREM`` over it, and a call takes at most ``LREM_BUDGET /
 length`` jobs.  The dead list, which nobody pops and which may be long, is
 never searched: it is the window engine's (:mod:`jobctl.ops.window`,
-:func:`dead_sources`): pipelined ``list_window.lua`` calls walk it from its
+:func:`dead_sources`): pipelined ``jl_window.lua`` calls walk it from its
 oldest end (the left, where the workers' RPUSHes do not shift positions),
 take planned strings out (fence: the string's SHA1 + its position) and park
 every other one on jobctl's hold list, which ``list_restore.lua`` puts back

@@ -11,7 +11,7 @@ evaluates the filter on orjson dicts (:mod:`.lean_plan`).
 Applying calls one Lua script per batch (``jobctl/lua/rl_*.lua``); each job
 inside a call moves atomically and only if its fence still holds.  The dead
 list is the window engine's (:mod:`jobctl.ops.window`, :func:`dead_sources`):
-pipelined ``list_window.lua`` calls walk it from its tail, planned jobs leave
+pipelined the window scripts (``rl_window.lua``, ``rl_tail.lua``, ...) calls walk it from its tail, planned jobs leave
 (fence: identity + position), every other element waits on jobctl's hold
 list and ``list_restore.lua`` puts it back at the tail, so the jobs that stay
 dead keep their order with the newly dead ones at the head, and no call scans
@@ -255,7 +255,7 @@ def apply_plan(layout: "ReliableList", plan: Plan, *, batch: int = DEFAULT_BATCH
 
 
 def _dead_mode(layout: "ReliableList", keys: ReliableListKeys, spec: OpSpec) -> tuple[str, str]:
-    """(list_window mode, target key) of a dead-list operation."""
+    """(window-script mode, target key) of a dead-list operation."""
     mode = window_mode(spec)
     if mode == "ready":
         return mode, _target_ready(layout, keys, spec)
