@@ -64,9 +64,9 @@ ENVELOPE_FIELDS: dict[str, str] = {
     "lastErrorMessage": "last_error_message",
 }
 
-_INT_FIELDS = {"jobVersion", "createdAtEpochMs", "notBeforeEpochMs", "deadlineEpochMs",
+INT_FIELDS = {"jobVersion", "createdAtEpochMs", "notBeforeEpochMs", "deadlineEpochMs",
                "attempt", "maxAttempts", "lastAttemptAtEpochMs", "nextAttemptAtEpochMs"}
-_STR_FIELDS = {"jobId", "jobType", "tenantId", "idempotencyKey", "traceId",
+STR_FIELDS = {"jobId", "jobType", "tenantId", "idempotencyKey", "traceId",
                "correlationId", "payloadRef", "lastErrorCode", "lastErrorMessage"}
 
 
@@ -163,13 +163,13 @@ def parse_envelope(raw: bytes | str | None) -> Envelope:
             continue
         if value is None:
             continue
-        if key in _INT_FIELDS:
+        if key in INT_FIELDS:
             iv = _as_int(value)
             if iv is None:
                 env.problems.append(f"field {key} is not an integer")
                 continue
             value = iv
-        elif key in _STR_FIELDS and not isinstance(value, str):
+        elif key in STR_FIELDS and not isinstance(value, str):
             if key == "jobId" and isinstance(value, int):
                 value = str(value)
             else:

@@ -125,15 +125,7 @@ LONG_FUNCTIONS_ALLOWED: set[str] = set()
 LONG_MODULES_ALLOWED: set[str] = set()
 
 # Imports of another module's private name when the rule was written ("path: from module import _name").
-PRIVATE_IMPORTS_ALLOWED: set[str] = {
-    'jobctl/layouts/delayed_events/status.py: from jobctl.layouts.delayed_events.layout import _attempt_of',
-    'jobctl/layouts/reliable_list/lean_plan.py: from jobctl.model import _INT_FIELDS',
-    'jobctl/layouts/reliable_list/lean_plan.py: from jobctl.model import _STR_FIELDS',
-    'jobctl/layouts/stream_group/inspect.py: from jobctl.layouts.stream_group.layout import _STREAM_ID_RE',
-    'jobctl/layouts/stream_group/inspect.py: from jobctl.layouts.stream_group.layout import _fields',
-    'jobctl/layouts/stream_group/inspect.py: from jobctl.layouts.stream_group.layout import _id_after',
-    'jobctl/layouts/stream_group/inspect.py: from jobctl.layouts.stream_group.layout import _missing',
-}
+PRIVATE_IMPORTS_ALLOWED: set[str] = set()
 
 # Files outside jobctl/ops/walk/ that pack RESP themselves (send_packed_command): none left.
 PACKED_COMMAND_ALLOWED: set[str] = set()

@@ -344,7 +344,7 @@ class DelayedEvents(TypeLists, KeyedLayout):
 
 
 
-def _attempt_of(raw: bytes | None) -> int | None:
+def attempt_of(raw: bytes | None) -> int | None:
     """The envelope's ``attempt`` without building an Envelope (status)."""
     doc = None if raw is None else json_object(raw)
     attempt = None if doc is None else doc.get("attempt")

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from jobctl.model import QueueStatus, State
 from jobctl.layouts.base import now_ms
 from jobctl.layouts.common import score_ms, text, wrongtype_errors
-from jobctl.layouts.delayed_events.layout import READY_BOUND, _attempt_of
+from jobctl.layouts.delayed_events.layout import READY_BOUND, attempt_of
 from jobctl.layouts.walks import WINDOW, window_starts
 
 if TYPE_CHECKING:
@@ -76,7 +76,7 @@ def _split_zset(layout: DelayedEvents, st: QueueStatus, total: int, now: int) ->
             read += 1
             if member in shadow:
                 continue  # its list copy is counted as ready
-            attempt = _attempt_of(raw)
+            attempt = attempt_of(raw)
             if attempt is not None and attempt >= layout.max_attempts:
                 counts[State.DEAD] += 1
             elif score <= now:

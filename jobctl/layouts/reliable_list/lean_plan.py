@@ -22,7 +22,7 @@ from typing import Any
 
 import orjson
 
-from jobctl.model import _INT_FIELDS, _STR_FIELDS, ENVELOPE_FIELDS, State, parse_envelope
+from jobctl.model import INT_FIELDS, STR_FIELDS, ENVELOPE_FIELDS, State, parse_envelope
 from jobctl.ops.plan import JobColumns, Plan, PlannedJob, payload_sha1
 from jobctl.ops.spec import OpSpec
 from jobctl.layouts.common import text
@@ -31,8 +31,8 @@ from jobctl.layouts.walks import WINDOW, prefetched, walk_list
 
 __all__ = ["DocEnvelope", "doc_envelope", "plan_dead_filtered"]
 
-_INTS = tuple(sorted(_INT_FIELDS))
-_STRS = tuple(sorted(_STR_FIELDS))
+_INTS = tuple(sorted(INT_FIELDS))
+_STRS = tuple(sorted(STR_FIELDS))
 _REQUIRED = ("jobId", "jobType", "createdAtEpochMs")
 _INT_OK = frozenset({int, type(None)})
 _STR_OK = frozenset({str, type(None)})

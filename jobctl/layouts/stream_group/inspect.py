@@ -14,7 +14,8 @@ from jobctl.errors import DataError
 from jobctl.keys import StreamGroupKeys
 from jobctl.model import JobRecord, State
 from jobctl.layouts.common import score_ms, text, wrongtype_errors
-from jobctl.layouts.stream_group.layout import _STREAM_ID_RE, SEARCH_BOUND, _fields, _id_after, _missing, entry_ms
+from jobctl.layouts.stream_group.layout import SEARCH_BOUND, STREAM_ID_RE, entry_fields, entry_ms, id_after
+from jobctl.layouts.stream_group.replies import missing_stream_or_group
 from jobctl.layouts.walks import WINDOW
 
 if TYPE_CHECKING:
@@ -83,10 +84,10 @@ def _find_entry(layout: StreamGroup, stream: str, job_id: str, start: str,
                 bound: int) -> tuple[str, dict] | None:
     """The newest entry of ``stream`` whose ``jobId`` is ``job_id`` among
     its newest ``bound`` entries (``XREVRANGE`` windows)."""
-    if _STREAM_ID_RE.match(job_id):
+    if STREAM_ID_RE.match(job_id):
         hit = layout.client.xrange(stream, job_id, job_id)
         if hit:
-            return text(hit[0][0]), _fields(hit[0][1])
+            return text(hit[0][0]), entry_fields(hit[0][1])
     end = "+"
     seen = 0
     while seen < bound:
@@ -94,7 +95,7 @@ def _find_entry(layout: StreamGroup, stream: str, job_id: str, start: str,
         if not entries:
             return None
         for eid, raw_fields in entries:
-            fields = _fields(raw_fields)
+            fields = entry_fields(raw_fields)
             if fields.get("jobId") == job_id:
                 return text(eid), fields
         seen += len(entries)
@@ -111,7 +112,7 @@ def _find_in_stream(layout: StreamGroup, keys: StreamGroupKeys, job_id: str,
     try:
         hit = _find_entry(layout, keys.stream, job_id, "-", SEARCH_BOUND)
     except Exception as exc:  # noqa: BLE001
-        if _missing(exc):
+        if missing_stream_or_group(exc):
             return None
         raise
     g = layout.group_info(keys)
@@ -122,7 +123,7 @@ def _find_in_stream(layout: StreamGroup, keys: StreamGroupKeys, job_id: str,
     eid, fields = hit
     item: dict[str, Any] = {"job_id": job_id, "entry_id": eid, "fields": fields, "entered_ms": entry_ms(eid),
                             "state_key": keys.stream}
-    if g is not None and _id_after(eid, g.last_id):
+    if g is not None and id_after(eid, g.last_id):
         n = len(layout.client.xrange(keys.stream, f"({g.last_id}", f"({eid}", count=WINDOW))
         item["position"] = n if n < WINDOW else None
         return State.READY, item
@@ -138,7 +139,7 @@ def _xpending_one(layout: StreamGroup, keys: StreamGroupKeys, eid: str) -> dict 
     try:
         rows = layout.client.xpending_range(keys.stream, layout.group, eid, eid, 1)
     except Exception as exc:  # noqa: BLE001
-        if _missing(exc):
+        if missing_stream_or_group(exc):
             return None
         raise
     return rows[0] if rows else None
@@ -156,7 +157,7 @@ def _find_pending(layout: StreamGroup, keys: StreamGroupKeys, job_id: str) -> tu
             pipe.xrange(keys.stream, eid, eid)
         for entry in pipe.execute():
             if entry:
-                fields = _fields(entry[0][1])
+                fields = entry_fields(entry[0][1])
                 if fields.get("jobId") == job_id:
                     return text(entry[0][0]), fields
         seen += len(rows)

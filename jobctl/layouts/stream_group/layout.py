@@ -58,6 +58,7 @@ from jobctl.layouts.facts import StrOption
 from jobctl.layouts.planning import TRANSITIONS_WITH_SCHEDULED
 from jobctl.ops.spec import Operation
 from jobctl.layouts.common import first_found, json_object, lenient_envelope, mark_wrong_typed, merge_shard_lists, score_ms, text
+from jobctl.layouts.stream_group.replies import missing_stream_or_group
 
 __all__ = ["StreamGroup", "DEFAULT_GROUP", "DEFAULT_VISIBILITY_TIMEOUT_MS", "COUNT_BOUND", "SEARCH_BOUND"]
 
@@ -70,14 +71,15 @@ COUNT_BOUND = 10_000
 #: ``inspect`` looks for a job id among at most this many stream entries.
 SEARCH_BOUND = 20_000
 
-_STREAM_ID_RE = re.compile(r"^\d+-\d+$")
+STREAM_ID_RE = re.compile(r"^\d+-\d+$")
 
 def entry_ms(entry_id: str) -> int:
     """The epoch-ms part of a stream entry id (when the entry was added)."""
     return int(entry_id.split("-", 1)[0])
 
 
-def _fields(raw: dict) -> dict[str, str]:
+def entry_fields(raw: dict) -> dict[str, str]:
+    """A stream entry's fields (``XRANGE`` reply, bytes) as text."""
     return {text(k): text(v) for k, v in raw.items()}
 
 
@@ -142,7 +144,7 @@ class StreamGroup(ShardedLayout):
         try:
             return self._group_from(self.client.xinfo_groups(keys.stream))
         except Exception as exc:  # noqa: BLE001 - classified below
-            if _missing(exc):
+            if missing_stream_or_group(exc):
                 return None
             raise
 
@@ -203,7 +205,7 @@ class StreamGroup(ShardedLayout):
         items = []
         for n, (eid, raw_fields) in enumerate(entries):
             eid = text(eid)
-            fields = _fields(raw_fields)
+            fields = entry_fields(raw_fields)
             items.append({"job_id": fields.get("jobId") or eid, "entry_id": eid, "fields": fields,
                           "entered_ms": entry_ms(eid), "position": n})
         return items
@@ -220,7 +222,7 @@ class StreamGroup(ShardedLayout):
         for p, entry in zip(pending, pipe.execute()):
             eid = text(p["message_id"])
             idle = int(p["time_since_delivered"])
-            fields = _fields(entry[0][1]) if entry else None
+            fields = entry_fields(entry[0][1]) if entry else None
             item = {"job_id": (fields or {}).get("jobId") or eid, "entry_id": eid, "fields": fields,
                     "consumer": text(p["consumer"]), "idle_ms": idle,
                     "delivery_count": int(p["times_delivered"]),
@@ -268,7 +270,7 @@ class StreamGroup(ShardedLayout):
         try:
             return self.client.xpending_range(keys.stream, self.group, start, "+", count, idle=idle)
         except Exception as exc:  # noqa: BLE001
-            if _missing(exc):
+            if missing_stream_or_group(exc):
                 return []
             raise
 
@@ -359,18 +361,12 @@ class StreamGroup(ShardedLayout):
         return apply_plan(self, plan, batch=batch)
 
 
-def _missing(exc: BaseException) -> bool:
-    """True for the errors of a missing stream (``no such key``) or group (``NOGROUP``)."""
-    msg = str(exc)
-    return "no such key" in msg or msg.startswith("NOGROUP") or "NOGROUP" in msg.split(" ", 1)[0]
-
-
 def _carries_job(fields: dict[str, str] | None) -> bool:
     """True when entry fields carry more than the job id (the job itself)."""
     return bool(fields) and not set(fields) <= {"jobId"}
 
 
-def _id_after(a: str, b: str) -> bool:
+def id_after(a: str, b: str) -> bool:
     """Stream id ``a`` > ``b``."""
     am, _, aseq = a.partition("-")
     bm, _, bseq = b.partition("-")
