@@ -1,5 +1,5 @@
 """Per-call cost of the moves out of a stream-group dead list and out of a
-processing list (issue 11: every call bounded).
+processing list (every call bounded).
 
 * ``jobctl redrive`` of an N-job stream-group dead list (bounded windows
   of the window engine, once merged): jobs/s and the duration of every

@@ -1,4 +1,4 @@
-"""Issue 11's side-by-side bulk benchmark: jobctl vs BullMQ vs a minimal Lua move.
+"""The side-by-side bulk benchmark: jobctl vs BullMQ vs a minimal Lua move.
 
 ONE run on ONE server (its own ``redis-server`` from PATH on a free loopback
 port, ``--server valkey`` for Valkey, or ``--url`` for a server you own,
@@ -47,7 +47,7 @@ from probe import PingProbe
 from report import environment, fmt, note, table, write_results
 
 PARTS = ("redrive", "redrive-filtered", "purge", "export", "bullmq", "ceiling", "layouts")
-#: Issue 11's acceptance figures.
+#: The acceptance figures (jobctl against BullMQ).
 TARGETS = {"redrive_vs_retryJobs": 1.5, "purge_vs_clean": 2.0, "filtered_scanned_per_s": 200_000,
            "export_rows_per_s": 100_000, "rss_mib": 150, "ping_p99_ms": 1.0, "ping_max_ms": 5.0,
            "script_max_ms": 2.0}
@@ -314,7 +314,7 @@ def _print_size(n: int, runs: list[dict], idle: dict | None, floor: float,
         table(f"ratios of jobs/s at N = {n:,}", ["comparison", "ratio"], [[k, v] for k, v in ratios.items()])
     targets = _targets(runs, bull_floor)
     if targets:
-        table(f"issue 11 targets at N = {n:,}", ["figure", "measured", "target", "met"], targets)
+        table(f"targets at N = {n:,}", ["figure", "measured", "target", "met"], targets)
     return {"ratios": ratios, "targets": targets}
 
 

@@ -11,7 +11,7 @@
 * with ``--server redis|valkey``: the whole ``jobctl redrive Q --yes
   --json`` and ``jobctl purge Q --state dead --no-export --yes --json``
   processes on an empty queue of a throwaway server, the fixed cost inside
-  every bulk figure of issue 11 (interpreter, imports, connection, plan of
+  every bulk figure (interpreter, imports, connection, plan of
   nothing, output).
 
 Bytecode is cached in a private directory (``PYTHONPYCACHEPREFIX``), as

@@ -1,4 +1,4 @@
-"""Redis Cluster vs one server, measured in one run (issue 13's closing note).
+"""Redis Cluster vs one server, measured in one run.
 
 Starts, from the same server binary, one server and a 3-primary cluster
 (``tests/cluster_servers.py``), then on each:

@@ -6,7 +6,7 @@ dead lists) does not rewrite the envelope (docs/layouts.md, "Where a
 redrive is recorded").  Each window call writes its redriven jobs into one
 hash per queue shard and UTC day, ``queue:{t}:jobctl:redriven:<YYYY-MM-DD>``
 (json-list: ``<prefix>:jobctl:redriven:<YYYY-MM-DD>``; the day is the one
-the operation's apply started on; :meth:`jobctl.keys._WindowKeys.redriven`),
+the operation's apply started on; :meth:`jobctl.keys.WindowKeys.redriven`),
 job id -> JSON ``[op id, at (epoch ms), count]`` (``count``: that job's
 redrives recorded in that hash), with one ``HMGET`` + one ``HSET`` per call
 (the window scripts (``rl_window.lua``, ``rl_tail.lua``, ...)).
