@@ -40,6 +40,7 @@ SCRIPT_NAMES += ("list_restore", "lease")  # the walk driver's hold and lease (j
 # the walk driver's window calls, one script per kind of list (and walk mode):
 # jobctl.ops.walk.source.WINDOW_SCRIPTS; shared steps in prelude/window.lua
 SCRIPT_NAMES += ("rl_window", "rl_tail", "jl_window", "hj_window")
+SCRIPT_NAMES += ("jl_tail",)  # json-list: an unfiltered redrive or purge (tail walk)
 SCRIPT_NAMES += ("list_scan",)  # a filtered dead-list plan's server-side rule-out (jobctl.layouts.reliable_list.predicate_plan)
 SCRIPT_NAMES += ("jl_requeue", "jl_suppressed_move", "jl_repair")  # json-list
 

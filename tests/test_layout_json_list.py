@@ -18,9 +18,11 @@ from jobctl.filter import compile_filter
 from jobctl.keys import JsonListKeys
 from jobctl.layouts import layout_for
 from jobctl.layouts.json_list.layout import MALFORMED_ID_PREFIX, raw_sha1
+from jobctl.layouts.json_list.tail_plan import JsonTailRange
 from jobctl.model import State
 from jobctl.ops.engine import run_plan
 from jobctl.ops.spec import Operation, OpSpec
+from jobctl.scripts import script
 from jobctl_fixtures.layouts.json_list import (ADAPTER, MALFORMED_DEAD, MAX_RETRIES, VISIBILITY_TIMEOUT_MS,
                                                JsonListQueue, load_scenario)
 from helpers import assert_every_state_batched, export_dead, purge_exported, write_config
@@ -208,11 +210,65 @@ def test_malformed_strings(redis_client):
     rec = lay.inspect(bad)
     assert rec.state is State.DEAD and rec.raw == MALFORMED_DEAD and rec.envelope.problems
     plan = lay.plan(OpSpec(Operation.REDRIVE, P, State.DEAD, State.READY))
-    assert plan.malformed == [bad] and bad not in {j.job_id for j in plan.jobs}
+    # unfiltered: a count of tail positions (JsonTailRange); the malformed string is listed, not planned
+    assert plan.malformed == [bad] and plan.planned == plan.walked[0] - 1
+    before = redis_client.llen(JsonListKeys(P).dead)
+    res = run_plan(lay, plan, journal=False)
+    assert res.moved == before - 1 and bad not in res.skipped_sample
+    assert dead_list(redis_client) == [MALFORMED_DEAD]           # it stays dead, uncounted
     purge = lay.plan(OpSpec(Operation.PURGE, P, State.DEAD, None, ids=(bad,)))
     assert run_plan(lay, purge, journal=False).moved == 1
     assert MALFORMED_DEAD not in dead_list(redis_client)
     assert lay.check().ok
+
+
+# -- an unfiltered redrive or purge: the tail walk (jl_tail.lua) -----------------------------
+
+@pytest.mark.parametrize("batch", [None, 1, 7])
+def test_unfiltered_redrive_moves_the_tail_in_the_per_job_order(redis_client, batch):
+    before = make_dead(redis_client, 30)
+    lay = layout(redis_client)
+    plan = lay.plan(OpSpec(Operation.REDRIVE, P, State.DEAD, State.READY, limit=25))
+    assert isinstance(plan.jobs, JsonTailRange) and plan.planned == 25 and plan.truncated
+    assert "25 oldest dead job(s) by position" in plan.describe()
+    res = run_plan(lay, plan, journal=False, batch=batch)
+    assert res.moved == 25 and not res.skipped and not res.failed
+    k = JsonListKeys(P)
+    # byte for byte, each pushed at pending's left as one LMOVE LEFT LEFT would
+    assert redis_client.lrange(k.pending, 0, -1) == before[:25][::-1]
+    assert dead_list(redis_client) == before[25:] and not redis_client.exists(k.hold)
+    assert redis_client.hget(k.attempts, "d000") is not None        # attempts kept
+    assert lay.inspect("d024").meta["redriven"]
+
+
+def test_unfiltered_purge_takes_the_strings_and_their_entries(redis_client):
+    before = make_dead(redis_client, 12)
+    redis_client.rpush(JsonListKeys(P).dead, MALFORMED_DEAD)
+    lay = layout(redis_client)
+    plan = lay.plan(OpSpec(Operation.PURGE, P, State.DEAD, None))
+    assert isinstance(plan.jobs, JsonTailRange) and plan.planned == 13 and not plan.malformed
+    res = run_plan(lay, plan, journal=False, batch=5)
+    assert res.moved == 13 and dead_list(redis_client) == [] and before
+    k = JsonListKeys(P)
+    assert not redis_client.exists(k.attempts) and not redis_client.exists(k.errors)
+
+
+def test_tail_script_moves_only_the_strings_read(redis_client):
+    """Entry 1 is as read: moved; entry 2 changed since: held with its code;
+    entry 3 excluded (id ""): held uncounted.  The hold keeps the order."""
+    k = JsonListKeys(P)
+    a, b, c = b'{"id": "a"}', b'{"id": "b"}', b'{"id": "c"}'
+    redis_client.rpush(k.dead, a, b, c)
+    redis_client.set(k.lease, "lv", px=60_000)
+    redis_client.hset(k.walk, mapping={"op": "op1", "total": 3, "popped": 0, "record_ttl": 600_000})
+    keys = [k.dead, k.hold, k.walk, k.lease, k.pending, "jobs:redriven", k.suppressed_info, k.suppressed_raw,
+            k.attempts, k.errors]
+    args = ["jl", "ready", "op1", "lv", 50_000, 3, NOW, NOW, "0", "", 0, 3, 0, 0, "",
+            a, "a", b'{"id": "b", "x": 1}', "b", c, ""]
+    reply = script(redis_client, "jl_tail")(keys=keys, args=args)
+    assert reply == [3, 3, 0, 1, 2, 2, b"not at its planned position"]
+    assert redis_client.lrange(k.pending, 0, -1) == [a] and redis_client.lrange(k.hold, 0, -1) == [b, c]
+    assert not redis_client.exists(k.dead) and redis_client.hexists("jobs:redriven", "a")
 
 
 # -- check ------------------------------------------------------------------------------

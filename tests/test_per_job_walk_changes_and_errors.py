@@ -9,6 +9,7 @@ import signal
 
 import pytest
 
+from jobctl.filter import compile_filter
 from jobctl.keys import JsonListKeys
 from jobctl.layouts import layout_for
 from jobctl.model import State
@@ -22,6 +23,8 @@ from jobctl_fixtures.layouts.json_list import ADAPTER
 
 JP = "rvj"
 JK = JsonListKeys(JP)
+#: matches every string below: a filtered plan, walked per job (unfiltered: a tail walk, jl_tail.lua)
+PER_JOB = compile_filter('type = "t"')
 
 
 def jl_layout(client):
@@ -39,7 +42,7 @@ def test_json_list_duplicates_shifted_below_the_walk_are_counted_once_each(redis
     els = [jl_string(i) for i in range(5)] + [dup, dup] + [jl_string(i) for i in range(7, 20)]
     redis_client.rpush(JK.dead, *els)
     lay = jl_layout(redis_client)
-    plan = lay.plan(OpSpec(Operation.PURGE, JP, State.DEAD, None))
+    plan = lay.plan(OpSpec(Operation.PURGE, JP, State.DEAD, None, filter=PER_JOB))
     assert not isinstance(plan.jobs, TailRange) and plan.planned == 20
     redis_client.lpop(JK.dead, 2)  # another client takes two jobs below the walk: the copies at 3 and 4
     res = run_plan(lay, plan, batch=4, journal=False)
@@ -401,7 +404,7 @@ def test_json_list_many_duplicates_and_removals_below_the_walk_count_every_move_
     els = [b'{"id": "v%d", "task": "t"}' % rnd.randrange(6) for _ in range(80)]
     redis_client.rpush(JK.dead, *els)
     lay = jl_layout(own(redis_client))
-    plan = lay.plan(OpSpec(Operation.PURGE, JP, State.DEAD, None))
+    plan = lay.plan(OpSpec(Operation.PURGE, JP, State.DEAD, None, filter=PER_JOB))
     assert plan.planned == 80
     for _ in range(rnd.randrange(1, 12)):
         redis_client.lrem(JK.dead, 1, rnd.choice(els))  # the copy nearest the tail
@@ -418,7 +421,7 @@ def test_json_list_stop_with_a_round_trip_in_flight(redis_client):
     redis_client.rpush(JK.dead, *els)
     lay = jl_layout(redis_client)
     seen: list[int] = []
-    res = run_plan(lay, lay.plan(OpSpec(Operation.PURGE, JP, State.DEAD, None)), batch=10, journal=False,
+    res = run_plan(lay, lay.plan(OpSpec(Operation.PURGE, JP, State.DEAD, None, filter=PER_JOB)), batch=10, journal=False,
                    progress=lambda done, total: seen.append(done), stop=lambda: len(seen) >= 1)
     assert res.interrupted and res.moved == 20  # the first round trip and the one behind it
     assert redis_client.lrange(JK.dead, 0, -1) == els[20:]
@@ -544,7 +547,7 @@ def test_an_equal_string_dead_lettered_between_round_trips_is_not_moved(redis_cl
     els = [jl_string(0), jl_string(1), jl_string(2), a, jl_string(4)]
     redis_client.rpush(JK.dead, *els)
     lay = jl_layout(own(redis_client))
-    plan = lay.plan(OpSpec(Operation.PURGE, JP, State.DEAD, None))
+    plan = lay.plan(OpSpec(Operation.PURGE, JP, State.DEAD, None, filter=PER_JOB))
     redis_client.lpop(JK.dead, 2)  # others take two below the walk: a is at 1 now (planned at 3)
     polls: list[int] = []
 

@@ -429,6 +429,18 @@ def _rl_tail(mode: str, filtered: bool = False):
     return build
 
 
+def _jl_tail(mode: str):
+    """A tail-walk window call (jl_tail) over a dead list of one job string, its entry 1."""
+    def build(c):
+        c.rpush("w:{t}:dead", JL)
+        c.hset("w:{t}:attempts", "a", "3")
+        c.hset("w:{t}:errors", "a", "boom")
+        _walk(c, 1)
+        args = ["jl", mode, "op1", "lv", "50000", 1, "1000", "2000", "0", "", "0", 1, 0, 0, "", JL, "a"]
+        return _window_keys("jl", mode), args
+    return build
+
+
 def _list_restore(c):
     c.rpush("w:{t}:hold", "x")
     c.hset("w:{t}:walk", "op", "op1")
@@ -566,6 +578,11 @@ SCRIPTS: dict[str, tuple[Call, ...] | ReadOnly] = {
           {**WINDOW_TYPES, 5: "list", 8: "hash", 9: "hash", 10: "hash"}),
         C("suppressed", _window("jl", "suppressed"), {1, 2, 3, 4, 5, 7, 8},
           {**WINDOW_TYPES, 5: "zset", 8: "hash", 9: "hash", 10: "hash"}),
+    ),
+    "jl_tail": (
+        C("ready", _jl_tail("ready"), {1, 3, 4, 5, 6}, {**WINDOW_TYPES, 5: "list", 8: "hash", 9: "hash", 10: "hash"}),
+        C("purge", _jl_tail("purge"), {1, 3, 4, 9, 10},
+          {**WINDOW_TYPES, 5: "list", 8: "hash", 9: "hash", 10: "hash"}),
     ),
     "hj_window": (
         C("ready", _window("hj", "ready"), {1, 2, 3, 4, 5, 11}, {**WINDOW_TYPES, 5: "list"},
@@ -714,6 +731,10 @@ BAD_ARGS = [
     ("rl_tail", _rl_tail("ready"), lambda a: _with(a, 13, "x"), "BADARG first"),
     ("rl_tail", _rl_tail("ready", True), lambda a: _with(a, 1, "purge"), "BADARG a filtered tail plan"),
     ("rl_tail", _rl_tail("ready", True), lambda a: _with(a, 15, b""), "BADARG bitmap"),
+    ("jl_tail", _jl_tail("ready"), lambda a: _with(a, 1, "suppressed"), "BADARG mode"),
+    ("jl_tail", _jl_tail("ready"), lambda a: _with(a, 12, 3), "BADARG width"),
+    ("jl_tail", _jl_tail("ready"), lambda a: _with(a, 13, "x"), "BADARG first"),
+    ("jl_tail", _jl_tail("ready"), lambda a: a[:-1], "BADARG expected"),
     ("jl_window", _window("jl", "ready"), lambda a: _with(a, 1, "stream"), "BADARG mode"),
     ("jl_window", _window("jl", "ready"), lambda a: _with(a, 12, 5), "BADARG width"),
     ("jl_window", _window("jl", "ready"), lambda a: _with(a, 0, "rl"), "BADARG kind"),

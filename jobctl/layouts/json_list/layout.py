@@ -55,7 +55,7 @@ from jobctl.layouts.planning import TRANSITIONS_WITHOUT_SCHEDULED
 from jobctl.layouts.common import score_after, score_ms, status_replies, suppression_info, text, wrongtype_errors
 from jobctl.layouts.walks import WINDOW, walk_list, walk_zset
 
-__all__ = ["JsonList", "raw_sha1", "DEFAULT_VISIBILITY_MS", "MALFORMED_ID_PREFIX"]
+__all__ = ["JsonList", "raw_sha1", "element_id", "DEFAULT_VISIBILITY_MS", "MALFORMED_ID_PREFIX"]
 
 #: The seed's ``PROCESSING_TIMEOUT`` (300 s).
 DEFAULT_VISIBILITY_MS = 300_000
@@ -68,6 +68,19 @@ MALFORMED_ID_PREFIX = "sha1:"
 def raw_sha1(raw: bytes) -> str:
     """Hex SHA1 of a job string, as Lua's ``redis.sha1hex`` computes it."""
     return hashlib.sha1(raw).hexdigest()
+
+
+def element_id(raw: bytes) -> tuple[str, bool]:
+    """``(job id, malformed)`` of a job string, the id :meth:`JsonList.parse`
+    gives it (``sha1:<hex>`` when malformed) without building an envelope."""
+    try:
+        doc = orjson.loads(raw)  # raises JSONDecodeError on bytes that are not UTF-8, as parse() rules them out
+    except orjson.JSONDecodeError:
+        doc = None
+    job_id = doc.get("id") if isinstance(doc, dict) else None
+    if isinstance(job_id, bool) or not isinstance(job_id, (str, int)) or job_id == "":
+        return MALFORMED_ID_PREFIX + raw_sha1(raw), True
+    return str(job_id), False
 
 
 def _int(value: Any) -> int | None:

@@ -51,6 +51,7 @@ from jobctl.layouts.planning import TRANSITIONS_WITHOUT_SCHEDULED, check_operati
 from jobctl.layouts.walks import WINDOW, lrem_chunk
 from jobctl.ops.redrive_record import source_fields
 from jobctl.ops.window import ListSource, drive, drives
+from jobctl.layouts.json_list.tail_plan import JsonTailRange, plan_tail, tail_applies
 
 if TYPE_CHECKING:
     from jobctl.layouts.json_list.layout import JsonList
@@ -70,6 +71,19 @@ class JsonListPlan(Plan):
 
     raws: dict[str, bytes] = field(default_factory=dict)
     claims: dict[str, str] = field(default_factory=dict)
+
+    def describe(self) -> str:
+        """As :meth:`Plan.describe`; an unfiltered plan of the dead list
+        (:class:`~.tail_plan.JsonTailRange`) says what its walk takes."""
+        text_ = super().describe()
+        if not isinstance(self.jobs, JsonTailRange):
+            return text_
+        text_ = text_.split(f"; the {self.planned:,} oldest dead job(s) by position")[0]
+        text_ += (f"; the {self.planned:,} oldest dead job(s) by position, each moved only while its string is "
+                  f"the one read just before (breakdown from a sample of {self.breakdown_sampled:,})")
+        if self.malformed:
+            text_ += f"; {len(self.malformed):,} malformed job string(s) stay dead"
+        return text_
 
 
 def _source(layout: "JsonList", spec: OpSpec) -> Iterator[list[JobRecord]]:
@@ -92,6 +106,8 @@ def plan_operation(layout: "JsonList", spec: OpSpec, now: int) -> JsonListPlan:
                                   else "its attempts entry kept"))
     plan = JsonListPlan(spec=spec, now_ms=now, redrive_record="hash", redrive_note=note,
                         jobs=JobColumns() if spec.source is State.DEAD else [])
+    if tail_applies(spec):  # unfiltered: a count of tail positions (jl_tail.lua), no column per job
+        return plan_tail(layout, plan)
 
     def keep(rec: JobRecord, job: PlannedJob) -> None:
         if spec.source is State.PROCESSING:
@@ -149,4 +165,17 @@ def dead_sources(layout: "JsonList", spec: OpSpec) -> list[ListSource]:
                        walk=k.walk, lease=k.lease, **source_fields(layout.client, k, now),
                        info_hash=k.suppressed_info, target=target, mode=mode, raw=k.suppressed_raw,
                        attempts=k.attempts, errors=k.errors,
-                       ident=lambda j: j.sha1, info=info, reset_attempts=spec.reset_attempts)]
+                       ident=lambda j: j.sha1, info=info, reset_attempts=spec.reset_attempts,
+                       element_id=_tail_id(spec.skips_malformed))]
+
+
+def _tail_id(skip_malformed: bool):
+    """A tail walk's id of a dead string (:attr:`ListSource.element_id`):
+    its job id, "" for a malformed one when the operation skips those."""
+    from jobctl.layouts.json_list.layout import element_id
+
+    def name(raw: bytes) -> str:
+        job_id, malformed = element_id(raw)
+        return "" if malformed and skip_malformed else job_id
+
+    return name

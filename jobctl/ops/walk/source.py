@@ -39,8 +39,8 @@ RESTORE_MAX = 2000
 
 #: The window script (``jobctl/lua/<name>.lua``) of each kind of list, per
 #: walk mode ``(per job, tail)``: the one place the driver picks a script.
-#: Only reliable-list ids have a tail walk; the others' scripts refuse width 0.
-WINDOW_SCRIPTS = {"rl": ("rl_window", "rl_tail"), "jl": ("jl_window", "jl_window"),
+#: Hash-job has no tail walk: its script refuses width 0.
+WINDOW_SCRIPTS = {"rl": ("rl_window", "rl_tail"), "jl": ("jl_window", "jl_tail"),
                   "hj": ("hj_window", "hj_window")}
 
 
@@ -109,6 +109,10 @@ class ListSource:
     #: tail positions per window call when ``--batch`` sets none (0: the
     #: driver's ``WINDOW``, tail mode ``TAIL_WINDOW``)
     window: int = 0
+    #: kind ``"jl"``: the job id of a dead-list element (a tail walk reads
+    #: the elements from the left, passes each with its id, "" for one the
+    #: plan excludes); ``None``: the elements are the ids, tail at the right
+    element_id: Callable[[bytes], str] | None = None
     #: server time of a position relative to a reliable-list one: a tail
     #: round trip carries ``ROUND_TRIP_POSITIONS`` over it
     cost: int = 1

@@ -32,7 +32,7 @@ class _RoundTrip(Trip):
     positions ``read`` ahead by its ``LRANGE`` (None: none, or read too
     early: a NOSCRIPT replay popped after it)."""
 
-    __slots__ = ("g0", "g1", "tail", "bounds", "now", "info", "read")
+    __slots__ = ("g0", "g1", "tail", "names", "bounds", "now", "info", "read")
 
     def __init__(self, g0: int, tail: list[bytes], batch: int, now: int, read: tuple[int, int] | None) -> None:
         super().__init__()
@@ -40,6 +40,7 @@ class _RoundTrip(Trip):
         self.g1 = g0 + len(tail)
         self.bounds = [(lo, min(lo + batch, self.g1)) for lo in range(g0, self.g1, batch)]
         self.info = b""
+        self.names: list[str] = []  # the job id of each of ``tail`` ("" for one the plan excludes)
 
 
 class TailWalk:
@@ -59,7 +60,10 @@ class TailWalk:
                  stop: Callable[[], bool] | None = None, ahead: int = 1) -> None:
         self.src, self.value, self.total, self.batch, self.now_fn = src, value, total, batch, now_fn
         self.stop, self.plan_window = stop, plan_window
-        self.prefix_s = src.payload_key("")
+        # json-list (``src.element_id``): the elements are the job strings, the tail at the left
+        self.name = src.element_id or text
+        self.left = src.element_id is not None
+        self.prefix_s = "" if self.left else src.payload_key("")
         self.prefix = self.prefix_s.encode("utf-8", "surrogateescape")
         self.wire = Wire(src.client)
         self.fixed = src.fixed_keys()
@@ -88,8 +92,8 @@ class TailWalk:
         try:
             yield from self._trips(flight)
         except LOST_CONNECTION as exc:  # calls in flight may have run: their jobs are re-read (lost_replies)
-            mark(exc, src, [text(i) for x in flight.unread() for lo, hi in x.bounds
-                            for i in x.tail[lo - x.g0:hi - x.g0]])
+            mark(exc, src, [i for x in flight.unread() for lo, hi in x.bounds
+                            for i in x.names[lo - x.g0:hi - x.g0] if i or not self.left])
             raise
         finally:
             flight.drain()  # stopped early: the connection clean for the restore
@@ -110,7 +114,7 @@ class TailWalk:
         if count <= 0:
             return []
         if self.pw is None:
-            return self.lrange(-count, -1)[::-1]
+            return self.lrange(0, count - 1) if self.left else self.lrange(-count, -1)[::-1]
         return self.pw.read(g0, count, self.lrange)
 
     def gsize(self, g: int) -> int:
@@ -151,22 +155,30 @@ class TailWalk:
         src, pw = self.src, self.pw
         rt = _RoundTrip(g0, tail, self.batch, self.now_fn(), read)
         rt.info = src.info(rt.now) if src.info else b""
+        rt.names = list(map(self.name, tail))
         nfixed, nextra = len(self.fixed), 2 if pw is not None else 0
         for lo, hi in rt.bounds:
             n = hi - lo
             extra = pw.extra(lo, hi) if pw is not None else []
+            if self.left:  # json-list: each entry's string and id in ARGV, no key per entry
+                extra = [v for x, i in zip(tail[lo - g0:hi - g0], rt.names[lo - g0:hi - g0]) for v in (x, i)]
             if not self.wire.own:
-                rt.calls.append((self.fixed + [self.prefix_s + text(x) for x in tail[lo - g0:hi - g0]],
+                keys = [] if self.left else [self.prefix_s + text(x) for x in tail[lo - g0:hi - g0]]
+                rt.calls.append((self.fixed + keys,
                                  [src.kind, src.mode, self.value.split(" ")[0], self.value, LEASE_TTL_MS, hi,
                                   rt.now, rt.now + src.delay_ms, "0", rt.info, SLACK, n, 0, lo, self.prefix_s,
                                   *extra]))
                 continue
             tail_args = b"".join(map(bulk, (hi, rt.now, rt.now + src.delay_ms, "0", rt.info, SLACK, n, 0, lo,
                                             self.prefix)))
-            rt.packed.append(b"".join([b"*%d\r\n" % (3 + nfixed + n + 15 + nextra), self.head, bulk(nfixed + n),
-                                       self.fixed_blob, key_blob(self.prefix, tail[lo - g0:hi - g0]),
-                                       self.argv_head, tail_args, *map(bulk, extra)]))
-        if read:
+            nkeys = nfixed + (0 if self.left else n)
+            per_key = b"" if self.left else key_blob(self.prefix, tail[lo - g0:hi - g0])
+            rt.packed.append(b"".join([b"*%d\r\n" % (3 + nkeys + 15 + len(extra)), self.head, bulk(nkeys),
+                                       self.fixed_blob, per_key, self.argv_head, tail_args, *map(bulk, extra)]))
+        if read and self.left:
+            rt.after.append(command_blob("LRANGE", src.dead, read[0] - rt.g1, read[1] - rt.g1 - 1))
+            rt.reads.append("LRANGE")
+        elif read:
             rt.after.append(command_blob("LRANGE", src.dead, -(read[1] - rt.g1), -(read[0] - rt.g1 + 1)))
             rt.reads.append("LRANGE")
         return rt
@@ -209,7 +221,7 @@ class TailWalk:
                 got = rt.read_back[0]
                 if isinstance(got, Exception):
                     raise call_error(got, self.src)
-                self.took(rt.read[0], got[::-1])
+                self.took(rt.read[0], got if self.left else got[::-1])
             for k, (reply, bounds) in enumerate(zip(rt.replies, rt.bounds)):  # type: ignore[arg-type]
                 if isinstance(reply, Exception):
                     raise call_error(reply, self.src)
@@ -233,7 +245,7 @@ class TailWalk:
         # what it pops there
         start, end = int(reply[1]) - int(reply[0]), int(reply[1])
         a, b = max(start, lo), min(end, hi)
-        ids = rt.tail[a - rt.g0:b - rt.g0] if b > a else []
+        names = rt.names[a - rt.g0:b - rt.g0] if b > a else []
         late = self.ended  # an earlier call ran out: codes for positions past covered
         # a refused call (NOSCRIPT) run again after a later call ran (another
         # client loaded the script meanwhile): that call held this one's
@@ -245,17 +257,19 @@ class TailWalk:
         if passed:
             for p in range(lo, hi):
                 if self.pw is None:
-                    record_code(br, text(rt.tail[p - rt.g0]), "not at its planned position")
+                    if rt.names[p - rt.g0] or not self.left:
+                        record_code(br, rt.names[p - rt.g0], "not at its planned position")
                 elif self.pw.is_match(p):
                     record_code(br, text(self.pw.plan_id(p)), "not at its planned position")
         elif self.pw is not None:
-            self._count_planned(br, reply, lo, hi, a, b, ids, late)
-        elif len(reply) == 5:  # the common case: every popped entry moved
-            br.moved = texts(ids)
+            self._count_planned(br, reply, lo, hi, a, b, rt.tail[a - rt.g0:b - rt.g0] if b > a else [], late)
+        elif len(reply) == 5:  # the common case: every popped entry moved (but those the plan excludes)
+            br.moved = [i for i in names if i] if self.left else names
         else:
             codes = {int(reply[m]): text(reply[m + 1]) for m in range(5, len(reply), 2)}
-            for n, job_id in enumerate(ids, a - lo + 1):
-                record_code(br, text(job_id), codes.get(n, "moved"))
+            for n, job_id in enumerate(names, a - lo + 1):
+                if job_id or not self.left:  # json-list: "" is an element the plan excludes
+                    record_code(br, job_id, codes.get(n, "moved"))
 
     def _count_planned(self, br: BatchResult, reply: list, lo: int, hi: int, a: int, b: int, ids: list[bytes],
                        late: bool) -> None:
