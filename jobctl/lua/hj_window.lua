@@ -82,23 +82,56 @@ if mode == 'ready' then
 end
 local nfence = #fence_fields
 
--- the redrive's writes to the job hash (old values in vals), then the id to the pending head
-local function redrive(e, key, vals, ttl, undo)
+-- a redrive's writes to the job hash taken back (old values in vals; ttl > 0: its TTL again)
+local function undo_redrive(key, vals, ttl)
+  if ttl > 0 then redis.pcall('PEXPIRE', key, ttl) end
   local back, gone = { 'HSET', key }, { 'HDEL', key }
   for j = 1, #REDRIVE do
     local f = REDRIVE[j]
     local old = vals[at[f]]
     if old then back[#back + 1] = f; back[#back + 1] = old else gone[#gone + 1] = f end
   end
-  local h = { 'HSET', key, 'status', 'pending', 'claim_token', '', 'claimed_at_ms', 0, 'redriven_at_ms', now,
-              'redrive_operation', op, 'redrive_count', (tonumber(vals[at['redrive_count']]) or 0) + 1 }
-  if reset then h[#h + 1] = 'attempts'; h[#h + 1] = 0 end
-  try(unpack(h))
-  if #back > 2 then undo[1] = back end
-  if #gone > 2 then undo[2] = gone end
-  if ttl > 0 then try('PERSIST', key); undo[3] = { 'PEXPIRE', key, ttl } end
-  try('LMOVE', dead, target, 'RIGHT', 'LEFT')
+  if #back > 2 then redis.pcall(unpack(back)) end
+  if #gone > 2 then redis.pcall(unpack(gone)) end
+end
+
+local function refused(r)
+  return type(r) == 'table' and r['err']
+end
+
+-- the redrive's writes to the job hash (old values in vals), then the id to
+-- the pending head; a refused write takes back the earlier ones (the undo
+-- is built only then: HSET writes all its fields or none)
+local function redrive(key, vals, ttl)
+  local count = (tonumber(vals[at['redrive_count']]) or 0) + 1
+  local r
+  if reset then
+    r = redis.pcall('HSET', key, 'status', 'pending', 'claim_token', '', 'claimed_at_ms', 0, 'redriven_at_ms', now,
+                    'redrive_operation', op, 'redrive_count', count, 'attempts', 0)
+  else
+    r = redis.pcall('HSET', key, 'status', 'pending', 'claim_token', '', 'claimed_at_ms', 0, 'redriven_at_ms', now,
+                    'redrive_operation', op, 'redrive_count', count)
+  end
+  if refused(r) then return 'error:' .. tostring(r['err']) end
+  if ttl > 0 then
+    r = redis.pcall('PERSIST', key)
+    if refused(r) then undo_redrive(key, vals, 0); return 'error:' .. tostring(r['err']) end
+  end
+  r = redis.pcall('LMOVE', dead, target, 'RIGHT', 'LEFT')
+  if refused(r) then undo_redrive(key, vals, ttl); return 'error:' .. tostring(r['err']) end
   return 'moved'
+end
+
+-- the SHA1 of the fence fields (the first nfence of vals) joined by \31, a missing one as ""
+local function fence_of(vals)
+  for j = 1, nfence do
+    if not vals[j] then
+      local fv = {}
+      for x = 1, nfence do fv[x] = vals[x] or '' end
+      return redis.sha1hex(table.concat(fv, '\31'))
+    end
+  end
+  return redis.sha1hex(table.concat(vals, '\31', 1, nfence))
 end
 
 local function step(e, el, undo)
@@ -108,18 +141,14 @@ local function step(e, el, undo)
   local any = false
   for j = 1, #names do if vals[j] then any = true; break end end
   if not any and redis.call('EXISTS', key) == 0 then return 'gone' end
-  if e.sha ~= '' then
-    local fv = {}
-    for j = 1, nfence do fv[j] = vals[j] or '' end
-    if redis.sha1hex(table.concat(fv, '\31')) ~= e.sha then return 'changed' end
-  end
+  if e.sha ~= '' and fence_of(vals) ~= e.sha then return 'changed' end
   if mode == 'purge' then
     try('RPOP', dead)
     redis.pcall('DEL', key); redis.pcall('HDEL', info_hash, e.id)
     return 'moved'
   end
   local ttl = redis.call('PTTL', key)
-  if mode == 'ready' then return redrive(e, key, vals, ttl, undo) end
+  if mode == 'ready' then return redrive(key, vals, ttl) end
   -- suppressed
   try('ZADD', target, score, e.id); undo[1] = { 'ZREM', target, e.id }
   local rec = info ~= '' and (string.sub(info, 1, -2) .. ',"ttl_ms":' .. ttl .. '}') or ('{"ttl_ms":' .. ttl .. '}')
