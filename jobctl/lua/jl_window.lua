@@ -1,5 +1,6 @@
 -- jl_window.lua: one window call of a per-job walk over a json-list dead list
--- (jobctl.ops.walk.per_job: redrive, suppress, purge).  The elements are
+-- (jobctl.ops.walk.per_job: redrive, suppress, purge; an unfiltered redrive
+-- or purge is a tail walk, jl_tail.lua).  The elements are
 -- the jobs' JSON strings, moved byte for byte (never decoded); the tail is
 -- the left end (workers push at the right).  The walk pops the tail one
 -- element at a time up to tail position ARGV[6]; a planned job (the SHA1 of

@@ -31,7 +31,11 @@ take planned strings out (fence: the string's SHA1 + its position) and park
 every other one on jobctl's hold list, which ``list_restore.lua`` puts back
 at the left in order.  Each call costs O(batch) whatever the list's length,
 at every instant each string is in the dead list or the hold (both read as
-dead), and the strings that stayed dead keep their order.
+dead), and the strings that stayed dead keep their order.  An unfiltered
+redrive or purge plans as a count of tail positions
+(:mod:`.tail_plan`) and is walked in tail mode (``jl_tail.lua``): each
+string is moved only while it is the byte-identical string read just
+before its round trip, in runs of one ``LPOP``/``LPUSH``.
 """
 
 from __future__ import annotations
