@@ -253,6 +253,22 @@ def test_unfiltered_purge_takes_the_strings_and_their_entries(redis_client):
     assert not redis_client.exists(k.attempts) and not redis_client.exists(k.errors)
 
 
+def test_unfiltered_purge_with_rate_stops_after_the_call_it_saw(redis_client):
+    k = JsonListKeys(P)
+    els = [b'{"id": "s%03d", "task": "t"}' % i for i in range(100)]
+    redis_client.rpush(k.dead, *els)
+    redis_client.hset(k.attempts, mapping={"s000": 3, "s099": 3})
+    lay = layout(redis_client)
+    seen: list[int] = []
+    res = run_plan(lay, lay.plan(OpSpec(Operation.PURGE, P, State.DEAD, None)), batch=10, rate=1_000_000,
+                   journal=False, progress=lambda done, total: seen.append(done), stop=lambda: len(seen) >= 3)
+    assert res.interrupted and res.moved == 30  # one call a round trip: three calls
+    assert dead_list(redis_client) == els[30:] and redis_client.hkeys(k.attempts) == [b"s099"]
+    assert not redis_client.exists(k.hold) and not redis_client.exists(k.lease)
+    res2 = run_plan(lay, lay.plan(OpSpec(Operation.PURGE, P, State.DEAD, None)), journal=False)  # resumed
+    assert (res2.moved, res2.skipped) == (70, 0) and dead_list(redis_client) == []
+
+
 def test_tail_script_moves_only_the_strings_read(redis_client):
     """Entry 1 is as read: moved; entry 2 changed since: held with its code;
     entry 3 excluded (id ""): held uncounted.  The hold keeps the order."""

@@ -29,7 +29,7 @@ __all__ = ["JsonTailRange", "tail_applies", "plan_tail", "TAIL_SAMPLE", "READ_WI
 #: (windows, size) of the job strings sampled for an unfiltered plan's breakdown
 TAIL_SAMPLE = (4, 250)
 #: Strings one LRANGE of the redrive plan's malformed scan reads.
-READ_WINDOW = 2000
+READ_WINDOW = 1000
 
 
 class JsonTailRange(TailRange):
