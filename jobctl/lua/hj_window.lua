@@ -58,13 +58,9 @@ err = jc_win_counts(#ARGV, 10 + a.n)
   or jc_check_types({ { dead, 'list' }, { hold, 'list' }, { walk, 'hash' }, { lease, 'string' },
                       { target, jc_win_target(a.mode) }, { redriven, 'hash' }, { info_hash, 'hash' } })
 if err then return redis.error_reply(err) end
-local w
-w, err = jc_win_begin(a, walk, lease)
+local w, met_before, planned
+w, err, met_before, planned = jc_win_open(a, walk, lease, true)
 if not w then return redis.error_reply(err) end
-local met_before = jc_win_met_before(walk)
-local planned
-planned, err = jc_win_planned(a, true)
-if not planned then return redis.error_reply(err) end
 
 local mode, now, op, score, info, reset, try = a.mode, a.now, a.op, a.score, a.info, a.reset, jc_win_try
 

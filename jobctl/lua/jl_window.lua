@@ -48,13 +48,9 @@ err = jc_win_counts(13 + 3 * a.n, 10)
                       { target, jc_win_target(a.mode) }, { redriven, 'hash' }, { info_hash, 'hash' },
                       { raw_hash, 'hash' }, { attempts, 'hash' }, { errors, 'hash' } })
 if err then return redis.error_reply(err) end
-local w
-w, err = jc_win_begin(a, walk, lease)
+local w, met_before, planned
+w, err, met_before, planned = jc_win_open(a, walk, lease, false)
 if not w then return redis.error_reply(err) end
-local met_before = jc_win_met_before(walk)
-local planned
-planned, err = jc_win_planned(a, false)
-if not planned then return redis.error_reply(err) end
 
 local mode, score, info, reset, try = a.mode, a.score, a.info, a.reset, jc_win_try
 

@@ -56,13 +56,9 @@ err = jc_win_counts(13 + a.width * a.n, 10 + a.n)
   or jc_check_types({ { dead, 'list' }, { hold, 'list' }, { walk, 'hash' }, { lease, 'string' },
                       { target, jc_win_target(a.mode) }, { redriven, 'hash' }, { info_hash, 'hash' } })
 if err then return redis.error_reply(err) end
-local w
-w, err = jc_win_begin(a, walk, lease)
+local w, met_before, planned
+w, err, met_before, planned = jc_win_open(a, walk, lease, true)
 if not w then return redis.error_reply(err) end
-local met_before = jc_win_met_before(walk)
-local planned
-planned, err = jc_win_planned(a, true)
-if not planned then return redis.error_reply(err) end
 
 local met_dirty = jc_win_per_job(w, a, dead, hold, JC_WIN_RIGHT, planned, met_before, nil,
                                  jc_rl_step(a, dead, target, info_hash))

@@ -23,6 +23,10 @@
 --   jc_win_planned(a, keyed) the planned entries by identity (ARGV[14..],
 --        a.width a job), each { i, pos, id, payload, sha, key = KEYS[10+i]
 --        when keyed }, or nil and "BADARG position ..."
+--   jc_win_open(a, walk, lease, keyed)
+--        a per-job call's opening: jc_win_begin, jc_win_met_before and
+--        jc_win_planned in that order; returns w, nil, met_before, planned
+--        or nil and the first error
 --   jc_win_try(...)          redis.pcall(...), an error reply raised
 --   jc_win_run_step(step, e, el)
 --        step(e, el, undo) under pcall: its code, or on an error the writes
@@ -113,6 +117,16 @@ local function jc_win_planned(a, keyed)
     if not list then planned[ident] = { e } else list[#list + 1] = e end
   end
   return planned
+end
+
+local function jc_win_open(a, walk, lease, keyed)
+  local w, err = jc_win_begin(a, walk, lease)
+  if not w then return nil, err end
+  local met_before = jc_win_met_before(walk)
+  local planned
+  planned, err = jc_win_planned(a, keyed)
+  if not planned then return nil, err end
+  return w, nil, met_before, planned
 end
 
 local function jc_win_try(...)
