@@ -69,6 +69,9 @@ ENV_SERVER_TESTS_ONLY = "JOBCTL_SERVER_TESTS_ONLY"
 # test-module fixtures that start the selected binary themselves.
 SERVER_FIXTURES = frozenset({"redis_server", "cluster", "sentinel_deployment", "tls_server",
                              "split_sentinel"})
+# Kept in that pass although they may use no server: a deselected snapshot
+# test leaves its snapshot unused, which the snapshot plugin fails the run on.
+ALWAYS_KEPT_FIXTURES = frozenset({"snapshot", "snap_compare"})
 
 _choice_key = pytest.StashKey["ServerChoice"]()
 _started_key = pytest.StashKey["TestServer"]()
@@ -220,8 +223,9 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 
 
 def uses_server(item: pytest.Item) -> bool:
-    """True when the test's fixture closure includes a :data:`SERVER_FIXTURES` name."""
-    return not SERVER_FIXTURES.isdisjoint(getattr(item, "fixturenames", ()))
+    """True when the test's fixture closure includes a :data:`SERVER_FIXTURES`
+    name (or an :data:`ALWAYS_KEPT_FIXTURES` one)."""
+    return not (SERVER_FIXTURES | ALWAYS_KEPT_FIXTURES).isdisjoint(getattr(item, "fixturenames", ()))
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
