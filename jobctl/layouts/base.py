@@ -309,6 +309,33 @@ class ListStatesLayout(KeyedLayout):
             return self.client.zcard(self.keys.suppressed)
         return self.client.llen(self._list_key(state))
 
+    #: the layout's package: its ``ops`` module plans and applies
+    #: (``plan_operation``, ``dead_sources``, ``apply_plan``, ``DEFAULT_BATCH``),
+    #: its ``check`` module checks (``check_queue``); imported on first use
+    package: ClassVar[str]
+
+    def _module(self, name: str):
+        from importlib import import_module
+
+        return import_module(f"{self.package}.{name}")
+
+    def plan(self, spec, now: int | None = None):
+        """The plan of ``spec`` (the package's ``ops.plan_operation``)."""
+        return self._module("ops").plan_operation(self, spec, now_ms() if now is None else now)
+
+    def sources(self, spec):
+        """The dead-list window sources of ``spec`` (``ops.dead_sources``)."""
+        return self._module("ops").dead_sources(self, spec)
+
+    def apply(self, plan, *, batch: int | None = None):
+        """Apply ``plan`` (``ops.apply_plan``, ``ops.DEFAULT_BATCH`` jobs a batch by default)."""
+        ops = self._module("ops")
+        return ops.apply_plan(self, plan, batch=batch or ops.DEFAULT_BATCH)
+
+    def check(self, *, repair: bool = False):
+        """The queue's check report (``check.check_queue``)."""
+        return self._module("check").check_queue(self, repair=repair)
+
 
 class WindowSource(Protocol):
     """One (layout, source state, shard) the window engine drives

@@ -85,6 +85,7 @@ class HashJob(JobHashModel, ListStatesLayout):
     """A hash-job queue; see the module docstring."""
 
     name = "hash-job"
+    package = "jobctl.layouts.hash_job"
     states = (State.READY, State.PROCESSING, State.DEAD, State.SUPPRESSED, State.HISTORY)
     operations = frozenset(op for op, _ in TRANSITIONS_WITHOUT_SCHEDULED)
     visibility_default_ms = DEFAULT_VISIBILITY_MS
@@ -112,27 +113,6 @@ class HashJob(JobHashModel, ListStatesLayout):
         self.max_attempts = int_field(opts.get("max_attempts")) or DEFAULT_MAX_ATTEMPTS
         self.type_field = str(opts.get("type_field", "kind"))
         self.tenant_field = opts.get("tenant_field")
-
-    def plan(self, spec, now: int | None = None):
-        from jobctl.layouts.hash_job import ops as ops
-        from jobctl.layouts.base import now_ms
-
-        return ops.plan_operation(self, spec, now_ms() if now is None else now)
-
-    def sources(self, spec):
-        from jobctl.layouts.hash_job.ops import dead_sources
-
-        return dead_sources(self, spec)
-
-    def apply(self, plan, *, batch: int | None = None):
-        from jobctl.layouts.hash_job import ops as ops
-
-        return ops.apply_plan(self, plan, batch=batch or ops.DEFAULT_BATCH)
-
-    def check(self, *, repair: bool = False):
-        from jobctl.layouts.hash_job.check import check_queue
-
-        return check_queue(self, repair=repair)
 
     @property
     def journal_key(self) -> str:

@@ -103,6 +103,7 @@ class JsonList(ListStatesLayout):
     """A json-list queue; see the module docstring."""
 
     name = "json-list"
+    package = "jobctl.layouts.json_list"
     states = (State.READY, State.PROCESSING, State.DEAD, State.SUPPRESSED)
     operations = frozenset(op for op, _ in TRANSITIONS_WITHOUT_SCHEDULED)
     visibility_default_ms = DEFAULT_VISIBILITY_MS
@@ -129,27 +130,6 @@ class JsonList(ListStatesLayout):
         self.max_retries = _int(opts.get("max_retries")) or DEFAULT_MAX_RETRIES
         self.type_field = str(opts.get("type_field", "task"))
         self.tenant_field = opts.get("tenant_field")
-
-    def plan(self, spec, now: int | None = None):
-        from jobctl.layouts.json_list import ops as ops
-        from jobctl.layouts.base import now_ms
-
-        return ops.plan_operation(self, spec, now_ms() if now is None else now)
-
-    def sources(self, spec):
-        from jobctl.layouts.json_list.ops import dead_sources
-
-        return dead_sources(self, spec)
-
-    def apply(self, plan, *, batch: int | None = None):
-        from jobctl.layouts.json_list import ops as ops
-
-        return ops.apply_plan(self, plan, batch=batch or ops.DEFAULT_BATCH)
-
-    def check(self, *, repair: bool = False):
-        from jobctl.layouts.json_list.check import check_queue
-
-        return check_queue(self, repair=repair)
 
     # -- the model -------------------------------------------------------------
     def parse(self, raw: bytes) -> Envelope:
