@@ -1,4 +1,4 @@
-"""The window engine (jobctl.ops.window) on a real server: a key of the
+"""The window engine (jobctl.ops.walk) on a real server: a key of the
 wrong type stops an operation before anything moves (exit 6), a payload of
 the wrong type fails only its job, a crash mid-walk leaves every job in one
 state and a rerun finishes in order, a second operation on the same dead

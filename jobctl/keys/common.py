@@ -81,7 +81,7 @@ class SuppressionKeys(JobctlKeys):
 
 
 class WindowKeys(SuppressionKeys):
-    """The keys of the window engine's dead-list walks (:mod:`jobctl.ops.window`)."""
+    """The keys of the window engine's dead-list walks (:mod:`jobctl.ops.walk`)."""
 
     @property
     def hold(self) -> str:

@@ -17,7 +17,7 @@ the exporter):
   atomically (each layout's fence is documented in ``docs/layouts.md``);
 * **window sources**: :meth:`Layout.sources` returns the :class:`WindowSource`
   s (one per shard) of a (layout, source state) that the window engine
-  (:mod:`jobctl.ops.window`) drives: bounded, pipelined Lua window calls
+  (:mod:`jobctl.ops.walk`) drives: bounded, pipelined Lua window calls
   with a jobctl-owned hold list, server-side walk bookkeeping and a lease
   (the reliable-list, stream-group and json-list dead lists and the
   hash-job failed list today).  A layout (or source
@@ -339,7 +339,7 @@ class ListStatesLayout(KeyedLayout):
 
 class WindowSource(Protocol):
     """One (layout, source state, shard) the window engine drives
-    (:mod:`jobctl.ops.window`; :class:`~jobctl.ops.window.ListSource` is
+    (:mod:`jobctl.ops.walk`; :class:`~jobctl.ops.walk.ListSource` is
     the implementation for dead lists).
 
     A source is a list walked from its tail (the end workers do not push

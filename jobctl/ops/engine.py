@@ -23,10 +23,10 @@ from ..connection import Target, translate
 from ..errors import ConnectionFailed, JobctlError
 from ..layouts.base import Layout, now_ms
 from .interrupt import applying, requested
-from .journal import command_line, write_entry
+from .journal import command_line, require_journal, write_entry
 from .plan import Plan
 from .result import EXPECTED_SKIPS, BatchResult, skip_words
-from .window import drive
+from .walk import drive
 
 __all__ = ["RunResult", "run_plan"]
 
@@ -102,6 +102,8 @@ def run_plan(layout: Layout, plan: Plan, *, dry_run: bool = False, rate: float |
         if not dry_run and journal:
             _journal(layout, plan, res, target, argv)
         return res
+    if journal:  # an ACL that refuses the journal stops the run here, before any job moves
+        require_journal(layout.client, layout.journal_key, target)
     if rate:
         batch = max(1, min(batch or 256, int(rate)))
     run = _Run(res, plan, rate=rate, stop=stop, progress=progress)

@@ -2,7 +2,7 @@
 inside a read.
 
 The window engine keeps round trips of script calls in flight
-(:mod:`jobctl.ops.window`).  A ``KeyboardInterrupt`` raised while their
+(:mod:`jobctl.ops.walk`).  A ``KeyboardInterrupt`` raised while their
 replies are read loses them with the connection (redis-py drops it on any
 ``BaseException``): those jobs moved, but the result and the journal would
 not count them.  So while :func:`applying` is active (around

@@ -19,7 +19,7 @@ from ..errors import Busy
 from ..scripts import script
 
 if TYPE_CHECKING:
-    from .window import ListSource
+    from .walk import ListSource
 
 __all__ = ["LEASE_TTL_MS", "lease_value", "acquire", "release", "holder_gone"]
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 if TYPE_CHECKING:
-    from .window import ListSource
+    from .walk import ListSource
 
 __all__ = ["Unconfirmed", "mark", "recount"]
 

@@ -1,6 +1,6 @@
 """Dead jobs a killed operation left in jobctl's hold lists.
 
-A window walk (:mod:`jobctl.ops.window`) sets aside, in the hold list of each
+A window walk (:mod:`jobctl.ops.walk`) sets aside, in the hold list of each
 shard it walks, the dead jobs it pops and does not move, and puts them back
 when it ends.  A process killed before that leaves them there: still dead
 (every read counts the hold as dead), but out of the dead list a later
@@ -25,7 +25,7 @@ from .lease import acquire, holder_gone, lease_value, release
 from .spec import Operation, OpSpec
 
 if TYPE_CHECKING:
-    from .window import ListSource
+    from .walk import ListSource
 
 __all__ = ["OrphanedHold", "hold_sources", "find", "give_back", "summary"]
 
@@ -94,7 +94,7 @@ def give_back(layout: Any, op_id: str, tags: "set[str] | None" = None) -> list[O
     ``op_id`` (a lease a live operation took meanwhile: left to that
     operation).  Returns the holds given back.  Raises
     :class:`~jobctl.errors.DataError` for a key of the wrong type."""
-    from .window import finish_hold
+    from .walk import finish_hold
 
     value = lease_value(op_id)
     done = []

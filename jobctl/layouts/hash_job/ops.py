@@ -22,11 +22,11 @@ changes, :data:`~.hash_job.FENCE_FIELDS`):
   remaining TTL.
 * purge (failed or suppressed -> gone): the id and the job hash together.
 
-The failed list is the window engine's (:mod:`jobctl.ops.window`,
+The failed list is the window engine's (:mod:`jobctl.ops.walk`,
 :func:`dead_sources`, ``hj_window.lua``), like every
 other layout's dead list: pipelined window calls pop it from its tail (the
 oldest failures, the right end: workers ``LPUSH`` at the head), a planned
-id moves when it is met within :data:`~jobctl.ops.window.SLACK` positions of
+id moves when it is met within :data:`~jobctl.ops.walk.SLACK` positions of
 where the plan saw it *and* the SHA1 of its job hash's fence fields is the
 plan's (computed server-side; the field list comes from
 :data:`~.hash_job.FENCE_FIELDS` as ARGV); every other id waits on jobctl's
@@ -61,7 +61,7 @@ from jobctl.layouts.common import DEFAULT_BATCH, batch_result, score_ms, suppres
 from jobctl.layouts.planning import TRANSITIONS_WITHOUT_SCHEDULED, check_operation, plan_from_walk, records_by_ids
 from jobctl.layouts.moves import REQUEUE_BUDGET, call_move, move_result, requeue_calls
 from jobctl.layouts.walks import WINDOW, prefetched, walk_list, walk_zset
-from jobctl.ops.window import ListSource, drive, drives
+from jobctl.ops.walk import ListSource, drive, drives
 
 if TYPE_CHECKING:
     from jobctl.layouts.hash_job.layout import HashJob
@@ -206,7 +206,7 @@ def apply_plan(layout: "HashJob", plan: Plan, *, batch: int = DEFAULT_BATCH) -> 
 #: and LMOVE plus the walk's LINDEX (~12-14 µs of server time measured in
 #: SLOWLOG at 100k-200k, pinned: calls of 64 had a p50 of 0.9 ms and a p99
 #: of 1.6 ms).  Two round trips of one call are in flight
-#: (:data:`~jobctl.ops.window.TAIL_AHEAD`), so another client may wait
+#: (:data:`~jobctl.ops.walk.TAIL_AHEAD`), so another client may wait
 #: behind two calls: at 200k, isolated, three interleaved runs each
 #: (2026-11-25), apply median 4.21 s at one call of 40 in flight, 3.22 s at
 #: two of 20 and 3.09 s at two of 28, PING p99 0.82, 0.71 and 0.84 ms.

@@ -24,7 +24,7 @@ the script (``redis.sha1hex``).  Per job, in one atomic script step:
 Costs.  Processing is bounded by the workers' concurrency; each requeued
 job is one ``LREM`` over it, and a call takes at most ``LREM_BUDGET /
 length`` jobs.  The dead list, which nobody pops and which may be long, is
-never searched: it is the window engine's (:mod:`jobctl.ops.window`,
+never searched: it is the window engine's (:mod:`jobctl.ops.walk`,
 :func:`dead_sources`): pipelined ``jl_window.lua`` calls walk it from its
 oldest end (the left, where the workers' RPUSHes do not shift positions),
 take planned strings out (fence: the string's SHA1 + its position) and park
@@ -54,7 +54,7 @@ from jobctl.layouts.common import DEFAULT_BATCH, batch_result, suppression_recor
 from jobctl.layouts.planning import TRANSITIONS_WITHOUT_SCHEDULED, check_operation, plan_from_walk, records_by_ids
 from jobctl.layouts.walks import WINDOW, lrem_chunk
 from jobctl.ops.redrive_record import source_fields
-from jobctl.ops.window import ListSource, drive, drives
+from jobctl.ops.walk import ListSource, drive, drives
 from jobctl.layouts.json_list.tail_plan import JsonTailRange, plan_tail, tail_applies
 
 if TYPE_CHECKING:

@@ -10,7 +10,7 @@ evaluates the filter on orjson dicts (:mod:`.lean_plan`).
 
 Applying calls one Lua script per batch (``jobctl/lua/rl_*.lua``); each job
 inside a call moves atomically and only if its fence still holds.  The dead
-list is the window engine's (:mod:`jobctl.ops.window`, :func:`dead_sources`):
+list is the window engine's (:mod:`jobctl.ops.walk`, :func:`dead_sources`):
 pipelined the window scripts (``rl_window.lua``, ``rl_tail.lua``, ...) calls walk it from its tail, planned jobs leave
 (fence: identity + position), every other element waits on jobctl's hold
 list and ``list_restore.lua`` puts it back at the tail, so the jobs that stay
@@ -37,7 +37,7 @@ from jobctl.layouts.planning import (TRANSITIONS_WITH_SCHEDULED, plan_from_walk,
                        shard_index)
 from jobctl.layouts.walks import WINDOW, prefetched
 from jobctl.ops.redrive_record import source_fields
-from jobctl.ops.window import ListSource, drive, drives
+from jobctl.ops.walk import ListSource, drive, drives
 
 if TYPE_CHECKING:
     from jobctl.layouts.reliable_list.layout import ReliableList

@@ -8,7 +8,7 @@ section 2; seed 000 sections 11-13).
   seed's scheduler does; unsuppress and purge of suppressed jobs take the
   zset member back (``sg_zset_move.lua``);
 * redrive, suppress and purge from a dead *list* are the window engine's
-  (:mod:`jobctl.ops.window`, :func:`dead_sources`); from a dead *stream*
+  (:mod:`jobctl.ops.walk`, :func:`dead_sources`); from a dead *stream*
   they are ``sg_dead_move.lua`` calls fenced to the dead entry id.
 
 Each job moves atomically and only if its fence still holds.
@@ -117,7 +117,7 @@ def dead_sources(layout: StreamGroup, spec: OpSpec) -> list:
     """The window-engine sources (one per shard) of an operation from a
     dead *list* (``dead = "list"``): ids as reliable-list's, a redrive
     to ready is an ``XADD jobId <id>`` to the stream.  ``[]`` otherwise."""
-    from jobctl.ops.window import ListSource, drives
+    from jobctl.ops.walk import ListSource, drives
 
     if not drives(spec) or layout.dead_kind != "list":
         return []
@@ -160,7 +160,7 @@ def apply_plan(layout: StreamGroup, plan: Plan, *, batch: int | None = None) -> 
         yield from apply_replay(layout, plan, batch=batch or DEFAULT_BATCH)
         return
     if spec.source is State.DEAD and layout.dead_kind == "list":
-        from jobctl.ops.window import drive
+        from jobctl.ops.walk import drive
 
         yield from drive(layout.sources(spec), plan, batch=batch, depth=1)
         return
