@@ -43,6 +43,20 @@ class AuthFailed(JobctlError):
     exit_code = ExitCode.AUTH
 
 
+class AccessDenied(AuthFailed):
+    """The ACL refused a command or a key (``NOPERM``; exit 4).
+
+    ``what`` names what the user lacks, as in the message: ``run XADD``,
+    ``read queue:{t}:ready``, ``write queue:{t}:jobctl:journal``; ``None``
+    when Redis did not say (a key refusal of a command whose key is not
+    known here).  The roles and their key patterns: ``docs/acl.md``.
+    """
+
+    def __init__(self, message: str, *, what: str | None = None) -> None:
+        super().__init__(message)
+        self.what = what
+
+
 class NotFound(JobctlError):
     """Unknown queue, job id or profile."""
 

@@ -35,23 +35,68 @@ def _discovery_note(session: Session) -> None:
 
 
 def collect_status(session: Session, names: tuple[str, ...]):
-    """Status of each named (or every) queue, read at one ``now``."""
-    from ..layouts.base import now_ms
+    """Status of each named (or every) queue, read at one ``now``.
 
-    with session.errors():
-        queues = session.queues(names)
-        now = now_ms()
-        statuses = [session.layout(q).status_report(now) for q in queues]
+    Raises :class:`~jobctl.errors.AccessDenied` for the first queue the ACL
+    refuses (:func:`status_per_queue` reports them one by one)."""
+    statuses, refused = status_per_queue(session, names)
+    if refused:
+        raise refused[0][1]
     return statuses
 
 
-def status_document(session: Session, statuses) -> dict:
-    """The ``status --json`` document (see README, "status JSON contract")."""
-    return {
+def status_per_queue(session: Session, names: tuple[str, ...]):
+    """``(statuses, refused)`` of each named (or every) queue, read at one
+    ``now``: ``refused`` holds ``(queue name, AccessDenied)`` for each queue
+    the ACL lets this user not read, the refused key or command named."""
+    from ..errors import AccessDenied
+    from ..layouts.base import now_ms
+
+    statuses, refused = [], []
+    with session.errors():
+        queues = session.queues(names)
+        now = now_ms()
+    for q in queues:
+        try:
+            with session.errors():
+                statuses.append(session.layout(q).status_report(now))
+        except AccessDenied as err:
+            refused.append((q.name, _named_refusal(session, q, err)))
+    return statuses, refused
+
+
+def _named_refusal(session: Session, queue, err):
+    """``err`` naming the key refused, probed among the queue's own keys
+    when Redis did not name it (``NOPERM`` on a key never says which)."""
+    from ..redis_errors import first_refused, refusal
+
+    if err.what is not None:
+        return err
+    layout = session.layout(queue)
+    keys = [*layout.slot_keys(), *(k for shard in getattr(layout, "shards", ()) for k in _names(shard)),
+            layout.journal_key]
+    with session.errors():
+        key = first_refused(layout.client, keys)
+    return err if key is None else refusal(err, session.target, key=key, access="read")
+
+
+def _names(keys) -> list[str]:
+    """Every key name a :mod:`jobctl.keys` object holds as a property."""
+    props = (n for n in dir(type(keys)) if not n.startswith("_") and isinstance(getattr(type(keys), n), property))
+    return [v for v in (getattr(keys, n) for n in props) if isinstance(v, str) and "*" not in v]
+
+
+def status_document(session: Session, statuses, refused=()) -> dict:
+    """The ``status --json`` document (see README, "status JSON contract");
+    ``refused``: ``(queue, error)`` pairs, listed under ``refused``."""
+    doc = {
         "catalogue": "discovered" if session.discovery is not None else "config",
         "server": session.target.display,
         "queues": [s.to_json() for s in statuses],
     }
+    if refused:
+        doc["refused"] = [{"queue": q, "error": str(e)} for q, e in refused]
+    return doc
 
 
 def _report_problems(statuses) -> bool:
@@ -80,14 +125,16 @@ def status(session: Session, queues: tuple[str, ...], as_json: bool, watch: floa
     pipelined round trips per queue whatever the depth.
     """
     if watch is None:
-        statuses = collect_status(session, queues)
+        statuses, refused = status_per_queue(session, queues)
         _discovery_note(session)
         bad = _report_problems(statuses)
         if as_json:
-            render.print_json(status_document(session, statuses))
-        else:
+            render.print_json(status_document(session, statuses, refused))
+        elif statuses:
             render.console().print(render.status_table(statuses))
-        return int(ExitCode.DATA if bad else ExitCode.OK)
+        for name, err in refused:  # the readable queues shown, each refused one named
+            render.note(f"error: queue {name}: {err}")
+        return int(ExitCode.AUTH if refused else ExitCode.DATA if bad else ExitCode.OK)
     return watch_status(session, queues, watch, as_json=as_json)
 
 
@@ -281,8 +328,7 @@ def discover(session: Session, as_json: bool, limit: int, write_config: str | No
     with session.errors():
         d = run_discovery(session.client, limit=limit)
     if write_config:
-        header = (f"queues found by `jobctl discover` on {session.target.display}: scanned {d.scanned:,} keys"
-                  + ("" if d.complete else " (bound reached: the keyspace is larger)"))
+        header = "\n".join([f"queues found by `jobctl discover` on {session.target.display}", *d.scan_notes()])
         try:
             with open(write_config, "w", encoding="utf-8") as fh:
                 fh.write(catalogue_toml(d.queues, header=header))
@@ -290,7 +336,7 @@ def discover(session: Session, as_json: bool, limit: int, write_config: str | No
             raise UsageError(f"--write-config: cannot write {write_config}: {exc.strerror or exc}") from None
         render.note(f"wrote {len(d.queues)} queue(s) to {write_config}")
     if as_json:
-        render.print_json({"scanned": d.scanned, "complete": d.complete,
+        render.print_json({"scanned": d.scanned, "complete": d.complete, **d.scan_json(),
                            "queues": [{"queue": q.name, "layout": q.layout, "tag": q.tag, "shards": q.shards,
                                        "priorities": q.priorities, "options": q.options,
                                        "evidence": _evidence(d.evidence[q.name]),
@@ -308,8 +354,9 @@ def discover(session: Session, as_json: bool, limit: int, write_config: str | No
         click.echo(f"{q.name}\t{q.layout}\t{'tag=' + q.tag if q.tag else '-'}{extra}\t({len(ev)} keys: {shown})")
         if q.name in d.cluster_notes:
             render.note(d.cluster_notes[q.name])
-    render.note(f"scanned {d.scanned:,} keys{'' if d.complete else ' (bound reached)'}; "
-                f"{len(d.queues)} queue(s)")
+    for line in d.scan_notes():
+        render.note(line)
+    render.note(f"{len(d.queues)} queue(s)")
     return int(ExitCode.OK)
 
 

@@ -29,7 +29,7 @@ from ..connection import Target, redact_url, scrub
 from ..keys import JOURNAL_STREAM_MAXLEN
 
 __all__ = ["journal_path", "moved_ids_path", "MovedIds", "command_line", "write_entry", "read_entries",
-           "repair_entry"]
+           "repair_entry", "require_journal"]
 
 
 def journal_path() -> Path:
@@ -143,13 +143,40 @@ def repair_entry(op_id: str, queue: str, layout: str, *, confirmed: list, repair
             "repairs": [p.to_json() for p in repaired[:200]], "started_ms": started_ms, "ended_ms": ended_ms}
 
 
+def require_journal(client, stream_key: str, target: Target | None = None) -> None:
+    """Check, before an operation's first write, that ``client``'s user may
+    write the journal stream ``stream_key``: ``XTRIM <key> MAXLEN ~ <cap>``,
+    the trim every ``XADD`` of :func:`write_entry` does anyway (so it changes
+    nothing; on an absent key it creates none), refused by the ACL exactly
+    where that ``XADD`` would be (the key's write permission, a stream write
+    command).  ``ACL DRYRUN`` would say the same without a command but needs
+    admin rights, which an operator's user should not have.
+
+    Raises:
+        AccessDenied: (exit 4) naming the key or the command refused.
+    """
+    from ..redis_errors import is_refusal, refusal
+
+    try:
+        client.xtrim(stream_key, maxlen=JOURNAL_STREAM_MAXLEN, approximate=True)
+    except Exception as exc:
+        if is_refusal(exc):
+            raise refusal(exc, target, key=stream_key, access="write") from None
+        raise
+
+
 def write_entry(client, stream_key: str | None, entry: dict[str, Any], target: Target | None = None) -> list[str]:
     """Append ``entry`` to the local file and, if ``client``, to the stream.
 
     Returns the problems met (e.g. the server is gone); never raises for a
-    journal failure, so an operation's outcome is always reported.
+    journal failure but a refusal: an operation's outcome is always reported.
+
+    Raises:
+        AccessDenied: (exit 4) the ACL refused the stream's ``XADD``; the
+            entry is in the local file only, as the message says.
     """
     from ..escape import json_safe
+    from ..redis_errors import is_refusal, refusal
 
     entry.setdefault("host", socket.gethostname())
     data = scrub(orjson.dumps(json_safe(entry)).decode("utf-8"), target)
@@ -165,15 +192,40 @@ def write_entry(client, stream_key: str | None, entry: dict[str, Any], target: T
         try:
             client.xadd(stream_key, {"entry": data}, maxlen=JOURNAL_STREAM_MAXLEN, approximate=True)
         except Exception as exc:  # noqa: BLE001 - reported, not raised
+            if is_refusal(exc):
+                raise _refused_entry(refusal(exc, target, key=stream_key, access="write"), entry,
+                                     path if not problems else None) from None
             problems.append(f"journal stream {stream_key}: {exc.__class__.__name__}")
     return problems
 
 
-def read_entries(client, stream_keys: list[str], limit: int = 50) -> list[dict[str, Any]]:
-    """The newest ``limit`` entries of the given streams, newest first."""
+def _refused_entry(err, entry: dict[str, Any], path: Path | None):
+    """``err`` (an :class:`~jobctl.errors.AccessDenied`) saying what became
+    of the refused entry: what the operation did, and where it is kept."""
+    did = f"{entry.get('operation')} moved {entry['moved']:,}; " if "moved" in entry else ""
+    kept = f"the entry is only in the local journal {path}" if path else "the entry was not journaled"
+    err.args = (f"{err.args[0]}; {did}{kept}",)
+    return err
+
+
+def read_entries(client, stream_keys: list[str], limit: int = 50,
+                 target: Target | None = None) -> list[dict[str, Any]]:
+    """The newest ``limit`` entries of the given streams, newest first.
+
+    Raises:
+        AccessDenied: (exit 4) the ACL refused reading one of the streams, named.
+    """
+    from ..redis_errors import is_refusal, refusal
+
     entries: list[dict[str, Any]] = []
     for key in stream_keys:
-        for stream_id, fields in client.xrevrange(key, count=limit):
+        try:
+            replies = client.xrevrange(key, count=limit)
+        except Exception as exc:
+            if is_refusal(exc):
+                raise refusal(exc, target, key=key, access="read") from None
+            raise
+        for stream_id, fields in replies:
             raw = fields.get(b"entry") or fields.get("entry")
             try:
                 doc = orjson.loads(raw)
