@@ -1,7 +1,9 @@
 """Find queues of every layout in a keyspace with no catalogue.
 
-One bounded ``SCAN`` (``COUNT 1000``, never ``KEYS``) with a pipelined
-``TYPE`` per page gives a map key name -> Redis type.  Each layout
+One bounded ``SCAN`` per primary (``COUNT 1000``, never ``KEYS``; each
+primary its own budget) with a pipelined ``TYPE`` per page gives a map key
+name -> Redis type (:mod:`.scan`).  After a partial scan the shard count of
+every sharded queue is counted key by key (:mod:`.shard_probe`).  Each layout
 registered in :mod:`jobctl.layouts` declares its recognizer
 (:meth:`~jobctl.layouts.facts.LayoutFacts.recognizer`, in its package's
 ``discover`` module; the table is :func:`recognizer_table`)::
@@ -28,13 +30,14 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
-from ..cluster import primaries
 from ..config import QueueConfig, defaulted_visibility
+from .scan import NodeScan, scan_nodes
+from .shard_probe import probe_shards
 
 __all__ = ["Discovery", "discover", "discover_default", "discover_reliable_lists", "scan_types", "recognizers",
-           "recognizer_table", "catalogue_toml", "DEFAULT_SCAN_LIMIT"]
+           "recognizer_table", "catalogue_toml", "DEFAULT_SCAN_LIMIT", "NodeScan"]
 
-#: At most this many keys are examined by one discovery.
+#: At most this many keys are examined on each primary by one discovery.
 DEFAULT_SCAN_LIMIT = 200_000
 
 @dataclass
@@ -43,7 +46,8 @@ class Discovery:
 
     ``queues`` are catalogue entries marked ``discovered=True``; ``evidence``
     maps queue name to the keys seen; ``scanned`` counts keys examined;
-    ``complete`` is False when the scan stopped at its bound; ``rejected``
+    ``complete`` is False when the scan of any primary stopped at its bound
+    (each primary has a budget of its own: ``nodes``); ``rejected``
     lists keys whose name matched but whose type did not.
     """
 
@@ -54,35 +58,37 @@ class Discovery:
     rejected: list[str] = field(default_factory=list)
     #: Redis Cluster only: queue name -> why its operations are refused (keys span slots).
     cluster_notes: dict[str, str] = field(default_factory=dict)
+    #: What each primary's scan examined (one entry on a single server).
+    nodes: list[NodeScan] = field(default_factory=list)
+    #: After a partial scan: queue name -> (shards the scan found, shards
+    #: counted by probing every computable shard tag).
+    probed: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+    def scan_notes(self) -> list[str]:
+        """One line per primary on a cluster (one line on a single server)
+        saying what its scan examined and whether it reached its bound, then
+        one per shard count the probe changed."""
+        many = len(self.nodes) > 1
+        lines = [f"{'node ' + n.node + ': ' if many else ''}scanned {n.scanned:,} keys"
+                 + ("" if n.complete else " (bound reached: more keys unscanned)") for n in self.nodes]
+        lines += [f"{name}: the partial scan saw {found} shard(s); every shard tag probed: shards = {counted}"
+                  for name, (found, counted) in self.probed.items() if found != counted]
+        return lines
+
+    def scan_json(self) -> dict[str, Any]:
+        """The scan's part of ``discover --json``: ``nodes`` and ``probed``."""
+        return {"nodes": [n.to_json() for n in self.nodes],
+                "probed": {name: {"found": f, "shards": c} for name, (f, c) in self.probed.items()}}
 
 
 def scan_types(client, *, limit: int = DEFAULT_SCAN_LIMIT, count: int = 1000,
                match: str | None = None) -> tuple[dict[str, bytes], int, bool]:
-    """``({key: TYPE reply}, keys scanned, complete)`` of a bounded SCAN.
-
-    Cost: ``ceil(keys/count)`` SCAN calls plus one pipelined TYPE batch per
-    page; stops after the page that reaches ``limit`` (``complete`` False).
-    On a Redis Cluster every primary is scanned in turn.
-    Raises redis-py errors unchanged.
-    """
-    types: dict[str, bytes] = {}
-    scanned = 0
-    for node in primaries(client):  # one server: the client itself; a cluster: every primary
-        cursor = 0
-        while True:
-            cursor, page = node.scan(cursor=cursor, match=match, count=count)
-            if page:
-                pipe = node.pipeline(transaction=False)
-                for raw in page:
-                    pipe.type(raw)
-                for raw, typ in zip(page, pipe.execute()):
-                    types[raw.decode("utf-8", "replace")] = typ if isinstance(typ, bytes) else str(typ).encode()
-            scanned += len(page)
-            if scanned >= limit and cursor != 0:
-                return types, scanned, False
-            if cursor == 0:
-                break
-    return types, scanned, True
+    """``({key: TYPE reply}, keys scanned, complete)`` of a bounded SCAN of
+    every primary, each up to ``limit`` keys (:func:`.scan.scan_nodes`);
+    ``complete`` False when any node stopped at its bound.
+    Raises redis-py errors unchanged."""
+    types, nodes = scan_nodes(client, limit=limit, count=count, match=match)
+    return types, sum(n.scanned for n in nodes), all(n.complete for n in nodes)
 
 
 def recognizer_table() -> dict[str, Callable[..., Any]]:
@@ -119,8 +125,8 @@ def discover(client, *, limit: int = DEFAULT_SCAN_LIMIT, count: int = 1000,
     Queue names are unique in the result: a name already taken gets
     ``-<layout>`` appended.  Raises redis-py errors unchanged.
     """
-    keys, scanned, complete = scan_types(client, limit=limit, count=count, match=match)
-    out = Discovery(scanned=scanned, complete=complete)
+    keys, nodes = scan_nodes(client, limit=limit, count=count, match=match)
+    out = Discovery(scanned=sum(n.scanned for n in nodes), complete=all(n.complete for n in nodes), nodes=nodes)
     remaining = dict(keys)
     for _, fn in recognizers(layouts):
         params = inspect.signature(fn).parameters
@@ -137,6 +143,8 @@ def discover(client, *, limit: int = DEFAULT_SCAN_LIMIT, count: int = 1000,
             out.evidence[name] = list(evidence)
             for key in evidence:
                 remaining.pop(key, None)
+    if not out.complete:  # a shard tag on an unscanned part may be missing: count the shards key by key
+        out.queues, out.probed = probe_shards(client, out.queues)
     _note_cross_slot(client, out)
     return out
 

@@ -8,12 +8,19 @@ import re
 import time
 
 __all__ = ["JOURNAL_STREAM_MAXLEN", "utc_day", "shard_tags", "split_shard_tag", "glob_escape", "JobctlKeys",
-           "SuppressionKeys", "WindowKeys"]
+           "SuppressionKeys", "WindowKeys", "fixed_key_names"]
 
 #: Approximate cap (XADD MAXLEN ~) of the per-queue audit journal stream.
 JOURNAL_STREAM_MAXLEN = 10_000
 
 _SHARD_RE = re.compile(r"^(.+):(\d{2,})$")
+
+
+def fixed_key_names(keys) -> list[str]:
+    """Every key name a key-names object (of :mod:`jobctl.keys`) holds as a
+    public property, patterns (``*``) left out, in property-name order."""
+    props = (n for n in dir(type(keys)) if not n.startswith("_") and isinstance(getattr(type(keys), n), property))
+    return [v for v in (getattr(keys, n) for n in props) if isinstance(v, str) and "*" not in v]
 
 
 def utc_day(epoch_ms: int) -> str:
