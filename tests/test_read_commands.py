@@ -374,3 +374,19 @@ def test_attempts_cli_says_when_it_sampled(capsys, redis_client, redis_url, monk
     assert "(sampled)" in out and "~" in out
     hist, err = cli_json(capsys, "--url", redis_url, "attempts", "email")
     assert hist["sampled"] is True
+
+
+def test_inspect_table_shows_readable_times_beside_raw_ms(capsys, redis_url, dlq):
+    """A dead job's ``dead_since_ms`` reads as a UTC time and an age beside the
+    raw ms; ``--json`` keeps the raw ms alone."""
+    truth, _ = dlq
+    job_id = sorted(truth.ids_by_state["dead"])[0]
+    rec, _ = cli_json(capsys, "--url", redis_url, "inspect", "email", job_id)
+    raw = rec["meta"]["dead_since_ms"]
+    assert isinstance(raw, int)
+    code, out, err = cli(capsys, "--url", redis_url, "inspect", "email", job_id)
+    assert code == 0, err
+    line = next(ln for ln in out.splitlines() if "dead_since_ms" in ln)
+    from jobctl.humanize import stamp
+
+    assert f"{raw} ({stamp(raw)}, " in line and " ago)" in line

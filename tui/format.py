@@ -7,14 +7,13 @@ call reads the same time.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
 
 from rich.text import Text
 
 from jobctl.dashboard import Level
-from jobctl.durations import format_duration
+from jobctl import humanize
 
-__all__ = ["count", "age", "rel", "clock", "stamp", "sparkline", "level_style", "styled", "rate",
+__all__ = ["count", "age", "rel", "ago", "clock", "stamp", "sparkline", "level_style", "styled", "rate",
            "BARS"]
 
 #: Eight block heights, lowest first.
@@ -25,35 +24,32 @@ _LEVEL_STYLES = {Level.OK: "", Level.WARN: "bold yellow", Level.BREACH: "bold wh
 
 def count(n: int | None) -> str:
     """``1,234``; ``-`` for None."""
-    return "-" if n is None else f"{n:,}"
+    return humanize.count(n)
 
 
 def age(ms: int | None) -> str:
-    """A duration (``3m12s``); ``-`` for None."""
-    return "-" if ms is None else format_duration(max(0, ms))
+    """A duration (``5 m 17 s``, :func:`jobctl.humanize.duration`); ``-`` for None."""
+    return humanize.duration(ms)
 
 
 def rel(now: int, when: int | None) -> str:
-    """``in 5m`` / ``3m12s ago``; ``-`` for None."""
-    if when is None:
-        return "-"
-    delta = when - now
-    return f"in {format_duration(delta)}" if delta >= 0 else f"{format_duration(-delta)} ago"
+    """A time that may lie ahead: ``in 5 m`` / ``3 m 12 s ago``; ``-`` for None."""
+    return humanize.rel(now, when)
+
+
+def ago(now: int, when: int | None) -> str:
+    """A past event: ``3 m 12 s ago``, ``now`` under clock skew; ``-`` for None."""
+    return humanize.ago(now, when)
 
 
 def clock(ms: int | None) -> str:
     """``10:04:05Z`` (UTC); ``-`` for None."""
-    if ms is None:
-        return "-"
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%H:%M:%SZ")
+    return humanize.clock(ms)
 
 
 def stamp(ms: int | None) -> str:
     """``2026-11-21 10:04:05.123Z`` (UTC); ``-`` for None."""
-    if ms is None:
-        return "-"
-    dt = datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
-    return dt.strftime("%Y-%m-%d %H:%M:%S.") + f"{ms % 1000:03d}Z"
+    return humanize.stamp(ms)
 
 
 def rate(per_min: float | None) -> str:

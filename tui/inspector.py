@@ -55,7 +55,7 @@ def facts_table(r: JobRecord, now: int) -> Table:
         t.add_row("position", f"{r.position:,} from the served end")
     if r.score is not None:
         label = "due" if state == "scheduled" else "suppressed at" if state == "suppressed" else "score"
-        t.add_row(label, f"{fmt.stamp(r.score)} ({fmt.rel(now, r.score)})")
+        t.add_row(label, f"{fmt.stamp(r.score)} ({(fmt.ago if state == 'suppressed' else fmt.rel)(now, r.score)})")
     if r.deadline_ms is not None:
         left = r.deadline_ms - now
         style = "bold white on red" if left < 0 else ""
@@ -66,7 +66,7 @@ def facts_table(r: JobRecord, now: int) -> Table:
         if key in r.meta:
             v = r.meta[key]
             if key == "dead_since_ms":
-                v = f"{fmt.stamp(v)} ({fmt.rel(now, v)})"
+                v = f"{fmt.stamp(v)} ({fmt.ago(now, v)})"
             elif isinstance(v, list):
                 v = ", ".join(map(str, v))
             style = "bold red" if key in ("problem", "also_in", "also_in_shards", "stray_deadline") else ""
@@ -78,7 +78,7 @@ def facts_table(r: JobRecord, now: int) -> Table:
         t.add_row("tenant", e.tenant_id or "-")
         attempt = "-" if e.attempt is None else f"{e.attempt} of {e.max_attempts if e.max_attempts is not None else '?'}"
         t.add_row("attempt", attempt)
-        t.add_row("created", f"{fmt.stamp(e.created_ms)} ({fmt.rel(now, e.created_ms)})")
+        t.add_row("created", f"{fmt.stamp(e.created_ms)} ({fmt.ago(now, e.created_ms)})")
         if e.last_error_code or e.last_error_message:
             t.add_row("last error", Text(f"{e.last_error_code or '-'}: {e.last_error_message or ''}", style="red"))
         if e.idempotency_key:
@@ -88,7 +88,7 @@ def facts_table(r: JobRecord, now: int) -> Table:
     rec = r.meta.get("redriven")  # jobctl's redrive record (the envelope is not rewritten)
     if isinstance(rec, dict) and isinstance(rec.get("at_ms"), int) and "redriveOperation" not in e.extra:
         t.add_row("redriven", f"{rec.get('count', '?')} time(s), last by {rec.get('operation')} "
-                              f"at {fmt.stamp(rec['at_ms'])} ({fmt.rel(now, rec['at_ms'])})")
+                              f"at {fmt.stamp(rec['at_ms'])} ({fmt.ago(now, rec['at_ms'])})")
     return t
 
 

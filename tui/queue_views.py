@@ -26,18 +26,18 @@ def job_cells(r: JobRecord, now: int, selected: bool) -> tuple:
     elif st == "processing":
         when = "deadline " + fmt.rel(now, r.deadline_ms) if r.deadline_ms is not None else "no deadline"
     elif st == "suppressed":
-        when = "suppressed " + fmt.rel(now, r.score)
+        when = "suppressed " + fmt.ago(now, r.score)
     elif st == "dead":
-        when = "dead " + fmt.rel(now, r.meta.get("dead_since_ms", e.last_attempt_ms))
+        when = "dead " + fmt.ago(now, r.meta.get("dead_since_ms", e.last_attempt_ms))
     else:
-        when = "ready " + fmt.rel(now, e.ready_since_ms)
+        when = "ready " + fmt.ago(now, e.ready_since_ms)
     attempt = "-" if e.attempt is None else f"{e.attempt}/{e.max_attempts if e.max_attempts is not None else '?'}"
     err = Text(e.last_error_code or "")
     if e.problems:
         err = Text(f"malformed: {e.problems[0]}", style="red")
     mark = Text("●", style="bold yellow") if selected else Text(" ")
     return (mark, r.job_id, e.job_type or "-", e.tenant_id or "-", Text(attempt, justify="right"),
-            fmt.rel(now, e.created_ms), when, err)
+            fmt.ago(now, e.created_ms), when, err)
 
 
 def processing_cells(r: JobRecord, now: int, selected: bool) -> tuple:
@@ -175,7 +175,7 @@ def triage_view(tri: Triage) -> tuple[list, Text]:
                             for t, n in g.top_tenants(2))
         rows.append((g.key, (Text(g.job_type or "(none)", style="bold"), g.error or "(none)",
                              Text(f"{g.count:,}", justify="right"), Text(share, justify="right"),
-                             fmt.rel(tri.now_ms, g.first_seen_ms), fmt.rel(tri.now_ms, g.last_seen_ms),
+                             fmt.ago(tri.now_ms, g.first_seen_ms), fmt.ago(tri.now_ms, g.last_seen_ms),
                              tenants)))
     note = Text(f"{tri.depth:,} dead · {len(tri.groups)} group(s) by job type × error code")
     if tri.sampled:
@@ -213,7 +213,7 @@ def journal_view(entries: list[dict], now: int) -> tuple[list, Text]:
     for n, e in enumerate(entries):
         what = e.get("filter") or (", ".join(e.get("ids") or [])[:60]) or ""
         rows.append((e.get("stream_id") or str(n), (
-            fmt.rel(now, e.get("ended_ms")), Text(str(e.get("operation")), style="bold"),
+            fmt.ago(now, e.get("ended_ms")), Text(str(e.get("operation")), style="bold"),
             str(e.get("operator") or ""), Text(f"{e.get('planned', 0):,}", justify="right"),
             Text(f"{e.get('moved', 0):,}", justify="right"), Text(f"{e.get('skipped', 0):,}", justify="right"),
             Text(f"{e.get('failed', 0):,}", justify="right"), what)))

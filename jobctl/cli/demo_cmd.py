@@ -23,6 +23,7 @@ from contextlib import contextmanager
 
 import click
 
+from .. import humanize
 from ..config import Config, QueueConfig
 from ..errors import UsageError
 from ..exitcodes import ExitCode
@@ -209,7 +210,7 @@ def _load(client, queues: dict[str, QueueConfig], size: int, seed: int) -> None:
         q = queues[name]
         load_scenario(client, scenario, queue=name, tag=q.base_tag, shards=shards,
                       size=max(100, int(size * share)), seed=seed + n)
-    render.note(f"loaded {size:,} jobs in {time.monotonic() - t0:.1f}s")
+    render.note(f"loaded {size:,} jobs in {humanize.duration((time.monotonic() - t0) * 1000)}")
 
 
 def _start_pool(client, queues: dict[str, QueueConfig], seed: int):

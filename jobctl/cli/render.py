@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import codecs
 import sys
-from datetime import datetime, timezone
 from typing import Any
 
 import click
 import orjson
 
+from .. import humanize
 from ..escape import json_safe, shown
 from ..model import JobRecord, QueueStatus
 
@@ -78,37 +78,18 @@ def console(stderr: bool = False):
 
 def fmt_ms(epoch_ms: int | None) -> str:
     """Epoch ms -> ``2026-11-21 10:04:05.123Z``; ``-`` for None."""
-    if epoch_ms is None:
-        return "-"
-    if abs(epoch_ms) >= _NEVER_MS:
+    if epoch_ms is not None and abs(epoch_ms) >= _NEVER_MS:
         return "never (score +inf)" if epoch_ms > 0 else "always (score -inf)"
-    try:
-        dt = datetime.fromtimestamp(epoch_ms / 1000, tz=timezone.utc)
-    except (OverflowError, ValueError, OSError):
-        return f"{epoch_ms} ms (out of calendar range)"
-    return dt.strftime("%Y-%m-%d %H:%M:%S.") + f"{epoch_ms % 1000:03d}Z"
+    return humanize.stamp(epoch_ms)
 
 
 #: Epoch ms at or beyond which a time is a zset's +inf/-inf
 #: (:data:`jobctl.layouts.common.SCORE_INF_MS`).
 _NEVER_MS = 2 ** 53
 
-
-def _age(ms: int | None) -> str:
-    from ..durations import format_duration
-
-    return "-" if ms is None else format_duration(ms)
-
-
-def _rel(now: int, when: int | None) -> str:
-    if when is None:
-        return "-"
-    if abs(when) >= _NEVER_MS:
-        return "never" if when > 0 else "always"
-    from ..durations import format_duration
-
-    delta = when - now
-    return f"in {format_duration(delta)}" if delta >= 0 else f"{format_duration(-delta)} ago"
+_age = humanize.duration  # a duration: 5 m 17 s
+_rel = humanize.rel  # a time that may lie ahead: in 4 h 41 m / 2.07 s ago
+_ago = humanize.ago  # a past event: 2.07 s ago, "now" under clock skew
 
 
 def status_table(statuses: list[QueueStatus], *, title: str | None = None):
@@ -155,11 +136,11 @@ def jobs_table(records: list[JobRecord], now: int):
         elif r.state is not None and r.state.value == "processing":
             when = "deadline " + _rel(now, r.deadline_ms) if r.deadline_ms is not None else "[red]no deadline[/]"
         elif r.state is not None and r.state.value == "suppressed":
-            when = "suppressed " + _rel(now, r.score)
+            when = "suppressed " + _ago(now, r.score)
         elif r.state is not None and r.state.value == "dead":
-            when = "dead " + _rel(now, r.meta.get("dead_since_ms"))
+            when = "dead " + _ago(now, r.meta.get("dead_since_ms"))
         else:
-            when = "ready " + _rel(now, e.ready_since_ms)
+            when = "ready " + _ago(now, e.ready_since_ms)
         attempt = "-" if e.attempt is None else f"{e.attempt}/{e.max_attempts if e.max_attempts is not None else '?'}"
         # hash-job and json-list keep only a message: show it when there is no code
         err = _markup_escape(shown(str(e.last_error_code or e.last_error_message or "")))[:200]
@@ -167,7 +148,7 @@ def jobs_table(records: list[JobRecord], now: int):
             err = f"[red]malformed: {_markup_escape(shown(e.problems[0]))}[/]"
         t.add_row(str(n + 1), _markup_escape(shown(r.job_id)), _markup_escape(shown(str(e.job_type or "-"))),
                   _markup_escape(shown(str(e.tenant_id or "-"))), attempt,
-                  _rel(now, e.created_ms), when, err)
+                  _ago(now, e.created_ms), when, err)
     return t
 
 
@@ -194,7 +175,9 @@ def job_panel(r: JobRecord, now: int):
         if k == "redriven" and isinstance(v, dict) and isinstance(v.get("at_ms"), int):
             # jobctl's redrive record (jobctl.ops.redrive_record): {operation, at_ms, count}
             at = v["at_ms"]
-            v = f"{v.get('count')} time(s), last by {v.get('operation')} at {fmt_ms(at)} ({_rel(now, at)})"
+            v = f"{v.get('count')} time(s), last by {v.get('operation')} at {fmt_ms(at)} ({_ago(now, at)})"
+        readable = humanize.ms_field(k, v, now) if k.endswith("_ms") else None
+        v = f"{v} ({readable})" if readable else v  # the raw ms stay, as in --json
         facts.add_row(_markup_escape(shown(k)), _markup_escape(shown(str(v))))
     for p in r.envelope.problems:
         facts.add_row("[red]problem[/]", _markup_escape(shown(p)))

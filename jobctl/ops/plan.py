@@ -169,9 +169,9 @@ class Plan:
         else:
             dst = s.target.value
             if s.delay_ms and s.target.value == "scheduled":
-                from ..durations import format_duration
+                from ..humanize import duration
 
-                dst += f" (due in {format_duration(s.delay_ms)})"
+                dst += f" (due in {duration(s.delay_ms)})"
             what = f"move {self.planned:,} job(s) from {src} to {dst}"
         if s.operation.value == "transform" and s.transform is not None:
             what = f"rewrite {self.planned:,} {src} envelope(s) in place: {s.transform.describe()}"
