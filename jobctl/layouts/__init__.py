@@ -35,6 +35,7 @@ _REGISTRY: dict[str, str] = {
     "delay-zset": "jobctl.layouts.delay_zset.layout:DelayZset",  # after Redisson's: discovery order
     "hash-job": "jobctl.layouts.hash_job.layout:HashJob",
     "json-list": "jobctl.layouts.json_list.layout:JsonList",
+    "rq": "jobctl.layouts.rq.layout:Rq",
 }
 
 

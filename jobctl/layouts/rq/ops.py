@@ -1,0 +1,173 @@
+"""Redrive (failed -> ready) and purge of an RQ queue's failed registry.
+
+Plan: walk ``rq:failed:<q>`` (bounded ``ZRANGE`` windows, each job's hash
+and newest result read in one pipelined round trip), filter, and keep per
+job its registry score as the fence plus its ``origin``.
+
+Apply: one call of :data:`MOVE_LUA` per batch of at most
+:data:`DEFAULT_BATCH` jobs, every key in ``KEYS``.  Per job, atomically: the
+id must still be in the failed registry with the score the plan saw and its
+hash's ``status`` must be ``failed`` (and ``origin`` unchanged), else it is
+skipped (``gone``/``changed``); then ``ZREM``, and only when that removed it:
+
+* redrive: ``HSET status queued enqueued_at <now>``, ``started_at`` and
+  ``ended_at`` blanked (as RQ's own requeue), the hash made persistent (or
+  given its own ``ttl``), ``RPUSH rq:queue:<origin>`` and ``SADD rq:queues``:
+  RQ's enqueue.  The pickled ``data`` is never read or rewritten;
+* purge: ``DEL`` of the hash, its dependents/dependencies keys, its
+  executions registry and its results stream.
+
+RQ's keys share no hash tag, so Redis Cluster refuses these moves
+(:mod:`jobctl.cluster`).
+"""
+
+from __future__ import annotations
+
+import weakref
+from datetime import datetime, timezone
+
+from jobctl.errors import DataError, JobctlError
+
+from jobctl.layouts.moves import move_result
+from jobctl.layouts.planning import check_operation, plan_from_walk, records_by_ids
+from jobctl.layouts.rq.keys import RqKeys
+from jobctl.model import State
+from jobctl.ops.plan import Plan, PlannedJob
+from jobctl.ops.spec import Operation
+
+__all__ = ["TRANSITIONS", "DEFAULT_BATCH", "MOVE_LUA", "plan_operation", "apply_plan", "RqPlannedJob"]
+
+#: ``(operation, source) -> targets`` (``None``: purge).
+TRANSITIONS = {(Operation.REDRIVE, State.DEAD): (State.READY,), (Operation.PURGE, State.DEAD): (None,)}
+#: Jobs per script call (about six commands each).
+DEFAULT_BATCH = 500
+
+#: KEYS: failed registry, rq:queues, then per job: redrive (hash, rq:queue:<origin>) or purge (hash,
+#: dependents, dependencies, executions, results).  ARGV: mode ("redrive" | "purge"), enqueued_at (RQ's
+#: ISO format), N, then per job: id, registry score at plan time, origin.  Returns {id, code, ...}:
+#: "moved", "gone" (not in the registry, or no hash), "changed" (score, status or origin differ),
+#: "wrongtype" (a per-job key of another type; nothing written for it), or an error reply
+#: "WRONGTYPE ..." / "BADARG ..." before any write.
+MOVE_LUA = r"""
+local mode, now, n = ARGV[1], ARGV[2], tonumber(ARGV[3])
+if mode ~= 'redrive' and mode ~= 'purge' then return redis.error_reply('BADARG mode') end
+local per = (mode == 'redrive') and 2 or 5
+if not n or n < 0 or #ARGV ~= 3 + 3 * n or #KEYS ~= 2 + per * n then
+  return redis.error_reply('BADARG job count')
+end
+local function typ(k) return redis.call('TYPE', k)['ok'] end
+local fixed = {{KEYS[1], 'zset'}, {KEYS[2], 'set'}}
+for _, kt in ipairs(fixed) do
+  local t = typ(kt[1])
+  if t ~= 'none' and t ~= kt[2] then
+    return redis.error_reply('WRONGTYPE key ' .. kt[1] .. ' holds a ' .. t .. ', expected a ' .. kt[2])
+  end
+end
+local out = {}
+for i = 1, n do
+  local id, want, origin = ARGV[4 + 3 * (i - 1)], ARGV[5 + 3 * (i - 1)], ARGV[6 + 3 * (i - 1)]
+  local job, base = KEYS[3 + per * (i - 1)], 3 + per * (i - 1)
+  local code = 'moved'
+  local sc = redis.call('ZSCORE', KEYS[1], id)
+  local jt = typ(job)
+  if not sc then code = 'gone'
+  elseif sc ~= want and tonumber(sc) ~= tonumber(want) then code = 'changed'
+  elseif jt == 'none' then code = 'gone'
+  elseif jt ~= 'hash' then code = 'wrongtype'
+  elseif redis.call('HGET', job, 'status') ~= 'failed' or redis.call('HGET', job, 'origin') ~= origin then
+    code = 'changed'
+  elseif mode == 'redrive' then
+    local qt = typ(KEYS[base + 1])
+    if qt ~= 'none' and qt ~= 'list' then code = 'wrongtype'
+    elseif redis.call('ZREM', KEYS[1], id) == 0 then code = 'gone'
+    else
+      redis.call('HSET', job, 'status', 'queued', 'enqueued_at', now, 'started_at', '', 'ended_at', '')
+      local ttl = tonumber(redis.call('HGET', job, 'ttl'))
+      if ttl and ttl > 0 then redis.call('EXPIRE', job, ttl) else redis.call('PERSIST', job) end
+      redis.call('RPUSH', KEYS[base + 1], id)
+      redis.call('SADD', KEYS[2], KEYS[base + 1])
+    end
+  elseif redis.call('ZREM', KEYS[1], id) == 0 then code = 'gone'
+  else
+    redis.call('DEL', job, KEYS[base + 1], KEYS[base + 2], KEYS[base + 3], KEYS[base + 4])
+  end
+  out[#out + 1] = id
+  out[#out + 1] = code
+end
+return out
+"""
+
+
+class RqPlannedJob(PlannedJob):
+    """A planned failed job: ``sha1`` holds its registry score as RQ stored
+    it (the fence), ``origin`` the queue its hash names."""
+
+    __slots__ = ("origin",)
+
+    def __init__(self, job: PlannedJob, origin: str) -> None:
+        super().__init__(job.job_id, job.shard, job.position, job.score, job.sha1)
+        self.origin = origin
+
+
+def _keep_origin(plan: Plan):
+    def on_match(rec, job: PlannedJob) -> None:
+        plan.jobs[-1] = RqPlannedJob(job, str(rec.meta.get("origin") or rec.queue))
+    return on_match
+
+
+def plan_operation(layout, spec, now: int) -> Plan:
+    """The plan of ``spec`` (a redrive or purge of the failed registry) at
+    ``now`` (epoch ms).  Reads only.  Raises
+    :class:`~jobctl.errors.UsageError` for another operation."""
+    check_operation(layout.name, TRANSITIONS, spec)
+    note = ("each job's hash set to status queued with a new enqueued_at, started_at/ended_at blanked, "
+            "pushed on rq:queue:<origin> as RQ enqueues; the pickled data is not touched")
+    plan = Plan(spec=spec, now_ms=now, redrive_note=note)
+    batches = records_by_ids(layout, spec) if spec.ids else layout.iter_batches(State.DEAD)
+    return plan_from_walk(plan, batches, lambda rec: str(rec.meta.get("failed_registry_score", "")),
+                          on_match=_keep_origin(plan))
+
+
+def rq_now() -> str:
+    """Now in RQ's timestamp format (``enqueued_at``)."""
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def apply_plan(layout, plan: Plan, *, batch: int = DEFAULT_BATCH):
+    """Apply ``plan``: one :data:`MOVE_LUA` call per ``batch`` jobs; yields
+    one :class:`~jobctl.ops.result.BatchResult` each.  Raises
+    :class:`~jobctl.errors.DataError` when a fixed key has the wrong type."""
+    k = layout.keys
+    purge = plan.spec.operation is Operation.PURGE
+    jobs = list(plan.jobs)
+    for i in range(0, len(jobs), batch):
+        chunk = jobs[i:i + batch]
+        keys, args = [k.failed, k.queues], ["purge" if purge else "redrive", rq_now(), len(chunk)]
+        for job in chunk:
+            origin = getattr(job, "origin", k.name)
+            keys += [k.job(job.job_id)] + (k.job_side_keys(job.job_id) if purge else [RqKeys(origin).queue])
+            args += [job.job_id, job.sha1, origin]
+        yield move_result(_call(layout.client, keys, args))
+
+
+_SCRIPTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _call(client, keys: list, args: list):
+    """Run :data:`MOVE_LUA` (registered once per client: EVALSHA, EVAL after
+    a script flush); its reply.  A ``WRONGTYPE`` error reply raises
+    :class:`DataError`, a ``BADARG`` one :class:`JobctlError` (nothing written)."""
+    import redis
+
+    script = _SCRIPTS.get(client)
+    if script is None:
+        script = _SCRIPTS[client] = client.register_script(MOVE_LUA)
+    try:
+        return script(keys=keys, args=args)
+    except redis.exceptions.ResponseError as exc:
+        msg = (str(exc).splitlines() or [""])[0]
+        if msg.startswith("WRONGTYPE key "):
+            raise DataError(f"{msg[len('WRONGTYPE '):]}: stopped, this call moved nothing") from None
+        if msg.startswith("BADARG"):
+            raise JobctlError(f"internal error: the RQ move script refused its arguments ({msg})") from None
+        raise

@@ -1,0 +1,134 @@
+"""The ``rq`` layout against RQ 2.x itself, unmodified (a test extra):
+RQ's own producer (``Queue.enqueue``) and worker (``SimpleWorker``, burst
+mode, in-process) make the keys; jobctl reads them through the CLI, and
+redrives and purges the failed registry; RQ's own API agrees on every count
+afterwards."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import pytest
+
+rq = pytest.importorskip("rq")
+from rq import Queue, SimpleWorker  # noqa: E402
+from rq.registry import FailedJobRegistry, FinishedJobRegistry, ScheduledJobRegistry  # noqa: E402
+
+import rq_jobs  # noqa: E402
+from helpers import config_fixtures, queues_toml  # noqa: E402
+
+BIG = 2 ** 63 - 1
+cfg, run = config_fixtures(queues_toml(work={"layout": "rq"}))
+
+
+def _enqueue(q: Queue, names: list[str]) -> dict[str, str]:
+    """RQ's own producer: one job per name; ``{name: job id}``."""
+    return {name: q.enqueue(rq_jobs.fail_while_flag, name, BIG).id for name in names}
+
+
+def _work(q: Queue) -> None:
+    SimpleWorker([q], connection=q.connection).work(burst=True)
+
+
+def _json(run, *args) -> dict:
+    code, out, err = run(*args, "--json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def _status(run) -> dict:
+    return _json(run, "status", "work")["queues"][0]
+
+
+@pytest.fixture
+def failed(redis_client) -> tuple[Queue, dict[str, str]]:
+    """12 jobs that RQ's worker failed while the flag was set (the flag stays)."""
+    redis_client.set(rq_jobs.FLAG, 1)
+    q = Queue("work", connection=redis_client)
+    ids = _enqueue(q, [f"{kind}-{n}" for kind in ("even", "odd") for n in range(6)])
+    _work(q)
+    assert FailedJobRegistry(queue=q).count == 12
+    return q, ids
+
+
+def test_status_ls_and_inspect_read_rq_keys(run, failed, redis_client):
+    q, ids = failed
+    _enqueue(q, ["waiting-1", "waiting-2"])
+    q.enqueue_in(timedelta(hours=1), rq_jobs.fail_while_flag, "later", BIG)
+    st = _status(run)
+    assert (st["layout"], st["ready"], st["dead"], st["scheduled"], st["processing"]) == ("rq", 2, 12, 1, 0)
+    assert st["oldest_ready_age_ms"] is not None and st["dead_expiring"] == 0
+    jobs = _json(run, "ls", "work", "--state", "dead", "--limit", "50")["jobs"]
+    assert sorted(j["id"] for j in jobs) == sorted(ids.values())
+    one = jobs[0]
+    assert one["envelope"]["status"] == "failed" and "pickled: not decoded" in one["envelope"]["data"]
+    assert "RuntimeError: flag set for" in one["envelope"]["exception"]
+    assert one["meta"]["failed_registry_expires_at_ms"] > one["meta"]["dead_since_ms"]
+    doc = _json(run, "inspect", "work", ids["even-0"])
+    assert doc["state"] == "dead" and "not the failure time" in doc["meta"]["ages"]
+    assert doc["envelope"]["description"] == f"rq_jobs.fail_while_flag('even-0', {BIG})"
+    ready = _json(run, "ls", "work", "--state", "ready")["jobs"]
+    assert [j["envelope"]["description"].split("'")[1] for j in ready] == ["waiting-1", "waiting-2"]
+    assert len(ScheduledJobRegistry(queue=q)) == st["scheduled"]
+
+
+def test_redrive_filtered_then_rq_worker_runs_each_once(run, failed, redis_client):
+    q, ids = failed
+    code, out, err = run("redrive", "work", "--filter", "payload.description ~ '*even-*'", "--dry-run")
+    assert code == 0, err
+    assert FailedJobRegistry(queue=q).count == 12  # a dry run writes nothing
+    doc = _json(run, "redrive", "work", "--filter", "payload.description ~ '*even-*'", "--yes")
+    assert doc["moved"] == 6
+    redis_client.delete(rq_jobs.FLAG)
+    _work(q)
+    for name in ids:
+        runs = redis_client.get(f"rqtest:count:{name}")
+        if name.startswith("even-"):
+            assert runs == b"1", name  # processed exactly once
+            assert redis_client.get(f"rqtest:arg:{name}") == f"int:{BIG}".encode()
+        else:
+            assert runs is None, name
+    registry = FailedJobRegistry(queue=q)
+    assert sorted(registry.get_job_ids()) == sorted(i for n, i in ids.items() if n.startswith("odd-"))
+    st = _status(run)
+    assert (st["dead"], st["ready"], st["history"]) == (registry.count, q.count, len(FinishedJobRegistry(queue=q)))
+    assert (st["dead"], st["ready"], st["history"]) == (6, 0, 6)
+
+
+def test_a_job_requeued_by_rq_since_the_plan_is_not_redriven_twice(redis_client, failed):
+    from jobctl.config import QueueConfig
+    from jobctl.layouts import layout_for
+    from jobctl.model import State
+    from jobctl.ops.engine import run_plan
+    from jobctl.ops.spec import Operation, OpSpec
+
+    q, ids = failed
+    lay = layout_for(redis_client, QueueConfig(name="work", layout="rq"))
+    plan = lay.plan(OpSpec(Operation.REDRIVE, "work", State.DEAD, State.READY))
+    FailedJobRegistry(queue=q).requeue(ids["odd-0"])  # RQ's own requeue wins the race
+    redis_client.zadd(lay.keys.failed, {ids["odd-1"]: 1})  # another score: failed again since the plan
+    res = run_plan(lay, plan, journal=False)
+    assert res.moved == 10 and res.skipped_reasons == {"gone": 1, "changed": 1}
+    queued = [x.decode() for x in redis_client.lrange(lay.keys.queue, 0, -1)]
+    assert len(queued) == 11 and queued.count(ids["odd-0"]) == 1 and ids["odd-1"] not in queued
+
+
+def test_purge_leaves_no_orphan_keys(run, failed, redis_client):
+    q, ids = failed
+    doc = _json(run, "purge", "work", "--state", "dead", "--filter", "payload.description ~ '*odd-*'",
+                "--no-export", "--yes")
+    assert doc["moved"] == 6
+    gone = [i for n, i in ids.items() if n.startswith("odd-")]
+    left = [k.decode() for k in redis_client.scan_iter(count=1000)]
+    assert not [k for k in left if any(i in k for i in gone)]
+    registry = FailedJobRegistry(queue=q)
+    assert registry.count == 6 and _status(run)["dead"] == 6
+    assert sorted(registry.get_job_ids()) == sorted(i for n, i in ids.items() if n.startswith("even-"))
+
+
+def test_discover_recognises_rq_keys(run, failed):
+    code, out, err = run("discover", "--json")
+    assert code == 0, err
+    queues = json.loads(out)["queues"]
+    assert any(q["queue"] == "work" and q["layout"] == "rq" for q in queues), queues
