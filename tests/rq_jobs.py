@@ -18,3 +18,22 @@ def fail_while_flag(name: str, big: int) -> int:
     conn.incr(f"rqtest:count:{name}")
     conn.set(f"rqtest:arg:{name}", f"{type(big).__name__}:{big}")
     return big
+
+
+def observe_self(queue_name: str) -> None:
+    """Record what jobctl's rq layout reads while this job runs (the
+    ``rqtest:seen`` key, JSON): the queue's status counts and this job's
+    inspect state and deadline."""
+    import json
+
+    from jobctl.config import QueueConfig
+    from jobctl.layouts import layout_for
+
+    job = get_current_job()
+    lay = layout_for(job.connection, QueueConfig(name=queue_name, layout="rq"))
+    st = lay.status()
+    rec = lay.inspect(job.id)
+    listed = [r.job_id for r in lay.list_jobs(lay.states[2])]  # processing
+    job.connection.set("rqtest:seen", json.dumps({
+        "processing": st.processing, "stuck": st.stuck, "state": rec.state.value,
+        "deadline": rec.deadline_ms, "listed": listed, "execution": rec.meta.get("execution")}))

@@ -127,6 +127,38 @@ def test_purge_leaves_no_orphan_keys(run, failed, redis_client):
     assert sorted(registry.get_job_ids()) == sorted(i for n, i in ids.items() if n.startswith("even-"))
 
 
+def test_a_started_job_reads_as_processing(redis_client):
+    q = Queue("work", connection=redis_client)
+    job = q.enqueue(rq_jobs.observe_self, "work")
+    _work(q)
+    seen = json.loads(redis_client.get("rqtest:seen"))
+    assert (seen["processing"], seen["stuck"], seen["state"]) == (1, 0, "processing")
+    assert seen["listed"] == [job.id] and seen["deadline"] and seen["execution"]
+
+
+def test_scheduled_and_retry_budget(run, redis_client):
+    q = Queue("work", connection=redis_client)
+    later = q.enqueue_in(timedelta(minutes=5), rq_jobs.fail_while_flag, "later", BIG)
+    jobs = _json(run, "ls", "work", "--state", "scheduled")["jobs"]
+    assert [j["id"] for j in jobs] == [later.id] and jobs[0]["score"] > _status(run)["now_ms"]
+    code, _, err = run("redrive", "work", "--reset-attempts", "--yes")
+    assert code == 2 and "retries_left" in err
+
+
+def test_purge_exports_first_and_the_export_fences_it(run, failed, redis_client, tmp_path):
+    q, ids = failed
+    out = tmp_path / "dead"
+    doc = _json(run, "purge", "work", "--state", "dead", "--filter", "payload.description ~ '*odd-*'",
+                "--export-to", str(out), "--yes")
+    assert doc["moved"] == 6
+    import pyarrow.parquet as pq
+
+    rows = [r for part in sorted(out.glob("part-*.parquet")) for r in pq.read_table(part).to_pylist()]
+    assert {r["layout"] for r in rows} == {"rq"} and all(r["raw_base64"] for r in rows)  # the stored bytes
+    assert sorted(r["job_id"] for r in rows) == sorted(i for n, i in ids.items() if n.startswith("odd-"))
+    assert FailedJobRegistry(queue=q).count == 6
+
+
 def test_discover_recognises_rq_keys(run, failed):
     code, out, err = run("discover", "--json")
     assert code == 0, err

@@ -26,7 +26,7 @@ from __future__ import annotations
 import weakref
 from datetime import datetime, timezone
 
-from jobctl.errors import DataError, JobctlError
+from jobctl.errors import DataError, JobctlError, UsageError
 
 from jobctl.layouts.moves import move_result
 from jobctl.layouts.planning import check_operation, plan_from_walk, records_by_ids
@@ -120,6 +120,9 @@ def plan_operation(layout, spec, now: int) -> Plan:
     ``now`` (epoch ms).  Reads only.  Raises
     :class:`~jobctl.errors.UsageError` for another operation."""
     check_operation(layout.name, TRANSITIONS, spec)
+    if spec.reset_attempts:
+        raise UsageError(f"layout {layout.name} keeps RQ's retries_left (RQ does not store the original "
+                         "retry budget): --reset-attempts is not supported")
     note = ("each job's hash set to status queued with a new enqueued_at, started_at/ended_at blanked, "
             "pushed on rq:queue:<origin> as RQ enqueues; the pickled data is not touched")
     plan = Plan(spec=spec, now_ms=now, redrive_note=note)
