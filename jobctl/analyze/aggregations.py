@@ -177,11 +177,14 @@ def class_counts(classified):
 def redrive_plan(classified):
     """DataFrame of the jobs judged safe to redrive: dead, well-formed, of a
     rule with ``redrive = true``; columns ``queue, id, payload_sha1, rule,
-    class, shard, job_type, error_code, tenant``, by id."""
+    class, shard, job_type, error_code, tenant``.  One row per (queue, id):
+    a job the dead list holds twice is planned once.  Sorted by id within
+    each partition (no global sort)."""
     from pyspark.sql import functions as F
 
     return (classified.where((F.col("state") == "dead") & ~F.coalesce(F.col("malformed"), F.lit(True))
                              & F.col("redrive"))
             .select("queue", F.col("job_id").alias("id"), "payload_sha1", "rule", "class", "shard", "job_type",
                     F.col("last_error_code").alias("error_code"), F.col("tenant_id").alias("tenant"))
-            .orderBy("id"))
+            .dropDuplicates(["queue", "id"])
+            .sortWithinPartitions("id"))

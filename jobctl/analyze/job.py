@@ -184,11 +184,13 @@ def analyse(spark, export_dir: str, out_dir: str | Path, *, rules: RuleSet, top:
     classified = classify(df, rules, snapshot)
 
     per_state = _rows(df.groupBy("state").agg(
-        F.count(F.lit(1)).alias("jobs"),
+        F.count(F.lit(1)).alias("jobs"), F.countDistinct("job_id").alias("ids"),
         F.sum(F.when(F.col("malformed"), 1).otherwise(0)).alias("malformed"),
         F.sum(F.when(F.coalesce(F.col("attempt") >= F.col("max_attempts"), F.lit(False)), 1).otherwise(0))
         .alias("exhausted")).orderBy("state"))
     by_state = {r["state"]: r["jobs"] for r in per_state}
+    # entries beyond the first of one id in one state (a dead list holding X twice): planned once
+    duplicates = {r["state"]: r["jobs"] - r["ids"] for r in per_state if r["jobs"] > r["ids"]}
     groups, groups_total = _capped(group_counts(df), _MAX_GROUPS)
     fps, fps_total = _capped(fingerprints(df), _MAX_FINGERPRINTS)
     classes = _rows(class_counts(classified))
@@ -210,6 +212,7 @@ def analyse(spark, export_dir: str, out_dir: str | Path, *, rules: RuleSet, top:
         "spark": {"master": master or spark.sparkContext.master, "version": spark.version},
         "rows": sum(by_state.values()), "by_state": by_state,
         "malformed": sum(r["malformed"] or 0 for r in per_state),
+        "duplicate_entries": sum(duplicates.values()), "duplicate_entries_by_state": duplicates,
         "groups": groups, "groups_total": groups_total,
         "fingerprints": fps, "fingerprints_total": fps_total,
         "attempts": _rows(attempt_histogram(df)),
@@ -233,7 +236,8 @@ def summary_of(report: dict[str, Any], out_dir: str | Path) -> dict[str, Any]:
     out = Path(out_dir)
     return {
         "queue": report["export"]["queue"], "rows": report["rows"], "by_state": report["by_state"],
-        "malformed": report["malformed"], "classes": report["classes"], "class_totals": report["class_totals"],
+        "malformed": report["malformed"], "duplicate_entries": report["duplicate_entries"],
+        "classes": report["classes"], "class_totals": report["class_totals"],
         "top_groups": report["groups"][:10], "groups_total": report["groups_total"],
         "fingerprints_total": report["fingerprints_total"], "redrive_planned": report["redrive"]["planned"],
         "seconds": report["seconds"],

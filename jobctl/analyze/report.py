@@ -37,6 +37,13 @@ def _dur(ms: int | None) -> str:
     return ("-" if ms < 0 else "") + format_duration(abs(int(ms)))
 
 
+def _duplicates(by_state: dict[str, int]) -> str:
+    if not by_state:
+        return ""
+    where = ", ".join(f"{n:,} in {s}" for s, n in by_state.items())
+    return f"; duplicate entries (an id held twice; planned once): {sum(by_state.values()):,} ({where})"
+
+
 def _table(headers: list[str], rows: list[list[str]], right: set[int] = frozenset()) -> list[str]:
     out = ["| " + " | ".join(headers) + " |",
            "|" + "|".join("---:" if i in right else "---" for i in range(len(headers))) + "|"]
@@ -54,7 +61,8 @@ def render_markdown(report: dict[str, Any], top: int = 50) -> str:
         f"{', '.join(exp['states'] or [])}" + (f", filter `{exp['filter']}`" if exp.get("filter") else ""),
         f"- snapshot: {_when(exp['snapshot_ms'])} UTC, server {exp['server'] or '-'}",
         f"- jobs: {report['rows']:,} ({states}); malformed: {report['malformed']:,}; "
-        f"attempts exhausted: {report['attempts_exhausted']:,}",
+        f"attempts exhausted: {report['attempts_exhausted']:,}"
+        + _duplicates(report.get("duplicate_entries_by_state") or {}),
         f"- rules: {report['rules']['source']}; Spark {report['spark']['version']} on {report['spark']['master']}",
         "",
     ]

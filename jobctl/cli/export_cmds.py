@@ -178,6 +178,9 @@ def _print_summary(summary: dict) -> None:
     con.print(f"[bold]{summary['queue']}[/]: {summary['rows']:,} job(s) analysed "
               f"({', '.join(f'{s}: {n:,}' for s, n in summary['by_state'].items()) or 'none'}); "
               f"{summary['malformed']:,} malformed")
+    if summary.get("duplicate_entries"):
+        render.note(f"warning: {summary['duplicate_entries']:,} duplicate entr(ies): an id held more than once "
+                    "in one state; the redrive plan lists each job once (see `jobctl check`)")
     t = Table(header_style="bold", title="classification", title_justify="left")
     for col, just in (("class", "left"), ("rule", "left"), ("redrive", "left"), ("jobs", "right")):
         t.add_column(col, justify=just)

@@ -101,8 +101,10 @@ def read_redrive_plan(path: str | Path, queue: str) -> dict[str, str]:
 
     Each line is a JSON object with at least ``queue``, ``id`` and
     ``payload_sha1`` (``jobctl analyze`` also writes ``rule``, ``class``,
-    ``job_type``, ``error_code``, ``tenant``...).  Raises :class:`NotFound`
-    for a missing file, :class:`DataError` for a line that does not parse,
+    ``job_type``, ``error_code``, ``tenant``...).  An id listed more than
+    once is one entry of the result (the plan is a set).  Raises
+    :class:`NotFound` for a missing file, :class:`DataError` for a line that
+    does not parse or an id listed twice with different payload SHA1s,
     and :class:`UsageError` when the plan holds lines but none for ``queue``.
     """
     p = Path(path)
@@ -123,7 +125,10 @@ def read_redrive_plan(path: str | Path, queue: str) -> dict[str, str]:
                 raise DataError(f"redrive plan {path}, line {n}: {exc.__class__.__name__}: "
                                 f"{str(exc).splitlines()[0] if str(exc) else ''}") from None
             if q == queue:
-                fence[unshown(job_id)] = sha
+                job_id = unshown(job_id)
+                if fence.setdefault(job_id, sha) != sha:  # a repeated id is one job; two payloads are not
+                    raise DataError(f"redrive plan {path}, line {n}: job {job_id} is listed twice with "
+                                    "different payload_sha1")
             else:
                 other.add(q)
     if not fence and other:

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from ..errors import NotFound, UsageError
 from ..model import JobRecord, State
 from ..ops.plan import Plan, PlannedJob, payload_sha1
-from ..ops.spec import OpSpec
+from ..ops.spec import Operation, OpSpec
 from .common import check_transition
 
 __all__ = ["plan_from_walk", "plan_by_payload", "records_by_ids", "require_requeue_scope", "refuse_priority",
@@ -96,7 +96,8 @@ def plan_from_walk(plan: Plan, batches: Iterable[list[JobRecord]], fence: Callab
     * with ``spec.fence`` (``{id: payload SHA1}``, from an export or a
       redrive plan), only those ids are planned, each only while
       :func:`~jobctl.ops.plan.payload_sha1` of its ``raw`` is unchanged;
-      the others are listed in ``plan.fence_skipped``;
+      the others are listed in ``plan.fence_skipped``; a redrive plans an
+      id once, a further entry of it is skipped as ``"duplicate entry"``;
     * every match becomes a :class:`PlannedJob` whose ``shard`` is
       ``shard_of(record)`` (default 0: one shard), ``sha1``
       ``fence(record)``, ``position``/``score`` the record's; ``on_match``
@@ -119,6 +120,9 @@ def plan_from_walk(plan: Plan, batches: Iterable[list[JobRecord]], fence: Callab
             plan.scanned += 1
             if id_fence is not None:
                 if rec.job_id not in id_fence:
+                    continue
+                if rec.job_id in fenced_seen and spec.operation is Operation.REDRIVE:
+                    plan.fence_skipped.setdefault(rec.job_id, "duplicate entry")  # a job is redriven once
                     continue
                 fenced_seen.add(rec.job_id)
                 if id_fence[rec.job_id] != payload_sha1(rec.raw):
