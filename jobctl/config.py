@@ -25,6 +25,7 @@ Example::
     sentinels = ["10.0.0.5:26379", "10.0.0.6:26379"]
     service = "jobs"
     sentinel_password_env = "SENTINEL_PASSWORD"
+    read_from = "replicas"                 # status, ls, export, metrics read replicas (cluster, Sentinel)
 
     [queues.email]
     layout = "reliable-list"
@@ -43,7 +44,7 @@ from typing import Any
 from .errors import ConfigError, NotFound
 
 __all__ = ["Profile", "QueueConfig", "Config", "load_config", "config_path", "defaulted_visibility",
-           "visibility_note"]
+           "visibility_note", "READ_FROM"]
 
 CONFIG_ENV = "JOBCTL_CONFIG"
 CONFIG_FILENAME = "jobctl.toml"
@@ -78,6 +79,9 @@ class Profile:
     client_cert: str | None = None
     client_key: str | None = None
     tls_verify: bool = True
+    #: Where status, ls, export and the exporter read: ``"primary"`` or
+    #: ``"replicas"`` (a cluster's or a Sentinel service's replicas).
+    read_from: str = "primary"
 
     @property
     def connect_url(self) -> str | None:
@@ -167,7 +171,10 @@ def config_path(explicit: str | os.PathLike[str] | None = None) -> Path | None:
 
 #: Keys of a ``[profiles.NAME]`` table.
 PROFILE_KEYS = ("url", "password_env", "environment", "read_only", "db", "username", "cluster_nodes", "sentinels",
-                "service", "sentinel_password_env", "tls", "ca_cert", "client_cert", "client_key", "tls_verify")
+                "service", "sentinel_password_env", "tls", "ca_cert", "client_cert", "client_key", "tls_verify",
+                "read_from")
+#: The values of a profile's ``read_from`` (and of ``--read-from``).
+READ_FROM = ("primary", "replicas")
 #: Keys every ``[queues.NAME]`` table may hold.
 QUEUE_KEYS = ("layout", "tag", "shards", "priorities", "visibility_timeout_ms", "slo", "dead_cap")
 #: Layout-specific keys (kept in :attr:`QueueConfig.options`) are declared by
@@ -311,6 +318,8 @@ def _profile(where: str, name: str, raw: dict[str, Any]) -> Profile:
     db = raw.get("db")
     if db is not None and (isinstance(db, bool) or not isinstance(db, int) or not 0 <= db <= 2**31 - 1):
         raise ConfigError(f"{where}: db must be an integer from 0 to {2**31 - 1}, got {db!r}")
+    if raw.get("read_from", "primary") not in READ_FROM:
+        raise ConfigError(f"{where}: read_from must be one of {', '.join(READ_FROM)}, got {raw['read_from']!r}")
     forms = [k for k in ("url", "cluster_nodes", "sentinels") if k in raw]
     if len(forms) > 1:
         raise ConfigError(f"{where}: give only one of url, cluster_nodes, sentinels (got {', '.join(forms)})")
@@ -328,7 +337,8 @@ def _profile(where: str, name: str, raw: dict[str, Any]) -> Profile:
                    service=raw.get("service"), db=db, username=raw.get("username"),
                    sentinel_password_env=raw.get("sentinel_password_env"), tls=raw.get("tls", False),
                    ca_cert=raw.get("ca_cert"), client_cert=raw.get("client_cert"),
-                   client_key=raw.get("client_key"), tls_verify=raw.get("tls_verify", True))
+                   client_key=raw.get("client_key"), tls_verify=raw.get("tls_verify", True),
+                   read_from=raw.get("read_from", "primary"))
 
 
 def load_config(explicit: str | os.PathLike[str] | None = None) -> Config:

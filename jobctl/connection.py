@@ -126,8 +126,9 @@ def resolve_target(config: Config, *, url: str | None = None, profile: str | Non
     return Target(url=DEFAULT_URL, source="default", tls=tls)
 
 
-def connect(target: Target, *, timeout_s: float = 5.0, ping: bool = True):
-    """:func:`make_client` for ``target``, pinged once unless ``ping=False``.
+def connect(target: Target, *, timeout_s: float = 5.0, ping: bool = True, replicas: bool = False):
+    """:func:`make_client` for ``target`` (``replicas``: its reads on
+    replicas), pinged once unless ``ping=False``.
 
     Raises :class:`ConnectionFailed` when the server cannot be reached and
     :class:`AuthFailed` when authentication is refused; messages name the
@@ -136,7 +137,7 @@ def connect(target: Target, *, timeout_s: float = 5.0, ping: bool = True):
     from redis.exceptions import NoPermissionError
 
     with translate_redis_errors(target):
-        client = make_client(target, timeout_s=timeout_s)
+        client = make_client(target, timeout_s=timeout_s, replicas=replicas)
         if ping:
             try:
                 client.ping()

@@ -107,12 +107,27 @@ def connect_and_name(connection) -> None:
     name_connection(connection)
 
 
-def make_client(target: Target, *, timeout_s: float = 5.0):
+def _replica_reads(replicas: bool) -> dict:
+    """RedisCluster's arguments for reads on replicas (none: the primaries)."""
+    if not replicas:
+        return {}
+    from redis.cluster import LoadBalancingStrategy
+
+    return {"load_balancing_strategy": LoadBalancingStrategy.REPLICAS_ONLY}
+
+
+def make_client(target: Target, *, timeout_s: float = 5.0, replicas: bool = False):
     """The client for ``target``: ``redis.Redis`` (one server),
     ``redis.RedisCluster`` (``redis+cluster://``: MOVED/ASK followed by
     redis-py) or the Sentinel service's primary (``redis+sentinel://``: a
     ``redis.Redis`` whose pool asks the Sentinels for the primary on every
     new connection).
+
+    ``replicas``: a client for reads on replicas: on a cluster, read
+    commands go to each slot's replicas (``READONLY``; scripts and writes
+    still to the primary), behind Sentinel to the service's replicas
+    (``SENTINEL REPLICAS``, the primary when none answers).  One server has
+    none: :class:`UsageError`.
 
     Every client: bytes replies, ``encoding_errors="surrogateescape"``,
     client name ``jobctl`` (set when the server's ACL allows ``CLIENT
@@ -137,7 +152,7 @@ def make_client(target: Target, *, timeout_s: float = 5.0):
             return redis.RedisCluster(
                 startup_nodes=[ClusterNode(h, p) for h, p in topo.nodes], username=topo.username,
                 password=topo.password, ssl=bool(tls), **tls, retry=Retry(NoBackoff(), 0),
-                **{**common, "redis_connect_func": name_connection})
+                **_replica_reads(replicas), **{**common, "redis_connect_func": name_connection})
         if topo.kind == "sentinel":
             from redis.sentinel import Sentinel
 
@@ -146,8 +161,12 @@ def make_client(target: Target, *, timeout_s: float = 5.0):
                                "password": spw, **({"ssl": True, **tls} if tls else {})}
             sentinel = Sentinel(list(topo.nodes), sentinel_kwargs=sentinel_kwargs,
                                 **({"ssl": True, **tls} if tls else {}), command_packer=packer(), **common)
-            return sentinel.master_for(topo.service, redis_class=redis.Redis, username=topo.username,
-                                       password=topo.password, db=topo.db, retry=Retry(NoBackoff(), 0))
+            pick = sentinel.slave_for if replicas else sentinel.master_for
+            return pick(topo.service, redis_class=redis.Redis, username=topo.username,
+                        password=topo.password, db=topo.db, retry=Retry(NoBackoff(), 0))
+        if replicas:
+            raise UsageError(f"{target.source}: reads from replicas need a Redis Cluster or Sentinel URL "
+                             "(one server has no replicas jobctl knows of)")
         url = target.url
         if tls and url.lower().startswith("redis://"):
             url = "rediss://" + url[len("redis://"):]

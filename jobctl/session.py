@@ -42,9 +42,12 @@ class Session:
     read_only_flag: bool = False
     timeout_s: float = 5.0
     tls: TlsOptions = field(default_factory=TlsOptions)
+    #: ``--read-from``: ``"primary"`` or ``"replicas"`` (None: the profile's ``read_from``).
+    read_from_flag: str | None = None
     _config: Config | None = field(default=None, repr=False)
     _target: Target | None = field(default=None, repr=False)
     _client: "redis.Redis | None" = field(default=None, repr=False)
+    _reader: "redis.Redis | None" = field(default=None, repr=False)
     discovery: "Discovery | None" = field(default=None, repr=False)
     on_connect: Callable[[], None] | None = field(default=None, repr=False)
 
@@ -84,6 +87,32 @@ class Session:
                 self.on_connect()
         return self._client
 
+    @property
+    def read_from(self) -> str:
+        """Where :attr:`reader` reads: ``--read-from``, else the profile's
+        ``read_from``, else ``"primary"``."""
+        profile = self.target.profile
+        return self.read_from_flag or (profile.read_from if profile else "primary")
+
+    @property
+    def reader(self) -> "redis.Redis":
+        """The client of the read-only commands (status, ls, export, the
+        exporter): :attr:`client`, or with ``read_from = "replicas"`` a client
+        whose reads go to the replicas (:func:`~jobctl.redis_client.make_client`).
+        Raises :class:`~jobctl.errors.UsageError` on one server (no replicas)."""
+        if self.read_from != "replicas":
+            return self.client
+        if self._reader is None:
+            self._reader = connect(self.target, timeout_s=self.timeout_s, replicas=True)
+        return self._reader
+
+    def read_layout(self, queue: str | QueueConfig) -> "Layout":
+        """:meth:`layout` over :attr:`reader`: for commands that only read."""
+        from .layouts import layout_for
+
+        q = self.queue(queue) if isinstance(queue, str) else queue
+        return layout_for(self.reader, q)
+
     def errors(self) -> translate_redis_errors:
         """``with session.errors(): ...`` turns redis-py errors into JobctlErrors."""
         return translate_redis_errors(lambda: self._target)  # resolved lazily inside the block
@@ -119,6 +148,9 @@ class Session:
         return layout_for(self.client, q)
 
     def close(self) -> None:
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
         if self._client is not None:
             try:
                 self._client.close()

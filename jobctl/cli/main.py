@@ -138,15 +138,18 @@ class _Group(click.Group):
 @click.option("--client-cert", metavar="PEM", help="TLS: client certificate (with --client-key).")
 @click.option("--client-key", metavar="PEM", help="TLS: client private key.")
 @click.option("--tls-insecure", is_flag=True, help="TLS: do not verify the server's certificate (warns).")
+@click.option("--read-from", type=click.Choice(["primary", "replicas"]), default=None,
+              help="Where status, ls, export and metrics read: a cluster's or Sentinel service's replicas keep "
+                   "an incident's reads off the primaries (default: the profile's read_from, else primary).")
 @click.version_option(package_name="jobctl")
 @click.pass_context
 def cli(ctx: click.Context, url, profile, config_file, read_only, timeout, ca_cert, client_cert, client_key,
-        tls_insecure) -> None:
+        tls_insecure, read_from) -> None:
     """Inspect and repair Redis-backed job queues."""
     from ..topology import TlsOptions
 
     session = Session(config_file=config_file, url=url, profile=profile,
-                      read_only_flag=read_only, timeout_s=timeout,
+                      read_only_flag=read_only, timeout_s=timeout, read_from_flag=read_from,
                       tls=TlsOptions(ca_cert, client_cert, client_key, verify=not tls_insecure),
                       on_connect=_end_startup)
     if ctx.command.module_of.get(ctx.invoked_subcommand or "") not in _END_AT_CONNECT:
