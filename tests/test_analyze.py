@@ -9,13 +9,14 @@ One SparkSession serves the whole test session (``spark`` fixture, local[2]);
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import orjson
 import pytest
 
 from jobctl.analyze.fingerprint import NORMALISERS, fingerprint_id, normalise
-from jobctl.analyze.rules import glob_regex, load_rules
+from jobctl.analyze.rules import glob_regex, load_rules, pattern_regex
 from jobctl.cli.main import main
 from jobctl.config import QueueConfig
 from jobctl.errors import UsageError
@@ -25,6 +26,7 @@ from jobctl.layouts import layout_for
 from jobctl.model import State
 from jobctl.ops.plan import payload_sha1
 from helpers import redrive_records
+from test_fingerprint import TABLE as FINGERPRINT_TABLE
 
 pytest.importorskip("pyspark")
 
@@ -185,12 +187,12 @@ def test_fingerprints(spark, triage_exports):
     df, _ = job.read_export(spark, triage_exports["jsonl"])
     rows = [r.asDict() for r in job.fingerprints(df).collect()]
     assert [(r["pattern"], r["jobs"]) for r in rows] == [
-        ("upstream <ip> unavailable after <n> ms", 5),
+        ("upstream <ip> unavailable after <duration>", 5),
         ("invalid field invoiceId=invoice_<n>", 2),
         (None, 2),
         ("Job deadline passed", 1),
         ("incompatible payload version <n> (job <hex>)", 1),
-        ("rate limited, retry after <n>s", 1),
+        ("rate limited, retry after <duration>", 1),
         ('token for endpoint_<n> revoked, "see" console', 1),
     ]
     top = rows[0]
@@ -210,12 +212,18 @@ def test_spark_and_python_fingerprints_agree(spark):
     messages = ["order 123e4567-e89b-12d3-a456-426614174000 failed for bob@example.com",
                 "POST 192.168.1.20:8443 took 1.25s", "ptr 0xDEADbeef at job_01JZ4SZ3MXWZK7WQR0STV9Q3WZ",
                 "trace 0af7651916cd43dd8448eb211c80319c\t\tretry  later ", "HTTP_503 from endpoint_8",
-                "v3 abc123 deadbeef 12345678 x" * 10, "", "   "]
+                "v3 abc123 deadbeef 12345678 x" * 10, "", "   ", *(m for m, _ in FINGERPRINT_TABLE)]
     df = spark.createDataFrame([(m,) for m in messages], "m string")
     got = df.select(normalise_column(F.col("m")).alias("p")).withColumn("f", fingerprint_column(F.col("p"))).collect()
     assert [(r["p"], r["f"]) for r in got] == [(normalise(m), fingerprint_id(normalise(m))) for m in messages]
     assert normalise("ptr 0xDEADbeef at job_01JZ4SZ3MXWZK7WQR0STV9Q3WZ") == "ptr <hex> at job_<id>"
-    assert len(NORMALISERS) == 8
+    assert len(NORMALISERS) == 10
+    codes = ["TOKEN_EXPIRED", "JOB_EXPIRED", "NOTEXPIRED", "HTTP_503", "READ_TIMED_OUT", "a.TIMEOUT"]
+    pats = ("<EXPIRED>", "HTTP_5*", "<TIMED_OUT>", "<TIMEOUT>")
+    got = spark.createDataFrame([(c,) for c in codes], "c string").select(
+        F.col("c").rlike(pattern_regex(pats)).alias("m")).collect()
+    assert [r["m"] for r in got] == [bool(re.search(pattern_regex(pats), c)) for c in codes] \
+        == [True, True, False, True, True, True]
 
 
 # -- rules -------------------------------------------------------------------------------

@@ -4,10 +4,13 @@
 ``"invoice_12 not found (after 5 tries, trace 9c1f00aa11bb22cc)"`` both become
 ``"invoice_<n> not found (after <n> tries, trace <hex>)"``.  The
 replacements, in order (:data:`NORMALISERS`): UUIDs, e-mail addresses, IPv4
-addresses, hex (``0x..`` or 8+ hex digits holding a digit and a letter),
-ids (6+ letters and digits mixed, e.g. ULIDs), numbers; then whitespace runs
-become one space and the text is cut to :data:`MAX_LENGTH` characters.  The
-fingerprint id is the first 12 hex digits of the SHA1 of that text.
+addresses, hex (``0x..``), durations (a number and a time unit: ``250ms``,
+``1500ms``, ``2.5s``, ``3 min`` -> ``<duration>``), sizes (a number and a
+byte unit: ``2048MiB``, ``10KB``, ``512 bytes`` -> ``<size>``), hex (8+ hex
+digits holding a digit and a letter), ids (6+ letters and digits mixed, e.g.
+ULIDs), numbers (``<n>``); then whitespace runs become one space and the text
+is cut to :data:`MAX_LENGTH` characters.  The fingerprint id is the first 12
+hex digits of the SHA1 of that text.
 
 Each pattern is valid in both Python ``re`` and Java regex, and no
 replacement uses a group reference, so :func:`normalise` (Python) and
@@ -24,6 +27,9 @@ __all__ = ["NORMALISERS", "MAX_LENGTH", "normalise", "fingerprint_id", "normalis
 
 _NOT_ALNUM_BEFORE = r"(?<![A-Za-z0-9])"
 _NOT_ALNUM_AFTER = r"(?![A-Za-z0-9])"
+#: a number not inside a word, an id or a dotted number (a version, an address)
+_NUMBER = r"(?<![A-Za-z0-9.])[0-9]+(?:\.[0-9]+)?"
+_SPACE = r" ?"
 
 #: (regex, replacement), applied in order.
 NORMALISERS: tuple[tuple[str, str], ...] = (
@@ -31,6 +37,9 @@ NORMALISERS: tuple[tuple[str, str], ...] = (
     (r"[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}", "<email>"),
     (r"(?<![0-9.])[0-9]{1,3}(?:\.[0-9]{1,3}){3}(?![0-9.])", "<ip>"),
     (_NOT_ALNUM_BEFORE + r"0[xX][0-9A-Fa-f]+" + _NOT_ALNUM_AFTER, "<hex>"),
+    (_NUMBER + r"(?:(?:ns|us|µs|ms|s|m|h|d)|" + _SPACE + r"(?:ns|us|ms|sec|secs|seconds?|min|mins|minutes?|hrs?"
+     r"|hours?|days?))" + _NOT_ALNUM_AFTER, "<duration>"),
+    (_NUMBER + _SPACE + r"(?:[KkMGTPE]i?B|bytes?|B)" + _NOT_ALNUM_AFTER, "<size>"),
     (_NOT_ALNUM_BEFORE + r"(?=[0-9A-Fa-f]*[0-9])(?=[0-9A-Fa-f]*[A-Fa-f])[0-9A-Fa-f]{8,}" + _NOT_ALNUM_AFTER,
      "<hex>"),
     (_NOT_ALNUM_BEFORE + r"(?=[A-Za-z0-9]*[0-9])(?=[A-Za-z0-9]*[A-Za-z])[A-Za-z0-9]{6,}" + _NOT_ALNUM_AFTER,

@@ -91,7 +91,8 @@ def render_markdown(report: dict[str, Any], top: int = 50) -> str:
     more(report["groups_total"])
 
     lines += ["## Error message fingerprints", "",
-              "Numbers, ids, hex, UUIDs, e-mail and IP addresses normalised away.", ""]
+              "Durations and sizes (with their units), numbers, ids, hex, UUIDs, e-mail and IP addresses "
+              "normalised away.", ""]
     lines += _table(["fingerprint", "pattern", "jobs", "codes", "first seen", "last seen", "samples"],
                     [[f["fingerprint"] or "-", _cell(f["pattern"] if f["pattern"] is not None else "(no message)"),
                       _cell(f["jobs"]), _cell(f["error_codes"]), _when(f["first_seen_ms"]), _when(f["last_seen_ms"]),

@@ -14,6 +14,7 @@ jobctl installed) and is the only function here that imports pyspark.
 
 from __future__ import annotations
 
+import re
 import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
@@ -23,7 +24,7 @@ from typing import Any
 from ..errors import UsageError
 from ..vocabulary import TERMS, glob_regex
 
-__all__ = ["Rule", "RuleSet", "CLASSES", "load_rules", "default_rules_text", "glob_regex",
+__all__ = ["Rule", "RuleSet", "CLASSES", "load_rules", "default_rules_text", "glob_regex", "pattern_regex",
            "rule_index_column", "UNCLASSIFIED"]
 
 #: The classes a rule may give, in report order.
@@ -96,6 +97,33 @@ def _strings(value: Any, where: str) -> tuple[str, ...]:
     raise UsageError(f"{where}: expected a string or a non-empty list of strings")
 
 
+_WORD = re.compile(r"<([A-Za-z0-9][A-Za-z0-9_.-]*)>")
+
+
+def pattern_regex(patterns: tuple[str, ...]) -> str:
+    """One regex (Python and Java; use it with search/``rlike``) matching a
+    text when any of ``patterns`` does: a glob matches the whole text; a
+    word pattern ``<WORD>`` (letters, digits, ``_ . -``) matches where WORD
+    stands between non-alphanumerics or the text's ends, so ``<EXPIRED>``
+    matches ``JOB_EXPIRED`` but not ``NOTEXPIRED``.
+
+    Raises :class:`UsageError` for a malformed ``<...>`` pattern.
+    """
+    globs, words = [], []
+    for p in patterns:
+        if not p.startswith("<"):
+            globs.append(p)
+            continue
+        m = _WORD.fullmatch(p)
+        if m is None:
+            raise UsageError(f"pattern {p!r}: a word pattern is <WORD> (letters, digits, _ . -)")
+        words.append(m.group(1).replace(".", "\\.").replace("-", "\\-"))
+    parts = [glob_regex(*globs)] if globs else []
+    if words:
+        parts.append("(?<![A-Za-z0-9])(?:" + "|".join(words) + ")(?![A-Za-z0-9])")
+    return "|".join(parts)
+
+
 def _parse_rule(doc: Any, n: int, source: str) -> Rule:
     where = f"rules {source}: rule {n}"
     if not isinstance(doc, dict):
@@ -121,6 +149,10 @@ def _parse_rule(doc: Any, n: int, source: str) -> Rule:
             if _GLOB_KEYS[key] in globs:
                 raise UsageError(f"{where}, {key}: the same condition is given twice (aliases of one field)")
             globs[_GLOB_KEYS[key]] = _strings(value, f"{where}, {key}")
+            try:
+                pattern_regex(globs[_GLOB_KEYS[key]])
+            except UsageError as exc:
+                raise UsageError(f"{where}, {key}: {exc}") from None
         elif key in _BOOL_KEYS:
             if not isinstance(value, bool):
                 raise UsageError(f"{where}, {key}: expected true or false")
@@ -183,8 +215,7 @@ def _condition(rule: Rule, snapshot_ms: int):
 
     conds = []
     for col, patterns in rule.globs.items():
-        regex = glob_regex(*patterns)
-        conds.append(F.col(col).rlike(regex))
+        conds.append(F.col(col).rlike(pattern_regex(patterns)))
     if rule.versions:
         conds.append(F.col("job_version").isin(list(rule.versions)))
     for key, wanted in rule.flags.items():

@@ -128,7 +128,7 @@ def analyze(export_dir, out_dir, master, rules_file, confs, top, print_rules, as
 
     \b
     Counts by job type x error code x tenant x job version; error-message
-    fingerprints (numbers, ids, hex normalised away) with first and last
+    fingerprints (durations, sizes, numbers, ids, hex normalised away) with first and last
     seen and samples; the attempt histogram; age at death; a classification
     by rules (retryable, permanent, expired-deadline, bad-input,
     needs-idempotency; seed 000 sections 10 and 22).  Writes report.json,
