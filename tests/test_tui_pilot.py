@@ -111,7 +111,7 @@ def test_dashboard_shows_every_queue_with_slo_levels_and_badge(redis_url, spike)
     run(go())
 
 
-def test_pause_refresh_interval_floor_and_sparklines(redis_url, redis_client, spike) -> None:
+def test_freeze_refresh_interval_floor_and_sparklines(redis_url, redis_client, spike) -> None:
     clock = [T0]
 
     async def go():
@@ -119,14 +119,20 @@ def test_pause_refresh_interval_floor_and_sparklines(redis_url, redis_client, sp
         assert app.refresh_s == 0.5  # the floor
         async with piloted(app) as pilot:
             await pilot.press("p")
-            assert app.paused
-            assert "PAUSED" in app.screen.query_one(TopBar).text
+            assert app.frozen
+            bar = app.screen.query_one(TopBar).text
+            assert "FROZEN" in bar and "for 0 ms · p unfreezes" in bar
+            clock[0] += 65_000
+            app._tick()  # a timer tick while frozen reads nothing, but ages the freeze
+            await settle(pilot)
+            assert "for 1 m 5 s · p unfreezes" in app.screen.query_one(TopBar).text
+            clock[0] -= 65_000  # nothing was read meanwhile: the growth below spans one minute
             n = len(app.snapshot.row("email").depth_series)
-            app._tick()  # a timer tick while paused reads nothing
+            app._tick()
             await settle(pilot)
             assert len(app.snapshot.row("email").depth_series) == n
             await pilot.press("p")
-            assert not app.paused and "PAUSED" not in app.screen.query_one(TopBar).text
+            assert not app.frozen and "FROZEN" not in app.screen.query_one(TopBar).text
             await pilot.press("minus")
             assert app.refresh_s == 0.5
             assert any("cannot go below" in m for _, m in app.notices)

@@ -138,7 +138,7 @@ def test_drain_into_an_export_from_the_queue_screen(redis_url, redis_client, tmp
             await pilot.press("tab", *"12", "enter")    # the count typed confirms
             await settle(pilot)
             assert app.screen is screen
-            assert any(m.startswith("drain email: planned 12, moved 12, skipped 0") for m in notices(app)), \
+            assert any(m.startswith("drain email: planned 12, removed 12, skipped 0") for m in notices(app)), \
                 notices(app)
             where["dir"] = default
         app.session.close()

@@ -150,7 +150,7 @@ def test_envelope_migration_and_rollback_from_the_queue_screen(redis_url, redis_
             await pilot.press("tab", "enter")
             await settle(pilot)
             assert app.screen is screen
-            done = next(m for m in notices(app) if m.startswith("transform email: planned 3, moved 3"))
+            done = next(m for m in notices(app) if m.startswith("transform email: planned 3, rewritten 3"))
             op["id"] = done.rsplit("[", 1)[1].rstrip("]")
             assert all(orjson.loads(redis_client.get(SRC.job(i)))["jobVersion"] == 3 for i in t2)
             await pilot.press("c", "T")             # roll it back by its operation id
@@ -161,7 +161,7 @@ def test_envelope_migration_and_rollback_from_the_queue_screen(redis_url, redis_
             assert isinstance(plan, PlanModal) and plan.plan.planned == 3 and not plan.prepared.samples
             await pilot.press("tab", "enter")
             await settle(pilot)
-            assert any(m.startswith("transform email: planned 3, moved 3") and op["id"] not in m
+            assert any(m.startswith("transform email: planned 3, rewritten 3") and op["id"] not in m
                        for m in notices(app))
         app.session.close()
 

@@ -76,7 +76,7 @@ class JobctlApp(ActionFlow, App):
         Binding("q", "quit", "quit"),
         Binding("ctrl+c", "quit", "quit", show=False, priority=True),
         Binding("question_mark", "help", "help"),
-        Binding("p", "toggle_pause", "pause"),
+        Binding("p", "toggle_freeze", "freeze"),
         Binding("r", "refresh_now", "refresh"),
         Binding("plus,equals_sign", "slower", "slower refresh", show=False),
         Binding("minus", "faster", "faster refresh", show=False),
@@ -89,7 +89,10 @@ class JobctlApp(ActionFlow, App):
     """
 
     trouble: reactive[str | None] = reactive(None)
-    paused: reactive[bool] = reactive(False)
+    #: Epoch ms the refresh was frozen at (``p``); None while it runs.
+    frozen_since_ms: reactive[int | None] = reactive(None)
+    #: Bumped by each timer tick while frozen, so the top bar redraws the freeze's age.
+    frozen_ticks: reactive[int] = reactive(0)
     refresh_s: reactive[float] = reactive(2.0)
     last_update_ms: reactive[int | None] = reactive(None)
     activity: reactive[str] = reactive("")
@@ -202,7 +205,9 @@ class JobctlApp(ActionFlow, App):
 
     # -- refresh ------------------------------------------------------------------------
     def _tick(self) -> None:
-        if not self.paused:
+        if self.frozen:
+            self.frozen_ticks += 1
+        else:
             self.refresh_status()
 
     def refresh_status(self) -> None:
@@ -227,8 +232,13 @@ class JobctlApp(ActionFlow, App):
         if hook is not None:
             hook()
 
-    def action_toggle_pause(self) -> None:
-        self.paused = not self.paused
+    @property
+    def frozen(self) -> bool:
+        """True while the periodic refresh is frozen (``p``)."""
+        return self.frozen_since_ms is not None
+
+    def action_toggle_freeze(self) -> None:
+        self.frozen_since_ms = None if self.frozen else self.clock()
 
     def _set_interval(self, seconds: float) -> None:
         self.refresh_s = max(MIN_REFRESH_S, seconds)
@@ -279,8 +289,8 @@ class JobctlApp(ActionFlow, App):
         yield from super().get_system_commands(screen)
         yield SystemCommand("Help: keys", "Every key of every screen", self.action_help)
         yield SystemCommand("Refresh now", "Read every queue's status now", self.action_refresh_now)
-        yield SystemCommand("Resume refresh" if self.paused else "Pause refresh",
-                            "Stop/start the periodic status refresh (p)", self.action_toggle_pause)
+        yield SystemCommand("Unfreeze refresh" if self.frozen else "Freeze refresh",
+                            "Freeze/unfreeze the periodic status refresh (p)", self.action_toggle_freeze)
         names = [r.name for r in self.snapshot.rows] if self.snapshot else []
         for name in names:
             yield SystemCommand(f"Open queue {name}", "Queue screen: histogram, processing, triage, jobs",

@@ -134,7 +134,7 @@ class DashboardScreen(Screen):
         keys = "/".join(i.key for i in ops)
         verbs = "/".join("requeue stuck" if i.operation is Operation.REQUEUE else i.verb for i in ops)
         notes.append(f"enter: open queue · t: triage · {keys}: {verbs} "
-                     "(whole queue, plan first) · p: pause · +/-: interval · ?: help · ctrl+p: commands",
+                     "(whole queue, plan first) · p: freeze refresh · +/-: interval · ?: help · ctrl+p: commands",
                      style="dim")
         self.query_one("#dash-notes", Static).update(notes)
 

@@ -22,8 +22,8 @@ _OP_KEYS = " ".join(i.key for i in _OPS)
 KEYS: list[tuple[str, list[tuple[str, str]]]] = [
     ("everywhere", [
         ("?", "this help"),
-        ("ctrl+p", "command palette: open a queue, triage, operations, pause"),
-        ("p", "pause / resume the periodic refresh (the top bar says PAUSED)"),
+        ("ctrl+p", "command palette: open a queue, triage, operations, freeze the refresh"),
+        ("p", "freeze / unfreeze the periodic refresh (top bar: FROZEN for 1 m)"),
         ("r", "refresh now (and reload the screen's lists)"),
         ("+ / -", "slower / faster refresh (floor 0.5s)"),
         ("j k g G ctrl+d ctrl+u", "move in lists (vim keys; arrows work too)"),

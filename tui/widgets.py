@@ -52,7 +52,7 @@ class TopBar(Static):
         self.text = ""
 
     def on_mount(self) -> None:
-        for name in ("paused", "refresh_s", "last_update_ms", "activity"):
+        for name in ("frozen_since_ms", "frozen_ticks", "refresh_s", "last_update_ms", "activity"):
             self.watch(self.app, name, lambda *_: self.redraw(), init=False)
         self.redraw()
 
@@ -75,9 +75,9 @@ class TopBar(Static):
         right = Text()
         if app.activity:
             right.append(f"{app.activity}  ", style="italic")
-        if app.paused:
-            right.append(" ⏸ PAUSED ", style="bold black on yellow")
-            right.append(" p resumes")
+        if app.frozen:
+            right.append(" FROZEN ", style="bold black on yellow")
+            right.append(f" for {fmt.age(app.clock() - app.frozen_since_ms)} · p unfreezes")
         else:
             right.append(f"↻ every {fmt.age(int(app.refresh_s * 1000))}")
         right.append(f"  updated {fmt.clock(app.last_update_ms)}")

@@ -31,6 +31,10 @@ from .walk import drive
 __all__ = ["RunResult", "run_plan"]
 
 
+#: What a result calls the jobs an operation acted on, when not "moved".
+DONE_WORDS = {"purge": "deleted", "drain": "removed", "transform": "rewritten"}
+
+
 @dataclass
 class RunResult:
     """What an applied (or dry-run) operation did; the ``--json`` result."""
@@ -65,9 +69,11 @@ class RunResult:
         return self.failed + self.skipped - self.raced
 
     def summary(self) -> str:
-        """One line: ``redrive email: planned 10, moved 9, skipped 1 (changed since the plan: 1), failed 0``."""
+        """One line: ``redrive email: planned 10, moved 9, skipped 1 (changed since the plan: 1), failed 0``;
+        a purge says ``deleted``, a drain ``removed``, a transform ``rewritten`` (:data:`DONE_WORDS`)."""
         reasons = skip_words(self.skipped_reasons)
-        return (f"{self.operation} {self.queue}: planned {self.planned:,}, moved {self.moved:,}, "
+        done = DONE_WORDS.get(self.operation, "moved")
+        return (f"{self.operation} {self.queue}: planned {self.planned:,}, {done} {self.moved:,}, "
                 f"skipped {self.skipped:,}{f' ({reasons})' if reasons else ''}, failed {self.failed:,}")
 
     def to_json(self) -> dict[str, Any]:
