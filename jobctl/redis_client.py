@@ -113,7 +113,7 @@ def _replica_reads(replicas: bool) -> dict:
         return {}
     from redis.cluster import LoadBalancingStrategy
 
-    return {"load_balancing_strategy": LoadBalancingStrategy.REPLICAS_ONLY}
+    return {"load_balancing_strategy": LoadBalancingStrategy.ROUND_ROBIN_REPLICAS}
 
 
 def make_client(target: Target, *, timeout_s: float = 5.0, replicas: bool = False):
@@ -165,8 +165,7 @@ def make_client(target: Target, *, timeout_s: float = 5.0, replicas: bool = Fals
             return pick(topo.service, redis_class=redis.Redis, username=topo.username,
                         password=topo.password, db=topo.db, retry=Retry(NoBackoff(), 0))
         if replicas:
-            raise UsageError(f"{target.source}: reads from replicas need a Redis Cluster or Sentinel URL "
-                             "(one server has no replicas jobctl knows of)")
+            raise UsageError(f"{target.source}: one server has no replicas to read from")
         url = target.url
         if tls and url.lower().startswith("redis://"):
             url = "rediss://" + url[len("redis://"):]

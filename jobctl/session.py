@@ -82,6 +82,11 @@ class Session:
 
                 print(f"jobctl: warning: TLS certificate verification is off for {target.display}: "
                       "the server is not authenticated", file=sys.stderr)
+            if self.read_from == "replicas" and target.topology.kind == "single":
+                from .errors import UsageError
+
+                raise UsageError(f"{target.source}: reads from replicas need a Redis Cluster or Sentinel URL "
+                                 "(one server has no replicas jobctl knows of)")
             self._client = connect(target, timeout_s=self.timeout_s)
             if self.on_connect is not None:
                 self.on_connect()

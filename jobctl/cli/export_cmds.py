@@ -77,7 +77,7 @@ def export(session: Session, queue, states, filter_text, out_dir, fmt, part_rows
     flt = MATCH_ALL if filter_text is None else compile_filter(filter_text)
     wanted = [State(s) for s in (states or ("dead",))]
     with session.errors():
-        layout = session.layout(queue)
+        layout = session.read_layout(queue)
         for s in wanted:
             layout.check_supported(s)
         total = sum(layout.depth(s) for s in wanted)

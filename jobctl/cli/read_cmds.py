@@ -59,7 +59,7 @@ def status_per_queue(session: Session, names: tuple[str, ...]):
     for q in queues:
         try:
             with session.errors():
-                statuses.append(session.layout(q).status_report(now))
+                statuses.append(session.read_layout(q).status_report(now))
         except AccessDenied as err:
             refused.append((q.name, _named_refusal(session, q, err)))
     return statuses, refused
@@ -197,7 +197,7 @@ def ls(session: Session, queue: str, state: str, limit: int, as_json: bool) -> i
     from ..layouts.base import now_ms
 
     with session.errors():
-        layout = session.layout(queue)
+        layout = session.read_layout(queue)
         records = layout.list_jobs(State(state), limit)
     if state == "processing":  # deadlines shown from a guessed timeout: say so
         from ..config import visibility_note
@@ -247,7 +247,7 @@ def inspect(session: Session, queue: str, job_id: str, as_json: bool, full: bool
     from ..layouts.base import now_ms
 
     with session.errors():
-        layout = session.layout(queue)
+        layout = session.read_layout(queue)
         try:
             record = layout.inspect(job_id)
         except NotFound:
@@ -281,7 +281,7 @@ def attempts(session: Session, queue: str, state: str, as_json: bool) -> int:
     from ..attempts import attempt_histogram
 
     with session.errors():
-        hist = attempt_histogram(session.layout(queue), State(state))
+        hist = attempt_histogram(session.read_layout(queue), State(state))
     if hist.sampled:
         render.note(f"{hist.depth:,} jobs in {state}: histogram sampled from {hist.read:,} jobs")
     if hist.unknown:

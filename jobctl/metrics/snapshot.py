@@ -150,7 +150,7 @@ def take_snapshot(session, names: tuple[str, ...], cache: SlowCache, counters, *
     started = clock()
     snap = Snapshot(taken_at=time.time())
     with session.errors():
-        client = session.client
+        client = session.reader
         snap.server = _server_info(client)
         queues = session.queues(names)
         now = now_ms()
@@ -158,7 +158,7 @@ def take_snapshot(session, names: tuple[str, ...], cache: SlowCache, counters, *
         for q in queues:
             qs = QueueSnapshot(queue=q, layout=q.layout)
             try:
-                layout = session.layout(q)
+                layout = session.read_layout(q)
                 qs.status = layout.status_report(now, audit_dead=False)  # the audit is a slow metric
                 layouts.append((qs, layout))
             except Exception as exc:  # noqa: BLE001 - one bad queue does not hide the others
