@@ -107,11 +107,56 @@ def test_a_job_requeued_by_rq_since_the_plan_is_not_redriven_twice(redis_client,
     lay = layout_for(redis_client, QueueConfig(name="work", layout="rq"))
     plan = lay.plan(OpSpec(Operation.REDRIVE, "work", State.DEAD, State.READY))
     FailedJobRegistry(queue=q).requeue(ids["odd-0"])  # RQ's own requeue wins the race
-    redis_client.zadd(lay.keys.failed, {ids["odd-1"]: 1})  # another score: failed again since the plan
+    redis_client.zadd(lay.keys.failed, {ids["odd-1"]: 4_000_000_000})  # another expiry: failed again since
     res = run_plan(lay, plan, journal=False)
     assert res.moved == 10 and res.skipped_reasons == {"gone": 1, "changed": 1}
     queued = [x.decode() for x in redis_client.lrange(lay.keys.queue, 0, -1)]
     assert len(queued) == 11 and queued.count(ids["odd-0"]) == 1 and ids["odd-1"] not in queued
+    redis_client.delete(rq_jobs.FLAG)
+    _work(q)
+    runs = {name: redis_client.get(f"rqtest:count:{name}") for name in ids}
+    assert runs.pop("odd-1") is None and set(runs.values()) == {b"1"}  # never processed twice
+    assert FailedJobRegistry(queue=q).get_job_ids() == [ids["odd-1"]]
+
+
+def _layout(redis_client):
+    from jobctl.config import QueueConfig
+    from jobctl.layouts import layout_for
+
+    return layout_for(redis_client, QueueConfig(name="work", layout="rq"))
+
+
+@pytest.mark.parametrize("filtered", [False, True])
+def test_each_job_is_fenced_by_its_hash(redis_client, failed, filtered):
+    from jobctl.filter import compile_filter
+    from jobctl.model import State
+    from jobctl.ops.engine import run_plan
+    from jobctl.ops.spec import Operation, OpSpec
+
+    q, ids = failed
+    lay = _layout(redis_client)
+    flt = compile_filter("type = 'rq_jobs.fail_while_flag'") if filtered else None
+    spec = OpSpec(Operation.REDRIVE, "work", State.DEAD, State.READY, **({"filter": flt} if flt else {}))
+    plan = lay.plan(spec)
+    assert plan.planned == 12
+    redis_client.delete(lay.keys.job(ids["odd-0"]))  # the hash expired since the plan
+    redis_client.hset(lay.keys.job(ids["odd-1"]), "status", "started")  # another client took it
+    redis_client.hset(lay.keys.job(ids["odd-2"]), "origin", "elsewhere")
+    redis_client.delete(lay.keys.job(ids["odd-3"]))
+    redis_client.set(lay.keys.job(ids["odd-3"]), "not a hash")
+    res = run_plan(lay, plan, journal=False)
+    assert res.moved == 8 and res.skipped_reasons == {"gone": 1, "changed": 2} and res.failed == 1
+    left = {m.decode() for m in redis_client.zrange(lay.keys.failed, 0, -1)}
+    assert left == {ids[f"odd-{n}"] for n in range(4)}  # each skipped job stays failed
+    assert redis_client.llen(lay.keys.queue) == 8
+
+
+def test_a_key_of_the_wrong_type_stops_before_any_write(run, failed, redis_client):
+    redis_client.delete("rq:queues")
+    redis_client.set("rq:queues", "x")
+    code, _, err = run("redrive", "work", "--yes")
+    assert code == 6 and "rq:queues" in err
+    assert FailedJobRegistry(queue=failed[0]).count == 12 and redis_client.llen("rq:queue:work") == 0
 
 
 def test_purge_leaves_no_orphan_keys(run, failed, redis_client):

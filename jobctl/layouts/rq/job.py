@@ -36,16 +36,17 @@ _EXC_CAP = 20_000  # characters of a traceback kept in a record
 
 
 def iso_ms(value: Any) -> int | None:
-    """Epoch ms of an RQ timestamp (``2026-11-28T00:14:11.349527Z``); ``None`` when blank or unparsable."""
+    """Epoch ms of an RQ timestamp (``2026-11-28T00:14:11.349527Z``, UTC);
+    ``None`` when blank or unparsable."""
     if not value:
         return None
-    s = text(value).strip()
-    for fmt in ("%Y-%m-%dT%H:%M:%S.%fZ", "%Y-%m-%dT%H:%M:%SZ"):
-        try:
-            return int(datetime.strptime(s, fmt).replace(tzinfo=timezone.utc).timestamp() * 1000)
-        except ValueError:
-            continue
-    return None
+    try:
+        dt = datetime.fromisoformat(text(value).strip().replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    return int(dt.timestamp() * 1000)
 
 
 def decode_exc(value: bytes | None) -> str | None:
@@ -61,12 +62,9 @@ def decode_exc(value: bytes | None) -> str | None:
 def exception_parts(traceback: str | None) -> tuple[str | None, str | None]:
     """``(exception class, its line)`` from a traceback's last non-blank
     line (``RuntimeError: boom`` -> ``("RuntimeError", "RuntimeError: boom")``)."""
-    if not traceback:
+    last = traceback.rstrip().rsplit("\n", 1)[-1].strip() if traceback else ""
+    if not last:
         return None, None
-    lines = [line for line in traceback.strip().splitlines() if line.strip()]
-    if not lines:
-        return None, None
-    last = lines[-1].strip()
     head = last.split(":", 1)[0].strip()
     return (head.rsplit(".", 1)[-1] if head and " " not in head else None), last
 
@@ -110,7 +108,8 @@ class RqJobs:
         if not fields:
             env.problems.append("missing job hash (expired or deleted)")
             return env
-        doc: dict[str, Any] = {text(k): text(v) for k, v in fields.items() if k not in (b"data", b"exc_info")}
+        doc: dict[str, Any] = {k.decode("utf-8", "surrogateescape"): v.decode("utf-8", "surrogateescape")
+                               for k, v in fields.items() if k != b"data" and k != b"exc_info"}
         if b"data" in fields:
             doc["data"] = f"<{len(fields[b'data'])} bytes, pickled: not decoded>"
         description = doc.get("description")
