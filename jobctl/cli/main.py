@@ -125,7 +125,8 @@ class _Group(click.Group):
         return list(self.commands)
 
 
-@click.group(cls=_Group, epilog=_EPILOG, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=_Group, epilog=_EPILOG, invoke_without_command=True,
+             context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--url", metavar="URL", help="Redis URL (redis://, rediss://, unix://, redis+cluster://h1:p1,h2:p2, "
               "redis+sentinel://s1:p1/SERVICE/DB).")
 @click.option("--profile", metavar="NAME", help="Named connection profile from the config file.")
@@ -146,6 +147,9 @@ class _Group(click.Group):
 def cli(ctx: click.Context, url, profile, config_file, read_only, timeout, ca_cert, client_cert, client_key,
         tls_insecure, read_from) -> None:
     """Inspect and repair Redis-backed job queues."""
+    if ctx.invoked_subcommand is None:  # bare `jobctl`: the help, exit 0
+        click.echo(ctx.get_help())
+        ctx.exit(0)
     from ..topology import TlsOptions
 
     session = Session(config_file=config_file, url=url, profile=profile,
