@@ -220,7 +220,7 @@ def jobctl_op(url: str, admin, work: Workdir, op: str, queue: str, layout: str, 
             raise RuntimeError(f"jobctl purge ({layout}): {admin.dbsize()} keys left; payloads not deleted?")
         rows = None
         if op == "export":
-            manifest = orjson.loads((out_dir / "manifest.json").read_bytes())
+            manifest = orjson.loads((out_dir / "_manifest.json").read_bytes())
             rows = _manifest_rows(manifest)
             if rows is not None and rows != n:
                 raise RuntimeError(f"jobctl export wrote {rows} rows, expected {n}")

@@ -271,7 +271,7 @@ def test_spark_submit_entry_point_with_custom_rules(spark, triage_exports, tmp_p
 
 def test_analyze_refuses_incomplete_or_missing_exports(tmp_path, capsys):
     assert main(["analyze", str(tmp_path / "nope"), "--out", str(tmp_path / "r")]) == 5
-    assert "no manifest.json" in capsys.readouterr().err
+    assert "no _manifest.json" in capsys.readouterr().err
     assert main(["analyze", str(tmp_path)]) == 2
     assert main(["analyze", "--default-rules"]) == 0
     assert "[[rule]]" in capsys.readouterr().out

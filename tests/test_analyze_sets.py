@@ -84,3 +84,38 @@ def test_the_plan_reader_dedupes_ids(tmp_path):
     path.write_bytes(orjson.dumps(line) + b"\n" + orjson.dumps({**line, "payload_sha1": "s2"}) + b"\n")
     with pytest.raises(DataError, match="line 2: job a is listed twice with different payload_sha1"):
         read_redrive_plan(Path(path), "q")
+
+
+def test_the_export_directory_reads_whole_as_a_dataset(spark, redis_url, redis_client, tmp_path):
+    import pyarrow.dataset as ds
+
+    from jobctl.export.manifest import LEGACY_MANIFEST_NAME, MANIFEST_NAME, find_manifest, load_manifest
+
+    ids = [f"e{i:03d}" for i in range(300)]
+    for job_id in ids:
+        redis_client.set(K.job(job_id), _job(job_id))
+    redis_client.lpush(K.dead, *ids)
+    out = tmp_path / "dlq"
+    assert main(["--url", redis_url, "export", "dups", "--out", str(out), "--part-rows", "1000",
+                 "--batch", "100"]) == 0
+    assert (out / MANIFEST_NAME).is_file() and not (out / LEGACY_MANIFEST_NAME).exists()
+    assert spark.read.parquet(str(out)).count() == 300
+    assert ds.dataset(str(out), format="parquet").count_rows() == 300
+    try:
+        import pandas as pd
+    except ImportError:
+        pd = None
+    if pd is not None:
+        assert len(pd.read_parquet(out)) == 300
+    try:
+        import duckdb
+    except ImportError:
+        duckdb = None
+    if duckdb is not None:
+        with duckdb.connect() as con:  # DuckDB's idiom for a directory: a glob of its parts
+            assert con.execute(f"select count(*) from read_parquet('{out}/*.parquet')").fetchall() == [(300,)]
+
+    (out / MANIFEST_NAME).rename(out / LEGACY_MANIFEST_NAME)  # an export of an older jobctl
+    assert load_manifest(out).rows == 300
+    find_manifest(out).save(out)  # saving it again renames it
+    assert sorted(p.name for p in out.iterdir() if "manifest" in p.name) == [MANIFEST_NAME]

@@ -18,7 +18,7 @@ def test_a_filtered_purge_counts_the_malformed_exported_for_review(redis_client,
     code, out, err = run("purge", "email", "--state", "dead", "--filter", "error = HTTP_400",
                          "--export-to", str(tmp_path / "x"), "--yes", "--json")
     assert code == 0, err
-    manifest = json.loads((tmp_path / "x" / "manifest.json").read_text())
+    manifest = json.loads((tmp_path / "x" / "_manifest.json").read_text())
     assert manifest["malformed"] > 0, manifest
     res = json.loads(out)
     assert res["moved"] == manifest["rows"] - manifest["malformed"]

@@ -332,5 +332,5 @@ def test_purge_with_export(redis_url, redis_client, tmp_path, capsys):
     assert end["dead"] == truth.expected["dead"] - len(old)
     left = {i.decode() for i in redis_client.lrange(keys.dead, 0, -1)}
     assert not (left & old)
-    assert (out / "dead" / "manifest.json").is_file()
+    assert (out / "dead" / "_manifest.json").is_file()
     assert check_ok(redis_url, "email", capsys)

@@ -203,7 +203,7 @@ def _dlq_goal(ctx: Ctx) -> None:
     permanent = sum(n for (_, code), n in ctx.truth.dead_breakdown.items()
                     if code in ("HTTP_400", "DEADLINE_EXCEEDED"))
     assert (st["dead"], st["stuck"], st["suppressed"]) == (0, 0, permanent)
-    assert (ctx.tmp_path / "export" / "manifest.json").is_file()
+    assert (ctx.tmp_path / "export" / "_manifest.json").is_file()
     assert ctx.check_ok()
 
 
@@ -276,7 +276,7 @@ def _purge_goal(ctx: Ctx) -> None:
     for raw in _payloads(ctx, dead).values():
         assert orjson.loads(raw)["lastAttemptAtEpochMs"] > cutoff
     for state in ("dead", "suppressed"):
-        assert (ctx.tmp_path / "export" / state / "manifest.json").is_file()
+        assert (ctx.tmp_path / "export" / state / "_manifest.json").is_file()
     assert ctx.check_ok()
 
 

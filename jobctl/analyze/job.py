@@ -41,7 +41,7 @@ from jobctl.analyze.aggregations import (AGE_BUCKETS, age_buckets, age_stats, at
                                         classify, deaths_per_hour, fingerprints, group_counts, redrive_plan)
 from jobctl.analyze.rules import CLASSES, RuleSet, load_rules
 from jobctl.errors import DataError, JobctlError, UsageError
-from jobctl.export.manifest import MANIFEST_NAME, Manifest, load_manifest
+from jobctl.export.manifest import MANIFEST_NAME, MANIFEST_NAMES, Manifest, load_manifest
 from jobctl.export.schema import COLUMNS
 
 __all__ = ["spark_schema", "read_export", "group_counts", "fingerprints", "attempt_histogram",
@@ -85,10 +85,15 @@ def read_manifest(spark, export_dir: str) -> Manifest:
     """
     if _is_local(export_dir):
         return load_manifest(_local(export_dir), verify=True, complete=True)
-    try:
-        text = spark.read.text(_join(export_dir, MANIFEST_NAME), wholetext=True).first()[0]
-    except Exception as exc:  # noqa: BLE001 - Spark raises many kinds
-        raise DataError(f"{export_dir}: cannot read {MANIFEST_NAME}: {_first_line(exc)}") from None
+    text = None
+    for name in MANIFEST_NAMES:  # _manifest.json, else an older export's manifest.json
+        try:
+            text = spark.read.text(_join(export_dir, name), wholetext=True).first()[0]
+            break
+        except Exception as exc:  # noqa: BLE001 - Spark raises many kinds
+            error = exc
+    if text is None:
+        raise DataError(f"{export_dir}: cannot read {MANIFEST_NAME}: {_first_line(error)}") from None
     m = Manifest.from_json(orjson.loads(text))
     if not m.complete:
         raise DataError(f"{export_dir}: the export is incomplete: rerun the same `jobctl export` to finish it")

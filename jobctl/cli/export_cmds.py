@@ -56,7 +56,7 @@ def _progress_bar(total: int):
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @pass_session
 def export(session: Session, queue, states, filter_text, out_dir, fmt, part_rows, batch, as_json) -> int:
-    """Export every matching job of QUEUE to part files plus manifest.json.
+    """Export every matching job of QUEUE to part files plus _manifest.json.
 
     \b
     Streams in constant memory: envelope fields become typed columns, with
@@ -64,7 +64,7 @@ def export(session: Session, queue, states, filter_text, out_dir, fmt, part_rows
     A malformed envelope is exported with its raw bytes and flagged.
     Parquet parts carry an explicit schema Spark reads (timestamps in
     microseconds, UTC); JSONL and CSV hold ISO-8601 UTC text.
-    Parts are written under a temporary name, then renamed; manifest.json
+    Parts are written under a temporary name, then renamed; _manifest.json
     records the selector, counts per state, schema version, snapshot time,
     the server (no password) and a SHA-256 per part.  Interrupted?  Run the
     same command again: it continues.  Then:

@@ -111,7 +111,7 @@ def drain(session: Session, queue, to, export_to, export_format, state, limit, r
     --to QUEUE: `jobctl migrate QUEUE TO` without a filter.
 
     --export-to DIR: the jobs are first exported to DIR (the files and
-    manifest.json `jobctl export` writes; an interrupted export is
+    _manifest.json `jobctl export` writes; an interrupted export is
     finished, a complete one is used as it is), then exactly the exported
     jobs whose payload (and due time) is unchanged leave the queue, index
     entry and payload, in bounded fenced calls.  After Ctrl-C or kill -9 the

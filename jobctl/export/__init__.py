@@ -5,7 +5,7 @@ storage") walks one or more states of a queue in bounded batches
 (:meth:`jobctl.layouts.base.Layout.iter_batches`, or unparsed windows
 where the layout has them: :mod:`.columns`, :mod:`.arrow_columns`) and writes typed rows
 (:mod:`.schema`) to part files in one of three formats (:mod:`.writer`),
-with a ``manifest.json`` (:mod:`.manifest`) that records the selector, the
+with a ``_manifest.json`` (:mod:`.manifest`) that records the selector, the
 counts per state, the schema version, the snapshot time, the source server
 (without secrets) and a SHA-256 per part.  Parts are written under a hidden
 temporary name and renamed when complete; the manifest records progress, so

@@ -48,7 +48,7 @@ from ..escape import json_safe
 from ..filter import MATCH_ALL, Filter
 from ..model import State
 from . import FORMATS
-from .manifest import MANIFEST_NAME, Manifest, PartInfo, find_manifest
+from .manifest import MANIFEST_NAMES, Manifest, PartInfo, find_manifest
 from .columns import ColumnBatch, rows_columns, window_columns
 from .rows import record_row
 from .source import selects, walk
@@ -138,7 +138,7 @@ def _describe(sel: dict) -> str:
 def _clean(out: Path, keep: set[str]) -> None:
     """Delete temporary files and parts the manifest does not list."""
     for p in out.iterdir():
-        if p.name == MANIFEST_NAME or p.name in keep:
+        if p.name in MANIFEST_NAMES or p.name in keep:
             continue
         if (p.name.startswith(".part-") and p.name.endswith(".tmp")) or p.name.startswith("part-"):
             p.unlink()

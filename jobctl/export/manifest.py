@@ -1,4 +1,9 @@
-"""``manifest.json``: what an export directory holds, and how far it got.
+"""``_manifest.json``: what an export directory holds, and how far it got.
+
+Its name starts with ``_`` so that dataset readers (Spark, pandas, pyarrow,
+DuckDB) skip it and the directory reads whole as a dataset of its parts.
+Exports written before are read under their old name, ``manifest.json``
+(:data:`LEGACY_MANIFEST_NAME`); saving a resumed one renames it.
 
 Shape (schema version 1)::
 
@@ -43,9 +48,13 @@ from . import SCHEMA_VERSION
 from .rows import iso_ms
 from .writer import fsync_dir, sha256_file
 
-__all__ = ["Manifest", "PartInfo", "MANIFEST_NAME", "load_manifest", "find_manifest", "KIND"]
+__all__ = ["Manifest", "PartInfo", "MANIFEST_NAME", "LEGACY_MANIFEST_NAME", "MANIFEST_NAMES", "load_manifest",
+           "find_manifest", "KIND"]
 
-MANIFEST_NAME = "manifest.json"
+MANIFEST_NAME = "_manifest.json"
+#: the name of exports before ``_manifest.json``: still read
+LEGACY_MANIFEST_NAME = "manifest.json"
+MANIFEST_NAMES = (MANIFEST_NAME, LEGACY_MANIFEST_NAME)
 KIND = "jobctl-export"
 
 
@@ -146,13 +155,15 @@ class Manifest:
 
     # -- files ---------------------------------------------------------------
     def save(self, directory: Path) -> None:
-        """Write ``manifest.json`` atomically (temporary file, fsync, rename)."""
+        """Write ``_manifest.json`` atomically (temporary file, fsync, rename);
+        a ``manifest.json`` of an older jobctl is then removed."""
         tmp = directory / f".{MANIFEST_NAME}.tmp"
         with open(tmp, "wb") as f:
             f.write(orjson.dumps(self.to_json(), option=orjson.OPT_INDENT_2) + b"\n")
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, directory / MANIFEST_NAME)
+        (directory / LEGACY_MANIFEST_NAME).unlink(missing_ok=True)
         fsync_dir(directory)
 
     def verify(self, directory: Path) -> list[str]:
@@ -172,13 +183,14 @@ class Manifest:
 
 
 def find_manifest(directory: str | Path) -> Manifest | None:
-    """The manifest in ``directory``, or ``None`` when there is none.
+    """The manifest in ``directory`` (``_manifest.json``, else the older
+    ``manifest.json``), or ``None`` when there is none.
 
     Raises :class:`DataError` when the file exists but is not a readable
     jobctl manifest.
     """
-    path = Path(directory) / MANIFEST_NAME
-    if not path.is_file():
+    path = next((Path(directory) / n for n in MANIFEST_NAMES if (Path(directory) / n).is_file()), None)
+    if path is None:
         return None
     try:
         doc = orjson.loads(path.read_bytes())
