@@ -10,3 +10,41 @@ def test_bare_jobctl_prints_help_and_exits_0(capsys) -> None:
     assert code == 0, err
     assert out.startswith("Usage: jobctl") and "redrive" in out and "Exit codes:" in out
     assert err == ""
+
+
+ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]
+#: Words of the project's own history that must not reach users ("seed 000",
+#: "issue 14"); "startup nodes" and the demo's random --seed are fine.
+_ORIGINS = __import__("re").compile(r"\bseed\s+\d|\bthe seed'?s?\b|\bissues?\s+\d", __import__("re").I)
+
+
+def _help_texts():
+    import click
+
+    from jobctl.cli.main import cli as root
+
+    def walk(group, path):
+        ctx = click.Context(group, info_name=" ".join(path))
+        yield " ".join(path), group.get_help(ctx)
+        for name in getattr(group, "commands", {}):
+            yield from walk(group.commands[name], [*path, name])
+
+    yield from walk(root, ["jobctl"])
+
+
+def test_no_origins_in_help_readme_or_docs() -> None:
+    found = [f"{name}: {m.group(0)}" for name, text in _help_texts() for m in _ORIGINS.finditer(text)]
+    for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        found += [f"{path.name}: {m.group(0)}" for m in _ORIGINS.finditer(path.read_text())]
+    assert not found
+
+
+def test_every_readme_and_docs_link_is_inside_the_repository() -> None:
+    import re
+
+    for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        for target in re.findall(r"\]\(([^)#\s]+)", path.read_text()):
+            if "://" in target:
+                continue
+            resolved = (path.parent / target).resolve()
+            assert resolved.is_relative_to(ROOT) and resolved.exists(), f"{path.name}: {target}"

@@ -131,7 +131,7 @@ def analyze(export_dir, out_dir, master, rules_file, confs, top, print_rules, as
     fingerprints (durations, sizes, numbers, ids, hex normalised away) with first and last
     seen and samples; the attempt histogram; age at death; a classification
     by rules (retryable, permanent, expired-deadline, bad-input,
-    needs-idempotency; seed 000 sections 10 and 22).  Writes report.json,
+    needs-idempotency).  Writes report.json,
     report.md and redrive-plan.jsonl (dead jobs judged safe to redrive,
     each with its rule and payload_sha1), then:
       jobctl redrive QUEUE --plan REPORT_DIR/redrive-plan.jsonl

@@ -163,7 +163,7 @@ def replay(session: Session, queue, from_, to, filter_text, limit, rate, batch, 
 @pass_session
 def reshard(session: Session, queue, shards, state, limit, rate, batch, dry_run, yes, as_json) -> int:
     """Move each job of a sharded reliable-list queue to the shard its id
-    hashes to with --shards N shards (seed 000 section 20), by the rule its
+    hashes to with --shards N shards, by the rule its
     producers use (shard_rule in the catalogue), copy-then-delete with the
     crash journal of `jobctl migrate`.  Jobs already in their shard stay.
     Switch the producers and workers to N shards, then run it for ready and

@@ -30,7 +30,7 @@ pass_session = click.make_pass_decorator(Session)
 
 def filter_option(required: bool = False):
     return click.option("--filter", "filter_text", metavar="EXPR", type=options.FILTER, required=required,
-                        help="Filter expression, e.g. 'error ~ \"HTTP_5*\" and tenant = t1' (docs/filter.md).")
+                        help="Filter expression, e.g. 'error ~ \"HTTP_5*\" and tenant = tenant_1' (docs/filter.md).")
 
 
 def _queue_command(fn: Callable) -> click.Command:
@@ -266,7 +266,7 @@ def _progress(total: int, enabled: bool):
 @pass_session
 def requeue(session: Session, queue, stuck, ids, priority, visibility, filter_text, limit, rate, batch, dry_run,
             yes, as_json) -> int:
-    """Put processing jobs back on the ready list (the reaper of seed 000 s.8).
+    """Put processing jobs back on the ready list (what the workers' reaper does).
 
     A job moves only if its visibility deadline is still the one the plan saw:
     a worker that acked, failed or renewed it in the meantime is left alone.

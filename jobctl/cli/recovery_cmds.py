@@ -216,7 +216,7 @@ def resume(session: Session, queue, filter_text, limit, rate, batch, dry_run, ye
     """Put paused jobs back where a worker takes them next, in their order.
 
     Lifts the holds of an equivalent filter (compared in normalized form:
-    `tenant=t2` lifts the hold of `tenant = 't2'`; every hold without
+    `tenant=tenant_2` lifts the hold of `tenant = 'tenant_2'`; every hold without
     --filter) once confirmed, before any job moves, under the queue's lease
     (no hold cycle runs meanwhile), and also puts back the jobs their
     cycles paused since the plan (the operations core: jobctl.ops.core).

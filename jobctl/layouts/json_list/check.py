@@ -101,7 +101,7 @@ def check_queue(layout: "JsonList", *, repair: bool = False) -> CheckReport:
     for job_id, raw in processing.items():
         if job_id not in times:
             report.problems.append(Problem("missing_claim_time", shard, job_id,
-                                           "processing without a claim time: the seed's recovery never finds it",
+                                           "processing without a claim time: the workers' recovery never finds it",
                                            "set a claim time that makes it stuck now",
                                            _args=("missing_claim_time", k.processing, repr(stuck_at), raw)))
     for job_id, score in times.items():
