@@ -209,3 +209,37 @@ def test_discover_recognises_rq_keys(run, failed):
     assert code == 0, err
     queues = json.loads(out)["queues"]
     assert any(q["queue"] == "work" and q["layout"] == "rq" for q in queues), queues
+
+
+def test_the_dashboard_reads_an_rq_queue(cfg, redis_url, failed):
+    """What the TUI shows comes from the same reads: status, detail,
+    histograms, the triage of the failed registry and its job page."""
+    from jobctl.dashboard.facade import Dashboard
+    from jobctl.model import State
+    from jobctl.session import Session
+
+    s = Session(config_file=cfg, url=redis_url)
+    try:
+        dash = Dashboard(s)
+        assert dash.refresh().row("work").status.dead == 12
+        dash.queue_detail("work")
+        assert "dead" in dash.histograms("work")
+        groups = dash.triage("work").groups
+        assert sum(g.count for g in groups) == 12
+        assert len(dash.jobs("work", State.DEAD).records) == 12
+    finally:
+        s.close()
+
+
+def test_check_finds_what_a_crashed_requeue_leaves(run, failed, redis_client):
+    q, ids = failed
+    code, out, err = run("check", "work", "--json")
+    assert code == 0, err
+    assert json.loads(out)["queues"][0]["ok"]
+    redis_client.zrem("rq:failed:work", ids["odd-0"])  # RQ's requeue: step 1 of 3, then a crash
+    redis_client.delete(f"rq:job:{ids['odd-1']}")  # a failed entry whose hash went first
+    redis_client.hset(f"rq:job:{ids['odd-2']}", "status", "finished")
+    code, out, err = run("check", "work", "--json")
+    found = {(p["kind"], p["id"]) for p in json.loads(out)["queues"][0]["problems"]}
+    assert code != 0 and found == {("orphan_job", ids["odd-0"]), ("dangling", ids["odd-1"]),
+                                   ("status_mismatch", ids["odd-2"])}

@@ -70,6 +70,12 @@ class Rq(RqJobs, KeyedLayout):
 
         return apply_plan(self, plan, batch=batch or DEFAULT_BATCH)
 
+    def check(self, *, repair: bool = False):
+        """RQ's invariants, report only (:mod:`jobctl.layouts.rq.check`)."""
+        from jobctl.layouts.rq.check import check_queue
+
+        return check_queue(self, repair=repair)
+
     # -- the read model ----------------------------------------------------------
     def status(self, now: int | None = None) -> QueueStatus:
         from jobctl.layouts.rq.status import queue_status
