@@ -100,7 +100,7 @@ class RqJobs:
     def envelope_of(self, job_id: str, fields: dict[bytes, bytes], result: list) -> Envelope:
         """The :class:`Envelope` of a job: type = the function of its
         ``description``, created = ``created_at``, last attempt =
-        ``ended_at``, error = the exception class and message = its last
+        ``ended_at``, next attempt (a queued job) = ``enqueued_at``, error = the exception class and message = its last
         traceback line (newest results entry), payload = ``{description,
         origin, func, status}``; document = the hash as text plus the
         traceback.  Never raises."""
@@ -116,6 +116,8 @@ class RqJobs:
         env.job_type = func_name(description)
         env.created_ms = iso_ms(fields.get(b"created_at"))
         env.last_attempt_ms = iso_ms(fields.get(b"ended_at"))
+        if fields.get(b"status") == b"queued":  # ready since it was (re)enqueued
+            env.next_attempt_ms = iso_ms(fields.get(b"enqueued_at"))
         env.payload = {"description": description, "origin": doc.get("origin"), "func": env.job_type,
                        "status": doc.get("status")}
         if result:
