@@ -5,7 +5,9 @@ and manifest of :mod:`jobctl.export`, realistic spread of job types, error
 codes, tenants, messages with ids and numbers to fingerprint), then runs
 ``jobctl analyze`` on each as a child process and reports the wall time
 (JVM start included), the analysis time Spark spent (report.json
-``seconds``) and the 4M/1M ratio.
+``seconds``), the Spark jobs and stages it ran (from Spark's event log),
+the 4M/1M ratio, and DuckDB's time for the same rollups over the same
+files in the same run (``bench/analyze_duckdb.py``; skipped without duckdb).
 
     python3 bench/analyze_bench.py            # 1,000,000 and 4,000,000 rows
     python3 bench/analyze_bench.py --quick    # 250,000 and 1,000,000 rows
@@ -29,6 +31,7 @@ from pathlib import Path
 
 import orjson
 
+from analyze_duckdb import duckdb_seconds, event_log_conf, spark_job_stage_counts
 from jobctl.export.manifest import Manifest
 from jobctl.export.parquet_writer import ParquetPartWriter
 
@@ -86,11 +89,12 @@ def write_export(directory: Path, rows: int) -> float:
     return time.monotonic() - t0
 
 
-def run_analyze(export_dir: Path, out: Path, master: str) -> tuple[float, float, dict]:
+def run_analyze(export_dir: Path, out: Path, master: str, events: Path) -> tuple[float, float, dict]:
     cmd = [sys.executable, "-c", "from jobctl.cli.main import main; main()", "analyze", str(export_dir),
            "--out", str(out), "--master", master, "--json"]
+    env = {**os.environ, "PYSPARK_SUBMIT_ARGS": event_log_conf(events)}
     t0 = time.monotonic()
-    proc = subprocess.run(cmd, capture_output=True)
+    proc = subprocess.run(cmd, capture_output=True, env=env)
     wall = time.monotonic() - t0
     if proc.returncode != 0:
         raise SystemExit(f"analyze failed ({proc.returncode}): {proc.stderr.decode().strip()[-2000:]}")
@@ -111,19 +115,24 @@ def main() -> int:
     try:
         for n in sizes:
             export_dir = work / f"export-{n}"
-            if not (export_dir / "manifest.json").exists():
+            if not any(export_dir.glob("*manifest.json")):
                 secs = write_export(export_dir, n)
                 print(f"wrote a {n:,}-row export in {secs:.0f}s "
                       f"({sum(p.stat().st_size for p in export_dir.iterdir()) / 2**20:.0f} MiB)", file=sys.stderr)
-            wall, spark_s, summary = run_analyze(export_dir, work / f"report-{n}", args.master)
-            results.append((n, wall, spark_s, summary))
+            events = work / f"events-{n}"
+            wall, spark_s, summary = run_analyze(export_dir, work / f"report-{n}", args.master, events)
+            duck = duckdb_seconds(export_dir)
+            results.append((n, wall, spark_s, spark_job_stage_counts(events), duck))
             print(f"analyzed {n:,} rows: {wall:.1f}s wall, {spark_s:.1f}s in Spark; "
                   f"{summary['groups_total']:,} groups, {summary['fingerprints_total']:,} fingerprints, "
                   f"{summary['redrive_planned']:,} planned", file=sys.stderr)
-        print(f"| rows | wall seconds (JVM start included) | analysis seconds | ratio to {sizes[0]:,} rows |")
-        print("|---:|---:|---:|---:|")
-        for n, wall, spark_s, _ in results:
-            print(f"| {n:,} | {wall:.1f} | {spark_s:.1f} | {spark_s / results[0][2]:.2f} |")
+        print(f"| rows | wall s (JVM start included) | analysis s | Spark jobs / stages run (skipped) "
+              f"| ratio to {sizes[0]:,} rows | DuckDB s, same rollups | analysis / DuckDB |")
+        print("|---:|---:|---:|---:|---:|---:|---:|")
+        for n, wall, spark_s, (jobs, stages, skipped), duck in results:
+            duck_s = f"{duck[0]:.2f} | {spark_s / duck[0]:.1f}x" if duck else "(duckdb not installed) | -"
+            print(f"| {n:,} | {wall:.1f} | {spark_s:.1f} | {jobs} / {stages} ({skipped}) "
+                  f"| {spark_s / results[0][2]:.2f} | {duck_s} |")
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
