@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import socket
+import threading
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +36,8 @@ def lease_value(op_id: str) -> str:
 #: Lease values this process holds now, with how many leases (shards) each
 #: holds (an operation in progress here).
 _HELD: Counter[str] = Counter()
+#: Guards :data:`_HELD`: the shards of a cluster queue are walked in threads.
+_HELD_LOCK = threading.Lock()
 
 
 def holder_gone(holder: str) -> bool:
@@ -66,13 +69,15 @@ def acquire(src: "ListSource", value: str, queue: str) -> None:
     lease = script(src.client, "lease")
     res = lease(keys=[src.lease, src.walk], args=["acquire", value, LEASE_TTL_MS, ""])
     if int(res[0]) == 1:
-        _HELD[value] += 1
+        with _HELD_LOCK:
+            _HELD[value] += 1
         return
     holder = _text(res[1])
     if holder_gone(holder):
         res = lease(keys=[src.lease, src.walk], args=["acquire", value, LEASE_TTL_MS, holder])
         if int(res[0]) == 1:
-            _HELD[value] += 1
+            with _HELD_LOCK:
+                _HELD[value] += 1
             return
         holder = _text(res[1])
     op = holder.split(" ")[0]
@@ -82,8 +87,9 @@ def acquire(src: "ListSource", value: str, queue: str) -> None:
 
 def release(src: "ListSource", value: str) -> None:
     """Give ``src``'s lease back (only if ``value`` still holds it)."""
-    if _HELD[value] > 1:
-        _HELD[value] -= 1
-    else:
-        _HELD.pop(value, None)
+    with _HELD_LOCK:
+        if _HELD[value] > 1:
+            _HELD[value] -= 1
+        else:
+            _HELD.pop(value, None)
     script(src.client, "lease")(keys=[src.lease, src.walk], args=["release", value, "", ""])

@@ -1,6 +1,7 @@
 """The walk driver's entry point (:func:`drive`): apply a plan on its dead
 lists, one source (shard) at a time, leases taken for all of them first and
-each hold given back as soon as its walk ends.  The walk mode follows the
+each hold given back as soon as its walk ends (on a Redis Cluster, the
+shards of each primary in a thread of their own: :mod:`.parallel`).  The walk mode follows the
 plan: a :class:`~jobctl.ops.plan.TailRange` (unfiltered, or a
 :class:`~jobctl.ops.plan.PredicateRange`'s windows) is walked in tail mode
 (:class:`~.tail.TailWalk`), any other plan per job
@@ -15,6 +16,7 @@ from ..lease import acquire, lease_value
 from ..plan import Plan, PredicateRange, TailRange
 from ..result import BatchResult
 from .lifecycle import done_with, give_back, renewing
+from .parallel import by_primary, walk_in_parallel
 from .per_job import Jobs, PerJobWalk, shard_orders
 from .source import ListSource
 from .tail import TailWalk
@@ -93,10 +95,11 @@ def drive(sources: list[ListSource], plan: Plan, *, batch: int | None = None, de
     jobs = Jobs(plan.jobs)
     orders = shard_orders(jobs)
     met = bytearray(len(jobs))
-    walks = {s.shard: (lambda s=s: PerJobWalk(s, value, jobs, orders[s.shard], met, plan.walked.get(s.shard, 0),
-                                              batch, depth, now_fn, stop, ahead))
-             for s in sources if s.shard in orders}
-    yield from _walk_all([s for s in sources if s.shard in walks], walks, value, plan.spec.queue)
+    def walk(s: ListSource, halted=stop) -> PerJobWalk:
+        return PerJobWalk(s, value, jobs, orders[s.shard], met, plan.walked.get(s.shard, 0), batch, depth, now_fn,
+                          halted, ahead)
+
+    yield from _walk_all([s for s in sources if s.shard in orders], walk, value, plan.spec.queue, stop)
 
 
 def drive_tail(sources: list[ListSource], walked: dict[int, int], value: str, queue: str, batch: int,
@@ -107,24 +110,31 @@ def drive_tail(sources: list[ListSource], walked: dict[int, int], value: str, qu
     (:class:`~.tail.TailWalk`; ``windows``: a
     :class:`~jobctl.ops.plan.PredicateRange`'s, per shard, of
     ``plan_window`` positions each)."""
-    walks = {s.shard: (lambda s=s: TailWalk(s, value, walked[s.shard], batch, depth, now_fn,
-                                            windows[s.shard] if windows is not None else None, plan_window, stop,
-                                            ahead))
-             for s in sources if walked.get(s.shard)}
-    yield from _walk_all([s for s in sources if s.shard in walks], walks, value, queue)
+    def walk(s: ListSource, halted=stop) -> TailWalk:
+        return TailWalk(s, value, walked[s.shard], batch, depth, now_fn,
+                        windows[s.shard] if windows is not None else None, plan_window, halted, ahead)
+
+    yield from _walk_all([s for s in sources if walked.get(s.shard)], walk, value, queue, stop)
 
 
-def _walk_all(todo: list[ListSource], walks: dict, value: str, queue: str) -> Iterator[BatchResult]:
-    """Take every source's lease, then walk each (``walks[shard]()``) in
-    turn, renewing the leases of those waiting and giving each hold back as
-    its walk ends; every hold goes back however the run ends."""
+def _walk_all(todo: list[ListSource], walk, value: str, queue: str,
+              stop: Callable[[], bool] | None) -> Iterator[BatchResult]:
+    """Walk every source (``walk(src, stop)``).  On one server: every
+    source's lease taken first, then each walked in turn, the leases of those
+    waiting renewed and each hold given back as its walk ends; on a cluster
+    whose shards live on several primaries, one thread per primary
+    (:mod:`.parallel`).  Every hold goes back however the run ends."""
+    groups = by_primary(todo)
+    if len(groups) > 1:
+        yield from walk_in_parallel(groups, walk, value, queue, stop)
+        return
     taken: list[ListSource] = []
     try:
         for src in todo:
             acquire(src, value, queue)
             taken.append(src)
         for src in todo:
-            yield from renewing(iter(walks[src.shard]()), taken, value)
+            yield from renewing(iter(walk(src)), taken, value)
             done_with(src, taken, value, give_back)
     finally:
         give_back(taken, value)

@@ -1,0 +1,105 @@
+"""The shards of a queue on several Redis Cluster primaries walked at once:
+one thread per primary walks that primary's shards in turn, each shard's
+lease taken when its walk starts and its hold given back when it ends;
+their results reach the caller on one iterator (one progress, one stop,
+one rate: the caller's), through a bounded queue, so a caller that paces
+or stops holds every walk back.  The first error stops the other walks at
+their next round trip; their results still reach the caller, then the
+error is raised."""
+
+from __future__ import annotations
+
+import queue as queue_mod
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from ..lease import acquire
+from ..result import BatchResult
+from .lifecycle import done_with, give_back, renewing
+from .source import ListSource
+
+__all__ = ["by_primary", "walk_in_parallel", "RESULTS_WAITING"]
+
+#: Results a walk may have waiting for the caller before it waits itself.
+RESULTS_WAITING = 16
+
+_DONE = object()
+
+
+class _Failed:
+    """A walk thread's error, carried to the caller's thread."""
+
+    def __init__(self, exc: BaseException) -> None:
+        self.exc = exc
+
+
+def by_primary(sources: list[ListSource]) -> list[list[ListSource]]:
+    """``sources`` grouped by the primary that owns each one's dead list, in
+    their order (one group for a client that is not a cluster client)."""
+    from ...cluster import is_cluster
+
+    groups: dict[str, list[ListSource]] = {}
+    for src in sources:
+        name = src.client.get_node_from_key(src.dead).name if is_cluster(src.client) else ""
+        groups.setdefault(name, []).append(src)
+    return list(groups.values())
+
+
+def _walk_group(group: list[ListSource], make_walk: Callable[[ListSource, Callable[[], bool]], Any], value: str,
+                queue: str, out: queue_mod.Queue, halted: Callable[[], bool]) -> None:
+    """One primary's thread: its shards walked in turn (the body of the
+    sequential walk for one shard), every result and the end put on ``out``."""
+    taken: list[ListSource] = []
+    try:
+        for src in group:
+            if halted():
+                break
+            acquire(src, value, queue)
+            taken.append(src)
+            for br in renewing(iter(make_walk(src, halted)), taken, value):
+                out.put(br)
+            done_with(src, taken, value, give_back)
+    except BaseException as exc:  # noqa: BLE001 - carried to the caller, raised there
+        out.put(_Failed(exc))
+    finally:
+        give_back(taken, value)
+        out.put(_DONE)
+
+
+def walk_in_parallel(groups: list[list[ListSource]], make_walk, value: str, queue: str,
+                     stop: Callable[[], bool] | None) -> Iterator[BatchResult]:
+    """Walk each group of :func:`by_primary` in a thread of its own;
+    ``make_walk(src, stop)`` builds one shard's walk (an iterator of
+    :class:`BatchResult`).  Yields every walk's results as they come; raises
+    the first walk's error after every walk ended."""
+    out: queue_mod.Queue = queue_mod.Queue(maxsize=RESULTS_WAITING)
+    failed = threading.Event()
+
+    def halted() -> bool:
+        return failed.is_set() or bool(stop and stop())
+
+    threads = [threading.Thread(target=_walk_group, args=(g, make_walk, value, queue, out, halted),
+                                name=f"jobctl-walk-{i}", daemon=True) for i, g in enumerate(groups)]
+    for t in threads:
+        t.start()
+    running, error = len(threads), None
+    try:
+        while running:
+            item = out.get()
+            if item is _DONE:
+                running -= 1
+            elif isinstance(item, _Failed):
+                error = error or item.exc
+                failed.set()
+            else:
+                yield item
+    finally:
+        failed.set()  # the caller stopped early: the walks end at their next round trip
+        while running:  # drain: a walk waiting on a full queue must reach its end
+            if out.get() is _DONE:
+                running -= 1
+        for t in threads:
+            t.join()
+    if error is not None:
+        raise error
