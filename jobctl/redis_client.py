@@ -148,8 +148,10 @@ def make_client(target: Target, *, timeout_s: float = 5.0, replicas: bool = Fals
         if topo.kind == "cluster":
             from redis.cluster import ClusterNode
 
+            from .cluster_client import cluster_class
+
             # RedisCluster runs the connection's own handshake, then this
-            return redis.RedisCluster(
+            return cluster_class()(
                 startup_nodes=[ClusterNode(h, p) for h, p in topo.nodes], username=topo.username,
                 password=topo.password, ssl=bool(tls), **tls, retry=Retry(NoBackoff(), 0),
                 **_replica_reads(replicas), **{**common, "redis_connect_func": name_connection})
