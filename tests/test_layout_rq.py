@@ -243,3 +243,26 @@ def test_check_finds_what_a_crashed_requeue_leaves(run, failed, redis_client):
     found = {(p["kind"], p["id"]) for p in json.loads(out)["queues"][0]["problems"]}
     assert code != 0 and found == {("orphan_job", ids["odd-0"]), ("dangling", ids["odd-1"]),
                                    ("status_mismatch", ids["odd-2"])}
+
+
+def test_suppress_unsuppress_and_purge_suppressed(run, failed, redis_client):
+    q, ids = failed
+    odd = sorted(i for n, i in ids.items() if n.startswith("odd-"))
+    ttl_before = redis_client.pttl(f"rq:job:{odd[0]}")
+    doc = _json(run, "suppress", "work", "--filter", "payload.description ~ '*odd-*'", "--reason", "known bad",
+                "--yes")
+    assert doc["moved"] == 6
+    st = _status(run)
+    assert (st["dead"], st["suppressed"]) == (6, 6) and FailedJobRegistry(queue=q).count == 6
+    assert redis_client.pttl(f"rq:job:{odd[0]}") == -1  # out of RQ's cleanup: the hash no longer expires
+    rec = _json(run, "inspect", "work", odd[0])
+    assert rec["state"] == "suppressed" and rec["meta"]["suppressed"]["reason"] == "known bad"
+    doc = _json(run, "unsuppress", "work", "--filter", f"id = '{odd[0]}'", "--yes")
+    assert doc["moved"] == 1 and odd[0] in FailedJobRegistry(queue=q).get_job_ids()
+    assert 0 < redis_client.pttl(f"rq:job:{odd[0]}") <= ttl_before
+    doc = _json(run, "purge", "work", "--state", "suppressed", "--no-export", "--yes")
+    assert doc["moved"] == 5
+    left = [k.decode() for k in redis_client.scan_iter(count=1000)]
+    assert not [k for k in left if any(i in k for i in odd[1:])]
+    st = _status(run)
+    assert (st["dead"], st["suppressed"]) == (7, 0) and FailedJobRegistry(queue=q).count == 7

@@ -1,16 +1,16 @@
 """``jobctl check`` for the rq layout: RQ's invariants, report only.
 
-* every id of the ready list, the failed registry and the scheduled
-  registry has its job hash (``dangling``: RQ's own cleanup drops a failed
+* every id of the ready list, the failed and scheduled registries and
+  jobctl's suppressed zset has its job hash (``dangling``: RQ's own cleanup drops a failed
   or finished entry once its score passes; one whose hash went first, or a
   ready id without a hash, is reported);
 * the hash's ``status`` matches where the id is (``status_mismatch``:
-  ``queued`` on the ready list, ``failed`` in the failed registry,
-  ``scheduled`` in the scheduled registry);
+  ``queued`` on the ready list, ``failed`` in the failed registry and
+  the suppressed zset, ``scheduled`` in the scheduled registry);
 * no id is both ready and failed (``multiple_states``);
 * no orphan: a job hash of this queue (``origin``) whose status is
-  ``queued`` or ``failed`` is on the ready list or in the failed registry
-  (``orphan_job``).  RQ's own ``FailedJobRegistry.requeue`` removes the id
+  ``queued`` or ``failed`` is on the ready list, in the failed registry or
+  suppressed (``orphan_job``).  RQ's own ``FailedJobRegistry.requeue`` removes the id
   from the registry, then saves and enqueues the job in separate steps: a
   crash between them leaves exactly this.
 
@@ -33,7 +33,7 @@ from jobctl.layouts.walks import WINDOW, walk_list, walk_zset
 __all__ = ["check_queue"]
 
 #: The hash status each of RQ's structures implies.
-_WANT = {"ready": "queued", "failed": "failed", "scheduled": "scheduled"}
+_WANT = {"ready": "queued", "failed": "failed", "scheduled": "scheduled", "suppressed": "failed"}
 
 
 def _places(layout) -> dict[str, set[str]]:
@@ -43,7 +43,7 @@ def _places(layout) -> dict[str, set[str]]:
     for _, chunk in walk_list(layout.client, k.queue, from_right=False, batch=WINDOW):
         for raw in chunk:
             where.setdefault(text(raw), set()).add("ready")
-    for name, key in (("failed", k.failed), ("scheduled", k.scheduled)):
+    for name, key in (("failed", k.failed), ("scheduled", k.scheduled), ("suppressed", k.suppressed)):
         for _, pairs in walk_zset(layout.client, key, batch=WINDOW):
             for raw, _ in pairs:
                 where.setdefault(text(raw), set()).add(name)
@@ -104,9 +104,11 @@ def _still_holds(layout, p: Problem) -> bool:
     pipe.lpos(k.queue, p.job_id)
     pipe.zscore(k.failed, p.job_id)
     pipe.zscore(k.scheduled, p.job_id)
+    pipe.zscore(k.suppressed, p.job_id)
     pipe.hmget(k.job(p.job_id), "status", "origin")
-    ready, failed, scheduled, (status, _) = pipe.execute()
-    places = {n for n, v in (("ready", ready), ("failed", failed), ("scheduled", scheduled)) if v is not None}
+    ready, failed, scheduled, suppressed, (status, _) = pipe.execute()
+    places = {n for n, v in (("ready", ready), ("failed", failed), ("scheduled", scheduled),
+                             ("suppressed", suppressed)) if v is not None}
     status = None if status is None else text(status)
     if p.kind == "orphan_job":
         return not places and status in ("queued", "failed")

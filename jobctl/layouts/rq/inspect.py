@@ -7,10 +7,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from jobctl.layouts.common import score_ms, text
+from jobctl.layouts.common import score_ms, suppression_info, text
 from jobctl.model import State
 
-__all__ = ["find_job"]
+__all__ = ["find_job", "suppressed_records"]
 
 _GLOB = re.compile(r"([*?\[\]\\])")
 
@@ -42,12 +42,18 @@ def find_job(layout, job_id: str) -> tuple[State | None, dict[str, Any], dict[st
     pipe.zscore(k.finished, job_id)
     pipe.zscore(k.deferred, job_id)
     pipe.zscore(k.canceled, job_id)
-    failed, rank, sched, pos, inter, fin, deferred, canceled = [
+    pipe.zscore(k.suppressed, job_id)
+    pipe.hget(k.suppressed_info, job_id)
+    failed, rank, sched, pos, inter, fin, deferred, canceled, supp, info = [
         None if isinstance(r, Exception) else r for r in pipe.execute(raise_on_error=False)]
     if failed is not None:
         return State.DEAD, {"position": rank}, {
             "state_key": k.failed, "failed_registry_score": repr(float(failed)),
             "failed_registry_expires_at_ms": _ms(failed)}
+    if supp is not None:
+        return State.SUPPRESSED, {"score": score_ms(supp)}, {
+            "state_key": k.suppressed, "suppressed_score": repr(float(supp)),
+            "suppressed": suppression_info(info) if info is not None else None}
     if sched is not None:
         return State.SCHEDULED, {"score": _ms(sched)}, {"state_key": k.scheduled}
     if pos is not None:
@@ -64,3 +70,14 @@ def find_job(layout, job_id: str) -> tuple[State | None, dict[str, Any], dict[st
         if score is not None:
             return None, {}, {"rq_registry": key}
     return None, {}, {}
+
+
+def suppressed_records(layout, ids: list[str], pairs: list) -> list:
+    """Records of suppressed ``ids`` (``pairs``: their zset entries, scores
+    in ms) with their suppression records (one ``HMGET`` of the info hash)."""
+    infos = layout.client.hmget(layout.keys.suppressed_info, ids) if ids else []
+    recs = layout.records(ids, State.SUPPRESSED, [{"score": score_ms(sc)} for _, sc in pairs])
+    for rec, (_, sc), info in zip(recs, pairs, infos):
+        rec.meta["suppressed_score"] = repr(float(sc))
+        rec.meta["suppressed"] = suppression_info(info) if info is not None else None
+    return recs

@@ -25,7 +25,7 @@ __all__ = ["RqJobs", "iso_ms", "exception_parts", "RESULT_TYPES", "STATUS_OF", "
 RESULT_TYPES = {b"1": "successful", b"2": "failed", b"3": "stopped", b"4": "retried", b"5": "max retries"}
 #: The hash ``status`` each jobctl state implies (processing: ``started``).
 STATUS_OF = {State.READY: "queued", State.PROCESSING: "started", State.SCHEDULED: "scheduled",
-             State.DEAD: "failed", State.HISTORY: "finished"}
+             State.DEAD: "failed", State.SUPPRESSED: "failed", State.HISTORY: "finished"}
 #: Said wherever a failed job's times are shown.
 FAILED_AT_NOTE = ("the failed registry's score is an expiry time (now + failure_ttl when the job failed), "
                   "not the failure time: failed_at is the job hash's ended_at")

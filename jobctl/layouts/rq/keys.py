@@ -69,6 +69,16 @@ class RqKeys:
         return f"rq:canceled:{self.name}"
 
     @property
+    def suppressed(self) -> str:
+        """jobctl's ZSET of suppressed failed jobs: id -> suppressed-at (ms)."""
+        return f"jobctl:rq:{self.name}:suppressed"
+
+    @property
+    def suppressed_info(self) -> str:
+        """jobctl's HASH id -> suppression record (JSON)."""
+        return f"jobctl:rq:{self.name}:suppressed:info"
+
+    @property
     def journal(self) -> str:
         """jobctl's audit stream of this queue (outside RQ's ``rq:`` names)."""
         return f"jobctl:rq:{self.name}:journal"

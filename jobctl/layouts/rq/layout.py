@@ -8,12 +8,13 @@ worker has taken to ``rq:queue:<q>:intermediate``; scheduled =
 ``rq:scheduled:<q>`` (score = run-at); dead = the failed registry
 ``rq:failed:<q>`` (score = an *expiry* time, ``failure_ttl`` after the
 failure: the failure time is the hash's ``ended_at``); history = the
-finished registry.  Deferred and canceled jobs are counted in a status note
-and shown by ``inspect``.
+finished registry; suppressed = jobctl's ``jobctl:rq:<q>:suppressed`` zset
+(:mod:`jobctl.layouts.rq.suppress`).  Deferred and canceled jobs are counted
+in a status note and shown by ``inspect``.
 
 Config (``[queues.<name>]``): ``tag`` = the RQ queue name (default the
-catalogue name).  Operations: redrive and purge of the failed registry
-(:mod:`jobctl.layouts.rq.ops`).
+catalogue name).  Operations: redrive, suppress and purge of the failed registry,
+unsuppress and purge of suppressed jobs (:mod:`jobctl.layouts.rq.ops`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from jobctl.layouts.base import KeyedLayout, now_ms
 from jobctl.layouts.common import score_ms, text
 from jobctl.layouts.rq.job import FAILED_AT_NOTE, RqJobs
 from jobctl.layouts.rq.keys import RqKeys
+from jobctl.layouts.rq.inspect import suppressed_records
 from jobctl.layouts.rq.ops import TRANSITIONS
 from jobctl.layouts.walks import walk_list, walk_zset
 from jobctl.model import JobRecord, QueueStatus, State
@@ -32,7 +34,8 @@ from jobctl.model import JobRecord, QueueStatus, State
 __all__ = ["Rq"]
 
 #: Registries whose score is shown, per state: (key attribute, meaning of the score).
-_ZSET_STATES = {State.SCHEDULED: "scheduled", State.DEAD: "failed", State.HISTORY: "finished"}
+_ZSET_STATES = {State.SCHEDULED: "scheduled", State.DEAD: "failed", State.SUPPRESSED: "suppressed",
+                State.HISTORY: "finished"}
 
 
 def _sec_ms(score) -> int | None:
@@ -44,7 +47,7 @@ class Rq(RqJobs, KeyedLayout):
     """An RQ queue; see the module docstring."""
 
     name = "rq"
-    states = (State.READY, State.SCHEDULED, State.PROCESSING, State.DEAD, State.HISTORY)
+    states = (State.READY, State.SCHEDULED, State.PROCESSING, State.DEAD, State.SUPPRESSED, State.HISTORY)
     operations = frozenset(op for op, _ in TRANSITIONS)
 
     def __init__(self, client, queue) -> None:
@@ -100,6 +103,8 @@ class Rq(RqJobs, KeyedLayout):
                 rec.meta["failed_registry_expires_at_ms"] = _sec_ms(sc)
                 rec.meta["failed_registry_score"] = repr(float(sc))  # the fence, as RQ stored it
             return recs
+        if state is State.SUPPRESSED:  # jobctl's zset: scores are ms
+            return suppressed_records(self, ids, pairs)
         return self.records(ids, state, [{"score": _sec_ms(sc)} for _, sc in pairs])
 
     def _processing(self, pairs: list, inter: list[bytes]) -> list[JobRecord]:

@@ -38,7 +38,9 @@ from jobctl.ops.spec import Operation
 __all__ = ["TRANSITIONS", "DEFAULT_BATCH", "MOVE_LUA", "plan_operation", "apply_plan", "RqPlannedJob"]
 
 #: ``(operation, source) -> targets`` (``None``: purge).
-TRANSITIONS = {(Operation.REDRIVE, State.DEAD): (State.READY,), (Operation.PURGE, State.DEAD): (None,)}
+TRANSITIONS = {(Operation.REDRIVE, State.DEAD): (State.READY,), (Operation.PURGE, State.DEAD): (None,),
+               (Operation.SUPPRESS, State.DEAD): (State.SUPPRESSED,),
+               (Operation.UNSUPPRESS, State.SUPPRESSED): (State.DEAD,), (Operation.PURGE, State.SUPPRESSED): (None,)}
 #: Jobs per script call: about six commands each, ~25 us of server time a job measured on a
 #: loaded single core (INFO commandstats), so a call stays near 2.5 ms.
 DEFAULT_BATCH = 100
@@ -97,19 +99,23 @@ return out
 
 
 class RqPlannedJob(PlannedJob):
-    """A planned failed job: ``sha1`` holds its registry score as RQ stored
-    it (the fence), ``origin`` the queue its hash names."""
+    """A planned job: ``sha1`` holds its score in the source zset as stored
+    (the fence), ``origin`` the queue its hash names, ``info`` its
+    suppression record (suppressed jobs)."""
 
-    __slots__ = ("origin",)
+    __slots__ = ("origin", "info")
 
-    def __init__(self, job: PlannedJob, origin: str) -> None:
+    def __init__(self, job: PlannedJob, origin: str, info: dict | None = None) -> None:
         super().__init__(job.job_id, job.shard, job.position, job.score, job.sha1)
         self.origin = origin
+        self.info = info
 
 
 def _keep_origin(plan: Plan):
     def on_match(rec, job: PlannedJob) -> None:
-        plan.jobs[-1] = RqPlannedJob(job, str(rec.meta.get("origin") or rec.queue))
+        info = rec.meta.get("suppressed")
+        plan.jobs[-1] = RqPlannedJob(job, str(rec.meta.get("origin") or rec.queue),
+                                     info if isinstance(info, dict) else None)
     return on_match
 
 
@@ -124,11 +130,12 @@ def plan_operation(layout, spec, now: int) -> Plan:
     note = ("each job's hash set to status queued with a new enqueued_at, started_at/ended_at blanked, "
             "pushed on rq:queue:<origin> as RQ enqueues; the pickled data is not touched")
     plan = Plan(spec=spec, now_ms=now, redrive_note=note)
-    if spec.filter.is_match_all and not spec.ids and spec.fence is None:
+    dead = spec.source is State.DEAD
+    if dead and spec.filter.is_match_all and not spec.ids and spec.fence is None:
         return plan_registry(layout, plan)
-    batches = records_by_ids(layout, spec) if spec.ids else layout.iter_batches(State.DEAD)
-    return plan_from_walk(plan, batches, lambda rec: str(rec.meta.get("failed_registry_score", "")),
-                          on_match=_keep_origin(plan))
+    batches = records_by_ids(layout, spec) if spec.ids else layout.iter_batches(spec.source)
+    fence = "failed_registry_score" if dead else "suppressed_score"
+    return plan_from_walk(plan, batches, lambda rec: str(rec.meta.get(fence, "")), on_match=_keep_origin(plan))
 
 
 #: Failed jobs read for the breakdown of an unfiltered plan.
@@ -170,9 +177,21 @@ def rq_now() -> str:
 
 
 def apply_plan(layout, plan: Plan, *, batch: int = DEFAULT_BATCH):
-    """Apply ``plan``: one :data:`MOVE_LUA` call per ``batch`` jobs; yields
-    one :class:`~jobctl.ops.result.BatchResult` each.  Raises
+    """Apply ``plan``: one :data:`MOVE_LUA` call per ``batch`` jobs (a
+    suppress, unsuppress or purge of suppressed jobs:
+    :func:`~jobctl.layouts.rq.suppress.apply_suppress`); yields one
+    :class:`~jobctl.ops.result.BatchResult` each.  Raises
     :class:`~jobctl.errors.DataError` when a fixed key has the wrong type."""
+    spec = plan.spec
+    if spec.operation in (Operation.SUPPRESS, Operation.UNSUPPRESS) or spec.source is State.SUPPRESSED:
+        from jobctl.clock import now_ms
+        from jobctl.layouts.rq.suppress import apply_suppress
+
+        def call(lua: str, keys: list, args: list):
+            return _call(layout.client, keys, args, lua)
+
+        yield from apply_suppress(layout, plan, batch=batch, call=call, now=now_ms())
+        return
     k = layout.keys
     purge = plan.spec.operation is Operation.PURGE
     jobs = list(plan.jobs)
@@ -189,15 +208,16 @@ def apply_plan(layout, plan: Plan, *, batch: int = DEFAULT_BATCH):
 _SCRIPTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
-def _call(client, keys: list, args: list):
-    """Run :data:`MOVE_LUA` (registered once per client: EVALSHA, EVAL after
-    a script flush); its reply.  A ``WRONGTYPE`` error reply raises
+def _call(client, keys: list, args: list, lua: str = MOVE_LUA):
+    """Run ``lua`` (:data:`MOVE_LUA` by default; registered once per client:
+    EVALSHA, EVAL after a script flush); its reply.  A ``WRONGTYPE`` error reply raises
     :class:`DataError`, a ``BADARG`` one :class:`JobctlError` (nothing written)."""
     import redis
 
-    script = _SCRIPTS.get(client)
+    scripts = _SCRIPTS.setdefault(client, {})
+    script = scripts.get(lua)
     if script is None:
-        script = _SCRIPTS[client] = client.register_script(MOVE_LUA)
+        script = scripts[lua] = client.register_script(lua)
     try:
         return script(keys=keys, args=args)
     except redis.exceptions.ResponseError as exc:

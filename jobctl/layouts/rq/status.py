@@ -41,12 +41,14 @@ def queue_status(layout, now: int) -> QueueStatus:
         (k.scheduled, lambda p: p.zrange(k.scheduled, 0, 0, withscores=True)),
         (k.finished, lambda p: p.zcard(k.finished)),
         (k.deferred, lambda p: p.zcard(k.deferred)), (k.canceled, lambda p: p.zcard(k.canceled)),
+        (k.suppressed, lambda p: p.zcard(k.suppressed)),
     ]
     for _, read in reads:
         read(pipe)
     v = status_replies(st, pipe.execute(raise_on_error=False), [name for name, _ in reads])
     (ready, head, inter, wip, stuck, next_hb, dead, expiring, first_fail, sched, overdue, first_due,
-     finished, deferred, canceled) = [x if x is not None else 0 for x in v]
+     finished, deferred, canceled, suppressed) = [x if x is not None else 0 for x in v]
+    st.suppressed = suppressed
     st.ready, st.processing, st.stuck = ready, inter + wip, stuck
     st.next_deadline_ms = int(_first_score(next_hb) * 1000) if next_hb else None
     st.dead, st.history, st.scheduled, st.scheduled_overdue = dead, finished, sched, overdue
