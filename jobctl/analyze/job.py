@@ -29,6 +29,7 @@ any path the executors read (``hdfs://``, ``s3a://``, a shared mount).
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -41,12 +42,19 @@ from jobctl.analyze.aggregations import (AGE_BUCKETS, age_buckets, age_stats, at
                                         classify, deaths_per_hour, fingerprints, group_counts, redrive_plan)
 from jobctl.analyze.rules import CLASSES, RuleSet, load_rules
 from jobctl.errors import DataError, JobctlError, UsageError
+from jobctl.exitcodes import ExitCode
 from jobctl.export.manifest import MANIFEST_NAME, MANIFEST_NAMES, Manifest, load_manifest
 from jobctl.export.schema import COLUMNS
 
 __all__ = ["spark_schema", "read_export", "group_counts", "fingerprints", "attempt_histogram",
            "age_buckets", "age_stats", "deaths_per_hour", "classify", "class_counts", "redrive_plan",
-           "run_analysis", "AGE_BUCKETS", "REPORT_SCHEMA_VERSION", "main"]
+           "run_analysis", "AGE_BUCKETS", "REPORT_SCHEMA_VERSION", "SparkFailed", "main"]
+
+class SparkFailed(JobctlError):
+    """A Spark job failed, or the JVM did not start or exited (exit code 1)."""
+
+    exit_code = ExitCode.FAILURE
+
 
 #: Version of report.json's layout.
 REPORT_SCHEMA_VERSION = 1
@@ -124,12 +132,16 @@ def read_export(spark, export_dir: str, manifest: Manifest | None = None):
 # -- the whole job -------------------------------------------------------------
 
 def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    for line in text.splitlines():
-        line = line.strip()
-        if line:
-            return line[:300]
-    return exc.__class__.__name__
+    """One line of ``exc``: for a Py4J error the Java exception's own line
+    (``org.apache.spark.SparkException: Job aborted ...``), not "An error
+    occurred while calling o71.collectToPython"."""
+    lines = [ln.strip().lstrip(": ").strip() for ln in str(exc).strip().splitlines()]
+    lines = [ln for ln in lines if ln]
+    if not lines:
+        return exc.__class__.__name__
+    if lines[0].startswith("An error occurred while calling") and len(lines) > 1:
+        return lines[1][:300]
+    return lines[0][:300]
 
 
 def _rows(df, limit: int | None = None) -> list[dict[str, Any]]:
@@ -156,16 +168,41 @@ def _write_atomic(path: Path, data: bytes) -> None:
 
 
 def _write_plan(path: Path, plan_df) -> int:
+    """Write ``plan_df`` as JSON lines at ``path``; returns the line count.
+
+    The executors write the rows (``DataFrame.write``, one file per
+    partition, in ``.<name>.parts`` beside ``path``: on a cluster that
+    directory must be one the executors and the driver share); the driver
+    then joins the part files into ``path`` (a temporary name, then
+    renamed), copying bytes: no row passes through the driver's memory.
+    """
+    parts = path.with_name(f".{path.name}.parts")
+    shutil.rmtree(parts, ignore_errors=True)
+    (plan_df.write.mode("overwrite").option("ignoreNullFields", False).option("compression", "none")
+     .json(parts.resolve().as_uri()))
     tmp = path.with_name(f".{path.name}.tmp")
     n = 0
-    with open(tmp, "wb", buffering=1 << 20) as f:
-        for row in plan_df.toLocalIterator(prefetchPartitions=True):
-            f.write(orjson.dumps(row.asDict()) + b"\n")
-            n += 1
-        f.flush()
-        os.fsync(f.fileno())
+    with open(tmp, "wb") as out:
+        for part in sorted(parts.glob("part-*")):
+            with open(part, "rb") as f:
+                while chunk := f.read(1 << 20):
+                    out.write(chunk)
+                    n += chunk.count(b"\n")
+        out.flush()
+        os.fsync(out.fileno())
     os.replace(tmp, path)
+    shutil.rmtree(parts, ignore_errors=True)
     return n
+
+
+def _master(spark, master: str | None) -> str | None:
+    """The master's name, from the caller or the session's conf (no SparkContext: Spark Connect has none)."""
+    if master:
+        return master
+    try:
+        return spark.conf.get("spark.master", None)
+    except Exception:  # noqa: BLE001 - a Connect server may not tell
+        return None
 
 
 def analyse(spark, export_dir: str, out_dir: str | Path, *, rules: RuleSet, top: int = 50,
@@ -214,7 +251,7 @@ def analyse(spark, export_dir: str, out_dir: str | Path, *, rules: RuleSet, top:
                    "states": m.selector.get("states"), "filter": m.selector.get("filter"), "format": m.format,
                    "snapshot_ms": snapshot, "server": m.source.get("server"), "rows": m.rows,
                    "parts": len(m.parts)},
-        "spark": {"master": master or spark.sparkContext.master, "version": spark.version},
+        "spark": {"master": _master(spark, master), "version": spark.version},
         "rows": sum(by_state.values()), "by_state": by_state,
         "malformed": sum(r["malformed"] or 0 for r in per_state),
         "duplicate_entries": sum(duplicates.values()), "duplicate_entries_by_state": duplicates,
@@ -258,8 +295,9 @@ def run_analysis(export_dir: str, out_dir: str | Path, *, master: str = "local[*
     returns :func:`summary_of` the report.
 
     Raises :class:`UsageError` (bad rules, no pyspark or Java),
-    :class:`DataError` (unreadable export; Spark's own errors are turned
-    into one line), :class:`~jobctl.errors.NotFound` (no manifest).
+    :class:`DataError` (incomplete or unreadable export),
+    :class:`~jobctl.errors.NotFound` (no manifest), :class:`SparkFailed`
+    (any Spark or Py4J error, a JVM that exits or does not start: one line).
     """
     from .spark import spark_session
 
@@ -268,13 +306,13 @@ def run_analysis(export_dir: str, out_dir: str | Path, *, master: str = "local[*
         load_manifest(_local(export_dir), verify=False, complete=True)
     say = note or (lambda _text: None)
     say(f"starting Spark ({master}) ...")
-    with spark_session(master, conf) as spark:
-        try:
+    try:
+        with spark_session(master, conf) as spark:
             report = analyse(spark, export_dir, out_dir, rules=rules, top=top, master=master)
-        except JobctlError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - Py4J/Spark errors: one line
-            raise DataError(f"analysis failed: {_first_line(exc)}") from None
+    except JobctlError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - Py4J/Spark errors, a JVM that did not start: one line
+        raise SparkFailed(f"Spark failed: {_first_line(exc)}") from None
     return summary_of(report, out_dir)
 
 
@@ -298,6 +336,9 @@ def main(argv: list[str] | None = None) -> int:
     except (JobctlError, UsageError) as exc:
         print(f"jobctl-analyze: error: {exc}", file=sys.stderr)
         return int(getattr(exc, "exit_code", 1))
+    except Exception as exc:  # noqa: BLE001 - Spark's errors: one line
+        print(f"jobctl-analyze: error: Spark failed: {_first_line(exc)}", file=sys.stderr)
+        return int(ExitCode.FAILURE)
     print(orjson.dumps(summary_of(report, args.out), option=orjson.OPT_INDENT_2).decode())
     return 0
 

@@ -1,16 +1,20 @@
-"""The SparkSession of ``jobctl analyze``: defaults that run on one machine.
+"""The SparkSession of ``jobctl analyze``: every Spark setting in one place.
 
-``local[*]`` by default; the web UI off (``spark.ui.enabled=false``); logs
-at ERROR (a shipped ``log4j2.properties``); small
-shuffle partitions (``2 x cores``, at least 4) for a local master; session
-time zone UTC; and, for a local master, ``SPARK_LOCAL_IP=127.0.0.1`` so that
-nothing listens beyond the loopback interface.  ``--conf KEY=VALUE`` settings
-override all of them.  For a cluster pass ``--master spark://...`` (or
-``yarn``, ``k8s://...``), or run the job file with ``spark-submit`` (see
-:mod:`jobctl.analyze`).
+:func:`session_conf` is the whole configuration for a master: jobctl's
+defaults (:func:`default_conf`) with the ``--conf KEY=VALUE`` settings on
+top, for every master (``local[*]``, ``spark://``, ``yarn``, ``k8s://``):
+driver memory 2g (a cluster's 1g default ran out collecting a large plan);
+the driver JVM exits on ``OutOfMemoryError`` (``-XX:+ExitOnOutOfMemoryError``)
+so a driver out of heap ends the command with an error instead of hanging;
+the web UI off; logs at ERROR (a shipped ``log4j2.properties``); session
+time zone UTC.  A local master also gets small shuffle partitions
+(``2 x cores``, at least 4) and the loopback interface only
+(``SPARK_LOCAL_IP=127.0.0.1``).  A ``spark.driver.extraJavaOptions`` given
+with ``--conf`` is added after jobctl's options, not instead of them.
 
 An already active SparkSession (a notebook, the test suite's) is used as it
-is and left running.
+is and left running; only the runtime-modifiable ``--conf`` settings
+(``spark.sql.*``) are applied to it.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from importlib import resources
 
 from ..errors import UsageError
 
-__all__ = ["spark_session", "default_conf", "require_spark"]
+__all__ = ["spark_session", "default_conf", "session_conf", "require_spark"]
 
 
 def require_spark() -> None:
@@ -44,46 +48,70 @@ def _log4j_file() -> str:
 
 
 def default_conf(master: str) -> dict[str, str]:
-    """The Spark settings jobctl applies for ``master`` (before ``--conf``)."""
+    """jobctl's Spark settings for ``master`` (before ``--conf``)."""
     conf = {
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.parquet.int96RebaseModeInRead": "CORRECTED",
         "spark.sql.parquet.datetimeRebaseModeInRead": "CORRECTED",
-        "spark.driver.extraJavaOptions": f"-Dlog4j.configurationFile=file:{_log4j_file()}",
+        "spark.driver.memory": "2g",
+        "spark.driver.extraJavaOptions": f"-Dlog4j.configurationFile=file:{_log4j_file()} "
+                                         "-XX:+ExitOnOutOfMemoryError",
     }
     if master.startswith("local"):
         cores = os.cpu_count() or 2
         conf["spark.sql.shuffle.partitions"] = str(max(4, 2 * cores))
-        conf["spark.driver.memory"] = "2g"
         conf["spark.driver.host"] = "127.0.0.1"
         conf["spark.driver.bindAddress"] = "127.0.0.1"
     return conf
 
 
+def session_conf(master: str, overrides: dict[str, str] | None = None) -> dict[str, str]:
+    """Every Spark setting of a session on ``master``: :func:`default_conf`
+    with ``overrides`` (``--conf``) on top; driver Java options are joined."""
+    conf = default_conf(master)
+    for key, value in (overrides or {}).items():
+        if key == "spark.driver.extraJavaOptions":
+            value = f"{conf[key]} {value}"
+        conf[key] = value
+    return conf
+
+
+def _stop(spark) -> None:
+    """Stop ``spark``; a JVM already gone (exited on OutOfMemoryError) is no error."""
+    try:
+        spark.stop()
+    except Exception:  # noqa: BLE001 - Py4J raises on a dead gateway: nothing left to stop
+        pass
+
+
 @contextmanager
 def spark_session(master: str = "local[*]", conf: dict[str, str] | None = None,
                   app_name: str = "jobctl-analyze") -> Iterator["object"]:
-    """Yield a SparkSession; stop it on exit when this call started it.
+    """Yield a SparkSession configured by :func:`session_conf`; stop it on
+    exit when this call started it.
 
-    Raises :class:`UsageError` when pyspark or Java is missing.
+    Raises :class:`UsageError` when pyspark or Java is missing; Spark's own
+    errors (a JVM that does not start) propagate.
     """
     require_spark()
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
     if active is not None:
+        for key, value in (conf or {}).items():
+            if active.conf.isModifiable(key):
+                active.conf.set(key, value)
         yield active
         return
     if master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = SparkSession.builder.master(master).appName(app_name)
-    for key, value in {**default_conf(master), **(conf or {})}.items():
+    for key, value in session_conf(master, conf).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
     try:
         yield spark
     finally:
-        spark.stop()
+        _stop(spark)

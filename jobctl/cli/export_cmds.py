@@ -118,7 +118,8 @@ def export(session: Session, queue, states, filter_text, out_dir, fmt, part_rows
 @click.option("--rules", "rules_file", metavar="FILE", type=click.Path(dir_okay=False, exists=True),
               help="Classification rules (TOML); default: the shipped rule set (--default-rules prints it).")
 @click.option("--conf", "confs", multiple=True, metavar="KEY=VALUE",
-              help="Extra Spark configuration (repeatable), e.g. spark.driver.memory=4g.")
+              help="Any Spark setting (repeatable), over jobctl's defaults, for every master: "
+                   "e.g. spark.driver.memory=4g (default 2g), spark.executor.memory=8g.")
 @click.option("--top", type=options.Count(1, 1_000_000), default=50, show_default=True,
               help="Rows per table in report.md.")
 @click.option("--default-rules", "print_rules", is_flag=True, help="Print the default rules file and exit.")
@@ -143,7 +144,17 @@ def analyze(export_dir, out_dir, master, rules_file, confs, top, print_rules, as
         "$(python3 -c 'import jobctl.analyze.job as j; print(j.__file__)')" \\
         EXPORT_DIR --out REPORT_DIR
     EXPORT_DIR may then be any path Spark reads (hdfs://, s3a://);
-    REPORT_DIR is written by the driver.
+    REPORT_DIR is written by the driver, the plan's part files by the
+    executors (in REPORT_DIR/.redrive-plan.jsonl.parts, joined by the
+    driver): on a cluster REPORT_DIR must be shared with the executors.
+    \b
+    Spark settings: jobctl's defaults (driver memory 2g, the driver JVM
+    exits on OutOfMemoryError, no UI, UTC; on local[...] loopback only and
+    small shuffles), then each --conf KEY=VALUE, the same for every master.
+    Exit status: 0 done; 2 bad option or rules; 5 no export in EXPORT_DIR;
+    6 the export is incomplete or does not match its manifest; 1 Spark
+    failed (its error in one line on stderr; nothing hangs on a driver out
+    of memory).
     """
     from ..analyze.rules import default_rules_text
 
