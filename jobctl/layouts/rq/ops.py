@@ -1,6 +1,8 @@
-"""Redrive (failed -> ready) and purge of an RQ queue's failed registry.
+"""Redrive (failed -> ready) and purge of an RQ queue's failed registry;
+the plans of suppress, unsuppress and purge of suppressed jobs too (their
+apply: :mod:`jobctl.layouts.rq.suppress`).
 
-Plan: walk ``rq:failed:<q>`` (bounded ``ZRANGE`` windows, each job's hash
+Plan: walk ``rq:failed:<q>`` (or jobctl's suppressed zset) (bounded ``ZRANGE`` windows, each job's hash
 and newest result read in one pipelined round trip), filter, and keep per
 job its registry score as the fence plus its ``origin``.
 
@@ -27,7 +29,6 @@ import weakref
 from datetime import datetime, timezone
 
 from jobctl.errors import DataError, JobctlError, UsageError
-
 from jobctl.layouts.moves import move_result
 from jobctl.layouts.planning import check_operation, plan_from_walk, records_by_ids
 from jobctl.layouts.rq.keys import RqKeys
@@ -120,9 +121,9 @@ def _keep_origin(plan: Plan):
 
 
 def plan_operation(layout, spec, now: int) -> Plan:
-    """The plan of ``spec`` (a redrive or purge of the failed registry) at
-    ``now`` (epoch ms).  Reads only.  Raises
-    :class:`~jobctl.errors.UsageError` for another operation."""
+    """The plan of ``spec`` (one of :data:`TRANSITIONS`) at ``now`` (epoch
+    ms).  Reads only.  Raises :class:`~jobctl.errors.UsageError` for another
+    operation or ``--reset-attempts``."""
     check_operation(layout.name, TRANSITIONS, spec)
     if spec.reset_attempts:
         raise UsageError(f"layout {layout.name} keeps RQ's retries_left (RQ does not store the original "
