@@ -140,6 +140,8 @@ def make_client(target: Target, *, timeout_s: float = 5.0, replicas: bool = Fals
     from redis.backoff import NoBackoff
     from redis.retry import Retry
 
+    from .client_classes import cluster_class, server_class
+
     topo = target.topology
     tls = _tls_kwargs(target, topo)
     common = {"socket_timeout": timeout_s, "socket_connect_timeout": timeout_s, "decode_responses": False,
@@ -147,8 +149,6 @@ def make_client(target: Target, *, timeout_s: float = 5.0, replicas: bool = Fals
     try:
         if topo.kind == "cluster":
             from redis.cluster import ClusterNode
-
-            from .cluster_client import cluster_class
 
             # RedisCluster runs the connection's own handshake, then this
             return cluster_class()(
@@ -164,13 +164,13 @@ def make_client(target: Target, *, timeout_s: float = 5.0, replicas: bool = Fals
             sentinel = Sentinel(list(topo.nodes), sentinel_kwargs=sentinel_kwargs,
                                 **({"ssl": True, **tls} if tls else {}), command_packer=packer(), **common)
             pick = sentinel.slave_for if replicas else sentinel.master_for
-            return pick(topo.service, redis_class=redis.Redis, username=topo.username,
+            return pick(topo.service, redis_class=server_class(), username=topo.username,
                         password=topo.password, db=topo.db, retry=Retry(NoBackoff(), 0))
         if replicas:
             raise UsageError(f"{target.source}: one server has no replicas to read from")
         url = target.url
         if tls and url.lower().startswith("redis://"):
             url = "rediss://" + url[len("redis://"):]
-        return redis.Redis.from_url(url, **tls, retry=Retry(NoBackoff(), 0), command_packer=packer(), **common)
+        return server_class().from_url(url, **tls, retry=Retry(NoBackoff(), 0), command_packer=packer(), **common)
     except (ValueError, TypeError) as exc:
         raise UsageError(scrub(f"{target.source}: {exc}", target).splitlines()[0]) from None

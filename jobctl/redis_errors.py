@@ -65,7 +65,9 @@ def translate(exc: BaseException, target: Target | None) -> BaseException:
             upper.startswith(("NOAUTH", "WRONGPASS", "INVALID USERNAME")):
         return AuthFailed(f"authentication failed at {where}: {text}")
     if is_refusal(exc):
-        return refusal(exc, target, command=piped.group(1) if piped else None)
+        # the command's words or the key read, where jobctl's clients and reads kept them (jobctl.client_classes)
+        return refusal(exc, target, key=getattr(exc, "jobctl_key", None), access="read",
+                       command=piped.group(1) if piped else getattr(exc, "jobctl_command", None))
     if isinstance(exc, rx.RedisClusterException) and any(m in upper for m in _AUTH_MARKERS):
         # redis-py words a refused AUTH on every seed node as "cannot be connected: <the refusal>"
         return AuthFailed(f"authentication failed at {where}: {text.rpartition(': ')[2] or text}")

@@ -85,6 +85,8 @@ def test_reader(redis_client, as_role):
     assert refused(redis_client, run, "redrive", "email", "--yes") == "run XTRIM"
     assert refused(redis_client, run, "purge", "email", "--state", "dead", "--no-export", "--yes") == "run XTRIM"
     assert refused(redis_client, run, "status", "other").startswith("read queue:{other}:")
+    assert refused(redis_client, run, "ls", "other", "--state", "dead") == "read queue:{other}:dead"
+    assert refused(redis_client, run, "inspect", "other", "job_x") == "read job:{other}:job_x"
 
 
 def test_operator(redis_client, as_role, tmp_path):

@@ -134,13 +134,15 @@ def unreadable_not_dangling(layout, plan) -> None:
 def wrongtype_errors(results: list[Any], keys: list[str]) -> list[str]:
     """``"key K holds the wrong Redis type"`` for each WRONGTYPE reply in a
     pipeline's ``results`` (``raise_on_error=False``); any other error reply
-    is raised."""
+    is raised, carrying the key it read (``jobctl_key``: an ACL refusal is
+    then named, :func:`jobctl.redis_errors.translate`)."""
     errors = []
     for res, key in zip(results, keys):
         if isinstance(res, Exception):
             if str(res).splitlines()[0].upper().startswith("WRONGTYPE"):
                 errors.append(f"key {key} holds the wrong Redis type")
             else:
+                res.jobctl_key = key or None
                 raise res
     return errors
 
