@@ -29,7 +29,8 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-__all__ = ["duration", "ago", "rel", "count", "rate", "stamp", "clock", "ms_field", "EPOCH_MIN_MS"]
+__all__ = ["duration", "ago", "rel", "count", "rate", "stamp", "clock", "ms_field", "target_words",
+           "EPOCH_MIN_MS"]
 
 _S, _M, _H, _D = 1_000, 60_000, 3_600_000, 86_400_000
 
@@ -147,3 +148,11 @@ def ms_field(key: str, value: object, now_ms: int) -> str | None:
         ahead = any(w in key for w in _AHEAD)
         return f"{stamp(value)}, {(rel if ahead else ago)(now_ms, value)}"
     return duration(value)
+
+
+def target_words(queue: str, server: str, environment: str | None) -> str:
+    """What a confirmation names: ``queue email on redis://h:6379/0
+    (PRODUCTION)``; ``server`` must already be without its password
+    (:attr:`jobctl.connection.Target.display`); no environment, no brackets."""
+    env = f" ({environment.strip().upper()})" if environment and environment.strip() else ""
+    return f"queue {queue} on {server}{env}"

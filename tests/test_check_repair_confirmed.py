@@ -42,7 +42,8 @@ def test_repair_applies_only_the_confirmed_findings(redis_client, run, monkeypat
     monkeypatch.setattr(click, "confirm", confirm)
     monkeypatch.setattr(sys.stdin, "isatty", lambda: True)
     code, out, err = run("check", "email", "--repair", "--json")
-    assert asked == ["email: repair 1 problem(s)?"], asked
+    assert len(asked) == 1 and asked[0].startswith("queue email on redis://"), asked  # names the server
+    assert asked[0].endswith(": repair 1 problem(s)?"), asked
     [q] = json.loads(out)["queues"]
     assert code == 7, err                                  # the new finding is reported, not repaired
     assert [(p["kind"], p["repaired"]) for p in q["problems"]] == [("duplicate", True), ("stray_deadline", False)]

@@ -97,3 +97,9 @@ def test_ms_field_time_or_duration() -> None:
 def test_stamp_and_clock() -> None:
     assert hz.stamp(1_795_796_533_321) == "2026-11-27 16:22:13.321Z"
     assert hz.clock(1_795_796_533_321) == "16:22:13Z"
+
+
+def test_target_words_name_queue_server_and_environment() -> None:
+    assert hz.target_words("email", "redis://:***@h:6379/0", "production") == \
+        "queue email on redis://:***@h:6379/0 (PRODUCTION)"
+    assert hz.target_words("email", "redis://h:6379/0", None) == "queue email on redis://h:6379/0"

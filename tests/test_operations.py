@@ -549,6 +549,11 @@ def test_confirmation_on_a_terminal(redis_client, run, monkeypatch):
     monkeypatch.setattr(sys, "stdin", _Tty("n"))
     code, out, err = run("redrive", "email")
     assert code == 10 and "Proceed?" in err
+    assert "queue email on redis://" in err  # the prompt names the queue and the server
+    assert snapshot(redis_client) == before
+    monkeypatch.setattr(sys, "stdin", _Tty("y"))  # a purge wants the count typed: "y" is not it
+    code, out, err = run("purge", "email", "--state", "dead", "--no-export")
+    assert code == 10 and "Type 3 to proceed" in err and "queue email on redis://" in err
     assert snapshot(redis_client) == before
     monkeypatch.setattr(sys, "stdin", _Tty("y"))
     code, out, err = run("redrive", "email")

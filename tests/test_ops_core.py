@@ -3,6 +3,8 @@ for the CLI, the TUI and runbook steps; facts written once (jobctl.ops.catalog).
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import orjson
 import pytest
 
@@ -12,7 +14,7 @@ from jobctl.exitcodes import ExitCode
 from jobctl.filter import compile_filter
 from jobctl.keys import ReliableListKeys
 from jobctl.model import State, parse_envelope
-from jobctl.ops.catalog import OPERATIONS, TYPED_CONFIRM_OVER, group_key
+from jobctl.ops.catalog import OPERATIONS, group_key, needs_typed_count
 from jobctl.ops.core import OperationCore, check_request
 from jobctl.ops.journal import read_entries, read_local
 from jobctl.ops.request import OpRequest, equivalent_command
@@ -109,14 +111,21 @@ def test_purge_exports_first_and_is_fenced_to_the_export(redis_url, redis_client
         s.close()
 
 
-def test_typed_count_over_the_threshold(redis_url, redis_client):
+def test_typed_count_only_destructive_or_in_production(redis_url, redis_client):
+    """A large redrive is a plain yes/no; a purge, drain or transform needs the
+    count typed, and so does every operation in a production environment."""
     load_scenario(redis_client, "dlq-spike", queue="big", size=3600, seed=21)
     s = _session(redis_url)
     try:
         p = OperationCore(s).prepare(OpRequest(Operation.REDRIVE, "big", dry_run=True))
-        assert p.plan.planned > TYPED_CONFIRM_OVER and p.typed_count
+        assert p.plan.planned > 1000 and not p.typed_count
     finally:
         s.close()
+    for op in (Operation.PURGE, Operation.DRAIN, Operation.TRANSFORM):
+        assert needs_typed_count(SimpleNamespace(spec=SimpleNamespace(operation=op)), None)
+    redrive = SimpleNamespace(spec=SimpleNamespace(operation=Operation.REDRIVE))
+    assert not needs_typed_count(redrive, "staging") and not needs_typed_count(redrive, None)
+    assert needs_typed_count(redrive, "production") and needs_typed_count(redrive, " Prod ")
 
 
 def test_plan_breakdown_and_triage_group_alike(redis_url, redis_client):

@@ -88,6 +88,29 @@ async def piloted(app, queue: str | None = None, tab: str | None = None):
 # -- dashboard ------------------------------------------------------------------------------
 
 
+def test_plan_modal_names_server_environment_and_queue_and_types_in_production(redis_url, spike) -> None:
+    """In production even a small redrive needs the count typed, and the
+    modal's title names the queue, the server and the red PRODUCTION badge
+    it covers; elsewhere the same redrive is a plain confirm."""
+    async def go(environment: str | None) -> tuple[str, bool]:
+        app = app_for(spike_session(redis_url, environment=environment))
+        async with piloted(app) as pilot:
+            await pilot.press("R")  # redrive the highlighted queue (email)
+            await settle(pilot)
+            modal = app.screen
+            assert isinstance(modal, PlanModal)
+            title = str(modal.query_one("#plan-title").render())
+            typed = modal.typed_required
+            await pilot.press("escape")
+            await settle(pilot)
+        return title, typed
+
+    title, typed = run(go("production"))
+    assert title.startswith("Redrive — queue email on redis://test") and "PRODUCTION" in title and typed
+    title, typed = run(go(None))
+    assert title == "Redrive — queue email on redis://test" and not typed
+
+
 def test_dashboard_shows_every_queue_with_slo_levels_and_badge(redis_url, spike) -> None:
     async def go():
         app = app_for(spike_session(redis_url, environment="production"))
@@ -514,9 +537,9 @@ def test_large_plan_needs_the_count_and_a_run_can_be_stopped(redis_url, redis_cl
             await pilot.press("R")
             await settle(pilot)
             modal = app.screen
-            assert isinstance(modal, PlanModal) and modal.plan.planned == dead and modal.typed_required
-            modal.query_one("#typed").value = f"{dead:,}"
-            await pilot.press("tab", "enter")   # the typed count enabled Apply
+            # a redrive of thousands outside production: a plain confirm, no typed count
+            assert isinstance(modal, PlanModal) and modal.plan.planned == dead and not modal.typed_required
+            await pilot.press("tab", "enter")   # from Cancel to Apply
             await wait_for(pilot, lambda: isinstance(app.screen, RunModal) and app.screen.done > 0, what="progress")
             run_modal = app.screen
             assert run_modal.query_one("#run-progress").progress > 0

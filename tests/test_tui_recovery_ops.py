@@ -147,7 +147,8 @@ def test_envelope_migration_and_rollback_from_the_queue_screen(redis_url, redis_
             diff = str(plan.query_one("#plan-samples", Static).render())
             assert plan.prepared.samples and '-  "jobVersion": 2,' in diff and '+  "jobVersion": 3,' in diff
             assert {i: redis_client.get(SRC.job(i)) for i in ids} == before   # planning changed nothing
-            await pilot.press("tab", "enter")
+            assert plan.typed_required                  # a transform rewrites data: the count typed
+            await pilot.press("tab", "3", "enter")
             await settle(pilot)
             assert app.screen is screen
             done = next(m for m in notices(app) if m.startswith("transform email: planned 3, rewritten 3"))
@@ -159,7 +160,7 @@ def test_envelope_migration_and_rollback_from_the_queue_screen(redis_url, redis_
             await settle(pilot)
             plan = app.screen
             assert isinstance(plan, PlanModal) and plan.plan.planned == 3 and not plan.prepared.samples
-            await pilot.press("tab", "enter")
+            await pilot.press("tab", "3", "enter")
             await settle(pilot)
             assert any(m.startswith("transform email: planned 3, rewritten 3") and op["id"] not in m
                        for m in notices(app))
@@ -243,5 +244,6 @@ def test_transform_plan_modal_with_sample_diff(snap, redis_url, redis_client, tm
     async def before(pilot):
         await open_and_press(pilot, "email", "T", (*"v3.toml", "enter"))
         assert isinstance(pilot.app.screen, PlanModal) and pilot.app.screen.prepared.samples
+        pilot.app.screen.query_one("#typed").cursor_blink = False  # a transform: the count typed
 
     assert snap(app, before, size=(130, 44))

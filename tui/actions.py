@@ -10,8 +10,8 @@ core checks and plans it (a purge exports first, like ``jobctl purge
 breakdown, sample ids) with focus on Cancel, and only then the core applies
 it (:class:`~.run_modal.RunModal`, through
 :meth:`jobctl.dashboard.Dashboard.apply`), writing the same journal.  The
-core says when the count must be typed (:attr:`Prepared.typed_count`: over
-:data:`TYPED_CONFIRM_OVER` jobs, and every purge).  Operation facts (keys,
+core says when the count must be typed (:attr:`Prepared.typed_count`: a purge,
+drain or transform, and anything in production).  Operation facts (keys,
 sources, verbs) come from :mod:`jobctl.ops.catalog`.  Planning and applying
 run in thread workers; the modals only receive messages
 (:class:`~.action_flow.ActionFlow` drives them).
@@ -24,12 +24,12 @@ from dataclasses import dataclass
 from textual.binding import Binding
 
 from jobctl.model import State
-from jobctl.ops.catalog import OPERATIONS, TYPED_CONFIRM_OVER, OpInfo, needs_typed_count
+from jobctl.ops.catalog import OPERATIONS, OpInfo, needs_typed_count
 from jobctl.ops.request import OpRequest
 from jobctl.ops.spec import Operation
 
 __all__ = ["ActionRequest", "OPERATIONS", "OpInfo", "operation_bindings", "queue_wide_requests",
-           "TYPED_CONFIRM_OVER", "needs_typed_count"]
+           "needs_typed_count"]
 
 
 @dataclass

@@ -10,7 +10,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from jobctl.ops.catalog import OPERATIONS, TYPED_CONFIRM_OVER
+from jobctl.ops.catalog import OPERATIONS
 
 __all__ = ["HelpScreen", "KEYS"]
 
@@ -57,7 +57,7 @@ KEYS: list[tuple[str, list[tuple[str, str]]]] = [
     ]),
     ("operations", [
         ("", "every operation shows its plan first (count, breakdown, sample ids); focus is on Cancel"),
-        ("", f"over {TYPED_CONFIRM_OVER:,} jobs, or any purge: type the count to confirm"),
+        ("", "purge, drain, transform, or any operation in production: type the count"),
         ("", "purge and drain D export the jobs first (like --export-to), then remove exactly those"),
         ("", "it runs with a progress bar; Stop ends it after the current batch"),
         ("", "same operations core, engine and journal as the CLI; read-only mode refuses with a notice"),

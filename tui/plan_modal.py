@@ -2,7 +2,8 @@
 sample ids and what a purge or drain exports, with focus on Cancel.
 
 The core says when the count must be typed (:attr:`Prepared.typed_count`:
-over :data:`~jobctl.ops.catalog.TYPED_CONFIRM_OVER` jobs, and every purge).
+a purge, drain or transform, and anything in production).  The title names
+the queue, the server (no password) and its environment.
 """
 
 from __future__ import annotations
@@ -92,7 +93,7 @@ class PlanModal(ModalScreen[bool]):
         if info.destructive:
             self.add_class("-destructive")
         with Vertical():
-            yield Label(f"{info.verb.capitalize()} — queue {req.queue}", id="plan-title")
+            yield Label(self._title(info.verb), id="plan-title")
             body = Text()
             body.append("scope: ", style="bold")
             body.append(req.scope + "\n")
@@ -139,6 +140,22 @@ class PlanModal(ModalScreen[bool]):
                 yield Button(f"{info.verb.capitalize()} {plan.planned:,}", id="apply",
                              variant="error" if info.destructive else "warning",
                              disabled=self.typed_required)
+
+    def _title(self, verb: str) -> Text:
+        """``Redrive — queue email on redis://h:6379/0 (PRODUCTION)`` with the
+        environment's badge, so the modal never hides where it acts."""
+        from jobctl.humanize import target_words
+
+        from .widgets import env_badge
+
+        app = self.app
+        env = getattr(app, "environment", None)
+        title = Text(f"{verb.capitalize()} — {target_words(self.request.queue, app.server_label, None)}")
+        badge = env_badge(env)
+        if badge:
+            title.append("  ")
+            title.append(badge)
+        return title
 
     def _typed_ok(self, value: str) -> bool:
         digits = value.replace(",", "").replace("_", "").replace(" ", "")

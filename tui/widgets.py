@@ -16,6 +16,7 @@ from textual.message import Message
 from textual.widgets import DataTable, Input, Label, Static
 
 from jobctl.filter import MATCH_ALL, Filter, FilterError, compile_filter
+from jobctl.ops.catalog import is_production
 
 from . import format as fmt
 
@@ -29,7 +30,7 @@ def env_badge(environment: str | None) -> Text:
         return Text("")
     name = environment.strip().upper()
     low = name.lower()
-    if low in ("production", "prod", "prd", "live"):
+    if is_production(environment):
         style = "bold white on red"
     elif low in ("staging", "stage", "preprod", "uat"):
         style = "bold black on yellow"

@@ -42,8 +42,12 @@ def _check_queue(session: Session, q, repair: bool, yes: bool):
     wanted = [p for p in report.problems if p.repair]
     if not (repair and wanted):
         return report
-    if not yes and not click.confirm(f"{q.name}: repair {len(wanted)} problem(s)?", default=False, err=True):
-        raise click.exceptions.Abort()
+    if not yes:
+        from ..humanize import target_words
+
+        where = target_words(q.name, session.target.display, session.target.environment)
+        if not click.confirm(f"{where}: repair {len(wanted):,} problem(s)?", default=False, err=True):
+            raise click.exceptions.Abort()
     return _repair(session, layout, wanted, started)
 
 

@@ -174,9 +174,10 @@ def _print_plan(plan, as_json: bool) -> None:
                     f"e.g. {', '.join(list(plan.fence_skipped)[:5])}")
 
 
-def _confirm(yes: bool):
+def _confirm(yes: bool, session: Session):
     """The CLI's answer to the core's confirmation: ``--yes``, else a prompt
-    on a terminal (the planned count typed when the core asks for it)."""
+    on a terminal naming the queue, the server (no password) and its
+    environment; the planned count typed when the core asks for it, else y/N."""
     def confirm(prepared) -> bool:
         plan = prepared.plan
         if yes:
@@ -184,12 +185,16 @@ def _confirm(yes: bool):
         if not sys.stdin.isatty():
             raise UsageError(f"refusing to {plan.spec.operation.value} {plan.planned:,} job(s) without --yes "
                              "(stdin is not a terminal)")
+        from ..humanize import target_words
+
+        target = session.target
+        where = target_words(plan.spec.queue, target.display, target.environment)
         if prepared.typed_count:
-            typed = click.prompt(f"{plan.describe()}. Type {plan.planned:,} to proceed", default="",
+            typed = click.prompt(f"{where}: {plan.describe()}. Type {plan.planned:,} to proceed", default="",
                                  show_default=False, err=True)
             ok = typed.replace(",", "").replace("_", "").strip() == str(plan.planned)
         else:
-            ok = click.confirm(f"{plan.describe()}. Proceed?", default=False, err=True)
+            ok = click.confirm(f"{where}: {plan.describe()}. Proceed?", default=False, err=True)
         if not ok:
             raise click.exceptions.Abort()
         return True
@@ -206,7 +211,7 @@ def execute(session: Session, req: OpRequest, *, yes: bool, as_json: bool, rate:
     core = OperationCore(session)
     progress = {"cb": None, "finish": lambda: None}
     stopper = StopFlag()
-    ask = _confirm(yes)
+    ask = _confirm(yes, session)
 
     def confirm(prepared) -> bool:
         ok = ask(prepared)

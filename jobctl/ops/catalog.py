@@ -20,7 +20,8 @@ if TYPE_CHECKING:
     from ..model import Envelope
 
 __all__ = ["OpInfo", "OPERATIONS", "TRANSITIONS_WITH_SCHEDULED", "TRANSITIONS_WITHOUT_SCHEDULED",
-           "TYPED_CONFIRM_OVER", "needs_typed_count", "require_requeue_scope", "group_key", "GROUP_MESSAGE_CHARS", "operation_for_key"]
+           "PRODUCTION_NAMES", "is_production", "needs_typed_count",
+           "require_requeue_scope", "group_key", "GROUP_MESSAGE_CHARS", "operation_for_key"]
 
 #: ``(operation, source) -> allowed targets`` (``None``: purge) of a layout
 #: with ready, scheduled, processing, dead and suppressed states
@@ -93,15 +94,22 @@ def require_requeue_scope(request) -> None:
         raise UsageError("requeue needs --stuck or --ids")
 
 
-#: Plans larger than this need the count typed to confirm (and every purge).
-TYPED_CONFIRM_OVER = 1000
+#: Environment names (a profile's ``environment``, any case) that mean production.
+PRODUCTION_NAMES = frozenset({"production", "prod", "prd", "live"})
 
 
-def needs_typed_count(plan) -> bool:
+def is_production(environment: str | None) -> bool:
+    """Whether a profile's ``environment`` names production (:data:`PRODUCTION_NAMES`)."""
+    return bool(environment) and environment.strip().lower() in PRODUCTION_NAMES
+
+
+def needs_typed_count(plan, environment: str | None = None) -> bool:
     """Whether confirming ``plan`` (a :class:`~jobctl.ops.plan.Plan`) needs
-    its job count typed: more than :data:`TYPED_CONFIRM_OVER` jobs, or a
-    destructive operation (purge)."""
-    return plan.planned > TYPED_CONFIRM_OVER or OPERATIONS[plan.spec.operation].destructive
+    its job count typed rather than a plain yes: an operation that deletes
+    or rewrites data (purge, drain, transform), or any operation on a
+    server whose ``environment`` is production."""
+    op = plan.spec.operation
+    return OPERATIONS[op].destructive or op is Operation.TRANSFORM or is_production(environment)
 
 
 #: Characters of the last error message that stand for the error of a job without an error code.

@@ -30,9 +30,9 @@ Policies (each only here):
   (a whole state: no filter, no limit);
 * fences from files (``redrive --plan``, export manifests) and the re-filter
   "never an id outside the fence", whatever the layout;
-* confirmation thresholds: typed count over
-  :data:`~jobctl.ops.catalog.TYPED_CONFIRM_OVER` jobs and for every purge
-  (:attr:`Prepared.typed_count`);
+* confirmation: the count typed for a purge, drain or transform, and for
+  any operation in a production environment, a plain yes otherwise
+  (:attr:`Prepared.typed_count`, :func:`~jobctl.ops.catalog.needs_typed_count`);
 * resume lifts the holds of its filter (every hold without one) of a
   layout that keeps hold records (:attr:`Prepared.holds`), once confirmed and before
   any job moves, so that no hold cycle pauses the resumed jobs again;
@@ -162,7 +162,8 @@ class OperationCore:
             samples = _transform_samples(layout, plan, req.transform)
         if holds and req.dry_run and note is not None:
             note(f"would lift {len(holds)} hold(s): " + ", ".join(h["id"] for h in holds))
-        return Prepared(req, spec, layout, plan, typed_count=needs_typed_count(plan), exported=exported,
+        typed = needs_typed_count(plan, self.session.target.environment)
+        return Prepared(req, spec, layout, plan, typed_count=typed, exported=exported,
                         holds=holds, samples=samples, export_pending=pending)
 
     def _resolve(self, req: OpRequest, note: Note | None) -> "tuple[Layout, Any]":
