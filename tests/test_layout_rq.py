@@ -75,8 +75,12 @@ def test_status_ls_and_inspect_read_rq_keys(run, failed, redis_client):
 
 def test_redrive_filtered_then_rq_worker_runs_each_once(run, failed, redis_client):
     q, ids = failed
+    worker = SimpleWorker([q], connection=redis_client)
+    worker.register_birth()  # RQ's own registration: the plan names its version
     code, out, err = run("redrive", "work", "--filter", "payload.description ~ '*even-*'", "--dry-run")
     assert code == 0, err
+    assert f"RQ {rq.__version__} (its workers' version)" in " ".join(out.split())
+    worker.register_death()
     assert FailedJobRegistry(queue=q).count == 12  # a dry run writes nothing
     doc = _json(run, "redrive", "work", "--filter", "payload.description ~ '*even-*'", "--yes")
     assert doc["moved"] == 6

@@ -69,6 +69,11 @@ class RqKeys:
         return f"rq:canceled:{self.name}"
 
     @property
+    def workers(self) -> str:
+        """RQ's SET of the worker keys (``rq:worker:<name>``, hashes with a ``version``) serving the queue."""
+        return f"rq:workers:{self.name}"
+
+    @property
     def suppressed(self) -> str:
         """jobctl's ZSET of suppressed failed jobs: id -> suppressed-at (ms)."""
         return f"jobctl:rq:{self.name}:suppressed"

@@ -130,13 +130,28 @@ def plan_operation(layout, spec, now: int) -> Plan:
                          "retry budget): --reset-attempts is not supported")
     note = ("each job's hash set to status queued with a new enqueued_at, started_at/ended_at blanked, "
             "pushed on rq:queue:<origin> as RQ enqueues; the pickled data is not touched")
-    plan = Plan(spec=spec, now_ms=now, redrive_note=note)
+    plan = Plan(spec=spec, now_ms=now, redrive_note=f"{note}; {library_version(layout)}")
     dead = spec.source is State.DEAD
     if dead and spec.filter.is_match_all and not spec.ids and spec.fence is None:
         return plan_registry(layout, plan)
     batches = records_by_ids(layout, spec) if spec.ids else layout.iter_batches(spec.source)
     fence = "failed_registry_score" if dead else "suppressed_score"
     return plan_from_walk(plan, batches, lambda rec: str(rec.meta.get(fence, "")), on_match=_keep_origin(plan))
+
+
+def library_version(layout) -> str:
+    """Which RQ serves the queue, in words, from the ``version`` field of up
+    to 5 of its registered workers' hashes (the plan, hence the journal,
+    records it)."""
+    members = layout.client.srandmember(layout.keys.workers, 5) or []
+    pipe = layout.client.pipeline(transaction=False)
+    for member in members:
+        pipe.hget(member, "version")
+    versions = sorted({v.decode("utf-8", "replace") for v in pipe.execute(raise_on_error=False)
+                       if isinstance(v, bytes)}) if members else []
+    if not versions:
+        return "RQ version unknown (no worker registered on the queue)"
+    return f"RQ {', '.join(versions)} (its workers' version)"
 
 
 #: Failed jobs read for the breakdown of an unfiltered plan.
