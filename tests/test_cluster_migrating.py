@@ -3,12 +3,16 @@ IMPORTING`` on the destination, ``MIGRATING`` on the source; no key moved
 yet, then half of them) still reads: a multi-key command over keys of that
 slot that are absent or split between the two nodes gets ``TRYAGAIN``
 until redis-py gives up, so the read paths send single-key commands there
-(pipelined: status's key probe; an ``MGET`` refused so, jobctl.cluster_client).  One module-scoped 3-primary cluster, no
-replica (a migration needs only a source and a destination)."""
+(pipelined: status's key probe; an ``MGET`` refused so,
+:mod:`jobctl.client_classes`).  A redrive then finishes, or stops between
+calls with exit 3 and its rerun finishes: every job exactly once.  One
+module-scoped 3-primary cluster, no replica (a migration needs only a
+source and a destination)."""
 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from contextlib import contextmanager
 
 import pytest
@@ -16,6 +20,8 @@ import pytest
 import cluster_servers as cs
 from helpers import queues_toml, wall_ms, write_config
 from jobctl.cli.main import main
+from jobctl.keys import shard_tags
+from test_cluster import all_ids
 from jobctl_fixtures.scenarios import load_scenario
 
 STATUS_FIELDS = ("ready", "scheduled", "scheduled_overdue", "processing", "stuck", "dead", "suppressed")
@@ -67,7 +73,7 @@ def migrating(cc, tag: str):
         migration.finish()
 
 
-def test_status_check_and_export_read_a_queue_whose_slot_is_migrating(cc, cluster_url, tmp_path, capsys):
+def test_a_queue_whose_slot_is_migrating_reads_and_a_redrive_keeps_every_job(cc, cluster_url, tmp_path, capsys):
     truth = load_scenario(cc, "dlq-spike", queue="fo", shards=8, size=240, seed=3, now_ms=wall_ms())
     cfg = write_config(tmp_path, queues_toml(fo={"layout": "reliable-list", "tag": "fo", "shards": 8}))
 
@@ -90,3 +96,13 @@ def test_status_check_and_export_read_a_queue_whose_slot_is_migrating(cc, cluste
             code, out, err = run("export", "fo", "--out", str(tmp_path / moved), "--json")
             assert code == 0, (moved, err)
             assert json.loads(out)["rows"] == truth.expected["dead"], out
+        # a redrive meets the half-moved slot: done, or stopped between calls (exit 3: run it again)
+        code, out, err = run("redrive", "fo", "--yes")
+        assert code in (0, 3), err
+    code, out, err = run("redrive", "fo", "--yes")  # the slot has moved: the rerun finishes
+    assert code == 0, err
+    every = set().union(*truth.ids_by_state.values())
+    assert all_ids(cc, shard_tags("fo", 8)) == Counter({i: 1 for i in every}), "every job exactly once"
+    code, out, err = run("status", "--json")
+    st = json.loads(out)["queues"][0]
+    assert (st["dead"], st["ready"]) == (0, truth.expected["ready"] + truth.expected["dead"])
