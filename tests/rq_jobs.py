@@ -37,3 +37,16 @@ def observe_self(queue_name: str) -> None:
     job.connection.set("rqtest:seen", json.dumps({
         "processing": st.processing, "stuck": st.stuck, "state": rec.state.value,
         "deadline": rec.deadline_ms, "listed": listed, "execution": rec.meta.get("execution")}))
+
+
+def redrive_while_working(url: str, config: str, filter_text: str) -> int:
+    """Run by RQ's worker: delete :data:`FLAG`, then ``jobctl redrive`` with
+    ``filter_text`` while this worker is running; returns jobctl's exit code
+    (kept in ``rqtest:redrive_code``)."""
+    from jobctl.cli.main import main
+
+    conn = get_current_job().connection
+    conn.delete(FLAG)
+    code = main(["--url", url, "--config", config, "redrive", "work", "--filter", filter_text, "--yes"])
+    conn.set("rqtest:redrive_code", code)
+    return code

@@ -270,3 +270,18 @@ def test_suppress_unsuppress_and_purge_suppressed(run, failed, redis_client):
     assert not [k for k in left if any(i in k for i in odd[1:])]
     st = _status(run)
     assert (st["dead"], st["suppressed"]) == (7, 0) and FailedJobRegistry(queue=q).count == 7
+
+
+def test_redrive_while_the_worker_runs(cfg, redis_url, failed, redis_client):
+    """The redrive runs inside a job of RQ's own worker; the same worker
+    run then takes the redriven jobs from the queue."""
+    q, ids = failed
+    q.enqueue(rq_jobs.redrive_while_working, redis_url, cfg, "payload.description ~ '*odd-*'")
+    _work(q)
+    assert redis_client.get("rqtest:redrive_code") == b"0"
+    runs = {name: redis_client.get(f"rqtest:count:{name}") for name in ids}
+    assert runs == {name: (b"1" if name.startswith("odd-") else None) for name in ids}
+    registry = FailedJobRegistry(queue=q)
+    assert sorted(registry.get_job_ids()) == sorted(i for n, i in ids.items() if n.startswith("even-"))
+    assert q.count == 0 and redis_client.zcard("rq:wip:work") == 0  # no in-flight structure left dirty
+    assert redis_client.llen("rq:queue:work:intermediate") == 0
