@@ -56,7 +56,8 @@ for i = 1, n do
   elseif mode == 'suppress' then
     local ttl = redis.call('PTTL', job)
     redis.call('ZADD', KEYS[2], now, id)
-    redis.call('HSET', KEYS[3], id, string.sub(extra, 1, -2) .. ',"failed_score":"' .. sc .. '","ttl_ms":' .. ttl .. '}')
+    local record = string.sub(extra, 1, -2) .. ',"failed_score":"' .. sc .. '","ttl_ms":' .. ttl .. '}'
+    redis.call('HSET', KEYS[3], id, record)
     redis.call('PERSIST', job)
   elseif mode == 'unsuppress' then
     local bar = string.find(extra, '|', 1, true)
