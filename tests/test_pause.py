@@ -414,3 +414,32 @@ def test_exporter_gauges_paused_and_held(redis_client, redis_url, run):
     assert got["redis_job_paused_depth"][q("email")] == 3
     assert got["redis_job_held_filters"][q("email")] == 1
     assert got["redis_job_migrating_depth"][q("email")] == 0
+
+
+def test_hold_run_says_each_cycle_and_exits_130_on_ctrl_c(redis_client, run, monkeypatch):
+    """A cycle that paused jobs prints a line with its totals; Ctrl-C (a real
+    SIGINT, sent once the first cycle is done) stops the loop after that
+    cycle with exit 130, the hold left recorded."""
+    import os
+    import signal
+
+    from jobctl.cli import recovery_cmds
+
+    k = ReliableListKeys("email")
+    enqueue(redis_client, "email", 9)
+    code, _, err = run("pause", "email", "--filter", "tenant = t1", "--reason", "noisy", "--hold", "--cycles", "0",
+                       "--yes")
+    assert code == 0, err
+    enqueue(redis_client, "email", 9, start=100)
+    cycle = recovery_cmds._CycleReport.cycle
+
+    def cycle_then_press(self, done, total):
+        cycle(self, done, total)
+        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C once the first cycle is reported
+
+    monkeypatch.setattr(recovery_cmds._CycleReport, "cycle", cycle_then_press)
+    code, out, err = run("hold", "run", "email", "--interval", "0s")
+    assert code == 130, err
+    assert "paused 3 newly ready job(s)" in err and "cycle 1 at " in err
+    assert "interrupted after 1 cycle(s) on email, 3 job(s) paused in all" in err
+    assert redis_client.hlen(k.holds) == 1 and redis_client.llen(k.paused) == 6

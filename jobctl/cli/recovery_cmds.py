@@ -96,7 +96,10 @@ def pause(session: Session, queue, filter_text, reason, state, hold, budget, int
     worker waiting on an empty list (BLMOVE) takes a new job the instant
     it is pushed, before any cycle sees it.  Pause, resume and hold cycles
     of a queue take its lease: they never interleave (a second one waits
-    briefly, then exits 11 with nothing changed).
+    briefly, then exits 11 with nothing changed).  While it cycles it says
+    so on stderr: a line for each cycle that paused jobs, else one every 10
+    s; Ctrl-C stops it after the current cycle, leaving the hold recorded
+    (`jobctl hold run` resumes its cycles), and exits 130.
     """
     if hold and state != "ready":
         raise UsageError("--hold holds newly ready jobs: it takes --state ready")
@@ -157,6 +160,7 @@ def _hold_loop(session: Session, layout, records: list[dict], *, budget: int, in
     marks: dict[str, Any] = {}
     done = total = 0
     waiting: set[str] = set()
+    report = _CycleReport(layout.queue_name, quiet=as_json)
     with StopFlag() as stopper, Arrivals(layout.client, layout.arrival_keys()) as arrivals:
         while cycles is None or done < cycles:
             started = time.monotonic()
@@ -172,10 +176,11 @@ def _hold_loop(session: Session, layout, records: list[dict], *, budget: int, in
                 moved = _cycle(core, layout, rec, marks.setdefault(rec["id"], layout.new_cycle_marks()), waiting,
                                budget=budget, stop=stopper.flag.is_set, rate=rate, batch=batch, argv=argv)
                 total += moved
-                if moved and not as_json:
-                    render.note(f"hold {rec['id']}: paused {moved:,} newly ready job(s)")
+                report.paused(rec["id"], moved)
             done += 1
+            report.cycle(done, total)
             if stopper.flag.is_set():
+                report.stopped(done, total)
                 render.note("stopped: the hold stays recorded (`jobctl hold run` resumes its cycles, "
                             "`jobctl resume` lifts it)")
                 break
@@ -185,7 +190,43 @@ def _hold_loop(session: Session, layout, records: list[dict], *, budget: int, in
             arrivals.wait(interval_ms / 1000, stopper.flag.is_set)  # a ready list changed, or the interval
     if as_json:
         render.print_json({"holds": [r["id"] for r in records], "cycles": done, "paused": total})
-    return int(ExitCode.OK)
+    return int(ExitCode.INTERRUPTED if stopper.flag.is_set() else ExitCode.OK)
+
+
+class _CycleReport:
+    """What ``pause --hold`` / ``hold run`` says on stderr while it cycles
+    (nothing with ``--json``): a line for each cycle that paused jobs, else
+    one every :data:`HEARTBEAT_S` seconds so a quiet hold still shows it is
+    alive, and the totals when Ctrl-C stops it."""
+
+    #: Seconds between two lines of cycles that paused nothing.
+    HEARTBEAT_S = 10.0
+
+    def __init__(self, queue: str, *, quiet: bool) -> None:
+        self.queue, self.quiet = queue, quiet
+        self.moved = 0  # paused by the current cycle
+        self.last_line = time.monotonic()
+
+    def paused(self, hold_id: str, moved: int) -> None:
+        self.moved += moved
+        if moved and not self.quiet:
+            render.note(f"hold {hold_id}: paused {moved:,} newly ready job(s)")
+
+    def cycle(self, done: int, total: int) -> None:
+        now = time.monotonic()
+        if not self.quiet and (self.moved or now - self.last_line >= self.HEARTBEAT_S):
+            from ..humanize import clock
+
+            render.note(f"cycle {done:,} at {clock(int(time.time() * 1000))}: {self._totals(done, total)}")
+            self.last_line = now
+        self.moved = 0
+
+    def stopped(self, done: int, total: int) -> None:
+        if not self.quiet:
+            render.note(f"interrupted after {self._totals(done, total)}")
+
+    def _totals(self, done: int, total: int) -> str:
+        return f"{done:,} cycle(s) on {self.queue}, {total:,} job(s) paused in all"
 
 
 def _cycle(core, layout, rec: dict, marks, waiting: set[str], **kw) -> int:
@@ -261,7 +302,8 @@ def hold() -> None:
 @pass_session
 def hold_run(session: Session, queue, budget, interval, cycles, rate, batch, as_json) -> int:
     """Run the cycles of every hold of QUEUE in the foreground until they are
-    lifted (what a hold guarantees: `jobctl pause --help`)."""
+    lifted (what a hold guarantees: `jobctl pause --help`); Ctrl-C stops
+    them and exits 130, the holds staying recorded."""
     layout = _pausable(session, queue, "hold")
     session.require_writable("hold run")
     with session.errors():
