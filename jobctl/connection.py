@@ -56,8 +56,13 @@ class Target:
 
     @property
     def display(self) -> str:
-        """The URL with any password replaced by ``***``."""
-        return redact_url(self.url)
+        """The URL with any password replaced by ``***``; ``rediss`` when
+        TLS came from flags or the profile's files on a ``redis`` URL (as
+        the client connects: :func:`~jobctl.redis_client.make_client`)."""
+        url = self.url
+        if self.tls.requested and url.lower().startswith(("redis://", "redis+")):
+            url = "rediss" + url[len("redis"):]
+        return redact_url(url)
 
     @property
     def read_only(self) -> bool:
