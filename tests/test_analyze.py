@@ -152,6 +152,17 @@ def test_exact_aggregates(spark, triage_exports):
         G(WD, "WEIRD", "tenant_1", 2, 1, NOW - D, NOW - D),
         G(None, None, None, None, 1, None, None),
     ], checkRowOrder=True)
+    from jobctl.analyze.rollups import capped_table, fine_groups, tenant_rollup, type_code_rollup
+
+    fine = fine_groups(df)
+    tc, tn = capped_table(type_code_rollup(fine), 100), capped_table(tenant_rollup(fine), 100)
+    assert sum(r["jobs"] for r in tc["rows"]) == sum(r["jobs"] for r in tn["rows"]) == 13
+    assert (tc["total"], tc["more_jobs"], tn["total"]) == (9, 0, 4)
+    assert tc["rows"][0] == {"job_type": WD, "error_code": "HTTP_503", "jobs": 4, "tenants": 1,
+                             "first_death_ms": T0 + 30 * S, "last_death_ms": T0 + 11 * M}
+    assert tn["rows"][0]["tenant"] == "tenant_1" and tn["rows"][0]["jobs"] == 7
+    cut = capped_table(type_code_rollup(fine), 2)  # a capped table says exactly what it leaves out
+    assert (cut["total"], cut["listed"], cut["more_jobs"]) == (9, 2, 13 - 4 - 2)
     A = Row("attempt", "jobs")
     assertDataFrameEqual(job.attempt_histogram(df), [A(0, 1), A(1, 4), A(2, 1), A(3, 1), A(5, 5), A(None, 1)],
                          checkRowOrder=True)
@@ -267,6 +278,8 @@ def test_spark_submit_entry_point_with_custom_rules(spark, triage_exports, tmp_p
     assert [(p["id"], p["rule"]) for p in plan] == [("t06", "fixed-serializer")]
     report = orjson.loads((out / "report.json").read_bytes())
     assert report["rules"]["source"] == str(rules) and report["export"]["format"] == "csv"
+    for table in (report["by_type_code"]["rows"], report["by_tenant"]["rows"], report["groups"]):
+        assert sum(r["jobs"] for r in table) == report["rows"] == 13  # every job in every rollup
 
 
 def test_analyze_refuses_incomplete_or_missing_exports(tmp_path, capsys):

@@ -119,3 +119,13 @@ def test_the_export_directory_reads_whole_as_a_dataset(spark, redis_url, redis_c
     assert load_manifest(out).rows == 300
     find_manifest(out).save(out)  # saving it again renames it
     assert sorted(p.name for p in out.iterdir() if "manifest" in p.name) == [MANIFEST_NAME]
+
+
+def test_a_cut_table_says_exactly_what_it_leaves_out():
+    from jobctl.analyze.report import _more
+
+    rows = [{"jobs": 5}, {"jobs": 3}, {"jobs": 2}]  # 3 listed of 5 rows; the 2 beyond the cap hold 4 jobs
+    assert _more(rows, 5, 4, top=1) == [
+        "(4 more row(s) holding 9 job(s) not shown here; report.json lists 2 of them; 2 row(s) holding "
+        "4 job(s) are beyond the cap of 3 and listed nowhere)", ""]
+    assert _more(rows, 3, 0, top=3) == []

@@ -27,16 +27,11 @@ def _ms(col):
 
 def group_counts(df):
     """DataFrame ``job_type, error_code, tenant, job_version, jobs,
-    first_death_ms, last_death_ms``: one row per group, most jobs first."""
-    from pyspark.sql import functions as F
+    first_death_ms, last_death_ms``: one row per group, most jobs first
+    (:mod:`jobctl.analyze.rollups`)."""
+    from jobctl.analyze.rollups import fine_groups, order_groups
 
-    return (df.groupBy(F.col("job_type"), F.col("last_error_code").alias("error_code"),
-                       F.col("tenant_id").alias("tenant"), F.col("job_version"))
-            .agg(F.count(F.lit(1)).alias("jobs"),
-                 _ms(F.min("last_attempt_at")).alias("first_death_ms"),
-                 _ms(F.max("last_attempt_at")).alias("last_death_ms"))
-            .orderBy(F.desc("jobs"), F.asc_nulls_last("job_type"), F.asc_nulls_last("error_code"),
-                     F.asc_nulls_last("tenant"), F.asc_nulls_last("job_version")))
+    return order_groups(fine_groups(df))
 
 
 def fingerprints(df):

@@ -5,7 +5,10 @@ explicit schema (:func:`spark_schema`, from :mod:`jobctl.export.schema`) and
 computes (:mod:`jobctl.analyze.aggregations`, re-exported here), with Spark's
 built-in functions only (no Python UDF, so executors need nothing but Spark):
 
-* counts by job type x error code x tenant x job version (:func:`group_counts`);
+* complete rollups (:mod:`jobctl.analyze.rollups`): job type x error code
+  (the headline), per tenant, and job type x error code x tenant x job
+  version (:func:`group_counts`); each sums to the row count, and a table
+  cut at its cap says how many rows and jobs it left out;
 * error-message fingerprints with first/last seen and samples (:func:`fingerprints`);
 * the attempt histogram (:func:`attempt_histogram`);
 * age at death, ``lastAttemptAt - createdAt`` (:func:`age_buckets`, :func:`age_stats`);
@@ -40,6 +43,7 @@ import orjson
 from jobctl import __version__
 from jobctl.analyze.aggregations import (AGE_BUCKETS, age_buckets, age_stats, attempt_histogram, class_counts,
                                         classify, deaths_per_hour, fingerprints, group_counts, redrive_plan)
+from jobctl.analyze.rollups import capped_table, fine_groups, order_groups, tenant_rollup, type_code_rollup
 from jobctl.analyze.rules import CLASSES, RuleSet, load_rules
 from jobctl.errors import DataError, JobctlError, UsageError
 from jobctl.exitcodes import ExitCode
@@ -150,14 +154,6 @@ def _rows(df, limit: int | None = None) -> list[dict[str, Any]]:
     return [r.asDict(recursive=True) for r in df.collect()]
 
 
-def _capped(df, cap: int) -> tuple[list[dict[str, Any]], int]:
-    """At most ``cap`` rows of ``df`` and its row count (counted only when capped)."""
-    rows = _rows(df, cap + 1)
-    if len(rows) <= cap:
-        return rows, len(rows)
-    return rows[:cap], df.count()
-
-
 def _write_atomic(path: Path, data: bytes) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     with open(tmp, "wb") as f:
@@ -233,8 +229,12 @@ def analyse(spark, export_dir: str, out_dir: str | Path, *, rules: RuleSet, top:
     by_state = {r["state"]: r["jobs"] for r in per_state}
     # entries beyond the first of one id in one state (a dead list holding X twice): planned once
     duplicates = {r["state"]: r["jobs"] - r["ids"] for r in per_state if r["jobs"] > r["ids"]}
-    groups, groups_total = _capped(group_counts(df), _MAX_GROUPS)
-    fps, fps_total = _capped(fingerprints(df), _MAX_FINGERPRINTS)
+    fine = fine_groups(df).cache()  # one aggregation of the export; every rollup below reads it
+    by_type_code = capped_table(type_code_rollup(fine), _MAX_GROUPS)
+    by_tenant = capped_table(tenant_rollup(fine), _MAX_GROUPS)
+    groups = capped_table(order_groups(fine), _MAX_GROUPS)
+    fine.unpersist()
+    fps = capped_table(fingerprints(df), _MAX_FINGERPRINTS)
     classes = _rows(class_counts(classified))
     descriptions = {r.name: r.description for r in rules.rules}
     for c in classes:
@@ -255,8 +255,9 @@ def analyse(spark, export_dir: str, out_dir: str | Path, *, rules: RuleSet, top:
         "rows": sum(by_state.values()), "by_state": by_state,
         "malformed": sum(r["malformed"] or 0 for r in per_state),
         "duplicate_entries": sum(duplicates.values()), "duplicate_entries_by_state": duplicates,
-        "groups": groups, "groups_total": groups_total,
-        "fingerprints": fps, "fingerprints_total": fps_total,
+        "by_type_code": by_type_code, "by_tenant": by_tenant,
+        "groups": groups["rows"], "groups_total": groups["total"], "groups_more_jobs": groups["more_jobs"],
+        "fingerprints": fps["rows"], "fingerprints_total": fps["total"], "fingerprints_more_jobs": fps["more_jobs"],
         "attempts": _rows(attempt_histogram(df)),
         "attempts_exhausted": sum(r["exhausted"] or 0 for r in per_state),
         "age_at_death": {"buckets": [{"bucket": r["bucket"], "jobs": r["jobs"]} for r in _rows(age_buckets(df))],
@@ -280,7 +281,8 @@ def summary_of(report: dict[str, Any], out_dir: str | Path) -> dict[str, Any]:
         "queue": report["export"]["queue"], "rows": report["rows"], "by_state": report["by_state"],
         "malformed": report["malformed"], "duplicate_entries": report["duplicate_entries"],
         "classes": report["classes"], "class_totals": report["class_totals"],
-        "top_groups": report["groups"][:10], "groups_total": report["groups_total"],
+        "top_type_code": report["by_type_code"]["rows"][:10], "type_code_total": report["by_type_code"]["total"],
+        "tenants_total": report["by_tenant"]["total"], "groups_total": report["groups_total"],
         "fingerprints_total": report["fingerprints_total"], "redrive_planned": report["redrive"]["planned"],
         "seconds": report["seconds"],
         "files": {"report_json": str(out / "report.json"), "report_md": str(out / "report.md"),

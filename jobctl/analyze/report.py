@@ -44,6 +44,25 @@ def _duplicates(by_state: dict[str, int]) -> str:
     return f"; duplicate entries (an id held twice; planned once): {sum(by_state.values()):,} ({where})"
 
 
+def _share(jobs: int, rows: int) -> str:
+    return f"{100 * jobs / rows:.1f}%" if rows else "-"
+
+
+def _more(rows: list[dict], total: int, more_jobs: int, top: int) -> list[str]:
+    """The line under a table cut at ``top`` rows (report.md) or at its cap
+    (report.json): how many rows and jobs are not shown, exactly."""
+    if total <= top:
+        return []
+    beyond_top = sum(r["jobs"] for r in rows[top:]) + more_jobs
+    text = f"({total - top:,} more row(s) holding {beyond_top:,} job(s) not shown here"
+    if len(rows) > top:
+        text += f"; report.json lists {len(rows) - top:,} of them"
+    if total > len(rows):
+        text += (f"; {total - len(rows):,} row(s) holding {more_jobs:,} job(s) are beyond the cap of "
+                 f"{len(rows):,} and listed nowhere")
+    return [text + ")", ""]
+
+
 def _table(headers: list[str], rows: list[list[str]], right: set[int] = frozenset()) -> list[str]:
     out = ["| " + " | ".join(headers) + " |",
            "|" + "|".join("---:" if i in right else "---" for i in range(len(headers))) + "|"]
@@ -67,9 +86,23 @@ def render_markdown(report: dict[str, Any], top: int = 50) -> str:
         "",
     ]
 
-    def more(total: int) -> None:
-        if total > top:
-            lines.extend([f"({total - top:,} more in report.json)", ""])
+    def more(rows: list[dict], total: int, more_jobs: int) -> None:
+        lines.extend(_more(rows, total, more_jobs, top))
+
+    tc = report["by_type_code"]
+    lines += ["## Jobs by job type x error code", ""]
+    lines += _table(["job type", "error code", "jobs", "share", "tenants", "first death", "last death"],
+                    [[_cell(g["job_type"]), _cell(g["error_code"]), _cell(g["jobs"]), _share(g["jobs"], report["rows"]),
+                      _cell(g["tenants"]), _when(g["first_death_ms"]), _when(g["last_death_ms"])]
+                     for g in tc["rows"][:top]], right={2, 3, 4})
+    more(tc["rows"], tc["total"], tc["more_jobs"])
+    tn = report["by_tenant"]
+    lines += ["## Jobs by tenant", ""]
+    lines += _table(["tenant", "jobs", "share", "job types", "first death", "last death"],
+                    [[_cell(g["tenant"]), _cell(g["jobs"]), _share(g["jobs"], report["rows"]), _cell(g["job_types"]),
+                      _when(g["first_death_ms"]), _when(g["last_death_ms"])] for g in tn["rows"][:top]],
+                    right={1, 2, 3})
+    more(tn["rows"], tn["total"], tn["more_jobs"])
 
     lines += ["## Classification", ""]
     lines += _table(["class", "rule", "redrive", "jobs", "why"],
@@ -83,12 +116,12 @@ def render_markdown(report: dict[str, Any], top: int = 50) -> str:
               f"    {plan['command']}", ""]
 
     groups = report["groups"]
-    lines += ["## Error groups (job type x error code x tenant x job version)", ""]
+    lines += ["## Drill-down: job type x error code x tenant x job version", ""]
     lines += _table(["job type", "error code", "tenant", "version", "jobs", "first death", "last death"],
                     [[_cell(g["job_type"]), _cell(g["error_code"]), _cell(g["tenant"]), _cell(g["job_version"]),
                       _cell(g["jobs"]), _when(g["first_death_ms"]), _when(g["last_death_ms"])]
                      for g in groups[:top]], right={3, 4})
-    more(report["groups_total"])
+    more(groups, report["groups_total"], report["groups_more_jobs"])
 
     lines += ["## Error message fingerprints", "",
               "Durations and sizes (with their units), numbers, ids, hex, UUIDs, e-mail and IP addresses "
@@ -98,7 +131,7 @@ def render_markdown(report: dict[str, Any], top: int = 50) -> str:
                       _cell(f["jobs"]), _cell(f["error_codes"]), _when(f["first_seen_ms"]), _when(f["last_seen_ms"]),
                       _cell(", ".join(x for x in dict.fromkeys([f["first_id"], f["last_id"]]) if x))]
                      for f in report["fingerprints"][:top]], right={2})
-    more(report["fingerprints_total"])
+    more(report["fingerprints"], report["fingerprints_total"], report["fingerprints_more_jobs"])
 
     lines += ["## Attempts", ""]
     lines += _table(["attempts", "jobs"], [[_cell(a["attempt"]), _cell(a["jobs"])] for a in report["attempts"]],

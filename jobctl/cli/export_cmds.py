@@ -198,13 +198,14 @@ def _print_summary(summary: dict) -> None:
     for c in summary["classes"]:
         t.add_row(c["class"], c["rule"], "yes" if c["redrive"] else "no", f"{c['jobs']:,}")
     con.print(t)
-    t = Table(header_style="bold", title="top error groups", title_justify="left")
-    for col, just in (("job type", "left"), ("error", "left"), ("tenant", "left"), ("version", "right"),
-                      ("jobs", "right")):
+    t = Table(header_style="bold", title=f"jobs by job type x error code (top {len(summary['top_type_code'])} "
+              f"of {summary['type_code_total']:,}; per tenant and drill-down in the report)", title_justify="left")
+    for col, just in (("job type", "left"), ("error", "left"), ("jobs", "right"), ("share", "right"),
+                      ("tenants", "right")):
         t.add_column(col, justify=just)
-    for g in summary["top_groups"]:
-        t.add_row(g["job_type"] or "-", g["error_code"] or "-", g["tenant"] or "-",
-                  "-" if g["job_version"] is None else str(g["job_version"]), f"{g['jobs']:,}")
+    for g in summary["top_type_code"]:
+        share = f"{100 * g['jobs'] / summary['rows']:.1f}%" if summary["rows"] else "-"
+        t.add_row(g["job_type"] or "-", g["error_code"] or "-", f"{g['jobs']:,}", share, f"{g['tenants']:,}")
     con.print(t)
     con.print(f"redrive plan: {summary['redrive_planned']:,} job(s) -> {summary['files']['redrive_plan']}")
     con.print(f"report: {summary['files']['report_md']} and {summary['files']['report_json']}")
