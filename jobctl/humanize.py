@@ -30,7 +30,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 __all__ = ["duration", "ago", "rel", "count", "rate", "stamp", "clock", "ms_field", "target_words",
-           "EPOCH_MIN_MS"]
+           "outcome", "EPOCH_MIN_MS"]
 
 _S, _M, _H, _D = 1_000, 60_000, 3_600_000, 86_400_000
 
@@ -156,3 +156,12 @@ def target_words(queue: str, server: str, environment: str | None) -> str:
     (:attr:`jobctl.connection.Target.display`); no environment, no brackets."""
     env = f" ({environment.strip().upper()})" if environment and environment.strip() else ""
     return f"queue {queue} on {server}{env}"
+
+
+def outcome(entry: dict) -> str:
+    """A journal entry's result in one word: ``failed`` (an error ended it,
+    or jobs failed), ``interrupted`` (Ctrl-C or Stop: a rerun finishes
+    it), else ``ok``."""
+    if entry.get("error") or (entry.get("failed") or 0) > 0:
+        return "failed"
+    return "interrupted" if entry.get("interrupted") else "ok"

@@ -103,3 +103,9 @@ def test_target_words_name_queue_server_and_environment() -> None:
     assert hz.target_words("email", "redis://:***@h:6379/0", "production") == \
         "queue email on redis://:***@h:6379/0 (PRODUCTION)"
     assert hz.target_words("email", "redis://h:6379/0", None) == "queue email on redis://h:6379/0"
+
+
+def test_outcome_of_a_journal_entry() -> None:
+    assert hz.outcome({"moved": 3, "failed": 0}) == "ok"
+    assert hz.outcome({"moved": 1_168, "interrupted": True}) == "interrupted"
+    assert hz.outcome({"failed": 2}) == "failed" and hz.outcome({"error": "connection lost"}) == "failed"

@@ -561,6 +561,21 @@ def test_confirmation_on_a_terminal(redis_client, run, monkeypatch):
     assert redis_client.llen(k.ready) == 3
 
 
+
+def test_journal_table_says_the_result_and_local_names_the_server(redis_client, run):
+    simple_dead(redis_client, "email", 3)
+    assert run("redrive", "email", "--yes")[0] == 0
+    code, out, err = run("journal", "email")
+    assert code == 0, err
+    header = next(ln for ln in out.splitlines() if "operation" in ln)
+    for col in ("ended", "result", "planned", "done", "skipped", "failed"):
+        assert col in header
+    row = next(ln for ln in out.splitlines() if "redrive" in ln)
+    assert " ok " in row and "server" not in header
+    code, out, err = run("journal", "email", "--local", "--limit", "1")
+    assert code == 0 and "server" in out and "redis://" in out, err
+
+
 MUTATING = [
     ["redrive", "email", "--yes"],
     ["redrive", "email", "--to", "scheduled", "--delay", "1m", "--yes"],

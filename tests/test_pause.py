@@ -443,3 +443,18 @@ def test_hold_run_says_each_cycle_and_exits_130_on_ctrl_c(redis_client, run, mon
     assert "paused 3 newly ready job(s)" in err and "cycle 1 at " in err
     assert "interrupted after 1 cycle(s) on email, 3 job(s) paused in all" in err
     assert redis_client.hlen(k.holds) == 1 and redis_client.llen(k.paused) == 6
+
+
+def test_hold_ls_has_a_header_and_the_age_of_each_hold(redis_client, run):
+    enqueue(redis_client, "email", 3)
+    code, out, err = run("hold", "ls", "email")
+    assert code == 0 and out == "" and "no hold on email" in err
+    code, _, err = run("pause", "email", "--filter", "tenant = t1", "--reason", "noisy", "--hold", "--cycles", "0",
+                       "--yes")
+    assert code == 0, err
+    code, out, err = run("hold", "ls", "email")
+    assert code == 0, err
+    assert "holds on email: 1" in out
+    for word in ("id", "filter", "by", "since", "age", "reason", "tenant = t1", "noisy", "hold-"):
+        assert word in out
+    assert " ms " in out or " s " in out  # the age, in the shared formatter's words

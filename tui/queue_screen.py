@@ -137,7 +137,7 @@ class QueueScreen(Screen):
         self.query_one("#jobs-table", VimTable).add_columns(" ", "job id", "type", "tenant", right("attempt"),
                                                             "created", "when", "last error")
         self.query_one("#journal-table", VimTable).add_columns(
-            "ended", "operation", "operator", *[right(c) for c in ("planned", "moved", "skipped", "failed")],
+            "ended", "result", "operation", "operator", *[right(c) for c in ("planned", "done", "skipped", "failed")],
             "filter / ids")
         if self.app.snapshot is not None:
             self.status_refreshed(self.app.snapshot, load=False)

@@ -9,6 +9,7 @@ from rich.text import Text
 
 from jobctl.dashboard import JobPage, Level, QueueDetail, Triage
 from jobctl.filter import Filter
+from jobctl.humanize import outcome
 from jobctl.model import JobRecord
 
 from . import format as fmt
@@ -207,13 +208,19 @@ def jobs_view(page: JobPage, selection: set[str]) -> tuple[list, Text]:
     return rows, note
 
 
+#: Colours of a journal entry's result (:func:`jobctl.humanize.outcome`).
+_OUTCOME_STYLE = {"ok": "green", "interrupted": "bold yellow", "failed": "bold red"}
+
+
 def journal_view(entries: list[dict], now: int) -> tuple[list, Text]:
     """Rows and note of the journal tab (``entries``: the journal stream's entries)."""
     rows = []
     for n, e in enumerate(entries):
         what = e.get("filter") or (", ".join(e.get("ids") or [])[:60]) or ""
+        word = outcome(e)
         rows.append((e.get("stream_id") or str(n), (
-            fmt.ago(now, e.get("ended_ms")), Text(str(e.get("operation")), style="bold"),
+            fmt.ago(now, e.get("ended_ms")), Text(word, style=_OUTCOME_STYLE[word]),
+            Text(str(e.get("operation")), style="bold"),
             str(e.get("operator") or ""), Text(f"{e.get('planned', 0):,}", justify="right"),
             Text(f"{e.get('moved', 0):,}", justify="right"), Text(f"{e.get('skipped', 0):,}", justify="right"),
             Text(f"{e.get('failed', 0):,}", justify="right"), what)))

@@ -168,17 +168,34 @@ def journal(session: Session, queues: tuple[str, ...], limit: int, local: bool, 
     if as_json:
         render.print_json({"entries": entries})
         return int(ExitCode.OK)
+    render.console().print(_journal_table(entries, server=local))
+    return int(ExitCode.OK)
+
+
+#: Result words of :func:`jobctl.humanize.outcome`, coloured.
+_OUTCOME_STYLE = {"ok": "green", "interrupted": "yellow", "failed": "bold red"}
+
+
+def _journal_table(entries: list[dict], *, server: bool):
+    """The ``journal`` table: result, counts with separators, and the
+    server of each entry when they may differ (``--local``)."""
     from rich.table import Table
 
+    from .. import humanize
+
+    counts = ("planned", "done", "skipped", "failed")
+    cols = ("ended", "result", "operation", "queue", *(("server",) if server else ()), "operator", *counts,
+            "filter", "id")
     t = Table(header_style="bold")
-    for col in ("ended", "operation", "queue", "operator", "planned", "moved", "skipped", "filter", "id"):
-        t.add_column(col, justify="right" if col in ("planned", "moved", "skipped") else "left", overflow="fold")
+    for col in cols:  # the id is what `jobctl migrate --rollback` and searches take: never folded
+        t.add_column(col, justify="right" if col in counts else "left", overflow="fold", no_wrap=col == "id")
     for e in entries:
-        t.add_row(render.fmt_ms(e.get("ended_ms")), str(e.get("operation")), str(e.get("queue")),
-                  str(e.get("operator")), str(e.get("planned", "")), str(e.get("moved", "")),
-                  str(e.get("skipped", "")), e.get("filter") or "", str(e.get("id")))
-    render.console().print(t)
-    return int(ExitCode.OK)
+        word = humanize.outcome(e)
+        n = {c: humanize.count(e.get("moved" if c == "done" else c)) for c in counts}
+        t.add_row(render.fmt_ms(e.get("ended_ms")), f"[{_OUTCOME_STYLE[word]}]{word}[/]", str(e.get("operation")),
+                  str(e.get("queue")), *((str(e.get("server") or "-"),) if server else ()), str(e.get("operator")),
+                  *n.values(), e.get("filter") or "", str(e.get("id")))
+    return t
 
 
 COMMANDS = [check, journal]

@@ -320,16 +320,34 @@ def hold_run(session: Session, queue, budget, interval, cycles, rate, batch, as_
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @pass_session
 def hold_ls(session: Session, queue, as_json) -> int:
-    """List the holds of QUEUE (filter, reason, who, since)."""
+    """List the holds of QUEUE: id, filter, who, since when (and how long
+    ago), reason."""
     layout = _pausable(session, queue, "hold")
     with session.errors():
         records = layout.hold_records()
     if as_json:
         render.print_json(records)
+    elif not records:
+        render.note(f"no hold on {queue}")
     else:
-        for h in records:
-            click.echo(f"{h['id']}\t{h['filter'] or '(every job)'}\t{h['by']}\t{h['reason']}")
+        render.console().print(_holds_table(queue, records, int(time.time() * 1000)))
     return int(ExitCode.OK)
+
+
+def _holds_table(queue: str, records: list[dict], now: int):
+    """The ``hold ls`` table: one row per hold, its age beside its start."""
+    from rich.table import Table
+
+    from .. import humanize
+
+    t = Table(title=f"holds on {queue}: {len(records):,}", title_justify="left", header_style="bold")
+    for col in ("id", "filter", "by", "since", "age", "reason"):
+        t.add_column(col, overflow="fold", justify="right" if col == "age" else "left")
+    for h in records:
+        since = h.get("since_ms")
+        t.add_row(h["id"], h.get("filter") or "(every job)", str(h.get("by") or "-"), humanize.stamp(since),
+                  humanize.duration(now - since) if isinstance(since, int) else "-", str(h.get("reason") or ""))
+    return t
 
 
 COMMANDS = [pause, resume, hold, migrate, drain, replay, reshard]
