@@ -48,3 +48,13 @@ def test_every_readme_and_docs_link_is_inside_the_repository() -> None:
                 continue
             resolved = (path.parent / target).resolve()
             assert resolved.is_relative_to(ROOT) and resolved.exists(), f"{path.name}: {target}"
+
+
+def test_progress_bar_labels_counts_rate_elapsed_and_eta(capsys) -> None:
+    from jobctl.cli import render
+
+    update, stop = render.progress(30_000)
+    update(4_560)
+    stop()
+    err = capsys.readouterr().err
+    assert "4,560 of 30,000" in err and "jobs/s" in err and "elapsed " in err and "ETA " in err

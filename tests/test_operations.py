@@ -564,7 +564,11 @@ def test_confirmation_on_a_terminal(redis_client, run, monkeypatch):
 
 def test_journal_table_says_the_result_and_local_names_the_server(redis_client, run):
     simple_dead(redis_client, "email", 3)
-    assert run("redrive", "email", "--yes")[0] == 0
+    code, out, err = run("redrive", "email", "--yes")
+    assert code == 0, err
+    summary = out.splitlines()[-1]  # the plan first, then the one-line result with its time and rate
+    assert summary.startswith("redrive email: planned 3, moved 3, skipped 0, failed 0")
+    assert " jobs/s)  [redrive-" in summary or "failed 0  [redrive-" in summary
     code, out, err = run("journal", "email")
     assert code == 0, err
     header = next(ln for ln in out.splitlines() if "operation" in ln)
