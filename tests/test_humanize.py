@@ -109,3 +109,11 @@ def test_outcome_of_a_journal_entry() -> None:
     assert hz.outcome({"moved": 3, "failed": 0}) == "ok"
     assert hz.outcome({"moved": 1_168, "interrupted": True}) == "interrupted"
     assert hz.outcome({"failed": 2}) == "failed" and hz.outcome({"error": "connection lost"}) == "failed"
+
+
+def test_tui_progress_words_label_rate_elapsed_and_eta() -> None:
+    from jobctl_tui.format import progress_words
+
+    assert progress_words(959, 2_157, 0) == "959 of 2,157 done"
+    assert progress_words(1_000, 3_000, 2_000) == "1,000 of 3,000 done · 500 jobs/s · elapsed 2.00 s · ETA 4.00 s"
+    assert progress_words(0, 3_000, 2_000).endswith("0 jobs/s · elapsed 2.00 s · ETA -")

@@ -13,7 +13,7 @@ from rich.text import Text
 from jobctl.dashboard import Level
 from jobctl import humanize
 
-__all__ = ["count", "age", "rel", "ago", "clock", "stamp", "sparkline", "level_style", "styled", "rate",
+__all__ = ["count", "age", "rel", "ago", "progress_words", "clock", "stamp", "sparkline", "level_style", "styled", "rate",
            "BARS"]
 
 #: Eight block heights, lowest first.
@@ -40,6 +40,17 @@ def rel(now: int, when: int | None) -> str:
 def ago(now: int, when: int | None) -> str:
     """A past event: ``3 m 12 s ago``, ``now`` under clock skew; ``-`` for None."""
     return humanize.ago(now, when)
+
+
+def progress_words(done: int, total: int, elapsed_ms: int) -> str:
+    """``959 of 2,157 done · 412 jobs/s · elapsed 2.33 s · ETA 2.90 s``; the
+    rate and times only once some time has passed."""
+    text = f"{humanize.count(done)} of {humanize.count(total)} done"
+    if elapsed_ms <= 0:
+        return text
+    per_s = done * 1000 / elapsed_ms
+    eta = humanize.duration((total - done) / per_s * 1000) if per_s > 0 else "-"
+    return f"{text} · {humanize.rate(per_s)} · elapsed {humanize.duration(elapsed_ms)} · ETA {eta}"
 
 
 def clock(ms: int | None) -> str:

@@ -16,6 +16,8 @@ from textual.widgets import Button, Label, ProgressBar, Static
 
 from jobctl.ops.catalog import OPERATIONS
 
+from . import format as fmt
+
 __all__ = ["RunModal", "RunProgress", "RunFinished"]
 
 
@@ -69,12 +71,14 @@ class RunModal(ModalScreen):
         with Vertical():
             yield Label(f"{info.verb.capitalize()} {self.plan.planned:,} job(s) — queue {self.plan.spec.queue}",
                         id="run-title")
-            yield ProgressBar(total=max(1, self.plan.planned), show_eta=self.autostart, id="run-progress")
+            # the status line below says elapsed and ETA in words: no unlabelled clock in the bar
+            yield ProgressBar(total=max(1, self.plan.planned), show_eta=False, id="run-progress")
             yield Static("starting …", id="run-status")
             with Horizontal(id="run-buttons"):
                 yield Button("Stop after this batch", id="stop", variant="error")
 
     def on_mount(self) -> None:
+        self.started_ms = self.app.clock()
         if self.autostart:
             self.app.running_ops += 1
             self._apply()
@@ -95,7 +99,8 @@ class RunModal(ModalScreen):
     def on_run_progress(self, msg: RunProgress) -> None:
         self.done = msg.done
         self.query_one(ProgressBar).update(total=max(1, msg.total), progress=msg.done)
-        self.query_one("#run-status", Static).update(f"{msg.done:,} of {msg.total:,} done")
+        elapsed = self.app.clock() - self.started_ms
+        self.query_one("#run-status", Static).update(fmt.progress_words(msg.done, msg.total, elapsed))
 
     def on_run_finished(self, msg: RunFinished) -> None:
         self.app.running_ops -= 1
