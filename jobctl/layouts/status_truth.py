@@ -154,18 +154,27 @@ AUDIT_FIELDS = ("dead_dangling", "dead_duplicates", "dead_audited", "dead_expiri
 
 def _unexplained(layout, st: QueueStatus) -> None:
     """The layout's :meth:`~jobctl.layouts.facts.LayoutFacts.unexplained_candidates`:
-    one pipelined single-key ``EXISTS`` per candidate, one round trip (a
-    multi-key ``EXISTS`` of absent keys gets ``TRYAGAIN`` while their
-    cluster slot migrates; a single-key one is answered where it lives)."""
+    one multi-key ``EXISTS`` per group (its keys share the hash tag), then
+    one per existing candidate to name it.  On a cluster, one single-key
+    ``EXISTS`` per candidate at once: a multi-key one over absent keys gets
+    ``TRYAGAIN`` while their slot migrates (a single-key one is answered
+    where its key lives)."""
+    from ..cluster import is_cluster
+
     q = layout.queue
     groups = layout.unexplained_candidates()
     if not groups:
         return
+    if not is_cluster(layout.client):
+        pipe = layout.client.pipeline(transaction=False)
+        for keys, _ in groups:
+            pipe.exists(*keys)
+        groups = [(keys, why) for (keys, why), n in zip(groups, pipe.execute()) if n]
     pipe = layout.client.pipeline(transaction=False)
     candidates = [(key, why) for keys, why in groups for key in keys]
     for key, _ in candidates:
         pipe.exists(key)
-    found = [(key, why) for (key, why), n in zip(candidates, pipe.execute()) if n]
+    found = [(key, why) for (key, why), n in zip(candidates, pipe.execute() if candidates else []) if n]
     if not found:
         return
     st.unexplained_keys = [key for key, _ in found]
