@@ -46,12 +46,29 @@ def by_primary(sources: list[ListSource]) -> list[list[ListSource]]:
     return list(groups.values())
 
 
+def _pinned_on_primary(group: list[ListSource]) -> tuple[list[ListSource], Any]:
+    """``group`` (one primary's shards) on one connection of its own to that
+    primary, so the walk keeps calls in flight as on one server (a
+    redirection during a resharding then ends the walk: the rerun finishes)."""
+    import dataclasses
+
+    import redis
+
+    first = group[0]
+    node = first.client.get_redis_connection(first.client.get_node_from_key(first.dead))
+    pinned = redis.Redis(connection_pool=node.connection_pool, single_connection_client=True)
+    return [dataclasses.replace(src, client=pinned) for src in group], pinned
+
+
 def _walk_group(group: list[ListSource], make_walk: Callable[[ListSource, Callable[[], bool]], Any], value: str,
                 queue: str, out: queue_mod.Queue, halted: Callable[[], bool]) -> None:
     """One primary's thread: its shards walked in turn (the body of the
-    sequential walk for one shard), every result and the end put on ``out``."""
+    sequential walk for one shard) on a connection of its own, every
+    result and the end put on ``out``."""
     taken: list[ListSource] = []
+    pinned = None
     try:
+        group, pinned = _pinned_on_primary(group)
         for src in group:
             if halted():
                 break
@@ -64,6 +81,8 @@ def _walk_group(group: list[ListSource], make_walk: Callable[[ListSource, Callab
         out.put(_Failed(exc))
     finally:
         give_back(taken, value)
+        if pinned is not None:
+            pinned.close()
         out.put(_DONE)
 
 

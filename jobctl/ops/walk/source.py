@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ...errors import Busy, DataError, JobctlError
+from ...errors import Busy, ConnectionFailed, DataError, JobctlError
 from ..plan import PlannedJob
 from ..result import BatchResult
 from ..spec import Operation, OpSpec
@@ -145,9 +145,26 @@ def call_error(exc: Exception, src: ListSource) -> JobctlError:
         return exc
     import redis
 
+    if (moved := _redirection(exc)) is not None:
+        return ConnectionFailed(f"{src.dead}: the cluster answered {moved} (its slots moved or a failover "
+                                "happened); nothing of that call ran")
     if isinstance(exc, redis.ResponseError):
         return DataError(f"{src.dead}: {msg}")
     raise exc
+
+
+def _redirection(exc: Exception) -> str | None:
+    """``MOVED <slot> <node>`` (``ASK``, ``TRYAGAIN``, ``CLUSTERDOWN``,
+    ``READONLY``) when ``exc`` is a cluster's refusal to run a call on this
+    node: the call did not run; else ``None``."""
+    from redis import exceptions as e
+
+    kinds = ((e.MovedError, "MOVED"), (e.AskError, "ASK"), (e.TryAgainError, "TRYAGAIN"),
+             (e.ClusterDownError, "CLUSTERDOWN"), (e.ReadOnlyError, "READONLY"))
+    for cls, word in kinds:
+        if isinstance(exc, cls):
+            return f"{word} {exc}".strip() if word != "READONLY" else word
+    return None
 
 
 def _is_noscript(exc: Exception) -> bool:
