@@ -58,3 +58,24 @@ def test_progress_bar_labels_counts_rate_elapsed_and_eta(capsys) -> None:
     stop()
     err = capsys.readouterr().err
     assert "4,560 of 30,000" in err and "jobs/s" in err and "elapsed " in err and "ETA " in err
+
+
+def test_queue_names_complete_from_the_config(tmp_path) -> None:
+    from click.shell_completion import ShellComplete
+
+    from jobctl.cli.main import cli as root
+
+    cfg = tmp_path / "jobctl.toml"
+    cfg.write_text("[queues.email]\n[queues.emails-eu]\n[queues.billing]\n")
+    comp = ShellComplete(root, {}, "jobctl", "_JOBCTL_COMPLETE")
+
+    def names(args, incomplete):
+        return [c.value for c in comp.get_completions(["--config", str(cfg), *args], incomplete)]
+
+    assert names(["redrive"], "em") == ["email", "emails-eu"]
+    assert names(["status"], "b") == ["billing"]
+    assert names(["migrate", "email"], "") == ["email", "emails-eu", "billing"]
+    assert names(["hold", "ls"], "e") == ["email", "emails-eu"]
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[queues\n")
+    assert [c.value for c in comp.get_completions(["--config", str(bad), "redrive"], "")] == []

@@ -107,7 +107,7 @@ def _print_reports(reports: list, as_json: bool, error: str | None = None) -> No
 
 
 @click.command()
-@click.argument("queues", nargs=-1)
+@click.argument("queues", nargs=-1, shell_complete=options.complete_queue)
 @click.option("--repair", is_flag=True, help="Fix what is unambiguous (journaled); report the rest.")
 @click.option("--yes", "-y", is_flag=True, help="Do not ask before repairing (required without a TTY).")
 @click.option("--json", "as_json", is_flag=True)
@@ -148,7 +148,7 @@ def check(session: Session, queues: tuple[str, ...], repair: bool, yes: bool, as
 
 
 @click.command()
-@click.argument("queues", nargs=-1)
+@click.argument("queues", nargs=-1, shell_complete=options.complete_queue)
 @click.option("--limit", type=options.Count(1, 10_000), default=20, show_default=True)
 @click.option("--local", is_flag=True, help="Read the local JSONL journal instead of the servers' streams.")
 @click.option("--json", "as_json", is_flag=True)

@@ -40,7 +40,7 @@ def _progress_bar(total: int):
 
 
 @click.command()
-@click.argument("queue")
+@click.argument("queue", shell_complete=options.complete_queue)
 @click.option("--state", "states", multiple=True, type=click.Choice(_EXPORT_STATES),
               help="State to export (repeatable).  [default: dead]")
 @click.option("--filter", "filter_text", metavar="EXPR", type=options.FILTER,

@@ -35,7 +35,7 @@ def metrics() -> None:
 
 
 @metrics.command()
-@click.argument("queues", nargs=-1)
+@click.argument("queues", nargs=-1, shell_complete=options.complete_queue)
 @click.option("--port", type=options.Count(0, 65535), default=None, help="TCP port (default 9839; 0: any free port).")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @_interval_options
@@ -73,7 +73,7 @@ def serve(session: Session, queues: tuple[str, ...], port: int | None, host: str
 
 
 @metrics.command()
-@click.argument("queues", nargs=-1)
+@click.argument("queues", nargs=-1, shell_complete=options.complete_queue)
 @pass_session
 def once(session: Session, queues: tuple[str, ...]) -> int:
     """Print one scrape's exposition text for QUEUES (default: all).

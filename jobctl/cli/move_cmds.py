@@ -30,8 +30,8 @@ def _migrate_request(src: str, dst: str, state: str, filter_text, limit, dry_run
 
 
 @click.command()
-@click.argument("src")
-@click.argument("dst", required=False)
+@click.argument("src", shell_complete=options.complete_queue)
+@click.argument("dst", required=False, shell_complete=options.complete_queue)
 @filter_option()
 @click.option("--state", type=click.Choice(["ready", "scheduled", "dead", "paused"]), default=None,
               help="Which jobs (default ready; a move between queues takes ready or scheduled).")
@@ -91,7 +91,7 @@ def _print_samples(session: Session, req: OpRequest, n: int = 3) -> None:
 
 
 @click.command()
-@click.argument("queue")
+@click.argument("queue", shell_complete=options.complete_queue)
 @click.option("--to", "to", metavar="QUEUE", default=None, help="The reliable-list queue to move the jobs to.")
 @click.option("--export-to", metavar="DIR", type=options.OUT_DIR, default=None,
               help="Export the jobs to DIR first (as `jobctl export` does; an export already in DIR is used), "
@@ -129,7 +129,7 @@ def drain(session: Session, queue, to, export_to, export_format, state, limit, r
 
 
 @click.command()
-@click.argument("queue")
+@click.argument("queue", shell_complete=options.complete_queue)
 @click.option("--from", "from_", metavar="TIME|ID", required=True,
               help="First entry: an entry id, epoch ms, ISO-8601 time or a duration ago (2h).")
 @click.option("--to", "to", metavar="TIME|ID", default=None, help="Last entry (default: the newest acknowledged).")
@@ -155,7 +155,7 @@ def replay(session: Session, queue, from_, to, filter_text, limit, rate, batch, 
 
 
 @click.command()
-@click.argument("queue")
+@click.argument("queue", shell_complete=options.complete_queue)
 @click.option("--shards", type=options.Count(1, 1024), required=True, help="The new number of shards.")
 @click.option("--state", type=click.Choice(["ready", "scheduled"]), default="ready", show_default=True,
               help="Which jobs to move to their new shard (run once per state).")

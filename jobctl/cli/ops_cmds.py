@@ -35,7 +35,7 @@ def filter_option(required: bool = False):
 
 def _queue_command(fn: Callable) -> click.Command:
     """A click command on one ``QUEUE`` (every operation)."""
-    return click.command()(click.argument("queue")(fn))
+    return click.command()(click.argument("queue", shell_complete=options.complete_queue)(fn))
 
 
 def _ids_option(state: str):

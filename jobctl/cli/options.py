@@ -24,8 +24,8 @@ import math
 
 import click
 
-__all__ = ["Count", "Finite", "BoundedDuration", "FilterText", "FILTER", "MAX_JOBS", "MAX_RATE", "MAX_PRIORITY", "MAX_DELAY_MS",
-           "JOB_LIMIT", "RATE", "PRIORITY", "DELAY"]
+__all__ = ["complete_queue", "Count", "Finite", "BoundedDuration", "FilterText", "FILTER", "MAX_JOBS", "MAX_RATE",
+           "MAX_PRIORITY", "MAX_DELAY_MS", "JOB_LIMIT", "RATE", "PRIORITY", "DELAY"]
 
 #: The most jobs one command may touch or list (--limit): far above any
 #: real queue, far below what overflows a Lua number or a Redis count.
@@ -147,3 +147,18 @@ class WritableDir(click.Path):
 
 #: --out / --export-to directories.
 OUT_DIR = WritableDir()
+
+
+def complete_queue(ctx: click.Context, param: click.Parameter, incomplete: str) -> list:
+    """Shell completion of a queue argument: the names of the config's queues
+    (``--config`` if given on the line, else the usual search); it never
+    connects to Redis and, on a config it cannot read, offers nothing."""
+    from click.shell_completion import CompletionItem
+
+    from ..config import load_config
+
+    try:
+        names = list(load_config(ctx.find_root().params.get("config_file")).queues)
+    except Exception:  # noqa: BLE001 - a completion never prints an error into the shell
+        return []
+    return [CompletionItem(n) for n in names if n.startswith(incomplete)]

@@ -111,7 +111,7 @@ def _report_problems(statuses) -> bool:
 
 
 @click.command()
-@click.argument("queues", nargs=-1)
+@click.argument("queues", nargs=-1, shell_complete=options.complete_queue)
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON document instead of a table.")
 @click.option("--watch", type=options.Finite(0.2, 3600), metavar="SECONDS",
               help="Refresh every SECONDS until Ctrl-C.")
@@ -183,7 +183,7 @@ def watch_status(session: Session, queues: tuple[str, ...], interval: float, *, 
 
 
 @click.command(name="ls")
-@click.argument("queue")
+@click.argument("queue", shell_complete=options.complete_queue)
 @click.option("--state", type=_STATES, default="ready", show_default=True)
 @click.option("--limit", type=options.Count(1, 10_000), default=20, show_default=True)
 @click.option("--json", "as_json", is_flag=True)
@@ -232,7 +232,7 @@ def _truncate(record, full: bool) -> None:
 
 
 @click.command()
-@click.argument("queue")
+@click.argument("queue", shell_complete=options.complete_queue)
 @click.argument("job_id")
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--full", is_flag=True, help=f"Show values over {INSPECT_MAX_BYTES // 1024} KiB whole.")
@@ -268,7 +268,7 @@ def inspect(session: Session, queue: str, job_id: str, as_json: bool, full: bool
 
 
 @click.command()
-@click.argument("queue")
+@click.argument("queue", shell_complete=options.complete_queue)
 @click.option("--state", type=_STATES, default="dead", show_default=True)
 @click.option("--json", "as_json", is_flag=True)
 @pass_session

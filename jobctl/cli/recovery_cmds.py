@@ -61,7 +61,7 @@ def _pausable(session: Session, queue: str, verb: str):
 
 
 @click.command()
-@click.argument("queue")
+@click.argument("queue", shell_complete=options.complete_queue)
 @filter_option()
 @click.option("--reason", required=True, metavar="TEXT", help="Why (kept with who and when).")
 @click.option("--state", type=click.Choice(["ready", "scheduled"]), default="ready", show_default=True,
@@ -249,7 +249,7 @@ def _cycle(core, layout, rec: dict, marks, waiting: set[str], **kw) -> int:
 
 
 @click.command()
-@click.argument("queue")
+@click.argument("queue", shell_complete=options.complete_queue)
 @filter_option()
 @common_options
 @pass_session
@@ -290,7 +290,7 @@ def hold() -> None:
 
 
 @hold.command("run")
-@click.argument("queue")
+@click.argument("queue", shell_complete=options.complete_queue)
 @click.option("--budget", type=options.Count(1, 100_000), default=1000, show_default=True,
               help="At most N jobs paused per hold per cycle.")
 @click.option("--interval", default=DEFAULT_INTERVAL, show_default=True, metavar="DURATION",
@@ -316,7 +316,7 @@ def hold_run(session: Session, queue, budget, interval, cycles, rate, batch, as_
 
 
 @hold.command("ls")
-@click.argument("queue")
+@click.argument("queue", shell_complete=options.complete_queue)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @pass_session
 def hold_ls(session: Session, queue, as_json) -> int:
