@@ -63,6 +63,8 @@ SUITE = (
           "SCAN_CALL_BUDGET_US (4 ms a call)", "~15 s", ("--quick", "--repeat", "1")),
     Bench("bounded_moves", "each call's server time: stream-group dead redrive, `requeue --stuck`",
           "the 2 ms bound a call", "~1 min (--quick ~10 s)", ("--quick", "--dead", "2000", "--stuck", "200")),
+    Bench("rq_layout", "rq layout redrive jobs/s (unfiltered and filtered) of RQ's own failed jobs",
+          "`rq requeue --all` (goal 100x)", "~8 min at 100k", ("--quick", "--jobs", "300")),
 )
 BY_NAME = {b.name: b for b in SUITE}
 
