@@ -113,14 +113,16 @@ def _time_column(arr: pa.Array) -> pa.Array | None:
     return arr.view(_TS_MS).cast(_TS_US, memory_pool=_POOL)
 
 
-def window_record_batch(w: RawWindow, queue: str, layout: str) -> pa.RecordBatch | None:
+def window_record_batch(w: RawWindow, queue: str, layout: str,
+                        docs: list[dict] | None = None) -> pa.RecordBatch | None:
     """The export rows of every job of ``w`` as an Arrow record batch with the
     export schema, or ``None`` when the window holds a value this path does
     not take (then build it with :func:`jobctl.export.columns.window_columns`
-    or record by record).  ``queue`` and ``layout`` are the layout's names.
-    Never raises for odd contents.
+    or record by record).  ``queue`` and ``layout`` are the layout's names;
+    ``docs``: :func:`~jobctl.export.columns.window_docs` of ``w`` when the
+    caller parsed it (they are changed here).  Never raises for odd contents.
     """
-    docs = window_docs(w)
+    docs = window_docs(w) if docs is None else docs
     if docs is None:
         return None
     n, raws = len(w.ids), w.raws

@@ -183,15 +183,16 @@ def window_docs(w: RawWindow) -> list[dict] | None:
     return docs if set(map(type, docs)) == {dict} else None
 
 
-def window_columns(w: RawWindow, queue: str, layout: str) -> ColumnBatch | None:
+def window_columns(w: RawWindow, queue: str, layout: str, docs: list[dict] | None = None) -> ColumnBatch | None:
     """The export rows of every job of ``w`` as columns, or ``None`` when the
     window holds a value the fast path does not take (then build the rows
     with :func:`~jobctl.export.rows.record_row` from ``w.records()``).
 
-    ``queue`` and ``layout`` are the layout's names.  Never raises for odd
-    contents.
+    ``queue`` and ``layout`` are the layout's names; ``docs``:
+    :func:`window_docs` of ``w`` when the caller parsed it (read only).
+    Never raises for odd contents.
     """
-    docs = window_docs(w)
+    docs = window_docs(w) if docs is None else docs
     if docs is None:
         return None
     n, raws = len(w.ids), w.raws

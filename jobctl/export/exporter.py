@@ -49,7 +49,7 @@ from ..filter import MATCH_ALL, Filter
 from ..model import State
 from . import FORMATS
 from .manifest import MANIFEST_NAMES, Manifest, PartInfo, find_manifest
-from .columns import ColumnBatch, rows_columns, window_columns
+from .columns import ColumnBatch, rows_columns, window_columns, window_docs
 from .rows import record_row
 from .source import selects, walk
 from .writer import PartWriter, open_writer
@@ -315,12 +315,15 @@ class _ExportWalk:
 
     def _columns(self, sb) -> ColumnBatch:
         layout, cols = self.layout, None
-        if sb.window is not None:
+        # parsed once; None (a value not JSON, a dangling or undecodable id): straight to the record path
+        docs = None if sb.window is None else window_docs(sb.window)
+        if docs is not None:
             if self.arrow_window is not None:  # Parquet: the window straight to an Arrow record batch
-                rb = self.arrow_window(sb.window, layout.queue_name, layout.name)
+                rb = self.arrow_window(sb.window, layout.queue_name, layout.name, docs)
                 cols = None if rb is None else ColumnBatch(rb.num_rows, [], arrow=rb)
-            if cols is None:
-                cols = window_columns(sb.window, layout.queue_name, layout.name)
+            if cols is None:  # the Arrow path changed the docs it was given: parse again
+                cols = window_columns(sb.window, layout.queue_name, layout.name,
+                                      None if self.arrow_window is not None else docs)
         if cols is None:  # the record-by-record path: a filter, a layout without raw windows, odd values
             if self.fast:
                 rows = [record_row(rec) for rec in sb.records]
