@@ -61,3 +61,22 @@ def test_every_cluster_primary_scans_with_a_budget_of_its_own(cc, cluster_url, c
     assert all(q["shards"] == 8 for q in doc["queues"] if q["queue"] == "email")
     code, _, err = cli(capsys, "--url", cluster_url, "discover", "--limit", "1000")
     assert code == 0 and err.count("node ") == 3 and "bound reached" in err, err
+
+
+def test_keys_the_user_may_not_read_are_skipped_and_counted(redis_client, redis_url, capsys):
+    now = wall_ms()
+    load_scenario(redis_client, "dlq-spike", queue="mine", size=40, seed=5, now_ms=now)
+    load_scenario(redis_client, "dlq-spike", queue="theirs", size=40, seed=6, now_ms=now)
+    redis_client.acl_setuser("scout", enabled=True, passwords=["+pw"], reset=True, commands=["+@all"],
+                             keys=["~queue:{mine}:*"])
+    try:
+        url = redis_url.replace("redis://", "redis://scout:pw@", 1)
+        code, out, err = cli(capsys, "--url", url, "discover", "--json")
+        assert code == 0, err
+        doc = json.loads(out)
+        assert [q["queue"] for q in doc["queues"]] == ["mine"]
+        assert doc["nodes"][0]["unreadable"] == redis_client.dbsize() - len(redis_client.keys("queue:{mine}:*"))
+        code, _, err = cli(capsys, "--url", url, "discover")
+        assert code == 0 and "this user may not read, skipped" in err, err
+    finally:
+        redis_client.acl_deluser("scout")

@@ -70,7 +70,9 @@ class Discovery:
         one per shard count the probe changed."""
         many = len(self.nodes) > 1
         lines = [f"{'node ' + n.node + ': ' if many else ''}scanned {n.scanned:,} keys"
-                 + ("" if n.complete else " (bound reached: more keys unscanned)") for n in self.nodes]
+                 + ("" if n.complete else " (bound reached: more keys unscanned)")
+                 + (f"; {n.unreadable:,} this user may not read, skipped" if n.unreadable else "")
+                 for n in self.nodes]
         lines += [f"{name}: the partial scan saw {found} shard(s); every shard tag probed: shards = {counted}"
                   for name, (found, counted) in self.probed.items() if found != counted]
         return lines

@@ -16,14 +16,16 @@ __all__ = ["NodeScan", "scan_nodes"]
 class NodeScan:
     """What the scan of one server (one cluster primary) examined:
     ``node`` its ``host:port`` (or socket path), ``scanned`` keys,
-    ``complete`` False when the scan stopped at its per-node bound."""
+    ``complete`` False when the scan stopped at its per-node bound,
+    ``unreadable`` keys whose TYPE the ACL refused (skipped)."""
 
     node: str
     scanned: int
     complete: bool
+    unreadable: int = 0
 
     def to_json(self) -> dict[str, Any]:
-        return {"node": self.node, "scanned": self.scanned, "complete": self.complete}
+        return {"node": self.node, "scanned": self.scanned, "complete": self.complete, "unreadable": self.unreadable}
 
 
 def named_primaries(client: Any) -> list[tuple[str, Any]]:
@@ -35,26 +37,41 @@ def named_primaries(client: Any) -> list[tuple[str, Any]]:
     return [(kw["path"] if "path" in kw else f"{kw.get('host', 'localhost')}:{kw.get('port', 6379)}", client)]
 
 
+def _typed(node: Any, page: list[bytes], types: dict[str, bytes]) -> int:
+    """The TYPE of each key of ``page`` into ``types``; returns how many the
+    ACL refused (``NOPERM``: skipped, the rest kept).  Raises any other error."""
+    from redis.exceptions import NoPermissionError
+
+    pipe = node.pipeline(transaction=False)
+    for raw in page:
+        pipe.type(raw)
+    refused = 0
+    for raw, typ in zip(page, pipe.execute(raise_on_error=False)):
+        if isinstance(typ, NoPermissionError):
+            refused += 1
+            continue
+        if isinstance(typ, Exception):
+            raise typ
+        types[raw.decode("utf-8", "replace")] = typ if isinstance(typ, bytes) else str(typ).encode()
+    return refused
+
+
 def scan_node(node: Any, types: dict[str, bytes], *, limit: int, count: int,
-              match: str | None) -> tuple[int, bool]:
+              match: str | None) -> tuple[int, bool, int]:
     """Scan one server into ``types`` (key -> TYPE reply): ``(keys scanned,
-    complete)``; stops after the page that reaches ``limit`` keys.  Cost:
-    ``ceil(keys/count)`` SCAN calls plus one pipelined TYPE batch per page.
-    Raises redis-py errors unchanged."""
-    cursor, scanned = 0, 0
+    complete, keys whose TYPE the ACL refused)``; stops after the page that
+    reaches ``limit`` keys.  Cost: ``ceil(keys/count)`` SCAN calls plus one
+    pipelined TYPE batch per page.  Raises redis-py errors unchanged."""
+    cursor, scanned, refused = 0, 0, 0
     while True:
         cursor, page = node.scan(cursor=cursor, match=match, count=count)
         if page:
-            pipe = node.pipeline(transaction=False)
-            for raw in page:
-                pipe.type(raw)
-            for raw, typ in zip(page, pipe.execute()):
-                types[raw.decode("utf-8", "replace")] = typ if isinstance(typ, bytes) else str(typ).encode()
+            refused += _typed(node, page, types)
         scanned += len(page)
         if cursor == 0:
-            return scanned, True
+            return scanned, True, refused
         if scanned >= limit:
-            return scanned, False
+            return scanned, False, refused
 
 
 def scan_nodes(client: Any, *, limit: int, count: int = 1000,
@@ -64,6 +81,5 @@ def scan_nodes(client: Any, *, limit: int, count: int = 1000,
     types: dict[str, bytes] = {}
     nodes = []
     for name, node in named_primaries(client):
-        scanned, complete = scan_node(node, types, limit=limit, count=count, match=match)
-        nodes.append(NodeScan(name, scanned, complete))
+        nodes.append(NodeScan(name, *scan_node(node, types, limit=limit, count=count, match=match)))
     return types, nodes
