@@ -104,7 +104,8 @@ def _scan_batches(client, pattern: str):
               help="Status refresh interval, seconds.")
 @click.option("--no-workers", is_flag=True, help="Load the queues but run no simulated workers.")
 @click.option("--reset", is_flag=True, help="With --url: delete leftover jobctl-demo-* keys first.")
-@click.option("--seed", type=int, default=7, show_default=True)
+@click.option("--seed", type=int, default=7, show_default=True,
+              help="Random seed of the generated jobs: the same seed loads the same jobs.")
 @click.option("--tui/--no-tui", default=True, show_default=True,
               help="On a terminal, open the TUI (jobctl tui) rather than the status table.")
 @pass_session
