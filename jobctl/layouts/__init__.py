@@ -36,6 +36,7 @@ _REGISTRY: dict[str, str] = {
     "hash-job": "jobctl.layouts.hash_job.layout:HashJob",
     "json-list": "jobctl.layouts.json_list.layout:JsonList",
     "rq": "jobctl.layouts.rq.layout:Rq",
+    "bullmq": "jobctl.layouts.bullmq.layout:BullMQ",
 }
 
 

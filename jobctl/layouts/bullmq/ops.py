@@ -1,0 +1,147 @@
+"""Redrive (failed -> wait/prioritized) and purge of a BullMQ queue's
+failed jobs.
+
+Plan: walk ``failed`` (bounded ``ZRANGE`` windows, the jobs' hashes read
+in one pipelined round trip each), filter, and keep per job its failed
+score (the fence) plus the hash fields the move re-checks and needs:
+``finishedOn``, the SHA1 of ``failedReason``, ``parentKey``, ``deid`` and
+``opts.lifo``.  The plan (hence the journal) names ``meta.version``; an
+untested major version is refused with one line.
+
+Apply: one call of :data:`~jobctl.layouts.bullmq.script.MOVE_LUA` per
+batch of at most :data:`DEFAULT_BATCH` jobs, every key in ``KEYS``
+(BullMQ's order of writes, its own score rule for ``prioritized``, the
+``marker`` unless the queue is paused or at its concurrency, the
+``waiting`` event with ``prev=failed``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import weakref
+
+from jobctl.errors import DataError, JobctlError
+from jobctl.layouts.bullmq.job import TESTED_MAJORS, version_major
+from jobctl.layouts.bullmq.script import MOVE_LUA
+from jobctl.layouts.common import text
+from jobctl.layouts.moves import move_result
+from jobctl.layouts.planning import check_operation, plan_from_walk, records_by_ids
+from jobctl.model import State
+from jobctl.ops.plan import Plan, PlannedJob
+from jobctl.ops.spec import Operation
+
+__all__ = ["TRANSITIONS", "DEFAULT_BATCH", "plan_operation", "apply_plan", "BullPlannedJob", "library_version"]
+
+#: ``(operation, source) -> targets`` (``None``: purge).
+TRANSITIONS = {(Operation.REDRIVE, State.DEAD): (State.READY,), (Operation.PURGE, State.DEAD): (None,)}
+#: Jobs per script call (at most): a bounded call, whatever ``--batch`` asks.
+DEFAULT_BATCH = 100
+
+
+class BullPlannedJob(PlannedJob):
+    """A planned job: ``sha1`` holds its failed score as stored (the
+    fence); ``fields`` the hash fields the script re-checks and uses:
+    ``(finishedOn, sha1 of failedReason, LPUSH|RPUSH, parentKey, deid)``."""
+
+    __slots__ = ("fields",)
+
+    def __init__(self, job: PlannedJob, fields: tuple[str, str, str, str, str]) -> None:
+        super().__init__(job.job_id, job.shard, job.position, job.score, job.sha1)
+        self.fields = fields
+
+
+def _fields(doc: dict) -> tuple[str, str, str, str, str]:
+    reason = str(doc.get("failedReason") or "").encode("utf-8", "surrogateescape")
+    try:
+        opts = json.loads(doc.get("opts") or "{}")
+    except ValueError:
+        opts = {}
+    lifo = isinstance(opts, dict) and bool(opts.get("lifo"))
+    return (str(doc.get("finishedOn") or ""), hashlib.sha1(reason).hexdigest(), "RPUSH" if lifo else "LPUSH",
+            str(doc.get("parentKey") or ""), str(doc.get("deid") or ""))
+
+
+def library_version(layout) -> str:
+    """``meta.version`` in words.  Raises :class:`DataError` when it names
+    a major version outside :data:`TESTED_MAJORS`."""
+    raw = layout.client.hget(layout.keys.meta, "version")
+    version = text(raw) if raw else None
+    major = version_major(version)
+    if version is None:
+        return "BullMQ version unknown (no meta.version)"
+    if major not in TESTED_MAJORS:
+        tested = ", ".join(f"{m}.x" for m in TESTED_MAJORS)
+        raise DataError(f"queue {layout.queue_name}: BullMQ version {version} (meta.version) is not tested "
+                        f"with jobctl (tested: {tested}); nothing planned")
+    return f"BullMQ {version} (meta.version)"
+
+
+def plan_operation(layout, spec, now: int) -> Plan:
+    """The plan of ``spec`` (one of :data:`TRANSITIONS`) at ``now`` (epoch
+    ms).  Reads only.  Raises :class:`~jobctl.errors.UsageError` for another
+    operation, :class:`DataError` for an untested BullMQ version."""
+    check_operation(layout.name, TRANSITIONS, spec)
+    version = library_version(layout)
+    attempts = "atm reset" if spec.reset_attempts else "atm (attemptsMade) kept"
+    note = ("each job back to wait (LPUSH, lifo RPUSH) or prioritized by its priority, finishedOn, "
+            f"failedReason, stacktrace, returnvalue and processedOn cleared, {attempts}, the marker pushed "
+            "unless paused, a waiting event; data and opts are not touched")
+    plan = Plan(spec=spec, now_ms=now, redrive_note=f"{note}; {version}")
+    batches = records_by_ids(layout, spec) if spec.ids else layout.iter_batches(spec.source)
+
+    def keep(rec, job: PlannedJob) -> None:
+        plan.jobs[-1] = BullPlannedJob(job, _fields(rec.envelope.document or {}))
+    return plan_from_walk(plan, batches, lambda rec: str(rec.meta.get("score", "")), on_match=keep)
+
+
+def _job_keys(k, job: BullPlannedJob, purge: bool) -> list[str]:
+    key = k.job(job.job_id)
+    if purge:
+        deid = job.fields[4]
+        return [key, *k.job_side_keys(job.job_id), k.dedup(deid) if deid else key]
+    parent = job.fields[3]
+    if not parent:
+        return [key] * 5
+    return [key, parent, f"{parent}:unsuccessful", f"{parent}:failed", f"{parent}:dependencies"]
+
+
+def apply_plan(layout, plan: Plan, *, batch: int = DEFAULT_BATCH):
+    """Apply ``plan``: one script call per ``batch`` jobs; yields one
+    :class:`~jobctl.ops.result.BatchResult` each.  Raises
+    :class:`DataError` when a queue key has the wrong type (that call wrote nothing)."""
+    k = layout.keys
+    purge = plan.spec.operation is Operation.PURGE
+    fixed = [k.failed, k.wait, k.prioritized, k.pc, k.marker, k.meta, k.events, k.active]
+    jobs = list(plan.jobs)
+    for i in range(0, len(jobs), batch):
+        chunk = jobs[i:i + batch]
+        keys = list(fixed)
+        args: list = ["purge" if purge else "redrive", "1" if plan.spec.reset_attempts else "0", len(chunk)]
+        for job in chunk:
+            keys += _job_keys(k, job, purge)
+            args += [job.job_id, job.sha1, *job.fields]
+        yield move_result(_call(layout.client, keys, args))
+
+
+_SCRIPTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _call(client, keys: list, args: list):
+    """Run :data:`MOVE_LUA` (registered once per client); its reply.  A
+    ``WRONGTYPE`` error reply raises :class:`DataError`, a ``BADARG`` one
+    :class:`JobctlError` (nothing written)."""
+    import redis
+
+    script = _SCRIPTS.get(client)
+    if script is None:
+        script = _SCRIPTS[client] = client.register_script(MOVE_LUA)
+    try:
+        return script(keys=keys, args=args)
+    except redis.exceptions.ResponseError as exc:
+        msg = (str(exc).splitlines() or [""])[0]
+        if msg.startswith("WRONGTYPE key "):
+            raise DataError(f"{msg[len('WRONGTYPE '):]}: stopped, this call moved nothing") from None
+        if msg.startswith("BADARG"):
+            raise JobctlError(f"internal error: the BullMQ move script refused its arguments ({msg})") from None
+        raise
