@@ -21,7 +21,8 @@ FLAG = "bulltest:flag"
 RAW = '{{"name":"{name}","id64":"9223372036854775807","num":9007199254740993,"path":"a/b"}}'
 NAMES = [f"{kind}-{n}" for kind in ("even", "odd") for n in range(4)]
 #: Options per job name (BullMQ's own): priorities and one lifo job among the redriven ones.
-OPTS = {"even-1": {"priority": 3}, "even-2": {"priority": 1}, "even-3": {"lifo": True}, "odd-1": {"priority": 2}}
+OPTS = {"even-1": {"priority": 3}, "even-2": {"priority": 1}, "even-3": {"lifo": True}, "odd-1": {"priority": 2},
+        "odd-2": {"deduplication": {"id": "d-odd-2", "ttl": 600_000}}}
 cfg, run = config_fixtures(queues_toml(work={"layout": "bullmq"}))
 
 
@@ -51,24 +52,28 @@ def _json(run, *args) -> dict:
 
 @pytest.fixture
 def failed(node_ready, redis_url, redis_client) -> dict[str, str]:
-    """8 jobs added by BullMQ's ``Queue.add`` (attempts 1), their data
-    rewritten as :data:`RAW`, failed by BullMQ's ``Worker`` while the flag
-    is set (it stays set); ``{name: job id}``."""
+    """8 jobs added by BullMQ's ``Queue.add`` (attempts 1; ``even-0`` the
+    child of a flow whose parent waits for it), their data rewritten as
+    :data:`RAW`, failed by BullMQ's ``Worker`` while the flag is set (it
+    stays set); ``{name: job id}`` (the flow's parent: ``parent``)."""
     jobs = [{"name": n.split("-")[0], "data": {"name": n}, "opts": {"attempts": 1, **OPTS.get(n, {})}} for n in NAMES]
-    ids = dict(zip(NAMES, json.loads(_node("producer.js", redis_url, "work", json.dumps(jobs)))))
-    for name, job_id in ids.items():
-        redis_client.hset(f"bull:work:{job_id}", "data", RAW.format(name=name))
+    jobs[0] = {"name": "parent", "data": {"name": "parent"}, "children": [jobs[0]]}
+    ids = json.loads(_node("producer.js", redis_url, "work", json.dumps(jobs)))
+    for name in NAMES:
+        redis_client.hset(f"bull:work:{ids[name]}", "data", RAW.format(name=name))
     redis_client.set(FLAG, 1)
     counts = json.loads(_node("worker.js", redis_url, "work", FLAG).splitlines()[-1])
-    assert counts["failed"] == len(NAMES), counts
+    assert (counts["failed"], counts["waiting-children"]) == (len(NAMES), 1), counts
     return ids
 
 
 def test_reads_map_bullmq_states(run, failed, redis_client):
     st = _json(run, "status", "work")["queues"][0]
     assert (st["layout"], st["dead"], st["ready"], st["processing"], st["history"]) == ("bullmq", 8, 0, 0, 0)
+    assert any("waiting-children" in w for w in st["warnings"])
+    assert _json(run, "inspect", "work", failed["parent"])["meta"]["bullmq_state"] == "waiting-children"
     jobs = _json(run, "ls", "work", "--state", "dead", "--limit", "50")["jobs"]
-    assert sorted(j["id"] for j in jobs) == sorted(failed.values())
+    assert sorted(j["id"] for j in jobs) == sorted(failed[n] for n in NAMES)
     doc = _json(run, "inspect", "work", failed["even-1"])
     assert doc["state"] == "dead" and doc["meta"]["priority"] == "3" and doc["meta"]["bullmq_state"] == "failed"
     assert doc["envelope"]["failedReason"] == "flag set for even-1" and doc["envelope"]["atm"] == "1"
@@ -81,7 +86,7 @@ def test_reads_map_bullmq_states(run, failed, redis_client):
 def test_redrive_filtered_then_bullmq_worker_runs_each_once(run, failed, redis_url, redis_client):
     before = {n: redis_client.hget(f"bull:work:{i}", "data") for n, i in failed.items()}
     redis_client.delete(FLAG)
-    worker = subprocess.Popen(["node", str(HERE / "worker.js"), redis_url, "work", FLAG, "4"],
+    worker = subprocess.Popen(["node", str(HERE / "worker.js"), redis_url, "work", FLAG, "5"],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert worker.stdout.readline().strip() == "ready"  # BullMQ's worker runs during the redrive
@@ -96,11 +101,12 @@ def test_redrive_filtered_then_bullmq_worker_runs_each_once(run, failed, redis_u
     counts = json.loads(out.splitlines()[-1])
     for name, job_id in failed.items():
         runs = redis_client.get(f"bulltest:count:{job_id}")
-        assert runs == (b"1" if name.startswith("even-") else None), name  # processed exactly once
+        assert runs == (b"1" if name[0] in "ep" else None), name  # processed exactly once (the flow's parent too)
         assert redis_client.hget(f"bull:work:{job_id}", "data") == before[name]  # the stored bytes
     st = _json(run, "status", "work")["queues"][0]
     assert (counts["failed"], counts["completed"], counts["waiting"], counts["prioritized"], counts["active"]) \
-        == (st["dead"], st["history"], 0, 0, st["processing"]) == (4, 4, 0, 0, 0)
+        == (st["dead"], st["history"], 0, 0, st["processing"]) == (4, 5, 0, 0, 0)
+    assert counts["waiting-children"] == 0 and not st["warnings"]
     events = [e for _, e in redis_client.xrange("bull:work:events") if e.get(b"prev") == b"failed"]
     assert sorted(e[b"jobId"].decode() for e in events) == sorted(i for n, i in failed.items() if n[0] == "e")
 
@@ -154,12 +160,14 @@ def test_paused_queue_gets_no_marker_and_reset_attempts(failed, redis_client):
 
 def test_purge_leaves_no_orphan_keys(run, failed, redis_client):
     redis_client.rpush(f"bull:work:{failed['odd-0']}:logs", "a log line")
+    assert redis_client.get("bull:work:de:d-odd-2") == failed["odd-2"].encode()
     doc = _json(run, "purge", "work", "--state", "dead", "--filter", "type = 'odd'", "--no-export", "--yes")
     assert doc["moved"] == 4
     left = {k.decode() for k in redis_client.scan_iter(count=1000)}
     gone = {i for n, i in failed.items() if n.startswith("odd-")}
     assert not [k for k in left if k.startswith("bull:work:") and k.split(":")[2] in gone]
-    assert {m.decode() for m in redis_client.zrange("bull:work:failed", 0, -1)} == set(failed.values()) - gone
+    assert not redis_client.exists("bull:work:de:d-odd-2")
+    assert {m.decode() for m in redis_client.zrange("bull:work:failed", 0, -1)} == {failed[n] for n in NAMES} - gone
 
 
 def test_discover_recognises_a_bullmq_queue(run, failed):
