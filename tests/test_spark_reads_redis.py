@@ -1,0 +1,50 @@
+"""Spark reads a queue's dead jobs straight from Redis (the ``jobctl`` data
+source): the same rows as an export of the same queue, one partition per
+shard tag."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("pyspark")
+
+from helpers import cli, queues_toml, wall_ms, write_config  # noqa: E402
+from jobctl.config import QueueConfig  # noqa: E402
+from jobctl_fixtures.scenarios import load_scenario  # noqa: E402
+
+SHARDED = QueueConfig(name="email", layout="reliable-list", tag="email", shards=4)
+
+
+@pytest.fixture(scope="module")
+def spark():
+    import os
+    import shutil
+    import sys
+
+    from jobctl.analyze.spark import spark_session
+
+    if not (shutil.which("java") or os.environ.get("JAVA_HOME")) and not os.environ.get("CI"):
+        pytest.skip("no Java runtime for Spark (apt-get install default-jre-headless)")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # the executors' Python reads Redis
+    with spark_session("local[2]", {"spark.sql.shuffle.partitions": "2"}) as session:
+        yield session
+
+
+def test_the_data_source_reads_what_an_export_writes(spark, redis_client, redis_url, tmp_path, capsys):
+    from jobctl.analyze.redis_source import JobctlSource, queue_option
+
+    truth = load_scenario(redis_client, "dlq-spike", queue="email", shards=4, size=200, seed=9, now_ms=wall_ms())
+    redis_client.rpush("queue:{email:02}:dead", "ghost")  # an id without payload: a row too, flagged
+    spark.dataSource.register(JobctlSource)
+    df = spark.read.format("jobctl").option("url", redis_url).option("queue", queue_option(SHARDED)).load()
+    assert df.rdd.getNumPartitions() == 4
+    cols = ("queue", "shard", "state", "job_id", "position", "job_type", "last_error_code", "malformed",
+            "payload_sha1", "created_at")
+    got = sorted(tuple(r) for r in df.select(*cols).collect())
+    cfg = write_config(tmp_path, queues_toml(email={"layout": "reliable-list", "tag": "email", "shards": 4}))
+    code, _, err = cli(capsys, "--url", redis_url, "--config", cfg, "export", "email", "--out", str(tmp_path / "x"))
+    assert code == 0, err
+    exported = spark.read.parquet(str(tmp_path / "x"))
+    assert sorted(tuple(r) for r in exported.select(*cols).collect()) == got
+    assert len(got) == truth.expected["dead"] + 1
+    assert {r[3] for r in got} == truth.ids_by_state["dead"] | {"ghost"}
