@@ -68,22 +68,17 @@ def status_per_queue(session: Session, names: tuple[str, ...]):
 def _named_refusal(session: Session, queue, err):
     """``err`` naming the key refused, probed among the queue's own keys
     when Redis did not name it (``NOPERM`` on a key never says which)."""
+    from ..keys.common import fixed_key_names
     from ..redis_errors import first_refused, refusal
 
     if err.what is not None:
         return err
     layout = session.layout(queue)
-    keys = [*layout.slot_keys(), *(k for shard in getattr(layout, "shards", ()) for k in _names(shard)),
+    keys = [*layout.slot_keys(), *(k for shard in getattr(layout, "shards", ()) for k in fixed_key_names(shard)),
             layout.journal_key]
     with session.errors():
         key = first_refused(layout.client, keys)
     return err if key is None else refusal(err, session.target, key=key, access="read")
-
-
-def _names(keys) -> list[str]:
-    """Every key name a :mod:`jobctl.keys` object holds as a property."""
-    props = (n for n in dir(type(keys)) if not n.startswith("_") and isinstance(getattr(type(keys), n), property))
-    return [v for v in (getattr(keys, n) for n in props) if isinstance(v, str) and "*" not in v]
 
 
 def status_document(session: Session, statuses, refused=()) -> dict:
