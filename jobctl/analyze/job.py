@@ -64,6 +64,9 @@ class SparkFailed(JobctlError):
 REPORT_SCHEMA_VERSION = 1
 _MAX_GROUPS = 10_000
 _MAX_FINGERPRINTS = 1_000
+#: export columns no aggregate or rule reads (kept out of the cache)
+_UNREAD = ("raw", "raw_base64", "payload_json", "extra_json", "problems", "trace_id", "correlation_id",
+           "payload_ref")
 
 
 # -- reading ------------------------------------------------------------------
@@ -217,9 +220,11 @@ def analyse(spark, export_dir: str, out_dir: str | Path, *, rules: RuleSet, top:
     spark.conf.set("spark.sql.session.timeZone", "UTC")  # hours and dates in UTC, whoever started Spark
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    df, m = read_export(spark, export_dir)
+    exported, m = read_export(spark, export_dir)
     snapshot = m.snapshot_ms
-    classified = classify(df, rules, snapshot)
+    # one scan of the export, classified once and cached (without the bulky raw and payload
+    # columns no aggregate reads): every table below reads the cache
+    df = classified = classify(exported.drop(*_UNREAD), rules, snapshot).cache()
 
     per_state = _rows(df.groupBy("state").agg(
         F.count(F.lit(1)).alias("jobs"), F.countDistinct("job_id").alias("ids"),
@@ -268,6 +273,7 @@ def analyse(spark, export_dir: str, out_dir: str | Path, *, rules: RuleSet, top:
                     "command": f"jobctl redrive {m.queue} --plan {plan_path}"},
         "rules": rules.to_json(),
     }
+    df.unpersist()
     report["seconds"] = round(time.monotonic() - started, 3)
     _write_atomic(out / "report.json", orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n")
     _write_atomic(out / "report.md", render_markdown(report, top=top).encode("utf-8"))

@@ -70,6 +70,24 @@ def _table(headers: list[str], rows: list[list[str]], right: set[int] = frozense
     return out + [""]
 
 
+def _rollups(report: dict[str, Any], top: int) -> list[str]:
+    """The headline (job type x error code) and per-tenant tables."""
+    rows = report["rows"]
+    tc, tn = report["by_type_code"], report["by_tenant"]
+    lines = ["## Jobs by job type x error code", ""]
+    lines += _table(["job type", "error code", "jobs", "share", "tenants", "first death", "last death"],
+                    [[_cell(g["job_type"]), _cell(g["error_code"]), _cell(g["jobs"]), _share(g["jobs"], rows),
+                      _cell(g["tenants"]), _when(g["first_death_ms"]), _when(g["last_death_ms"])]
+                     for g in tc["rows"][:top]], right={2, 3, 4})
+    lines += _more(tc["rows"], tc["total"], tc["more_jobs"], top)
+    lines += ["## Jobs by tenant", ""]
+    lines += _table(["tenant", "jobs", "share", "job types", "first death", "last death"],
+                    [[_cell(g["tenant"]), _cell(g["jobs"]), _share(g["jobs"], rows), _cell(g["job_types"]),
+                      _when(g["first_death_ms"]), _when(g["last_death_ms"])] for g in tn["rows"][:top]],
+                    right={1, 2, 3})
+    return lines + _more(tn["rows"], tn["total"], tn["more_jobs"], top)
+
+
 def render_markdown(report: dict[str, Any], top: int = 50) -> str:
     """The Markdown report; tables show at most ``top`` rows (and say so)."""
     exp = report["export"]
@@ -89,20 +107,7 @@ def render_markdown(report: dict[str, Any], top: int = 50) -> str:
     def more(rows: list[dict], total: int, more_jobs: int) -> None:
         lines.extend(_more(rows, total, more_jobs, top))
 
-    tc = report["by_type_code"]
-    lines += ["## Jobs by job type x error code", ""]
-    lines += _table(["job type", "error code", "jobs", "share", "tenants", "first death", "last death"],
-                    [[_cell(g["job_type"]), _cell(g["error_code"]), _cell(g["jobs"]), _share(g["jobs"], report["rows"]),
-                      _cell(g["tenants"]), _when(g["first_death_ms"]), _when(g["last_death_ms"])]
-                     for g in tc["rows"][:top]], right={2, 3, 4})
-    more(tc["rows"], tc["total"], tc["more_jobs"])
-    tn = report["by_tenant"]
-    lines += ["## Jobs by tenant", ""]
-    lines += _table(["tenant", "jobs", "share", "job types", "first death", "last death"],
-                    [[_cell(g["tenant"]), _cell(g["jobs"]), _share(g["jobs"], report["rows"]), _cell(g["job_types"]),
-                      _when(g["first_death_ms"]), _when(g["last_death_ms"])] for g in tn["rows"][:top]],
-                    right={1, 2, 3})
-    more(tn["rows"], tn["total"], tn["more_jobs"])
+    lines += _rollups(report, top)
 
     lines += ["## Classification", ""]
     lines += _table(["class", "rule", "redrive", "jobs", "why"],
@@ -145,6 +150,10 @@ def render_markdown(report: dict[str, Any], top: int = 50) -> str:
               "times; percentiles approximate)", ""]
 
     lines += ["## Deaths per hour (UTC)", ""]
-    lines += _table(["hour", "jobs"], [[_when(h["hour_ms"])[:16], _cell(h["jobs"])]
-                                       for h in report["deaths_per_hour"][-48:]], right={1})
+    hours = report["deaths_per_hour"]
+    lines += _table(["hour", "jobs"], [[_when(h["hour_ms"])[:16], _cell(h["jobs"])] for h in hours[-48:]],
+                    right={1})
+    if len(hours) > 48:
+        lines += [f"(the last 48 hours with deaths; {len(hours) - 48:,} earlier hour(s) holding "
+                  f"{sum(h['jobs'] for h in hours[:-48]):,} job(s) are in report.json)", ""]
     return "\n".join(lines)
