@@ -31,7 +31,8 @@ from jobctl.model import State
 from jobctl.ops.plan import Plan, PlannedJob
 from jobctl.ops.spec import Operation
 
-__all__ = ["TRANSITIONS", "DEFAULT_BATCH", "plan_operation", "apply_plan", "BullPlannedJob", "library_version"]
+__all__ = ["TRANSITIONS", "DEFAULT_BATCH", "plan_operation", "apply_plan", "BullPlannedJob", "library_version",
+           "plan_fields"]
 
 #: ``(operation, source) -> targets`` (``None``: purge).
 TRANSITIONS = {(Operation.REDRIVE, State.DEAD): (State.READY,), (Operation.PURGE, State.DEAD): (None,)}
@@ -51,7 +52,8 @@ class BullPlannedJob(PlannedJob):
         self.fields = fields
 
 
-def _fields(doc: dict) -> tuple[str, str, str, str, str]:
+def plan_fields(doc: dict) -> tuple[str, str, str, str, str]:
+    """The fenced fields of a job (``doc``: its hash fields as text) as :attr:`BullPlannedJob.fields`."""
     reason = str(doc.get("failedReason") or "").encode("utf-8", "surrogateescape")
     try:
         opts = json.loads(doc.get("opts") or "{}")
@@ -88,10 +90,14 @@ def plan_operation(layout, spec, now: int) -> Plan:
             f"failedReason, stacktrace, returnvalue and processedOn cleared, {attempts}, the marker pushed "
             "unless paused, a waiting event; data and opts are not touched")
     plan = Plan(spec=spec, now_ms=now, redrive_note=f"{note}; {version}")
+    if spec.filter.is_match_all and not spec.ids and spec.fence is None:
+        from jobctl.layouts.bullmq.lean import plan_failed
+
+        return plan_failed(layout, plan)
     batches = records_by_ids(layout, spec) if spec.ids else layout.iter_batches(spec.source)
 
     def keep(rec, job: PlannedJob) -> None:
-        plan.jobs[-1] = BullPlannedJob(job, _fields(rec.envelope.document or {}))
+        plan.jobs[-1] = BullPlannedJob(job, plan_fields(rec.envelope.document or {}))
     return plan_from_walk(plan, batches, lambda rec: str(rec.meta.get("score", "")), on_match=keep)
 
 
