@@ -15,7 +15,9 @@ no UI, ERROR logs, small shuffle partitions, loopback only).  On a cluster:
 
 * ``jobctl analyze s3a://bucket/dlq-2026-11-21 --master spark://host:7077
   --out ./report`` (client mode: the driver runs here and writes ``./report``;
-  ``--conf KEY=VALUE`` passes any Spark setting), or
+  the executors write the redrive plan's part files under it, so it must be
+  a directory they share; ``--conf KEY=VALUE`` passes any Spark setting over
+  jobctl's defaults, :func:`jobctl.analyze.spark.session_conf`), or
 * ``spark-submit --master yarn "$(python3 -c 'import jobctl.analyze.job as j;
   print(j.__file__)')" hdfs:///exports/dlq --out ./report`` (the job file is
   a Spark application; jobctl must be installed where the driver runs).
