@@ -253,14 +253,11 @@ class KeyedLayout(Layout):
         """Every string property of ``self.keys`` without a wildcard but the
         journal (written by its own XADD, never inside a script), plus a
         sample ``job("0")`` key when the keys have per-job ones."""
+        from ..keys.common import fixed_key_names
+
         keys = self.keys
-        out: list[str] = []
-        for name in dir(type(keys)):
-            if name.startswith("_") or name == "journal" or not isinstance(getattr(type(keys), name, None), property):
-                continue
-            value = getattr(keys, name)
-            if isinstance(value, str) and "*" not in value:
-                out.append(value)
+        journal = getattr(keys, "journal", None)
+        out = [k for k in fixed_key_names(keys) if k != journal]
         job = getattr(keys, "job", None)
         if callable(job):
             try:
