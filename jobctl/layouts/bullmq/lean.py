@@ -34,10 +34,16 @@ return out
 """
 
 
+#: Jobs read per script call (a bounded call: ~1 ms of server time).
+READ_BATCH = 250
+
+
 def _read(layout, ids: list[str]) -> list[list]:
-    """Each id's :data:`FIELDS` (``None`` for each when it has no hash): one script call."""
+    """Each id's :data:`FIELDS` (``None`` for each when it has no hash): one script call per :data:`READ_BATCH`."""
     script = layout.client.register_script(READ_LUA)
-    flat = script(keys=[layout.keys.job(i) for i in ids], args=list(FIELDS))
+    flat: list = []
+    for i in range(0, len(ids), READ_BATCH):
+        flat += script(keys=[layout.keys.job(j) for j in ids[i:i + READ_BATCH]], args=list(FIELDS))
     step = len(FIELDS) + 1
     return [flat[n:n + len(FIELDS)] if flat[n + len(FIELDS)] else [None] * len(FIELDS)
             for n in range(0, len(flat), step)]
