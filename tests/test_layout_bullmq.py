@@ -107,6 +107,7 @@ def test_redrive_filtered_then_bullmq_worker_runs_each_once(run, failed, redis_u
     assert (counts["failed"], counts["completed"], counts["waiting"], counts["prioritized"], counts["active"]) \
         == (st["dead"], st["history"], 0, 0, st["processing"]) == (4, 5, 0, 0, 0)
     assert counts["waiting-children"] == 0 and not st["warnings"]
+    assert not list(redis_client.scan_iter(match="bull:work:*:lock"))  # no in-flight structure left dirty
     events = [e for _, e in redis_client.xrange("bull:work:events") if e.get(b"prev") == b"failed"]
     assert sorted(e[b"jobId"].decode() for e in events) == sorted(i for n, i in failed.items() if n[0] == "e")
 
@@ -142,6 +143,26 @@ def test_redrive_fences_each_job_and_honours_priority_and_lifo(failed, redis_cli
     fields = redis_client.hgetall(f"bull:work:{ids['even-0']}")
     assert fields[b"atm"] == b"1" and not {b"finishedOn", b"failedReason", b"stacktrace", b"processedOn"} & set(fields)
     assert redis_client.zcard("bull:work:failed") == 2  # the changed ones stay failed
+    st = lay.status()
+    assert (st.ready, st.ready_by_priority) == (5, {"wait": 2, "prioritized": 3})
+    order = [r.job_id for r in lay.list_jobs(State.READY)]  # the order BullMQ's workers take them
+    assert order == [ids[n] for n in ("even-3", "even-0", "even-2", "odd-1", "even-1")]
+
+
+def test_bullmq_retry_jobs_wins_the_race_and_no_job_runs_twice(failed, redis_url, redis_client):
+    from jobctl.model import State
+    from jobctl.ops.engine import run_plan
+    from jobctl.ops.spec import Operation, OpSpec
+
+    lay = _layout(redis_client)
+    plan = lay.plan(OpSpec(Operation.REDRIVE, "work", State.DEAD, State.READY))
+    redis_client.delete(FLAG)
+    counts = json.loads(_node("worker.js", redis_url, "work", FLAG, "0", "retry").splitlines()[-1])
+    assert (counts["completed"], counts["failed"]) == (len(NAMES) + 1, 0)  # BullMQ's retryJobs, then its worker
+    res = run_plan(lay, plan, journal=False)
+    assert res.moved == 0 and res.skipped_reasons == {"gone": len(NAMES)}
+    assert {redis_client.get(f"bulltest:count:{i}") for i in failed.values()} == {b"1"}
+    assert redis_client.llen("bull:work:wait") == 0 and redis_client.zcard("bull:work:prioritized") == 0
 
 
 def test_paused_queue_gets_no_marker_and_reset_attempts(failed, redis_client):

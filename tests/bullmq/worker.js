@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 'use strict';
-// node worker.js URL QUEUE FLAG [UNTIL]: BullMQ's own Worker.  Its processor throws while the key FLAG
+// node worker.js URL QUEUE FLAG [UNTIL] [retry]: BullMQ's own Worker (with "retry", BullMQ's own
+// Queue.retryJobs of every failed job first).  Its processor throws while the key FLAG
 // exists, else INCRs bulltest:count:<job id>.  Prints "ready" once connected; stops when the queue is
 // drained (or, with UNTIL, after UNTIL completed jobs), then prints Queue.getJobCounts() as JSON.
 const { Queue, Worker } = require('bullmq');
@@ -8,8 +9,10 @@ const IORedis = require('ioredis');
 const connectionFrom = require('./conn');
 
 (async () => {
-  const [url, name, flag, until] = process.argv.slice(2);
+  const [url, name, flag, until, retry] = process.argv.slice(2);
   const connection = connectionFrom(url);
+  const queue = new Queue(name, { connection });
+  if (retry === 'retry') await queue.retryJobs({ state: 'failed' });
   const redis = new IORedis(connection);
   let completed = 0;
   let finish;
@@ -18,13 +21,12 @@ const connectionFrom = require('./conn');
     if (await redis.exists(flag)) throw new Error(`flag set for ${job.data.name}`);
     await redis.incr(`bulltest:count:${job.id}`);
   }, { connection, concurrency: 1 });
-  worker.on('completed', () => { completed += 1; if (until && completed >= Number(until)) finish(); });
-  if (!until) worker.on('drained', finish);
+  worker.on('completed', () => { completed += 1; if (Number(until) && completed >= Number(until)) finish(); });
+  if (!Number(until)) worker.on('drained', finish);
   await worker.waitUntilReady();
   process.stdout.write('ready\n');
   await done;
   await worker.close();
-  const queue = new Queue(name, { connection });
   process.stdout.write(JSON.stringify(await queue.getJobCounts()) + '\n');
   await Promise.all([queue.close(), redis.quit()]);
 })().catch((e) => { process.stderr.write(`worker: ${e.stack}\n`); process.exit(1); });
