@@ -67,7 +67,24 @@ def failed(node_ready, redis_url, redis_client) -> dict[str, str]:
     return ids
 
 
-def test_reads_map_bullmq_states(run, failed, redis_client):
+def _dashboard_reads(cfg, redis_url) -> None:
+    """What the TUI shows comes from the same reads: status, triage of the failed jobs, their page."""
+    from jobctl.dashboard.facade import Dashboard
+    from jobctl.model import State
+    from jobctl.session import Session
+
+    s = Session(config_file=cfg, url=redis_url)
+    try:
+        dash = Dashboard(s)
+        assert dash.refresh().row("work").status.dead == len(NAMES)
+        groups = dash.triage("work").groups
+        assert sum(g.count for g in groups) == len(NAMES)
+        assert len(dash.jobs("work", State.DEAD).records) == len(NAMES)
+    finally:
+        s.close()
+
+
+def test_reads_map_bullmq_states(run, cfg, redis_url, failed, redis_client):
     st = _json(run, "status", "work")["queues"][0]
     assert (st["layout"], st["dead"], st["ready"], st["processing"], st["history"]) == ("bullmq", 8, 0, 0, 0)
     assert any("waiting-children" in w for w in st["warnings"])
@@ -77,6 +94,7 @@ def test_reads_map_bullmq_states(run, failed, redis_client):
     doc = _json(run, "inspect", "work", failed["even-1"])
     assert doc["state"] == "dead" and doc["meta"]["priority"] == "3" and doc["meta"]["bullmq_state"] == "failed"
     assert doc["envelope"]["failedReason"] == "flag set for even-1" and doc["envelope"]["atm"] == "1"
+    _dashboard_reads(cfg, redis_url)
     redis_client.hset("bull:work:meta", "version", "bullmq:7.0.0")
     code, _, err = run("redrive", "work", "--yes")
     assert code == 6 and "bullmq:7.0.0" in err and len(err.strip().splitlines()) == 1
@@ -179,11 +197,18 @@ def test_paused_queue_gets_no_marker_and_reset_attempts(failed, redis_client):
     assert redis_client.hget(f"bull:work:{failed['even-0']}", "atm") is None
 
 
-def test_purge_leaves_no_orphan_keys(run, failed, redis_client):
+def test_purge_exports_first_and_leaves_no_orphan_keys(run, failed, redis_client, tmp_path):
+    import pyarrow.parquet as pq
+
     redis_client.rpush(f"bull:work:{failed['odd-0']}:logs", "a log line")
     assert redis_client.get("bull:work:de:d-odd-2") == failed["odd-2"].encode()
-    doc = _json(run, "purge", "work", "--state", "dead", "--filter", "type = 'odd'", "--no-export", "--yes")
+    out = tmp_path / "dead"
+    doc = _json(run, "purge", "work", "--state", "dead", "--filter", "payload.name ~ 'odd-*'", "--export-to", str(out),
+                "--yes")
     assert doc["moved"] == 4
+    rows = [r for part in sorted(out.glob("part-*.parquet")) for r in pq.read_table(part).to_pylist()]
+    assert {r["job_id"]: r["raw"] for r in rows} == {
+        failed[n]: RAW.format(name=n) for n in NAMES if n.startswith("odd-")}  # the stored bytes
     left = {k.decode() for k in redis_client.scan_iter(count=1000)}
     gone = {i for n, i in failed.items() if n.startswith("odd-")}
     assert not [k for k in left if k.startswith("bull:work:") and k.split(":")[2] in gone]
