@@ -95,6 +95,9 @@ def test_reads_map_bullmq_states(run, cfg, redis_url, failed, redis_client):
     assert doc["state"] == "dead" and doc["meta"]["priority"] == "3" and doc["meta"]["bullmq_state"] == "failed"
     assert doc["envelope"]["failedReason"] == "flag set for even-1" and doc["envelope"]["atm"] == "1"
     _dashboard_reads(cfg, redis_url)
+    flt = "attempts = 1 and dead_for < 1h and message ~ 'flag set for odd-*' and payload.num > 2"
+    plan = _json(run, "redrive", "work", "--filter", flt, "--dry-run")
+    assert plan["planned"] == 4 and "bullmq:6.7.0" in json.dumps(plan), plan
     redis_client.hset("bull:work:meta", "version", "bullmq:7.0.0")
     code, _, err = run("redrive", "work", "--yes")
     assert code == 6 and "bullmq:7.0.0" in err and len(err.strip().splitlines()) == 1
