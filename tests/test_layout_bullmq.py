@@ -193,10 +193,12 @@ def test_paused_queue_gets_no_marker_and_reset_attempts(failed, redis_client):
 
     redis_client.hset("bull:work:meta", "paused", 1)
     redis_client.delete("bull:work:marker")
+    redis_client.rpush("bull:work:paused", "older")  # a queue still in the pre-6 layout: paused jobs in a list
     lay = _layout(redis_client)
     res = run_plan(lay, lay.plan(OpSpec(Operation.REDRIVE, "work", State.DEAD, State.READY, reset_attempts=True)),
                    journal=False)
     assert res.moved == 8 and not redis_client.exists("bull:work:marker")
+    assert redis_client.llen("bull:work:paused") == 1 + 5 and not redis_client.exists("bull:work:wait")
     assert redis_client.hget(f"bull:work:{failed['even-0']}", "atm") is None
 
 

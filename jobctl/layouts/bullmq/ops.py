@@ -118,7 +118,7 @@ def apply_plan(layout, plan: Plan, *, batch: int = DEFAULT_BATCH):
     :class:`DataError` when a queue key has the wrong type (that call wrote nothing)."""
     k = layout.keys
     purge = plan.spec.operation is Operation.PURGE
-    fixed = [k.failed, k.wait, k.prioritized, k.pc, k.marker, k.meta, k.events, k.active]
+    fixed = [k.failed, k.wait, k.prioritized, k.pc, k.marker, k.meta, k.events, k.active, k.paused]
     jobs = list(plan.jobs)
     for i in range(0, len(jobs), batch):
         chunk = jobs[i:i + batch]

@@ -2,7 +2,8 @@
 (:data:`MOVE_LUA`): one call per batch, each job atomic and fenced.
 
 Redrive (failed -> wait/prioritized) or purge of BullMQ failed jobs, each atomic and fenced.
-KEYS: 1 failed, 2 wait, 3 prioritized, 4 pc, 5 marker, 6 meta, 7 events, 8 active, then per job
+KEYS: 1 failed, 2 wait, 3 prioritized, 4 pc, 5 marker, 6 meta, 7 events, 8 active, 9 paused (the legacy
+  list: the target instead of wait while the queue is paused and the list exists), then per job
   redrive: hash, parent hash, parent:unsuccessful, parent:failed, parent:dependencies (the hash 5
   times when no parent); purge: hash, :logs, :dependencies, :processed, :failed, :unsuccessful,
   dedup key (the hash again when none).
@@ -19,15 +20,15 @@ MOVE_LUA = r"""
 local mode, reset, n = ARGV[1], ARGV[2], tonumber(ARGV[3])
 if mode ~= 'redrive' and mode ~= 'purge' then return redis.error_reply('BADARG mode') end
 local per = (mode == 'redrive') and 5 or 7
-if not n or n < 0 or n > 1000 or #ARGV ~= 3 + 7 * n or #KEYS ~= 8 + per * n then
+if not n or n < 0 or n > 1000 or #ARGV ~= 3 + 7 * n or #KEYS ~= 9 + per * n then
   return redis.error_reply('BADARG job count')
 end
 for i = 1, n do
   local push = ARGV[4 + 7 * (i - 1) + 4]
   if push ~= 'LPUSH' and push ~= 'RPUSH' then return redis.error_reply('BADARG push') end
 end
-local want = {'zset', 'list', 'zset', 'string', 'zset', 'hash', 'stream', 'list'}
-for i = 1, 8 do
+local want = {'zset', 'list', 'zset', 'string', 'zset', 'hash', 'stream', 'list', 'list'}
+for i = 1, 9 do
   local t = redis.call('TYPE', KEYS[i])['ok']
   if t ~= 'none' and t ~= want[i] then
     return redis.error_reply('WRONGTYPE key ' .. KEYS[i] .. ' holds a ' .. t .. ', expected a ' .. want[i])
@@ -37,9 +38,10 @@ local meta = redis.call('HMGET', KEYS[6], 'paused', 'concurrency', 'opts.maxLenE
 local held = meta[1] ~= false
 if not held and meta[2] then held = redis.call('LLEN', KEYS[8]) >= tonumber(meta[2]) end
 local maxlen = tonumber(meta[3]) or 10000
+local target = (meta[1] and redis.call('EXISTS', KEYS[9]) == 1) and KEYS[9] or KEYS[2]
 local out, woke = {}, false
 for i = 1, n do
-  local a, base = 4 + 7 * (i - 1), 9 + per * (i - 1)
+  local a, base = 4 + 7 * (i - 1), 10 + per * (i - 1)
   local id, score, fin, why, push, parent, deid = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3],
     ARGV[a + 4], ARGV[a + 5], ARGV[a + 6]
   local job = KEYS[base]
@@ -64,7 +66,7 @@ for i = 1, n do
       local c = redis.call('INCR', KEYS[4])
       redis.call('ZADD', KEYS[3], prio * 0x100000000 + c % 0x100000000, id)
     else
-      redis.call(push, KEYS[2], id)
+      redis.call(push, target, id)
     end
     if parent ~= '' and redis.call('EXISTS', KEYS[base + 1]) == 1 then
       local z, h = redis.pcall('ZREM', KEYS[base + 2], job), 0
