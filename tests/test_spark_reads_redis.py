@@ -19,13 +19,11 @@ SHARDED = QueueConfig(name="email", layout="reliable-list", tag="email", shards=
 def spark():
     import os
     import shutil
-    import sys
 
     from jobctl.analyze.spark import spark_session
 
     if not (shutil.which("java") or os.environ.get("JAVA_HOME")) and not os.environ.get("CI"):
         pytest.skip("no Java runtime for Spark (apt-get install default-jre-headless)")
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # the executors' Python reads Redis
     with spark_session("local[2]", {"spark.sql.shuffle.partitions": "2"}) as session:
         yield session
 
@@ -48,3 +46,37 @@ def test_the_data_source_reads_what_an_export_writes(spark, redis_client, redis_
     assert sorted(tuple(r) for r in exported.select(*cols).collect()) == got
     assert len(got) == truth.expected["dead"] + 1
     assert {r[3] for r in got} == truth.ids_by_state["dead"] | {"ghost"}
+
+
+def test_analyze_from_redis_reports_what_export_then_analyze_reports(spark, redis_client, redis_url, tmp_path,
+                                                                      capsys):
+    import json
+
+    load_scenario(redis_client, "dlq-spike", queue="email", shards=4, size=300, seed=10, now_ms=wall_ms())
+    cfg = write_config(tmp_path, queues_toml(email={"layout": "reliable-list", "tag": "email", "shards": 4}))
+    base = ["--url", redis_url, "--config", cfg]
+    code, _, err = cli(capsys, *base, "export", "email", "--out", str(tmp_path / "x"))
+    assert code == 0, err
+    code, _, err = cli(capsys, *base, "analyze", str(tmp_path / "x"), "--out", str(tmp_path / "a"), "--json")
+    assert code == 0, err
+    code, _, err = cli(capsys, *base, "analyze", "--from-redis", "email", "--out", str(tmp_path / "b"), "--json")
+    assert code == 0, err
+    a, b = (json.loads((tmp_path / d / "report.json").read_text()) for d in ("a", "b"))
+    for key in ("rows", "by_state", "by_type_code", "by_tenant", "classes", "fingerprints", "attempts",
+                "duplicate_entries"):
+        assert a[key] == b[key], key
+    assert b["export"]["format"] == "redis" and b["redrive"]["planned"] == a["redrive"]["planned"] > 0
+
+    def plan(d):
+        return sorted((r["id"], r["payload_sha1"]) for r in map(json.loads, (tmp_path / d / "redrive-plan.jsonl")
+                                                                     .read_text().splitlines()))
+    assert plan("a") == plan("b")
+    code, _, err = cli(capsys, *base, "redrive", "email", "--plan", str(tmp_path / "b" / "redrive-plan.jsonl"),
+                       "--yes")
+    assert code == 0, err
+
+
+def test_analyze_takes_one_source(redis_url, tmp_path, capsys):
+    code, out, err = cli(capsys, "--url", redis_url, "analyze", str(tmp_path), "--from-redis", "q", "--out",
+                         str(tmp_path / "r"))
+    assert code == 2 and out == "" and err.count("\n") == 1, err

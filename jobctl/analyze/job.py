@@ -205,9 +205,11 @@ def _master(spark, master: str | None) -> str | None:
 
 
 def analyse(spark, export_dir: str, out_dir: str | Path, *, rules: RuleSet, top: int = 50,
-            master: str | None = None) -> dict[str, Any]:
+            master: str | None = None, read=None) -> dict[str, Any]:
     """Run the triage on ``spark`` and write the three files; returns the
-    report document (what ``report.json`` holds).
+    report document (what ``report.json`` holds).  ``read(spark)``, when
+    given, replaces :func:`read_export` (``(DataFrame, Manifest)``: e.g. a
+    queue read straight from Redis, :func:`.redis_source.read_redis`).
 
     Raises :class:`DataError` (unreadable or incomplete export),
     :class:`~jobctl.errors.NotFound` (no manifest).
@@ -220,7 +222,7 @@ def analyse(spark, export_dir: str, out_dir: str | Path, *, rules: RuleSet, top:
     spark.conf.set("spark.sql.session.timeZone", "UTC")  # hours and dates in UTC, whoever started Spark
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    exported, m = read_export(spark, export_dir)
+    exported, m = read(spark) if read is not None else read_export(spark, export_dir)
     snapshot = m.snapshot_ms
     # one scan of the export, classified once and cached (without the bulky raw and payload
     # columns no aggregate reads): every table below reads the cache
@@ -298,8 +300,9 @@ def summary_of(report: dict[str, Any], out_dir: str | Path) -> dict[str, Any]:
 
 def run_analysis(export_dir: str, out_dir: str | Path, *, master: str = "local[*]",
                  rules_path: str | None = None, conf: dict[str, str] | None = None, top: int = 50,
-                 note: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Load the rules, start (or reuse) a SparkSession, :func:`analyse`;
+                 note: Callable[[str], None] | None = None, read=None) -> dict[str, Any]:
+    """Load the rules, start (or reuse) a SparkSession, :func:`analyse`
+    (``read``: as there, ``export_dir`` then only names the source);
     returns :func:`summary_of` the report.
 
     Raises :class:`UsageError` (bad rules, no pyspark or Java),
@@ -310,13 +313,13 @@ def run_analysis(export_dir: str, out_dir: str | Path, *, master: str = "local[*
     from .spark import spark_session
 
     rules = load_rules(rules_path)
-    if _is_local(export_dir):  # fail before starting a JVM
+    if read is None and _is_local(export_dir):  # fail before starting a JVM
         load_manifest(_local(export_dir), verify=False, complete=True)
     say = note or (lambda _text: None)
     say(f"starting Spark ({master}) ...")
     try:
         with spark_session(master, conf) as spark:
-            report = analyse(spark, export_dir, out_dir, rules=rules, top=top, master=master)
+            report = analyse(spark, export_dir, out_dir, rules=rules, top=top, master=master, read=read)
     except JobctlError:
         raise
     except Exception as exc:  # noqa: BLE001 - Py4J/Spark errors, a JVM that did not start: one line

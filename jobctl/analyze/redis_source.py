@@ -26,7 +26,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from ..config import QueueConfig
 from ..model import State
 
-__all__ = ["JobctlSource", "queue_option", "WINDOW"]
+__all__ = ["JobctlSource", "queue_option", "read_redis", "WINDOW"]
 
 #: Jobs a read window holds (one Arrow batch each).
 WINDOW = 1000
@@ -35,6 +35,52 @@ WINDOW = 1000
 def queue_option(queue: QueueConfig) -> str:
     """The ``queue`` option of the data source: ``queue``'s catalogue entry as JSON."""
     return json.dumps(dataclasses.asdict(queue))
+
+
+def _without_password(url: str) -> tuple[str, str | None]:
+    """``(url without its password, the password)``: the password travels in
+    the ``password`` option, whose name Spark redacts in plans and logs."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url, None
+    host = parts.netloc.rsplit("@", 1)[-1]
+    netloc = f"{parts.username}@{host}" if parts.username else host
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment)), parts.password
+
+
+def _with_password(url: str, password: str | None) -> str:
+    """``url`` with ``password`` put back (:func:`_without_password`)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    if not password:
+        return url
+    parts = urlsplit(url)
+    user, host = parts.username or "", parts.netloc.rsplit("@", 1)[-1]
+    return urlunsplit((parts.scheme, f"{user}:{password}@{host}", parts.path, parts.query, parts.fragment))
+
+
+def read_redis(spark, url: str, queue: QueueConfig, server: str):
+    """``(DataFrame of the queue's dead jobs, a Manifest describing the
+    read)``, the shape :func:`jobctl.analyze.job.read_export` returns:
+    ``snapshot_ms`` the time the read began, ``format`` ``"redis"``,
+    ``server`` the redacted URL.  Reads happen when Spark runs the plan."""
+    import time
+
+    from ..export.manifest import Manifest
+
+    spark.dataSource.register(JobctlSource)
+    bare, password = _without_password(url)
+    reader = spark.read.format("jobctl").option("url", bare).option("queue", queue_option(queue))
+    if password:
+        reader = reader.option("password", password)
+    now = time.time_ns() // 1_000_000
+    m = Manifest(selector={"queue": queue.name, "layout": queue.layout, "states": ["dead"], "filter": "",
+                           "format": "redis"},
+                 source={"server": server, "queue": queue.name, "layout": queue.layout}, snapshot_ms=now,
+                 started_ms=now, complete=True)
+    return reader.load(), m
 
 
 def _queue(option: str) -> QueueConfig:
@@ -65,12 +111,12 @@ class JobctlSource(DataSource):
         return spark_schema()
 
     def reader(self, schema) -> "DataSourceReader":
-        return _DeadReader(self.options["url"], _queue(self.options["queue"]))
+        return _DeadReader(self.options["url"], _queue(self.options["queue"]), self.options.get("password"))
 
 
 class _DeadReader(DataSourceReader):
-    def __init__(self, url: str, queue: QueueConfig) -> None:
-        self.url, self.queue = url, queue
+    def __init__(self, url: str, queue: QueueConfig, password: str | None) -> None:
+        self.url, self.queue, self.password = url, queue, password
 
     def partitions(self) -> list[InputPartition]:
         from ..keys import shard_tags
@@ -85,7 +131,7 @@ class _DeadReader(DataSourceReader):
 
         queue = self.queue if partition.tag is None else dataclasses.replace(self.queue, tag=partition.tag,
                                                                              shards=None)
-        client = make_client(Target(url=self.url, source="spark data source"))
+        client = make_client(Target(url=_with_password(self.url, self.password), source="spark data source"))
         try:
             layout = layout_for(client, queue)
             yield from _dead_batches(layout)

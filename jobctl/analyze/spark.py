@@ -20,6 +20,7 @@ is and left running; only the runtime-modifiable ``--conf`` settings
 from __future__ import annotations
 
 import os
+import sys
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -107,6 +108,7 @@ def spark_session(master: str = "local[*]", conf: dict[str, str] | None = None,
         return
     if master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # the Python workers (Redis data source): this one
     builder = SparkSession.builder.master(master).appName(app_name)
     for key, value in session_conf(master, conf).items():
         builder = builder.config(key, value)

@@ -123,8 +123,12 @@ def export(session: Session, queue, states, filter_text, out_dir, fmt, part_rows
 @click.option("--top", type=options.Count(1, 1_000_000), default=50, show_default=True,
               help="Rows per table in report.md.")
 @click.option("--default-rules", "print_rules", is_flag=True, help="Print the default rules file and exit.")
+@click.option("--from-redis", "from_queue", metavar="QUEUE",
+              help="Read QUEUE's dead jobs straight from Redis (no export first): Spark's executors read "
+                   "them window by window, one partition per shard.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report summary as JSON.")
-def analyze(export_dir, out_dir, master, rules_file, confs, top, print_rules, as_json) -> int:
+@click.pass_context
+def analyze(ctx, export_dir, out_dir, master, rules_file, confs, top, print_rules, from_queue, as_json) -> int:
     """Triage an export with PySpark: groups, fingerprints, classes, redrive plan.
 
     \b
@@ -143,6 +147,10 @@ def analyze(export_dir, out_dir, master, rules_file, confs, top, print_rules, as
       spark-submit --master spark://host:7077 \\
         "$(python3 -c 'import jobctl.analyze.job as j; print(j.__file__)')" \\
         EXPORT_DIR --out REPORT_DIR
+    --from-redis QUEUE reads the queue's dead jobs straight from Redis
+    instead (no export first; the executors connect with this command's
+    URL, one partition per shard tag): the same report, and a plan that
+    redrive --plan applies with the same skip-if-changed rule.
     EXPORT_DIR may then be any path Spark reads (hdfs://, s3a://);
     REPORT_DIR is written by the driver, the plan's part files by the
     executors (in REPORT_DIR/.redrive-plan.jsonl.parts, joined by the
@@ -151,7 +159,8 @@ def analyze(export_dir, out_dir, master, rules_file, confs, top, print_rules, as
     Spark settings: jobctl's defaults (driver memory 2g, the driver JVM
     exits on OutOfMemoryError, no UI, UTC; on local[...] loopback only and
     small shuffles), then each --conf KEY=VALUE, the same for every master.
-    Exit status: 0 done; 2 bad option or rules; 5 no export in EXPORT_DIR;
+    Exit status: 0 done; 2 bad option or rules; 5 no export in EXPORT_DIR
+    (or no queue QUEUE); 3 Redis unreachable;
     6 the export is incomplete or does not match its manifest; 1 Spark
     failed (its error in one line on stderr; nothing hangs on a driver out
     of memory).
@@ -161,8 +170,8 @@ def analyze(export_dir, out_dir, master, rules_file, confs, top, print_rules, as
     if print_rules:
         sys.stdout.write(default_rules_text())
         return int(ExitCode.OK)
-    if not export_dir:
-        raise UsageError("missing argument EXPORT_DIR")
+    if bool(export_dir) == bool(from_queue):
+        raise UsageError("give EXPORT_DIR or --from-redis QUEUE (one of them)")
     if not out_dir:
         raise UsageError("missing option --out REPORT_DIR")
     conf = {}
@@ -173,13 +182,29 @@ def analyze(export_dir, out_dir, master, rules_file, confs, top, print_rules, as
         conf[key.strip()] = value
     from ..analyze.job import run_analysis
 
-    summary = run_analysis(export_dir, out_dir, master=master, rules_path=rules_file, conf=conf, top=top,
-                           note=render.note)
+    read = _redis_read(ctx.obj, from_queue) if from_queue else None
+    summary = run_analysis(export_dir or f"redis: {from_queue}", out_dir, master=master, rules_path=rules_file,
+                           conf=conf, top=top, note=render.note, read=read)
     if as_json:
         render.print_json(summary)
         return int(ExitCode.OK)
     _print_summary(summary)
     return int(ExitCode.OK)
+
+
+def _redis_read(session: Session, queue: str):
+    """``read(spark)`` of ``queue``'s dead jobs straight from Redis (the
+    catalogue entry and URL of ``session``), for :func:`run_analysis`."""
+    with session.errors():
+        q = session.queue(queue)
+        session.read_layout(q).check_supported(State.DEAD)
+
+    def read(spark):
+        from ..analyze.redis_source import read_redis
+
+        return read_redis(spark, session.target.url, q, session.target.display)
+
+    return read
 
 
 def _print_summary(summary: dict) -> None:
