@@ -88,6 +88,10 @@ def test_reads_map_bullmq_states(run, cfg, redis_url, failed, redis_client):
     st = _json(run, "status", "work")["queues"][0]
     assert (st["layout"], st["dead"], st["ready"], st["processing"], st["history"]) == ("bullmq", 8, 0, 0, 0)
     assert any("waiting-children" in w for w in st["warnings"])
+    redis_client.lpush("bull:work:active", failed["odd-3"])  # as a worker that died holding it leaves it
+    st = _json(run, "status", "work")["queues"][0]
+    assert (st["processing"], st["stuck"]) == (1, 1)
+    redis_client.delete("bull:work:active")
     assert _json(run, "inspect", "work", failed["parent"])["meta"]["bullmq_state"] == "waiting-children"
     jobs = _json(run, "ls", "work", "--state", "dead", "--limit", "50")["jobs"]
     assert sorted(j["id"] for j in jobs) == sorted(failed[n] for n in NAMES)

@@ -2,7 +2,7 @@
 plus one ``HGET`` of the next waiting job's ``timestamp``.
 
 ready = ``wait`` + ``prioritized``; scheduled = ``delayed`` (due =
-score >> 12, ms); processing = ``active``; dead = ``failed``; history =
+score >> 12, ms); processing = ``active`` (stuck: no ``<id>:lock``); dead = ``failed``; history =
 ``completed``.  ``waiting-children`` and a pause (``meta.paused``) are
 warnings: they have no jobctl state.
 """
@@ -26,6 +26,22 @@ def version_note(version: str | None) -> str | None:
         return None
     tested = ", ".join(f"{m}.x" for m in TESTED_MAJORS)
     return f"BullMQ version {version} (meta.version) is not tested with jobctl (tested: {tested})"
+
+
+#: Active jobs whose lock status reads (more are counted as not stuck).
+LOCK_CHECKS = 1000
+
+
+def _unlocked(layout, active: int) -> int:
+    """Active jobs (the first :data:`LOCK_CHECKS`) without their ``<id>:lock`` key:
+    stalled, for BullMQ's own stalled-job check to move back (jobctl never does)."""
+    if not active:
+        return 0
+    ids = layout.client.lrange(layout.keys.active, 0, LOCK_CHECKS - 1)
+    pipe = layout.client.pipeline(transaction=False)
+    for job_id in ids:
+        pipe.exists(layout.keys.job(text(job_id)) + ":lock")
+    return sum(1 for r in pipe.execute(raise_on_error=False) if r == 0)
 
 
 def queue_status(layout, now: int) -> QueueStatus:
@@ -65,6 +81,7 @@ def queue_status(layout, now: int) -> QueueStatus:
     note = version_note(text(version) if version else None)
     if note:
         st.warnings.append(note)
+    st.stuck = _unlocked(layout, st.processing)
     if head:
         since = int_field(layout.client.hget(k.job(text(head)), "timestamp"))
         if since is not None:
