@@ -19,9 +19,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import weakref
 
-from jobctl.errors import DataError, JobctlError
+from jobctl.errors import DataError
 from jobctl.layouts.bullmq.job import TESTED_MAJORS, version_major
 from jobctl.layouts.bullmq.script import MOVE_LUA
 from jobctl.layouts.common import text
@@ -130,24 +129,8 @@ def apply_plan(layout, plan: Plan, *, batch: int = DEFAULT_BATCH):
         yield move_result(_call(layout.client, keys, args))
 
 
-_SCRIPTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-
-
 def _call(client, keys: list, args: list):
-    """Run :data:`MOVE_LUA` (registered once per client); its reply.  A
-    ``WRONGTYPE`` error reply raises :class:`DataError`, a ``BADARG`` one
-    :class:`JobctlError` (nothing written)."""
-    import redis
+    """Run :data:`MOVE_LUA` through :func:`~jobctl.layouts.moves.call_inline_move`; its reply."""
+    from jobctl.layouts.moves import call_inline_move
 
-    script = _SCRIPTS.get(client)
-    if script is None:
-        script = _SCRIPTS[client] = client.register_script(MOVE_LUA)
-    try:
-        return script(keys=keys, args=args)
-    except redis.exceptions.ResponseError as exc:
-        msg = (str(exc).splitlines() or [""])[0]
-        if msg.startswith("WRONGTYPE key "):
-            raise DataError(f"{msg[len('WRONGTYPE '):]}: stopped, this call moved nothing") from None
-        if msg.startswith("BADARG"):
-            raise JobctlError(f"internal error: the BullMQ move script refused its arguments ({msg})") from None
-        raise
+    return call_inline_move(client, MOVE_LUA, keys, args, "the BullMQ move script")

@@ -25,10 +25,9 @@ RQ's keys share no hash tag, so Redis Cluster refuses these moves
 
 from __future__ import annotations
 
-import weakref
 from datetime import datetime, timezone
 
-from jobctl.errors import DataError, JobctlError, UsageError
+from jobctl.errors import UsageError
 from jobctl.layouts.moves import move_result
 from jobctl.layouts.planning import check_operation, plan_from_walk, records_by_ids
 from jobctl.layouts.rq.keys import RqKeys
@@ -221,25 +220,9 @@ def apply_plan(layout, plan: Plan, *, batch: int = DEFAULT_BATCH):
         yield move_result(_call(layout.client, keys, args))
 
 
-_SCRIPTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-
-
 def _call(client, keys: list, args: list, lua: str = MOVE_LUA):
-    """Run ``lua`` (:data:`MOVE_LUA` by default; registered once per client:
-    EVALSHA, EVAL after a script flush); its reply.  A ``WRONGTYPE`` error reply raises
-    :class:`DataError`, a ``BADARG`` one :class:`JobctlError` (nothing written)."""
-    import redis
+    """Run ``lua`` (:data:`MOVE_LUA` by default) through
+    :func:`~jobctl.layouts.moves.call_inline_move`; its reply."""
+    from jobctl.layouts.moves import call_inline_move
 
-    scripts = _SCRIPTS.setdefault(client, {})
-    script = scripts.get(lua)
-    if script is None:
-        script = scripts[lua] = client.register_script(lua)
-    try:
-        return script(keys=keys, args=args)
-    except redis.exceptions.ResponseError as exc:
-        msg = (str(exc).splitlines() or [""])[0]
-        if msg.startswith("WRONGTYPE key "):
-            raise DataError(f"{msg[len('WRONGTYPE '):]}: stopped, this call moved nothing") from None
-        if msg.startswith("BADARG"):
-            raise JobctlError(f"internal error: the RQ move script refused its arguments ({msg})") from None
-        raise
+    return call_inline_move(client, lua, keys, args, "the RQ move script")
