@@ -462,6 +462,92 @@ def _list_scan(c):
     return ["job:{t}:a", "job:{t}:b"], ['[["c","jobType","=","email"]]', "1", "job:{t}:", "4096"]
 
 
+# -- rq, bullmq -----------------------------------------------------------------------------------------------
+
+RQ_SIDE = ["rq:job:a:dependents", "rq:job:a:dependencies", "rq:executions:a", "rq:results:a"]
+RQ_SIDE_DEL = "a purge DELs the job's side keys (dependents, dependencies, executions, results) whatever their type"
+RQ_NOW = "2026-01-01T00:00:00.000000Z"
+
+
+def _rq_side(c) -> None:
+    c.sadd(RQ_SIDE[0], "b")
+    c.sadd(RQ_SIDE[1], "c")
+    c.zadd(RQ_SIDE[2], {"e": 1})
+    c.xadd(RQ_SIDE[3], {"status": "failed"})
+
+
+def _rq_move(mode: str):
+    def build(c):
+        c.zadd("rq:failed:q", {"a": 5})
+        c.hset("rq:job:a", mapping={"status": "failed", "origin": "q"})
+        if mode == "purge":
+            _rq_side(c)
+        per_job = ["rq:queue:q"] if mode == "redrive" else RQ_SIDE
+        return ["rq:failed:q", "rq:queues", "rq:job:a", *per_job], [mode, RQ_NOW, 1, "a", "5", "q"]
+    return build
+
+
+RQ_SUP = ["rq:failed:q", "jobctl:rq:q:suppressed", "jobctl:rq:q:suppressed:info", "rq:job:a", *RQ_SIDE]
+
+
+def _rq_suppress(mode: str):
+    def build(c):
+        c.hset("rq:job:a", mapping={"status": "failed", "origin": "q"})
+        if mode == "suppress":
+            c.zadd(RQ_SUP[0], {"a": 5})
+            c.expire("rq:job:a", 1000)  # the suppress makes it persistent
+            return list(RQ_SUP), [mode, "1000", 1, "a", "5", "q", '{"by":"x"}']
+        c.zadd(RQ_SUP[1], {"a": 5})
+        c.hset(RQ_SUP[2], "a", "{}")
+        if mode == "purge":
+            _rq_side(c)
+        return list(RQ_SUP), [mode, "1000", 1, "a", "5", "q", "100|5000" if mode == "unsuppress" else ""]
+    return build
+
+
+BULL = ["bull:q:failed", "bull:q:wait", "bull:q:prioritized", "bull:q:pc", "bull:q:marker", "bull:q:meta",
+        "bull:q:events", "bull:q:active", "bull:q:paused"]
+BULL_TYPES = {1: "zset", 2: "list", 3: "zset", 4: "string", 5: "zset", 6: "hash", 7: "stream", 8: "list", 9: "list"}
+BULL_PARENT = ["bull:q:p", "bull:q:p:unsuccessful", "bull:q:p:failed", "bull:q:p:dependencies"]
+BULL_SIDE = ["bull:q:a:logs", "bull:q:a:dependencies", "bull:q:a:processed", "bull:q:a:failed",
+             "bull:q:a:unsuccessful", "bull:q:de:d1"]
+BULL_SIDE_DEL = "a purge DELs the job's side keys whatever their type"
+BULL_DEDUP = "the dedup key is deleted only when it is a string holding the job's id; another type is left alone"
+
+
+def _bullmq_move(mode: str):
+    """One failed job "a": a plain redrive, a redrive of a prioritized child of "p" (reset), or a purge."""
+    def build(c):
+        c.zadd(BULL[0], {"a": 5})
+        job = {"finishedOn": "10", "failedReason": "boom", "atm": "2"}
+        parent, deid, keys = "", "", ["bull:q:a"] * 5
+        if mode == "redrive-child":
+            job.update(priority="3", parentKey=BULL_PARENT[0])
+            c.hset(BULL_PARENT[0], "name", "p")
+            c.zadd(BULL_PARENT[1], {"bull:q:a": 1})
+            parent, keys = BULL_PARENT[0], ["bull:q:a", *BULL_PARENT]
+        elif mode == "purge":
+            job["deid"] = deid = "d1"
+            c.rpush(BULL_SIDE[0], "log")
+            c.sadd(BULL_SIDE[1], "x")
+            c.hset(BULL_SIDE[2], "x", "1")
+            c.hset(BULL_SIDE[3], "x", "1")
+            c.zadd(BULL_SIDE[4], {"x": 1})
+            c.set(BULL_SIDE[5], "a")
+            keys = ["bull:q:a", *BULL_SIDE]
+        c.hset("bull:q:a", mapping=job)
+        args = ["purge" if mode == "purge" else "redrive", "1" if parent else "0", 1, "a", "5", "10", sha("boom"),
+                "LPUSH", parent, deid]
+        return BULL + keys, args
+    return build
+
+
+def _bullmq_read(c):
+    c.hset("bull:q:a", mapping={"finishedOn": "10", "failedReason": "boom"})
+    c.set("bull:q:b", "not a hash")
+    return ["bull:q:a", "bull:q:b", "bull:q:c"], ["finishedOn", "failedReason"]
+
+
 # -- the table ------------------------------------------------------------------------------------------------
 
 def C(label, build, writes, types, per_job=None, untyped=None) -> Call:  # noqa: N802 - a table row
@@ -608,6 +694,29 @@ SCRIPTS: dict[str, tuple[Call, ...] | ReadOnly] = {
         C("dangling", _jl_repair("dangling"), {1, 4}, {1: "zset", 3: "hash", 4: "hash"}),
     ),
     "list_scan": ReadOnly(_list_scan),
+    "rq_move": (
+        C("redrive", _rq_move("redrive"), {1, 2, 3, 4}, {1: "zset", 2: "set", 3: "hash", 4: "list"},
+          {3: "wrongtype", 4: "wrongtype"}),
+        C("purge", _rq_move("purge"), {1, 3, 4, 5, 6, 7}, {1: "zset", 2: "set", 3: "hash"}, {3: "wrongtype"},
+          {i: RQ_SIDE_DEL for i in (4, 5, 6, 7)}),
+    ),
+    "rq_suppress": (
+        C("suppress", _rq_suppress("suppress"), {1, 2, 3, 4}, {1: "zset", 2: "zset", 3: "hash", 4: "hash"},
+          {4: "wrongtype"}),
+        C("unsuppress", _rq_suppress("unsuppress"), {1, 2, 3, 4}, {1: "zset", 2: "zset", 3: "hash", 4: "hash"},
+          {4: "wrongtype"}),
+        C("purge", _rq_suppress("purge"), {2, 3, 4, 5, 6, 7, 8}, {1: "zset", 2: "zset", 3: "hash", 4: "hash"},
+          {4: "wrongtype"}, {i: RQ_SIDE_DEL for i in (5, 6, 7, 8)}),
+    ),
+    "bullmq_move": (
+        C("redrive", _bullmq_move("redrive"), {1, 2, 5, 7, 10}, {**BULL_TYPES, 10: "hash"}, {10: "wrongtype"}),
+        C("redrive-child", _bullmq_move("redrive-child"), {1, 3, 4, 5, 7, 10, 12, 14},
+          {**BULL_TYPES, 10: "hash", 12: "zset", 13: "hash", 14: "set"},
+          {10: "wrongtype", 12: "wrongtype", 13: "wrongtype", 14: "wrongtype"}),
+        C("purge", _bullmq_move("purge"), {1, *range(10, 17)}, {**BULL_TYPES, 10: "hash"}, {10: "wrongtype"},
+          {**{i: BULL_SIDE_DEL for i in range(11, 16)}, 16: BULL_DEDUP}),
+    ),
+    "bullmq_read": ReadOnly(_bullmq_read),
 }
 
 # -- the keyspace ---------------------------------------------------------------------------------------------
@@ -742,6 +851,23 @@ BAD_ARGS = [
     ("hj_window", _window("hj", "ready"), lambda a: _with(a, 12, 3), "BADARG width"),
     ("hj_window", _window("hj", "ready"), lambda a: a[:17], "BADARG hj needs the fence field list"),
     ("hj_window", _window("hj", "ready"), lambda a: _with(a, 4, 0), "BADARG ttl"),
+    # rq, bullmq
+    ("rq_move", _rq_move("redrive"), lambda a: _with(a, 0, "requeue"), "BADARG mode"),
+    ("rq_move", _rq_move("redrive"), lambda a: _with(a, 1, ""), "BADARG enqueued_at"),
+    ("rq_move", _rq_move("purge"), lambda a: _with(a, 4, "x"), "BADARG score"),
+    ("rq_move", _rq_move("purge"), lambda a: _with(a, 2, 2), "BADARG job count"),
+    ("rq_suppress", _rq_suppress("suppress"), lambda a: _with(a, 0, "hide"), "BADARG mode"),
+    ("rq_suppress", _rq_suppress("suppress"), lambda a: _with(a, 1, "soon"), "BADARG now"),
+    ("rq_suppress", _rq_suppress("suppress"), lambda a: _with(a, 6, "by x"), "BADARG record"),
+    ("rq_suppress", _rq_suppress("unsuppress"), lambda a: _with(a, 6, "100"), "BADARG restore"),
+    ("rq_suppress", _rq_suppress("unsuppress"), lambda a: _with(a, 6, "nan|-1"), "BADARG restore"),
+    ("rq_suppress", _rq_suppress("purge"), lambda a: a[:-1], "BADARG job count"),
+    ("bullmq_move", _bullmq_move("redrive"), lambda a: _with(a, 0, "retry"), "BADARG mode"),
+    ("bullmq_move", _bullmq_move("redrive"), lambda a: _with(a, 1, "yes"), "BADARG reset"),
+    ("bullmq_move", _bullmq_move("redrive"), lambda a: _with(a, 7, "PUSH"), "BADARG push"),
+    ("bullmq_move", _bullmq_move("purge"), lambda a: _with(a, 4, "x"), "BADARG score"),
+    ("bullmq_move", _bullmq_move("redrive-child"), lambda a: _with(a, 2, 2), "BADARG job count"),
+    ("bullmq_read", _bullmq_read, lambda a: [], "BADARG no fields"),
 ]
 
 

@@ -23,8 +23,6 @@ in the next call.
 
 from __future__ import annotations
 
-import weakref
-
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
@@ -35,7 +33,7 @@ from ..ops.spec import Operation, OpSpec
 from ..scripts import script
 from .common import text
 
-__all__ = ["call_move", "call_inline_move", "move_result", "requeue_calls", "shard_chunks", "window_mode", "REQUEUE_BUDGET", "FAILED_CODES"]
+__all__ = ["call_move", "move_result", "requeue_calls", "shard_chunks", "window_mode", "REQUEUE_BUDGET", "FAILED_CODES"]
 
 #: Elements of a processing list one requeue call may search (LPOS MAXLEN
 #: from the tail, then LREM -1 over the same elements: at most twice this
@@ -67,32 +65,6 @@ def call_move(client, name: str, keys: list, args: list) -> list[Any]:
                             "(fix the key's type, then run the same command again)") from None
         if msg.startswith("BADARG"):
             raise JobctlError(f"internal error: {name}.lua refused its arguments ({msg}); nothing moved") from None
-        raise
-
-
-_INLINE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-
-
-def call_inline_move(client, lua: str, keys: list, args: list, what: str) -> list[Any]:
-    """Run the move script held in ``lua`` (a layout's own source text),
-    registered once per client (EVALSHA; EVAL again after a script flush);
-    its reply.  Raises :class:`DataError` for a ``WRONGTYPE`` error reply and
-    :class:`JobctlError` for a ``BADARG`` one (``what`` names the script);
-    other redis-py errors propagate."""
-    import redis
-
-    scripts = _INLINE.setdefault(client, {})
-    registered = scripts.get(lua)
-    if registered is None:
-        registered = scripts[lua] = client.register_script(lua)
-    try:
-        return registered(keys=keys, args=args)
-    except redis.exceptions.ResponseError as exc:
-        msg = (str(exc).splitlines() or [""])[0]
-        if msg.startswith("WRONGTYPE key "):
-            raise DataError(f"{msg[len('WRONGTYPE '):]}: stopped, this call moved nothing") from None
-        if msg.startswith("BADARG"):
-            raise JobctlError(f"internal error: {what} refused its arguments ({msg})") from None
         raise
 
 

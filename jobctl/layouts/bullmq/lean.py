@@ -1,7 +1,8 @@
 """The unfiltered plan of a BullMQ redrive or purge of failed jobs: ids
 and scores in bounded ``ZRANGE`` windows, and per window one read-only
-script call (``HMGET`` of each job) for only the fields the move re-checks (no ``data``, no
-``stacktrace``, no envelope); the breakdown comes from the first
+script call (``jobctl/lua/bullmq_read.lua``: ``HMGET`` of each job) for
+only the fields the move re-checks (no ``data``, no ``stacktrace``, no
+envelope); the breakdown comes from the first
 :data:`SAMPLE` jobs (``plan.breakdown_sampled``)."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from jobctl.layouts.planning import breakdown_key
 from jobctl.layouts.walks import walk_zset
 from jobctl.model import State
 from jobctl.ops.plan import Plan, PlannedJob
+from jobctl.scripts import script as registered
 
 __all__ = ["plan_failed", "SAMPLE", "FIELDS"]
 
@@ -20,27 +22,14 @@ SAMPLE = 1000
 FIELDS = ("finishedOn", "failedReason", "parentKey", "deid", "opts")
 
 
-#: KEYS: job hashes.  ARGV: the fields to read.  Returns, per key, its fields (``false``: missing),
-#: then ``1`` when it is a hash (``0``: missing or another type).  Reads only.
-READ_LUA = r"""
-local out, nf = {}, #ARGV
-for i = 1, #KEYS do
-  local v = redis.pcall('HMGET', KEYS[i], unpack(ARGV))
-  local ok = type(v) == 'table' and v['err'] == nil
-  for f = 1, nf do out[#out + 1] = ok and v[f] or false end
-  out[#out + 1] = ok and 1 or 0
-end
-return out
-"""
-
-
 #: Jobs read per script call (a bounded call: ~1 ms of server time).
 READ_BATCH = 250
 
 
 def _read(layout, ids: list[str]) -> list[list]:
-    """Each id's :data:`FIELDS` (``None`` for each when it has no hash): one script call per :data:`READ_BATCH`."""
-    script = layout.client.register_script(READ_LUA)
+    """Each id's :data:`FIELDS` (``None`` for each when it has no hash): one
+    ``jobctl/lua/bullmq_read.lua`` call per :data:`READ_BATCH`."""
+    script = registered(layout.client, "bullmq_read")
     flat: list = []
     for i in range(0, len(ids), READ_BATCH):
         flat += script(keys=[layout.keys.job(j) for j in ids[i:i + READ_BATCH]], args=list(FIELDS))

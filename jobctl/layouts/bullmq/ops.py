@@ -8,7 +8,7 @@ score (the fence) plus the hash fields the move re-checks and needs:
 ``opts.lifo``.  The plan (hence the journal) names ``meta.version``; an
 untested major version is refused with one line.
 
-Apply: one call of :data:`~jobctl.layouts.bullmq.script.MOVE_LUA` per
+Apply: one call of ``jobctl/lua/bullmq_move.lua`` per
 batch of at most :data:`DEFAULT_BATCH` jobs, every key in ``KEYS``
 (BullMQ's order of writes, its own score rule for ``prioritized``, the
 ``marker`` unless the queue is paused or at its concurrency, the
@@ -22,9 +22,8 @@ import json
 
 from jobctl.errors import DataError
 from jobctl.layouts.bullmq.job import TESTED_MAJORS, version_major
-from jobctl.layouts.bullmq.script import MOVE_LUA
 from jobctl.layouts.common import text
-from jobctl.layouts.moves import move_result
+from jobctl.layouts.moves import call_move, move_result
 from jobctl.layouts.planning import check_operation, plan_from_walk, records_by_ids
 from jobctl.model import State
 from jobctl.ops.plan import Plan, PlannedJob
@@ -126,11 +125,4 @@ def apply_plan(layout, plan: Plan, *, batch: int = DEFAULT_BATCH):
         for job in chunk:
             keys += _job_keys(k, job, purge)
             args += [job.job_id, job.sha1, *job.fields]
-        yield move_result(_call(layout.client, keys, args))
-
-
-def _call(client, keys: list, args: list):
-    """Run :data:`MOVE_LUA` through :func:`~jobctl.layouts.moves.call_inline_move`; its reply."""
-    from jobctl.layouts.moves import call_inline_move
-
-    return call_inline_move(client, MOVE_LUA, keys, args, "the BullMQ move script")
+        yield move_result(call_move(layout.client, "bullmq_move", keys, args))

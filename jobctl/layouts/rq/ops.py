@@ -6,7 +6,7 @@ Plan: walk ``rq:failed:<q>`` (or jobctl's suppressed zset) (bounded ``ZRANGE`` w
 and newest result read in one pipelined round trip), filter, and keep per
 job its registry score as the fence plus its ``origin``.
 
-Apply: one call of :data:`MOVE_LUA` per batch of at most
+Apply: one call of ``jobctl/lua/rq_move.lua`` per batch of at most
 :data:`DEFAULT_BATCH` jobs, every key in ``KEYS``.  Per job, atomically: the
 id must still be in the failed registry with the score the plan saw and its
 hash's ``status`` must be ``failed`` (and ``origin`` unchanged), else it is
@@ -28,14 +28,14 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from jobctl.errors import UsageError
-from jobctl.layouts.moves import move_result
+from jobctl.layouts.moves import call_move, move_result
 from jobctl.layouts.planning import check_operation, plan_from_walk, records_by_ids
 from jobctl.layouts.rq.keys import RqKeys
 from jobctl.model import State
 from jobctl.ops.plan import Plan, PlannedJob
 from jobctl.ops.spec import Operation
 
-__all__ = ["TRANSITIONS", "DEFAULT_BATCH", "MOVE_LUA", "plan_operation", "apply_plan", "RqPlannedJob"]
+__all__ = ["TRANSITIONS", "DEFAULT_BATCH", "plan_operation", "apply_plan", "RqPlannedJob"]
 
 #: ``(operation, source) -> targets`` (``None``: purge).
 TRANSITIONS = {(Operation.REDRIVE, State.DEAD): (State.READY,), (Operation.PURGE, State.DEAD): (None,),
@@ -44,59 +44,6 @@ TRANSITIONS = {(Operation.REDRIVE, State.DEAD): (State.READY,), (Operation.PURGE
 #: Jobs per script call: about six commands each, ~25 us of server time a job measured on a
 #: loaded single core (INFO commandstats), so a call stays near 2.5 ms.
 DEFAULT_BATCH = 100
-
-#: KEYS: failed registry, rq:queues, then per job: redrive (hash, rq:queue:<origin>) or purge (hash,
-#: dependents, dependencies, executions, results).  ARGV: mode ("redrive" | "purge"), enqueued_at (RQ's
-#: ISO format), N, then per job: id, registry score at plan time, origin.  Returns {id, code, ...}:
-#: "moved", "gone" (not in the registry, or no hash), "changed" (score, status or origin differ),
-#: "wrongtype" (a per-job key of another type; nothing written for it), or an error reply
-#: "WRONGTYPE ..." / "BADARG ..." before any write.
-MOVE_LUA = r"""
-local mode, now, n = ARGV[1], ARGV[2], tonumber(ARGV[3])
-if mode ~= 'redrive' and mode ~= 'purge' then return redis.error_reply('BADARG mode') end
-local per = (mode == 'redrive') and 2 or 5
-if not n or n < 0 or #ARGV ~= 3 + 3 * n or #KEYS ~= 2 + per * n then
-  return redis.error_reply('BADARG job count')
-end
-local function typ(k) return redis.call('TYPE', k)['ok'] end
-for _, kt in ipairs({{KEYS[1], 'zset'}, {KEYS[2], 'set'}}) do
-  local t = typ(kt[1])
-  if t ~= 'none' and t ~= kt[2] then
-    return redis.error_reply('WRONGTYPE key ' .. kt[1] .. ' holds a ' .. t .. ', expected a ' .. kt[2])
-  end
-end
-local out, pushed, qtype = {}, {}, {}
-for i = 1, n do
-  local id, want, origin = ARGV[4 + 3 * (i - 1)], ARGV[5 + 3 * (i - 1)], ARGV[6 + 3 * (i - 1)]
-  local base = 3 + per * (i - 1)
-  local job, target = KEYS[base], KEYS[base + 1]
-  local code = 'moved'
-  local sc = redis.call('ZSCORE', KEYS[1], id)
-  local f = sc and redis.pcall('HMGET', job, 'status', 'origin', 'ttl')
-  if mode == 'redrive' and sc and qtype[target] == nil then qtype[target] = typ(target) end
-  if not sc then code = 'gone'
-  elseif sc ~= want and tonumber(sc) ~= tonumber(want) then code = 'changed'
-  elseif f['err'] then code = 'wrongtype'
-  elseif not f[1] and redis.call('EXISTS', job) == 0 then code = 'gone'
-  elseif f[1] ~= 'failed' or f[2] ~= origin then code = 'changed'
-  elseif mode == 'redrive' and qtype[target] ~= 'none' and qtype[target] ~= 'list' then code = 'wrongtype'
-  elseif redis.call('ZREM', KEYS[1], id) == 0 then code = 'gone'
-  elseif mode == 'redrive' then
-    redis.call('HSET', job, 'status', 'queued', 'enqueued_at', now, 'started_at', '', 'ended_at', '')
-    local ttl = tonumber(f[3])
-    if ttl and ttl > 0 then redis.call('EXPIRE', job, ttl) else redis.call('PERSIST', job) end
-    redis.call('RPUSH', target, id)
-    qtype[target], pushed[target] = 'list', true
-  else
-    redis.call('DEL', job, KEYS[base + 1], KEYS[base + 2], KEYS[base + 3], KEYS[base + 4])
-  end
-  out[#out + 1] = id
-  out[#out + 1] = code
-end
-for target in pairs(pushed) do redis.call('SADD', KEYS[2], target) end
-return out
-"""
-
 
 class RqPlannedJob(PlannedJob):
     """A planned job: ``sha1`` holds its score in the source zset as stored
@@ -192,7 +139,7 @@ def rq_now() -> str:
 
 
 def apply_plan(layout, plan: Plan, *, batch: int = DEFAULT_BATCH):
-    """Apply ``plan``: one :data:`MOVE_LUA` call per ``batch`` jobs (a
+    """Apply ``plan``: one ``rq_move.lua`` call per ``batch`` jobs (a
     suppress, unsuppress or purge of suppressed jobs:
     :func:`~jobctl.layouts.rq.suppress.apply_suppress`); yields one
     :class:`~jobctl.ops.result.BatchResult` each.  Raises
@@ -202,10 +149,7 @@ def apply_plan(layout, plan: Plan, *, batch: int = DEFAULT_BATCH):
         from jobctl.clock import now_ms
         from jobctl.layouts.rq.suppress import apply_suppress
 
-        def call(lua: str, keys: list, args: list):
-            return _call(layout.client, keys, args, lua)
-
-        yield from apply_suppress(layout, plan, batch=batch, call=call, now=now_ms())
+        yield from apply_suppress(layout, plan, batch=batch, now=now_ms())
         return
     k = layout.keys
     purge = plan.spec.operation is Operation.PURGE
@@ -217,12 +161,4 @@ def apply_plan(layout, plan: Plan, *, batch: int = DEFAULT_BATCH):
             origin = getattr(job, "origin", k.name)
             keys += [k.job(job.job_id)] + (k.job_side_keys(job.job_id) if purge else [RqKeys(origin).queue])
             args += [job.job_id, job.sha1, origin]
-        yield move_result(_call(layout.client, keys, args))
-
-
-def _call(client, keys: list, args: list, lua: str = MOVE_LUA):
-    """Run ``lua`` (:data:`MOVE_LUA` by default) through
-    :func:`~jobctl.layouts.moves.call_inline_move`; its reply."""
-    from jobctl.layouts.moves import call_inline_move
-
-    return call_inline_move(client, lua, keys, args, "the RQ move script")
+        yield move_result(call_move(layout.client, "rq_move", keys, args))
