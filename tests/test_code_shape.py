@@ -7,7 +7,12 @@
   ``jobctl/ops/walk/``;
 * no layout's name (``"reliable-list"``, ``"hash-job"``, ...: the names of
   :func:`jobctl.layouts.known_layouts`) as a string outside that layout's
-  package ``jobctl/layouts/<name>/`` and ``jobctl/layouts/__init__.py``.
+  package ``jobctl/layouts/<name>/`` and ``jobctl/layouts/__init__.py``;
+* Lua only in ``jobctl/lua/``, run only through :mod:`jobctl.scripts`: no
+  ``register_script(`` / ``.eval(`` call and no Lua (``redis.call(``,
+  ``redis.pcall(``) in a Python string outside ``jobctl/scripts.py``, so
+  every script is in ``SCRIPT_NAMES`` and in the wrong-type matrix
+  (``tests/test_script_wrong_types.py``).
 
 Each rule has an allowlist of the offenders there were when the rule was
 written.  A new offender fails the rule; so does an allowlisted entry that no
@@ -26,6 +31,7 @@ REPO = Path(__file__).resolve().parent.parent
 MAX_FUNCTION_LINES = 80
 MAX_MODULE_LINES = 400
 DRIVER = "jobctl/ops/walk/"
+SCRIPTS_MODULE = "jobctl/scripts.py"
 
 
 def _sources() -> list[Path]:
@@ -108,6 +114,26 @@ def layout_name_strings() -> set[str]:
     return found
 
 
+def inline_scripts() -> set[str]:
+    """``"path:line: ..."`` for each ``register_script(`` / ``.eval(`` call
+    and each string holding Lua (``redis.call(`` / ``redis.pcall(``) outside
+    :data:`SCRIPTS_MODULE`."""
+    lua = re.compile(r"\bredis\.p?call\s*\(")
+    found = set()
+    for path in _sources():
+        rel = _rel(path)
+        if rel == SCRIPTS_MODULE:
+            continue
+        for node in ast.walk(_tree(path)):
+            if isinstance(node, ast.Call):
+                name = getattr(node.func, "attr", None) or getattr(node.func, "id", None)
+                if name in ("register_script", "eval", "eval_ro"):
+                    found.add(f"{rel}:{node.lineno}: {name}(")
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and lua.search(node.value):
+                found.add(f"{rel}:{node.lineno}: Lua in a string")
+    return found
+
+
 def _check(rule: str, found, allowed: set[str]) -> None:
     """No offender outside ``allowed``; every ``allowed`` entry still an offender."""
     new = sorted(set(found) - set(allowed))
@@ -132,6 +158,9 @@ PACKED_COMMAND_ALLOWED: set[str] = set()
 
 # Layout names as strings outside their package when the rule was written ("path: 'name'").
 LAYOUT_NAMES_ALLOWED: set[str] = set()
+
+# Scripts registered or Lua held outside jobctl/scripts.py ("path:line: ..."): none left.
+INLINE_SCRIPTS_ALLOWED: set[str] = set()
 
 
 def test_no_function_over_80_lines():
@@ -158,8 +187,15 @@ def test_no_layout_name_outside_its_package():
     _check("layout names outside their package", layout_name_strings(), LAYOUT_NAMES_ALLOWED)
 
 
+def test_lua_only_in_jobctl_lua_run_through_jobctl_scripts():
+    assert (REPO / SCRIPTS_MODULE).is_file(), f"no {SCRIPTS_MODULE}"
+    _check(f"Lua scripts outside jobctl/lua/ or registered outside {SCRIPTS_MODULE}", inline_scripts(),
+           INLINE_SCRIPTS_ALLOWED)
+
+
 if __name__ == "__main__":  # `python tests/test_code_shape.py`: today's offenders, rule by rule
-    for rule in (long_functions, long_modules, private_imports, packed_command_senders, layout_name_strings):
+    for rule in (long_functions, long_modules, private_imports, packed_command_senders, layout_name_strings,
+                 inline_scripts):
         print(f"# {rule.__name__}")
         for entry in sorted(rule()):
             print(f"    {entry!r},")
