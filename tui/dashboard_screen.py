@@ -1,9 +1,10 @@
 """The dashboard: every queue on one screen.
 
-Columns: ready (with ``+N paused, M held`` when ``jobctl pause`` holds jobs
-back), scheduled (overdue), processing, stuck, dead, suppressed,
-oldest-ready age, DLQ growth rate, and sparklines of ready depth and
-oldest-ready age since the TUI opened; below the table, each active hold
+Columns, most important first (a narrow terminal drops them from the end,
+never cutting a number): dead, DLQ growth rate, oldest-ready age, stuck,
+ready (with ``+N paused, M held`` when ``jobctl pause`` holds jobs back),
+processing, scheduled, overdue, suppressed, and sparklines of ready depth
+and oldest-ready age since the TUI opened; below the table, each active hold
 (its filter, age and reason).  Cells are coloured by the queue's
 SLO (:class:`jobctl.dashboard.Slo`): yellow at ``warn``, red at ``breach``.
 """
@@ -14,24 +15,27 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from jobctl.dashboard import Level, QueueRow, Snapshot
 from jobctl.ops.spec import Operation
 
 from . import format as fmt
 from .actions import OPERATIONS, operation_bindings, queue_wide_requests
+from .footer import KeyFooter
 from .widgets import TopBar, TroubleBanner, VimTable
 
 __all__ = ["DashboardScreen", "COLUMNS"]
 
-#: (column key, header)
+#: (column key, header), most important first: a narrow terminal drops columns from the end.
 COLUMNS = (
-    ("queue", "queue"), ("ready", "ready"), ("scheduled", "scheduled"), ("overdue", "overdue"),
-    ("processing", "processing"), ("stuck", "stuck"), ("dead", "dead"), ("growth", "DLQ growth"),
-    ("suppressed", "suppr."), ("age", "oldest ready"), ("spark_depth", "ready depth"),
+    ("queue", "queue"), ("dead", "dead"), ("growth", "DLQ growth"), ("age", "oldest ready"),
+    ("stuck", "stuck"), ("ready", "ready"), ("processing", "processing"), ("scheduled", "scheduled"),
+    ("overdue", "overdue"), ("suppressed", "suppr."), ("spark_depth", "ready depth"),
     ("spark_age", "oldest-ready age"),
 )
+#: Columns of text (left-aligned); the others are numbers.
+TEXT_COLUMNS = ("queue", "spark_depth", "spark_age")
 
 SPARK_WIDTH = 16
 
@@ -60,18 +64,31 @@ def row_cells(row: QueueRow) -> tuple:
                         key=_rank)
     return (
         name,
-        fmt.styled(ready, lv.get("ready")),
-        fmt.styled(fmt.count(st.scheduled), lv.get("scheduled")),
-        fmt.styled(overdue, overdue_level),
-        fmt.styled(fmt.count(st.processing), lv.get("processing")),
-        fmt.styled(fmt.count(st.stuck), lv.get("stuck")),
         fmt.styled(fmt.count(st.dead), lv.get("dead")),
         fmt.styled(fmt.rate(row.dead_growth_per_min), lv.get("dead_growth")),
-        fmt.styled(fmt.count(st.suppressed), lv.get("suppressed")),
         fmt.styled(fmt.age(st.oldest_ready_age_ms), lv.get("oldest_ready_age")),
+        fmt.styled(fmt.count(st.stuck), lv.get("stuck")),
+        fmt.styled(ready, lv.get("ready")),
+        fmt.styled(fmt.count(st.processing), lv.get("processing")),
+        fmt.styled(fmt.count(st.scheduled), lv.get("scheduled")),
+        fmt.styled(overdue, overdue_level),
+        fmt.styled(fmt.count(st.suppressed), lv.get("suppressed")),
         Text(fmt.sparkline(row.depth_series, SPARK_WIDTH), style="cyan"),
         Text(fmt.sparkline(row.age_series, SPARK_WIDTH), style="magenta"),
     )
+
+
+def fitting_columns(rows: list[tuple], width: int) -> int:
+    """How many of :data:`COLUMNS` (a prefix, at least 2: queue and dead)
+    fit ``width`` terminal cells whole, given the cells of ``rows`` (each
+    column as wide as its widest cell or header, plus 2 cells of padding)."""
+    used = 0
+    for i, (_, label) in enumerate(COLUMNS):
+        cells = [r[i].cell_len if isinstance(r[i], Text) else len(str(r[i])) for r in rows]
+        used += max([len(label), *cells]) + 2
+        if used > width and i >= 2:
+            return i
+    return len(COLUMNS)
 
 
 def _rank(level: Level) -> int:
@@ -93,15 +110,29 @@ class DashboardScreen(Screen):
     def compose(self) -> ComposeResult:
         yield TopBar("dashboard", id="topbar")
         yield TroubleBanner(id="banner")
-        table = VimTable(id="queues")
-        for key, label in COLUMNS:
-            numeric = key not in ("queue", "spark_depth", "spark_age")
-            table.add_column(Text(label, justify="right") if numeric else label, key=key)
-        yield table
+        yield VimTable(id="queues")
         yield Static("", id="dash-notes", classes="note")
-        yield Footer()
+        yield KeyFooter()
+
+    def _show_rows(self, rows: list[tuple[str, tuple]]) -> None:
+        """Show ``rows`` (key, cells) with the columns that fit the screen's
+        width; dropped columns go from the least important (the end of
+        :data:`COLUMNS`), numbers are never cut."""
+        self._rows = rows
+        table = self.table
+        n = fitting_columns([cells for _, cells in rows], self.size.width or self.app.size.width)
+        if n != len(table.columns):
+            table.clear(columns=True)
+            for key, label in COLUMNS[:n]:
+                table.add_column(label if key in TEXT_COLUMNS else Text(label, justify="right"), key=key)
+        table.replace_rows([(k, cells[:n]) for k, cells in rows])
+
+    def on_resize(self) -> None:
+        if getattr(self, "_rows", None) is not None:
+            self._show_rows(self._rows)
 
     def on_mount(self) -> None:
+        self._show_rows([])
         snap = self.app.snapshot
         if snap is not None:
             self.status_refreshed(snap)
@@ -114,7 +145,7 @@ class DashboardScreen(Screen):
 
     def status_refreshed(self, snap: Snapshot) -> None:
         """Redraw from a new snapshot (called by the app on every refresh)."""
-        self.table.replace_rows([(r.name, row_cells(r)) for r in snap.rows])
+        self._show_rows([(r.name, row_cells(r)) for r in snap.rows])
         notes = Text()
         if not snap.rows:
             notes.append("no queues: none configured ([queues] in jobctl.toml) and none discovered\n",

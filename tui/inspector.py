@@ -12,7 +12,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from jobctl.errors import NotFound
 from jobctl.model import JobRecord
@@ -20,6 +20,7 @@ from jobctl.ops.spec import Operation
 
 from . import format as fmt
 from .actions import OPERATIONS, ActionRequest, operation_bindings
+from .footer import KeyFooter
 from .widgets import TopBar, TroubleBanner
 
 __all__ = ["InspectorScreen", "hexdump", "facts_table", "RAW_LIMIT"]
@@ -121,7 +122,7 @@ class InspectorScreen(Screen):
             yield Static("loading …", id="facts")
             yield Static("envelope", classes="section", id="env-title")
             yield Static("", id="envelope")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.reload()

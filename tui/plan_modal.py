@@ -72,6 +72,7 @@ class PlanModal(ModalScreen[bool]):
     PlanModal.-destructive > Vertical { border: thick $error; }
     PlanModal #plan-title { text-style: bold; width: 1fr; }
     PlanModal VerticalScroll { height: auto; max-height: 20; }
+    PlanModal #confirm { dock: bottom; height: auto; }
     PlanModal #typed { margin: 1 0 0 0; }
     PlanModal #buttons { height: auto; align-horizontal: right; margin: 1 0 0 0; }
     PlanModal Button { margin: 0 0 0 2; }
@@ -133,13 +134,14 @@ class PlanModal(ModalScreen[bool]):
                     from .recovery_modals import diff_text
 
                     yield Static(diff_text(self.prepared.samples), id="plan-samples")
-            if self.typed_required:
-                yield Input(placeholder=f"type {plan.planned:,} to confirm", id="typed")
-            with Horizontal(id="buttons"):
-                yield Button("Cancel", id="cancel", variant="primary")
-                yield Button(f"{info.verb.capitalize()} {plan.planned:,}", id="apply",
-                             variant="error" if info.destructive else "warning",
-                             disabled=self.typed_required)
+            with Vertical(id="confirm"):  # docked: never scrolled or cut off on a short terminal
+                if self.typed_required:
+                    yield Input(placeholder=f"type {plan.planned:,} to confirm", id="typed")
+                with Horizontal(id="buttons"):
+                    yield Button("Cancel", id="cancel", variant="primary")
+                    yield Button(f"{info.verb.capitalize()} {plan.planned:,}", id="apply",
+                                 variant="error" if info.destructive else "warning",
+                                 disabled=self.typed_required)
 
     def _title(self, verb: str) -> Text:
         """``Redrive — queue email on redis://h:6379/0 (PRODUCTION)`` with the

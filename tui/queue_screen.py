@@ -22,7 +22,7 @@ from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
+from textual.widgets import DataTable, Static, TabbedContent, TabPane
 
 from jobctl.dashboard import JobPage, QueueDetail, Snapshot, Triage
 from jobctl.filter import MATCH_ALL, Filter, compile_filter
@@ -33,6 +33,7 @@ from . import queue_views as views
 from .actions import ActionRequest, operation_bindings
 from .queue_requests import request_for
 from .queue_views import right
+from .footer import KeyFooter
 from .widgets import FilterBar, TopBar, TroubleBanner, VimTable
 
 __all__ = ["QueueScreen", "TABS", "JOB_STATES"]
@@ -123,7 +124,7 @@ class QueueScreen(Screen):
                 with TabPane(f"{n} {tab}", id=tab):
                     yield Static("", id=note, classes="note")
                     yield VimTable(id=table)
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         hist = self.query_one("#hist", VimTable)

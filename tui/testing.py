@@ -6,7 +6,7 @@ import asyncio
 import time
 from collections.abc import Callable
 
-__all__ = ["settle", "wait_for"]
+__all__ = ["settle", "wait_for", "screen_text"]
 
 
 async def settle(pilot, timeout: float = 15.0) -> None:
@@ -31,3 +31,17 @@ async def wait_for(pilot, condition: Callable[[], bool], timeout: float = 15.0, 
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
         await asyncio.sleep(0.01)
+
+
+def screen_text(app) -> list[str]:
+    """The lines of text the app shows now (its screen, modals over their
+    background), as a terminal of ``app.size`` would show them."""
+    import io
+
+    from rich.console import Console
+
+    width, height = app.size
+    console = Console(width=width, height=height, file=io.StringIO(), force_terminal=True,
+                      color_system="truecolor", record=True, legacy_windows=False, safe_box=False)
+    console.print(app.screen._compositor.render_update(full=True, screen_stack=app._background_screens))
+    return console.export_text().splitlines()
