@@ -60,13 +60,14 @@ def test_dashboard_and_status_show_paused_and_held():
     from jobctl.cli.render import status_table
     from jobctl.dashboard.facade import QueueRow
     from jobctl.model import QueueStatus
-    from jobctl_tui.dashboard_screen import row_cells
+    from jobctl_tui.dashboard_screen import COLUMNS, row_cells
 
     st = QueueStatus(queue="email", layout="reliable-list", now_ms=0, ready=5, paused=7,
                      held_filters=[{"id": "h", "filter": "tenant = t1"}])
-    assert "+7 paused, 1 held" in str(row_cells(QueueRow("email", st))[1])
+    ready = [key for key, _ in COLUMNS].index("ready")
+    assert "+7 paused, 1 held" in str(row_cells(QueueRow("email", st))[ready])
     con = Console(width=200, record=True)
     con.print(status_table([st]))
     assert "+7 paused, 1 held" in con.export_text()
     plain = QueueStatus(queue="email", layout="reliable-list", now_ms=0, ready=5)
-    assert "paused" not in str(row_cells(QueueRow("email", plain))[1])
+    assert "paused" not in str(row_cells(QueueRow("email", plain))[ready])

@@ -7,6 +7,7 @@ at start-up.
 from __future__ import annotations
 
 import codecs
+import os
 import sys
 from typing import Any
 
@@ -70,8 +71,8 @@ def console(stderr: bool = False):
 
     stream = _SafeText(sys.stderr if stderr else sys.stdout)
     con = Console(file=stream, highlight=False, soft_wrap=False)
-    if not con.is_terminal:
-        # piped or captured: draw the table at full width rather than 80 columns
+    if not con.is_terminal and not os.environ.get("COLUMNS"):
+        # piped or captured (and no COLUMNS set): draw the table at full width rather than 80 columns
         con = Console(file=stream, highlight=False, soft_wrap=False, width=max(con.width, 160))
     return con
 
@@ -92,34 +93,82 @@ _rel = humanize.rel  # a time that may lie ahead: in 4 h 41 m / 2.07 s ago
 _ago = humanize.ago  # a past event: 2.07 s ago, "now" under clock skew
 
 
-def status_table(statuses: list[QueueStatus], *, title: str | None = None):
-    """The ``jobctl status`` table: one row per logical queue."""
-    from rich.table import Table
+#: ``jobctl status`` columns (header, justify) in display order, and their rank: a narrow terminal
+#: drops the highest rank first, never shortening a number.
+STATUS_COLUMNS = (("queue", "left"), ("layout", "left"), ("ready", "right"), ("oldest ready", "right"),
+                  ("scheduled", "right"), ("overdue", "right"), ("next due", "right"),
+                  ("processing", "right"), ("stuck", "right"), ("dead", "right"), ("suppressed", "right"))
+STATUS_RANK = ("queue", "dead", "stuck", "oldest ready", "ready", "processing", "overdue", "scheduled",
+               "suppressed", "next due", "layout")
 
-    t = Table(title=title, title_justify="left", header_style="bold")
-    for col, just in (("queue", "left"), ("layout", "left"), ("ready", "right"), ("oldest ready", "right"),
-                      ("scheduled", "right"), ("overdue", "right"), ("next due", "right"),
-                      ("processing", "right"), ("stuck", "right"), ("dead", "right"),
-                      ("suppressed", "right")):
-        t.add_column(col, justify=just)
-    for s in statuses:
-        ready = f"{s.ready:,}"
-        if s.ready_by_priority:
-            ready += " (" + " ".join(f"{k}:{v:,}" for k, v in sorted(s.ready_by_priority.items())) + ")"
-        paused, holds = getattr(s, "paused", 0), getattr(s, "held_filters", [])
-        if paused or holds:  # jobctl pause: shown only when something is paused or held
-            ready += f" [yellow]+{paused:,} paused" + (f", {len(holds)} held" if holds else "") + "[/]"
-        overdue = f"{s.scheduled_overdue:,}"
-        if s.scheduled_overdue:
-            overdue = f"[yellow]{overdue} (max {_age(s.scheduled_overdue_max_age_ms)})[/]"
-        stuck = f"[red]{s.stuck:,}[/]" if s.stuck else "0"
-        dead = f"[red]{s.dead:,}[/]" if s.dead else "0"
-        name = s.queue + (f" [dim]x{s.shards}[/]" if s.shards > 1 else "")
-        if s.errors:
-            name += " [red]![/]"
-        t.add_row(name, s.layout, ready, _age(s.oldest_ready_age_ms), f"{s.scheduled:,}", overdue,
-                  _rel(s.now_ms, s.next_due_ms), f"{s.processing:,}", stuck, dead, f"{s.suppressed:,}")
-    return t
+
+def _status_cells(s: QueueStatus) -> tuple[str, ...]:
+    """One queue's cells (rich markup), in :data:`STATUS_COLUMNS` order."""
+    ready = f"{s.ready:,}"
+    if s.ready_by_priority:
+        ready += " (" + " ".join(f"{k}:{v:,}" for k, v in sorted(s.ready_by_priority.items())) + ")"
+    paused, holds = getattr(s, "paused", 0), getattr(s, "held_filters", [])
+    if paused or holds:  # jobctl pause: shown only when something is paused or held
+        ready += f" [yellow]+{paused:,} paused" + (f", {len(holds)} held" if holds else "") + "[/]"
+    overdue = f"{s.scheduled_overdue:,}"
+    if s.scheduled_overdue:
+        overdue = f"[yellow]{overdue} (max {_age(s.scheduled_overdue_max_age_ms)})[/]"
+    stuck = f"[red]{s.stuck:,}[/]" if s.stuck else "0"
+    dead = f"[red]{s.dead:,}[/]" if s.dead else "0"
+    name = s.queue + (f" [dim]x{s.shards}[/]" if s.shards > 1 else "")
+    if s.errors:
+        name += " [red]![/]"
+    return (name, s.layout, ready, _age(s.oldest_ready_age_ms), f"{s.scheduled:,}", overdue,
+            _rel(s.now_ms, s.next_due_ms), f"{s.processing:,}", stuck, dead, f"{s.suppressed:,}")
+
+
+def _kept_columns(rows: list[tuple[str, ...]], width: int) -> list[int]:
+    """Indexes of :data:`STATUS_COLUMNS` to show within ``width`` cells: by
+    :data:`STATUS_RANK`, each column as wide as its widest cell (numbers are
+    never wrapped), queue and dead always."""
+    from rich.text import Text
+
+    def need(i: int) -> int:  # the column's cells, its padding (2) and border (1)
+        cells = [Text.from_markup(r[i]).cell_len for r in rows]
+        return max([len(STATUS_COLUMNS[i][0]), *cells]) + 3
+
+    names = [c for c, _ in STATUS_COLUMNS]
+    kept, used = [], 1  # the table's left border
+    for rank, col in enumerate(STATUS_RANK):
+        i = names.index(col)
+        if rank >= 2 and used + need(i) > width:
+            continue
+        kept.append(i)
+        used += need(i)
+    return sorted(kept)
+
+
+class _StatusTable:
+    """The status table laid out at render time for the console's width."""
+
+    def __init__(self, statuses: list[QueueStatus], title: str | None) -> None:
+        self.rows = [_status_cells(s) for s in statuses]
+        self.title = title
+
+    def __rich_console__(self, console, options):
+        from rich.table import Table
+
+        kept = _kept_columns(self.rows, options.max_width)
+        t = Table(title=self.title, title_justify="left", header_style="bold")
+        for i in kept:
+            col, just = STATUS_COLUMNS[i]
+            numeric = just == "right"
+            t.add_column(col, justify=just, no_wrap=numeric, overflow="fold")
+        for row in self.rows:
+            t.add_row(*(row[i] for i in kept))
+        yield t
+
+
+def status_table(statuses: list[QueueStatus], *, title: str | None = None):
+    """The ``jobctl status`` table (a rich renderable): one row per logical
+    queue; on a narrow console the least important columns are left out
+    (:data:`STATUS_RANK`) and no count is ever cut short."""
+    return _StatusTable(statuses, title)
 
 
 def jobs_table(records: list[JobRecord], now: int):
