@@ -101,19 +101,12 @@ def test_the_export_directory_reads_whole_as_a_dataset(spark, redis_url, redis_c
     assert (out / MANIFEST_NAME).is_file() and not (out / LEGACY_MANIFEST_NAME).exists()
     assert spark.read.parquet(str(out)).count() == 300
     assert ds.dataset(str(out), format="parquet").count_rows() == 300
-    try:
-        import pandas as pd
-    except ImportError:
-        pd = None
-    if pd is not None:
-        assert len(pd.read_parquet(out)) == 300
-    try:
-        import duckdb
-    except ImportError:
-        duckdb = None
-    if duckdb is not None:
-        with duckdb.connect() as con:  # DuckDB's idiom for a directory: a glob of its parts
-            assert con.execute(f"select count(*) from read_parquet('{out}/*.parquet')").fetchall() == [(300,)]
+    import duckdb  # both in the test extra
+    import pandas as pd
+
+    assert len(pd.read_parquet(out)) == 300
+    with duckdb.connect() as con:  # DuckDB's idiom for a directory: a glob of its parts
+        assert con.execute(f"select count(*) from read_parquet('{out}/*.parquet')").fetchall() == [(300,)]
 
     (out / MANIFEST_NAME).rename(out / LEGACY_MANIFEST_NAME)  # an export of an older jobctl
     assert load_manifest(out).rows == 300

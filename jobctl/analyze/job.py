@@ -43,7 +43,8 @@ import orjson
 from jobctl import __version__
 from jobctl.analyze.aggregations import (AGE_BUCKETS, age_buckets, age_stats, attempt_histogram, class_counts,
                                         classify, deaths_per_hour, fingerprints, group_counts, redrive_plan)
-from jobctl.analyze.rollups import capped_table, fine_groups, order_groups, tenant_rollup, type_code_rollup
+from jobctl.analyze.rollups import capped_table, fine_groups, order_groups, tenant_rollup, type_code_rollup, whole_table
+from jobctl.analyze.trend import TREND_GROUPS, group_trend, spike
 from jobctl.analyze.rules import CLASSES, RuleSet, load_rules
 from jobctl.errors import DataError, JobctlError, UsageError
 from jobctl.exitcodes import ExitCode
@@ -217,6 +218,7 @@ def analyse(spark, export_dir: str, out_dir: str | Path, *, rules: RuleSet, top:
     from pyspark.sql import functions as F
 
     from .report import render_markdown
+    from .report_html import render_html
 
     started = time.monotonic()
     spark.conf.set("spark.sql.session.timeZone", "UTC")  # hours and dates in UTC, whoever started Spark
@@ -236,12 +238,9 @@ def analyse(spark, export_dir: str, out_dir: str | Path, *, rules: RuleSet, top:
     by_state = {r["state"]: r["jobs"] for r in per_state}
     # entries beyond the first of one id in one state (a dead list holding X twice): planned once
     duplicates = {r["state"]: r["jobs"] - r["ids"] for r in per_state if r["jobs"] > r["ids"]}
-    fine = fine_groups(df).cache()  # one aggregation of the export; every rollup below reads it
-    by_type_code = capped_table(type_code_rollup(fine), _MAX_GROUPS)
-    by_tenant = capped_table(tenant_rollup(fine), _MAX_GROUPS)
-    groups = capped_table(order_groups(fine), _MAX_GROUPS)
-    fine.unpersist()
-    fps = capped_table(fingerprints(df), _MAX_FINGERPRINTS)
+    by_type_code, by_tenant, groups, fps = _tables(df, out)
+    hours = _rows(deaths_per_hour(df))
+    trend = _trend(df, by_type_code["rows"][:TREND_GROUPS])
     classes = _rows(class_counts(classified))
     descriptions = {r.name: r.description for r in rules.rules}
     for c in classes:
@@ -264,12 +263,14 @@ def analyse(spark, export_dir: str, out_dir: str | Path, *, rules: RuleSet, top:
         "duplicate_entries": sum(duplicates.values()), "duplicate_entries_by_state": duplicates,
         "by_type_code": by_type_code, "by_tenant": by_tenant,
         "groups": groups["rows"], "groups_total": groups["total"], "groups_more_jobs": groups["more_jobs"],
+        "groups_file": groups.get("file"),
         "fingerprints": fps["rows"], "fingerprints_total": fps["total"], "fingerprints_more_jobs": fps["more_jobs"],
+        "fingerprints_file": fps.get("file"),
         "attempts": _rows(attempt_histogram(df)),
         "attempts_exhausted": sum(r["exhausted"] or 0 for r in per_state),
         "age_at_death": {"buckets": [{"bucket": r["bucket"], "jobs": r["jobs"]} for r in _rows(age_buckets(df))],
                          **age_stats(df)},
-        "deaths_per_hour": _rows(deaths_per_hour(df)),
+        "deaths_per_hour": hours, "group_trend": trend, "spike": spike(hours, trend),
         "classes": classes, "class_totals": class_totals,
         "redrive": {"planned": planned, "file": plan_path.name,
                     "command": f"jobctl redrive {m.queue} --plan {plan_path}"},
@@ -279,7 +280,27 @@ def analyse(spark, export_dir: str, out_dir: str | Path, *, rules: RuleSet, top:
     report["seconds"] = round(time.monotonic() - started, 3)
     _write_atomic(out / "report.json", orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n")
     _write_atomic(out / "report.md", render_markdown(report, top=top).encode("utf-8"))
+    _write_atomic(out / "report.html", render_html(report, top=top).encode("utf-8"))
     return report
+
+
+def _tables(df, out: Path) -> tuple[dict, dict, dict, dict]:
+    """The type x code, tenant, fine-group and fingerprint tables of the
+    cached scan ``df`` (:func:`~.rollups.capped_table`; a capped one also
+    written whole as Parquet: :func:`~.rollups.whole_table`)."""
+    fine = fine_groups(df).cache()  # one aggregation of the export; every rollup below reads it
+    out_tables = [whole_table(t, capped_table(t, _MAX_GROUPS), out, name) for name, t in
+                  (("by_type_code", type_code_rollup(fine)), ("by_tenant", tenant_rollup(fine)),
+                   ("groups", order_groups(fine)))]
+    fine.unpersist()
+    fp = fingerprints(df)
+    return (*out_tables, whole_table(fp, capped_table(fp, _MAX_FINGERPRINTS), out, "fingerprints"))
+
+
+def _trend(df, groups: list[dict]) -> list[dict]:
+    """Deaths per hour of ``groups`` (:func:`~.trend.group_trend`), as rows."""
+    trend = group_trend(df, groups)
+    return [] if trend is None else _rows(trend)
 
 
 def summary_of(report: dict[str, Any], out_dir: str | Path) -> dict[str, Any]:
@@ -293,7 +314,9 @@ def summary_of(report: dict[str, Any], out_dir: str | Path) -> dict[str, Any]:
         "tenants_total": report["by_tenant"]["total"], "groups_total": report["groups_total"],
         "fingerprints_total": report["fingerprints_total"], "redrive_planned": report["redrive"]["planned"],
         "seconds": report["seconds"],
+        "spike": report.get("spike"),
         "files": {"report_json": str(out / "report.json"), "report_md": str(out / "report.md"),
+                  "report_html": str(out / "report.html"),
                   "redrive_plan": str(out / "redrive-plan.jsonl")},
     }
 

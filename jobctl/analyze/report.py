@@ -48,19 +48,48 @@ def _share(jobs: int, rows: int) -> str:
     return f"{100 * jobs / rows:.1f}%" if rows else "-"
 
 
-def _more(rows: list[dict], total: int, more_jobs: int, top: int) -> list[str]:
+def _more(rows: list[dict], total: int, more_jobs: int, top: int, file: str | None = None) -> list[str]:
     """The line under a table cut at ``top`` rows (report.md) or at its cap
-    (report.json): how many rows and jobs are not shown, exactly."""
-    if total <= top:
+    (report.json): how many rows and jobs are not shown, exactly, and the
+    Parquet ``file`` that holds a capped table whole."""
+    shown = min(top, len(rows))
+    if total <= shown:
         return []
-    beyond_top = sum(r["jobs"] for r in rows[top:]) + more_jobs
-    text = f"({total - top:,} more row(s) holding {beyond_top:,} job(s) not shown here"
-    if len(rows) > top:
-        text += f"; report.json lists {len(rows) - top:,} of them"
+    beyond = sum(r["jobs"] for r in rows[shown:]) + more_jobs
+    text = f"({total - shown:,} more row(s) holding {beyond:,} job(s) not shown here"
+    if len(rows) > shown:
+        text += f"; report.json lists {len(rows) - shown:,} of them"
     if total > len(rows):
         text += (f"; {total - len(rows):,} row(s) holding {more_jobs:,} job(s) are beyond the cap of "
-                 f"{len(rows):,} and listed nowhere")
+                 f"{len(rows):,}" + (f": the whole table is {file} (Parquet)" if file else " and listed nowhere"))
     return [text + ")", ""]
+
+
+def _spike_line(spike: dict[str, Any] | None) -> list[str]:
+    """The header bullet naming the busiest hour and the group that led it."""
+    if not spike:
+        return []
+    lead = (f"; {spike['job_type']} x {spike['error_code']} made {spike['group_jobs']:,} of them"
+            if spike.get("group_jobs") else "")
+    return [f"- busiest hour: {_when(spike['hour_ms'])[:16]} UTC, {spike['jobs']:,} deaths{lead}"]
+
+
+def _trend(trend: list[dict[str, Any]]) -> list[str]:
+    """Per top job type x error code group: its deaths in the trend and its peak hour."""
+    if not trend:
+        return []
+    groups: dict[tuple, list[dict]] = {}
+    for t in trend:
+        groups.setdefault((t["job_type"], t["error_code"]), []).append(t)
+    rows = []
+    for (jt, code), ts in groups.items():
+        peak = max(ts, key=lambda t: (t["jobs"], t["hour_ms"]))
+        rows.append([_cell(jt), _cell(code), _cell(sum(t["jobs"] for t in ts)), _when(peak["hour_ms"])[:16],
+                     _cell(peak["jobs"]), _cell(len(ts))])
+    return ["## Which group made the spike", "", "Deaths per hour of the top job type x error code groups "
+            "(report.json `group_trend`; charted in report.html).", ""] + \
+        _table(["job type", "error code", "jobs", "peak hour", "peak deaths", "hours with deaths"], rows,
+               right={2, 4, 5})
 
 
 def _table(headers: list[str], rows: list[list[str]], right: set[int] = frozenset()) -> list[str]:
@@ -79,13 +108,13 @@ def _rollups(report: dict[str, Any], top: int) -> list[str]:
                     [[_cell(g["job_type"]), _cell(g["error_code"]), _cell(g["jobs"]), _share(g["jobs"], rows),
                       _cell(g["tenants"]), _when(g["first_death_ms"]), _when(g["last_death_ms"])]
                      for g in tc["rows"][:top]], right={2, 3, 4})
-    lines += _more(tc["rows"], tc["total"], tc["more_jobs"], top)
+    lines += _more(tc["rows"], tc["total"], tc["more_jobs"], top, tc.get("file"))
     lines += ["## Jobs by tenant", ""]
     lines += _table(["tenant", "jobs", "share", "job types", "first death", "last death"],
                     [[_cell(g["tenant"]), _cell(g["jobs"]), _share(g["jobs"], rows), _cell(g["job_types"]),
                       _when(g["first_death_ms"]), _when(g["last_death_ms"])] for g in tn["rows"][:top]],
                     right={1, 2, 3})
-    return lines + _more(tn["rows"], tn["total"], tn["more_jobs"], top)
+    return lines + _more(tn["rows"], tn["total"], tn["more_jobs"], top, tn.get("file"))
 
 
 def render_markdown(report: dict[str, Any], top: int = 50) -> str:
@@ -101,13 +130,15 @@ def render_markdown(report: dict[str, Any], top: int = 50) -> str:
         f"attempts exhausted: {report['attempts_exhausted']:,}"
         + _duplicates(report.get("duplicate_entries_by_state") or {}),
         f"- rules: {report['rules']['source']}; Spark {report['spark']['version']} on {report['spark']['master']}",
+        *_spike_line(report.get("spike")),
         "",
     ]
 
-    def more(rows: list[dict], total: int, more_jobs: int) -> None:
-        lines.extend(_more(rows, total, more_jobs, top))
+    def more(rows: list[dict], total: int, more_jobs: int, file: str | None = None) -> None:
+        lines.extend(_more(rows, total, more_jobs, top, file))
 
     lines += _rollups(report, top)
+    lines += _trend(report.get("group_trend") or [])
 
     lines += ["## Classification", ""]
     lines += _table(["class", "rule", "redrive", "jobs", "why"],
@@ -126,7 +157,7 @@ def render_markdown(report: dict[str, Any], top: int = 50) -> str:
                     [[_cell(g["job_type"]), _cell(g["error_code"]), _cell(g["tenant"]), _cell(g["job_version"]),
                       _cell(g["jobs"]), _when(g["first_death_ms"]), _when(g["last_death_ms"])]
                      for g in groups[:top]], right={3, 4})
-    more(groups, report["groups_total"], report["groups_more_jobs"])
+    more(groups, report["groups_total"], report["groups_more_jobs"], report.get("groups_file"))
 
     lines += ["## Error message fingerprints", "",
               "Durations and sizes (with their units), numbers, ids, hex, UUIDs, e-mail and IP addresses "
@@ -136,7 +167,8 @@ def render_markdown(report: dict[str, Any], top: int = 50) -> str:
                       _cell(f["jobs"]), _cell(f["error_codes"]), _when(f["first_seen_ms"]), _when(f["last_seen_ms"]),
                       _cell(", ".join(x for x in dict.fromkeys([f["first_id"], f["last_id"]]) if x))]
                      for f in report["fingerprints"][:top]], right={2})
-    more(report["fingerprints"], report["fingerprints_total"], report["fingerprints_more_jobs"])
+    more(report["fingerprints"], report["fingerprints_total"], report["fingerprints_more_jobs"],
+         report.get("fingerprints_file"))
 
     lines += ["## Attempts", ""]
     lines += _table(["attempts", "jobs"], [[_cell(a["attempt"]), _cell(a["jobs"])] for a in report["attempts"]],

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["fine_groups", "order_groups", "type_code_rollup", "tenant_rollup", "capped_table"]
+__all__ = ["fine_groups", "order_groups", "type_code_rollup", "tenant_rollup", "capped_table", "whole_table"]
 
 
 def fine_groups(df):
@@ -71,3 +71,16 @@ def capped_table(df, cap: int) -> dict[str, Any]:
     whole = df.agg(F.count(F.lit(1)).alias("n"), F.sum("jobs").alias("jobs")).first()
     return {"rows": rows, "total": whole["n"], "listed": cap,
             "more_jobs": int(whole["jobs"] or 0) - sum(r["jobs"] for r in rows)}
+
+
+def whole_table(df, table: dict[str, Any], out_dir, name: str) -> dict[str, Any]:
+    """``table`` (:func:`capped_table` of ``df``); when capped, ``df`` whole
+    is written as Parquet under ``out_dir/tables/name`` (by the executors:
+    on a cluster ``out_dir`` must be shared with them) and ``table["file"]``
+    names it, relative to ``out_dir``."""
+    from pathlib import Path
+
+    if table["total"] > table["listed"]:
+        df.write.mode("overwrite").parquet(str(Path(out_dir) / "tables" / name))
+        table["file"] = f"tables/{name}"
+    return table

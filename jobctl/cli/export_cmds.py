@@ -214,6 +214,9 @@ def _print_summary(summary: dict) -> None:
     con.print(f"[bold]{summary['queue']}[/]: {summary['rows']:,} job(s) analysed "
               f"({', '.join(f'{s}: {n:,}' for s, n in summary['by_state'].items()) or 'none'}); "
               f"{summary['malformed']:,} malformed")
+    if (spike := summary.get("spike")) and spike.get("group_jobs"):
+        render.note(f"busiest hour: {spike['jobs']:,} deaths; {spike['job_type']} x {spike['error_code']} made "
+                    f"{spike['group_jobs']:,} of them (report.html charts it)")
     if summary.get("duplicate_entries"):
         render.note(f"warning: {summary['duplicate_entries']:,} duplicate entr(ies): an id held more than once "
                     "in one state; the redrive plan lists each job once (see `jobctl check`)")
