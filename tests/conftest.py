@@ -40,7 +40,8 @@ Fixtures:
     on the flushed server; closed after the test.
 
 ``JOBCTL_SERVER_TESTS_ONLY=1`` keeps only the tests whose fixture closure
-includes one of :data:`SERVER_FIXTURES` (the others are deselected and
+includes one of :data:`SERVER_FIXTURES`, but those marked ``server_agnostic``
+(Spark's: the server only holds their data) (the others are deselected and
 counted in the summary): CI's second pass, on another server, runs only the
 tests that server can change.  Unset, every collected test runs.
 """
@@ -224,7 +225,10 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 
 def uses_server(item: pytest.Item) -> bool:
     """True when the test's fixture closure includes a :data:`SERVER_FIXTURES`
-    name (or an :data:`ALWAYS_KEPT_FIXTURES` one)."""
+    name (or an :data:`ALWAYS_KEPT_FIXTURES` one), unless it is marked
+    ``server_agnostic`` (the server only holds its data)."""
+    if item.get_closest_marker("server_agnostic") is not None:
+        return False
     return not (SERVER_FIXTURES | ALWAYS_KEPT_FIXTURES).isdisjoint(getattr(item, "fixturenames", ()))
 
 

@@ -29,6 +29,7 @@ from helpers import redrive_records
 from test_fingerprint import TABLE as FINGERPRINT_TABLE
 
 pytest.importorskip("pyspark")
+pytestmark = pytest.mark.server_agnostic  # Spark is the subject: the server only holds the data (one CI pass)
 
 NOW = 1_795_000_000_000
 T0 = NOW - 3 * 3_600_000

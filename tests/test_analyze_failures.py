@@ -24,6 +24,7 @@ from jobctl.layouts import layout_for
 from jobctl.model import State
 
 pytest.importorskip("pyspark")
+pytestmark = pytest.mark.server_agnostic  # Spark is the subject: the server only holds the data (one CI pass)
 
 K = ReliableListKeys("fails")
 #: a safety net for a hang: the command must end long before this

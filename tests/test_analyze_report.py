@@ -13,6 +13,8 @@ from jobctl.analyze.report_html import render_html
 from jobctl.cli.main import main
 from jobctl.keys import ReliableListKeys
 
+pytestmark = pytest.mark.server_agnostic  # Spark is the subject: the server only holds the data (one CI pass)
+
 K = ReliableListKeys("spiky")
 HOUR = 3_600_000
 BASE = 1_795_000_000_000 // HOUR * HOUR

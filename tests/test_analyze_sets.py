@@ -18,6 +18,7 @@ from jobctl.export.fence import read_redrive_plan
 from jobctl.keys import ReliableListKeys
 
 pytest.importorskip("pyspark")
+pytestmark = pytest.mark.server_agnostic  # Spark is the subject: the server only holds the data (one CI pass)
 
 NOW = time.time_ns() // 1_000_000  # the export's snapshot is the wall clock
 K = ReliableListKeys("dups")

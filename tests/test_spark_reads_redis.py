@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 pytest.importorskip("pyspark")
+pytestmark = pytest.mark.server_agnostic  # Spark is the subject: the server only holds the data (one CI pass)
 
 from helpers import cli, queues_toml, wall_ms, write_config  # noqa: E402
 from jobctl.config import QueueConfig  # noqa: E402

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("pyspark")
+pytestmark = pytest.mark.server_agnostic  # Spark is the subject: the server only holds the data (one CI pass)
 
 from helpers import queues_toml, wall_ms, write_config  # noqa: E402
 from jobctl_fixtures.scenarios import load_scenario  # noqa: E402
