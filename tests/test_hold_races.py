@@ -258,9 +258,17 @@ def test_a_hold_cycle_waits_for_a_resume_and_then_pauses_nothing(redis_client, r
 
 # -- 4. how many matching jobs reach a worker while a hold runs -------------------------------
 
-def _leaked_while_held(redis_client, redis_url, cfg, services: Services, seconds: float) -> tuple[int, int]:
-    """Run `pause --hold` (default interval) for ``seconds`` under ``services``;
-    returns (matching jobs enqueued while it held, how many of them a worker claimed)."""
+def _matching_since(services: Services, start: float) -> int:
+    with services.lock:
+        return sum(1 for i, t in services.enqueued.items() if t >= start and tenant_of(i) == "t2")
+
+
+def _leaked_while_held(redis_client, redis_url, cfg, services: Services, seconds: float,
+                       min_held: int = 60) -> tuple[int, int]:
+    """Run `pause --hold` (default interval) for ``seconds`` under ``services``,
+    longer (up to ten times) until ``min_held`` matching jobs were enqueued
+    (a loaded machine slows the producer); returns (matching jobs enqueued
+    while it held, how many of them a worker claimed)."""
     with services:
         time.sleep(0.3)  # the services run; the workers catch up
         proc = spawn(redis_url, cfg, "pause", "email", "--filter", "tenant = t2", "--reason", "measure", "--hold",
@@ -270,6 +278,8 @@ def _leaked_while_held(redis_client, redis_url, cfg, services: Services, seconds
             time.sleep(0.3)  # the first cycle
             start = time.monotonic()
             time.sleep(seconds)
+            while _matching_since(services, start) < min_held and time.monotonic() < start + 10 * seconds:
+                time.sleep(0.05)
             end = time.monotonic()
             services.stop_producing.set()
             time.sleep(0.3)  # what is in the list now is either paused or claimed
