@@ -355,5 +355,5 @@ def test_runbook_green_under_live_workers(name, redis_url, redis_client, tmp_pat
         assert p.counters["errors"] == 0, p.last_error
     if case.goal:
         case.goal(ctx)
-    assert time.monotonic() - started < 30
+    assert time.monotonic() - started < 300  # a guard against a hang, not a speed check (a loaded machine is slow)
 
