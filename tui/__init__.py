@@ -1,7 +1,7 @@
 """jobctl's Textual dashboard (installed as ``jobctl_tui``): ``jobctl tui``
 and what ``jobctl demo`` opens.
 
-Screens: the dashboard (every queue, SLO colours, sparklines), the queue
+Screens: the dashboard (every queue, SLO colours, history chart), the queue
 screen (attempt histogram, processing by time left, scheduled due times,
 DLQ triage, job list, journal), the job inspector, and the plan /
 progress modals of operations.  It is built on the headless core

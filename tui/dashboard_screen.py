@@ -3,8 +3,9 @@
 Columns, most important first (a narrow terminal drops them from the end,
 never cutting a number): dead, DLQ growth rate, oldest-ready age, stuck,
 ready (with ``+N paused, M held`` when ``jobctl pause`` holds jobs back),
-processing, scheduled, overdue, suppressed, and sparklines of ready depth
-and oldest-ready age since the TUI opened; below the table, each active hold
+processing, scheduled, overdue, suppressed; below, a chart of dead, ready
+depth, DLQ growth or oldest-ready age per queue since the TUI opened
+(:mod:`.history_chart`, ``c`` cycles it); below the table, each active hold
 (its filter, age and reason).  Cells are coloured by the queue's
 SLO (:class:`jobctl.dashboard.Slo`): yellow at ``warn``, red at ``breach``.
 """
@@ -23,6 +24,7 @@ from jobctl.ops.spec import Operation
 from . import format as fmt
 from .actions import OPERATIONS, operation_bindings, queue_wide_requests
 from .footer import KeyFooter
+from .history_chart import HistoryChart
 from .widgets import TopBar, TroubleBanner, VimTable
 
 __all__ = ["DashboardScreen", "COLUMNS"]
@@ -31,13 +33,10 @@ __all__ = ["DashboardScreen", "COLUMNS"]
 COLUMNS = (
     ("queue", "queue"), ("dead", "dead"), ("growth", "DLQ growth"), ("age", "oldest ready"),
     ("stuck", "stuck"), ("ready", "ready"), ("processing", "processing"), ("scheduled", "scheduled"),
-    ("overdue", "overdue"), ("suppressed", "suppr."), ("spark_depth", "ready depth"),
-    ("spark_age", "oldest-ready age"),
+    ("overdue", "overdue"), ("suppressed", "suppr."),
 )
 #: Columns of text (left-aligned); the others are numbers.
-TEXT_COLUMNS = ("queue", "spark_depth", "spark_age")
-
-SPARK_WIDTH = 16
+TEXT_COLUMNS = ("queue",)
 
 
 def row_cells(row: QueueRow) -> tuple:
@@ -73,8 +72,6 @@ def row_cells(row: QueueRow) -> tuple:
         fmt.styled(fmt.count(st.scheduled), lv.get("scheduled")),
         fmt.styled(overdue, overdue_level),
         fmt.styled(fmt.count(st.suppressed), lv.get("suppressed")),
-        Text(fmt.sparkline(row.depth_series, SPARK_WIDTH), style="cyan"),
-        Text(fmt.sparkline(row.age_series, SPARK_WIDTH), style="magenta"),
     )
 
 
@@ -98,10 +95,13 @@ def _rank(level: Level) -> int:
 class DashboardScreen(Screen):
     """Every queue of the catalogue; ``enter``/``l`` opens one."""
 
+    DEFAULT_CSS = "DashboardScreen #queues { height: auto; max-height: 50%; }"
+
     BINDINGS = [
         Binding("enter", "open", "open queue", show=False),
         Binding("t", "triage", "triage"),
         Binding("slash", "filter", "filter", show=False),
+        Binding("c", "chart", "next chart", show=False),
         Binding("Z", "op('pause')", "pause", show=False),
         Binding("W", "op('resume')", "resume (wake)", show=False),
         *operation_bindings(requeue="requeue stuck"),
@@ -112,6 +112,7 @@ class DashboardScreen(Screen):
         yield TroubleBanner(id="banner")
         yield VimTable(id="queues")
         yield Static("", id="dash-notes", classes="note")
+        yield HistoryChart(id="history")
         yield KeyFooter()
 
     def _show_rows(self, rows: list[tuple[str, tuple]]) -> None:
@@ -140,12 +141,21 @@ class DashboardScreen(Screen):
             self.query_one("#dash-notes", Static).update("reading every queue's status …")
 
     @property
+    def chart(self) -> HistoryChart:
+        return self.query_one("#history", HistoryChart)
+
+    def action_chart(self) -> None:
+        self.chart.cycle_metric()
+
+    @property
     def table(self) -> VimTable:
         return self.query_one("#queues", VimTable)
 
     def status_refreshed(self, snap: Snapshot) -> None:
         """Redraw from a new snapshot (called by the app on every refresh)."""
         self._show_rows([(r.name, row_cells(r)) for r in snap.rows])
+        dash = self.app.dash  # the samples the refresh worker recorded (memory, no Redis)
+        self.chart.show_history({r.name: dash.history(r.name).samples for r in snap.rows}, snap.at_ms)
         notes = Text()
         if not snap.rows:
             notes.append("no queues: none configured ([queues] in jobctl.toml) and none discovered\n",
@@ -165,7 +175,7 @@ class DashboardScreen(Screen):
         keys = "/".join(i.key for i in ops)
         verbs = "/".join("requeue stuck" if i.operation is Operation.REQUEUE else i.verb for i in ops)
         notes.append(f"enter: open queue · t: triage · {keys}: {verbs} "
-                     "(whole queue, plan first) · p: freeze refresh · +/-: interval · ?: help · ctrl+p: commands",
+                     "(whole queue, plan first) · c: next chart · p: freeze refresh · +/-: interval · ?: help · ctrl+p: commands",
                      style="dim")
         self.query_one("#dash-notes", Static).update(notes)
 

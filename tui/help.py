@@ -34,6 +34,7 @@ KEYS: list[tuple[str, list[tuple[str, str]]]] = [
         ("t", "triage view of its dead-letter queue"),
         (_OP_KEYS, " / ".join("requeue stuck" if i.verb == "requeue" else i.verb for i in _OPS) + ", whole queue"),
         ("Z / W", "pause / resume every ready (paused) job of the queue (asks why)"),
+        ("c", "next history chart: dead, ready depth, DLQ growth, oldest-ready age"),
     ]),
     ("queue screen", [
         ("1 2 3 4 5", "overview, processing, triage, jobs, journal"),
