@@ -125,3 +125,15 @@ def test_screen_usable(redis_client, redis_url, name, size) -> None:
 def test_screen_snapshot(snap, redis_client, redis_url, name, size) -> None:
     truths = load_spike(redis_client, now_ms=TUI_T0)
     assert snap(make(redis_url), steps_for(name, truths), size=size)
+
+
+def test_docs_screenshots_are_the_dashboard_snapshots() -> None:
+    """docs/screenshots/dashboard-WxH.svg are copies of the dashboard's
+    snapshots above (after ``--snapshot-update``, copy them again)."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent
+    for size in SIZE_IDS:
+        snapshot = root / "snapshots" / "test_tui_responsive" / f"test_screen_snapshot[dashboard-{size}].svg"
+        doc = root.parent / "docs" / "screenshots" / f"dashboard-{size}.svg"
+        assert doc.read_bytes() == snapshot.read_bytes(), f"{doc} differs: cp '{snapshot}' '{doc}'"
