@@ -15,6 +15,7 @@ from textual.widgets import Button
 from jobctl.config import Config, Profile
 from jobctl.session import Session
 from jobctl_tui import make_app
+from jobctl_tui import format as fmt
 from jobctl_tui.dashboard_screen import COLUMNS
 from jobctl_tui.plan_modal import PlanModal
 from jobctl_tui.testing import screen_text, settle
@@ -43,6 +44,7 @@ SCREENS = {
     "triage": [("t",)],
     "plan_redrive": [("t",), ("R",)],
     "plan_purge": [("t",), ("j", "j", "X")],
+    "jobs": [("t",), ("j", "enter")],
     "journal": [("enter",), ("5",)],
     "inspector": [lambda app, truths: app.open_job("email", first_dead_job(truths))],
 }
@@ -85,7 +87,7 @@ def check_screen(name: str, app, truths) -> None:
         return
     footer = footer_line(app)
     assert "q " in footer and "? help" in footer, footer
-    if name in ("queue", "triage", "journal"):
+    if name in ("queue", "triage", "jobs", "journal"):
         assert "esc back" in footer and "/ filter" in footer, footer
     if name == "dashboard":
         rows = {r.name: r.status for r in app.snapshot.rows}
@@ -99,6 +101,22 @@ def check_screen(name: str, app, truths) -> None:
         assert f"dead {st.dead:,}" in text and "1 overview" in text
         if name == "triage":
             assert app.screen.triage is not None and f"{app.screen.triage.depth:,} dead" in text
+            assert "last seen" in text
+            for group in app.screen.triage.groups:  # each row whole: its count and its last-seen age
+                line = next(line for line in screen_text(app) if group.error in line and group.job_type in line)
+                last_seen = fmt.ago(app.screen.triage.now_ms, group.last_seen_ms)
+                assert f"{group.count:,}" in line and last_seen in line, (last_seen, line)
+    elif name == "jobs":  # the job list keeps each job's attempt and when it died, whole
+        table = app.screen.query_one("#jobs-table")
+        lines = screen_text(app)
+        shown = 0
+        for key in table.rows:
+            line = next((line for line in lines if key.value in line), None)
+            if line is not None:  # on screen: its attempt and 'dead … ago' whole
+                cells = [str(c) for c in table.get_row(key)]
+                assert next(c for c in cells if c.endswith("ago")) in line and cells[2] in line, line
+                shown += 1
+        assert shown >= 5
     elif name == "inspector":
         assert first_dead_job(truths) in text
 

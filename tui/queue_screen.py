@@ -123,7 +123,7 @@ class QueueScreen(Screen):
             for n, (tab, note, table) in enumerate(_LIST_TABS, start=2):
                 with TabPane(f"{n} {tab}", id=tab):
                     yield Static("", id=note, classes="note")
-                    yield VimTable(id=table)
+                    yield VimTable(id=table, drop_order=views.DROP_ORDER.get(table, ()))
         yield KeyFooter()
 
     def on_mount(self) -> None:

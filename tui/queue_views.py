@@ -208,6 +208,11 @@ def jobs_view(page: JobPage, selection: set[str]) -> tuple[list, Text]:
     return rows, note
 
 
+#: Table id -> the columns a narrow terminal leaves out first (indexes, in order): last error,
+#: shard, tenant, type, created... keeping the job id and the numbers.
+DROP_ORDER = {"proc": (7, 6, 3, 2), "groups": (6, 4, 3), "jobs-table": (7, 3, 5, 2), "journal-table": (8, 3, 2)}
+
+
 #: Colours of a journal entry's result (:func:`jobctl.humanize.outcome`).
 _OUTCOME_STYLE = {"ok": "green", "interrupted": "bold yellow", "failed": "bold red"}
 

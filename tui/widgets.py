@@ -111,9 +111,28 @@ class TroubleBanner(Static):
                                        "italic")))
 
 
+def fitted_indexes(widths: list[int], width: int, drop_order: tuple[int, ...]) -> list[int]:
+    """Indexes of the columns (``widths``: cells each, padding included) to
+    show within ``width`` cells, dropping them in ``drop_order`` until they
+    fit; the last column is text that may be clipped, so it counts as at most
+    12 cells."""
+    need = {i: (min(w, 12) if i == len(widths) - 1 else w) for i, w in enumerate(widths)}
+    for i in drop_order:
+        if sum(need.values()) <= width:
+            break
+        need.pop(i, None)
+    return sorted(need)
+
+
 class VimTable(DataTable):
     """A row-cursor DataTable with vim keys (j/k, g/G, ctrl+d/ctrl+u) and
-    ``l`` to open the highlighted row."""
+    ``l`` to open the highlighted row.
+
+    ``drop_order`` (column indexes): on a narrow terminal these columns are
+    left out, in that order, until the others fit whole (numbers are never
+    cut at the screen's edge); rows keep every cell, the table shows the kept
+    ones.
+    """
 
     BINDINGS = [
         Binding("j", "cursor_down", "down", show=False),
@@ -125,10 +144,33 @@ class VimTable(DataTable):
         Binding("l", "select_cursor", "open", show=False),
     ]
 
-    def __init__(self, **kw) -> None:
+    def __init__(self, *, drop_order: tuple[int, ...] = (), **kw) -> None:
         kw.setdefault("cursor_type", "row")
         kw.setdefault("zebra_stripes", True)
         super().__init__(**kw)
+        self.drop_order = drop_order
+        self._all_columns: list | None = None  # (label, key) of every column, once defined
+        self._rows: list | None = None  # the last rows given, every cell
+
+    def _fit(self, rows: list[tuple[str, tuple]]) -> list[tuple[str, tuple]]:
+        """``rows`` with only the cells of the columns that fit (re-adding the
+        columns when that set changed)."""
+        if self._all_columns is None:
+            self._all_columns = [(c.label, c.key.value) for c in self.columns.values()]
+        self._rows = rows
+        widths = [max([label.cell_len, *(_cell_len(cells[i]) for _, cells in rows)]) + 2
+                  for i, (label, _) in enumerate(self._all_columns)]
+        keep = fitted_indexes(widths, (self.size.width or self.app.size.width) - 2, self.drop_order)
+        if [k.value for k in self.columns] != [self._all_columns[i][1] for i in keep]:
+            self.clear(columns=True)
+            for i in keep:
+                label, key = self._all_columns[i]
+                self.add_column(label, key=key)
+        return [(key, tuple(cells[i] for i in keep)) for key, cells in rows]
+
+    def on_resize(self) -> None:
+        if self._rows is not None:
+            self.replace_rows(self._rows)
 
     async def _on_idle(self, event) -> None:
         # DataTable widens its columns on idle without invalidating the header
@@ -166,6 +208,8 @@ class VimTable(DataTable):
         """Replace every row (``(key, cells)``) keeping the cursor on the same key."""
         current = self.current_key if keep_cursor else None
         row = self.cursor_row
+        if self.drop_order:
+            rows = self._fit(rows)
         self.clear()
         for key, cells in rows:
             self.add_row(*cells, key=key)
@@ -176,6 +220,10 @@ class VimTable(DataTable):
             self.move_cursor(row=keys.index(current), animate=False)
         else:
             self.move_cursor(row=min(row, len(rows) - 1), animate=False)
+
+
+def _cell_len(cell) -> int:
+    return cell.cell_len if isinstance(cell, Text) else Text.from_markup(str(cell)).cell_len
 
 
 class FilterBar(Vertical):
