@@ -360,3 +360,4 @@ def _spill_everywhere(monkeypatch: pytest.MonkeyPatch) -> None:
 
 # Redis Cluster, Sentinel and TLS topologies (issue 13), shared by every module.
 from cluster_servers import cc, cluster, cluster_url, sentinel_deployment, tls_server  # noqa: E402,F401
+from spark_fixture import spark  # noqa: E402,F401

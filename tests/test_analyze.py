@@ -37,25 +37,6 @@ S, M, H, D = 1_000, 60_000, 3_600_000, 86_400_000
 K = ReliableListKeys("triage")
 
 
-@pytest.fixture(scope="session")
-def spark():
-    """The one SparkSession of the test session (local[2], jobctl's defaults).
-
-    Without a Java runtime the Spark tests are skipped, except in CI
-    (``$CI`` set), where .ci/run installs one and a skip would hide a gap.
-    """
-    import os
-    import shutil
-
-    from jobctl.analyze.spark import spark_session
-
-    if not (shutil.which("java") or os.environ.get("JAVA_HOME")) and not os.environ.get("CI"):
-        pytest.skip("no Java runtime for Spark (apt-get install default-jre-headless)")
-
-    with spark_session("local[2]", {"spark.sql.shuffle.partitions": "2"}) as session:
-        yield session
-
-
 def _env(job_id, jt, version, tenant, code, message, attempt, max_attempts, created, died, *, idem=True,
          deadline="default", **extra):
     doc = {"jobId": job_id, "jobType": jt, "jobVersion": version, "tenantId": tenant,

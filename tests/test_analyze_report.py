@@ -23,20 +23,6 @@ SHAPE = [("pay", "HTTP_503", 0, 3), ("mail", "SMTP_421", 0, 4), ("pay", "HTTP_50
          ("mail", "SMTP_421", 2, 9), ("ship", "TIMEOUT", 2, 5), ("ship", "TIMEOUT", 3, 2), ("pay", "BAD", 3, 1)]
 
 
-@pytest.fixture(scope="module")
-def spark():
-    import os
-    import shutil
-
-    pytest.importorskip("pyspark")
-    from jobctl.analyze.spark import spark_session
-
-    if not (shutil.which("java") or os.environ.get("JAVA_HOME")) and not os.environ.get("CI"):
-        pytest.skip("no Java runtime for Spark (apt-get install default-jre-headless)")
-    with spark_session("local[2]", {"spark.sql.shuffle.partitions": "2"}) as session:
-        yield session
-
-
 def _load(client) -> None:
     n = 0
     for job_type, code, hour, jobs in SHAPE:

@@ -24,20 +24,6 @@ NOW = time.time_ns() // 1_000_000  # the export's snapshot is the wall clock
 K = ReliableListKeys("dups")
 
 
-@pytest.fixture(scope="module")
-def spark():
-    """local[2] with jobctl's defaults; skipped without Java (not in CI)."""
-    import os
-    import shutil
-
-    from jobctl.analyze.spark import spark_session
-
-    if not (shutil.which("java") or os.environ.get("JAVA_HOME")) and not os.environ.get("CI"):
-        pytest.skip("no Java runtime for Spark (apt-get install default-jre-headless)")
-    with spark_session("local[2]", {"spark.sql.shuffle.partitions": "2"}) as session:
-        yield session
-
-
 def _job(job_id: str, code: str = "HTTP_503") -> bytes:
     return orjson.dumps({"jobId": job_id, "jobType": "webhook.deliver", "jobVersion": 2, "tenantId": "t1",
                          "idempotencyKey": f"k-{job_id}", "createdAtEpochMs": NOW - 60_000,

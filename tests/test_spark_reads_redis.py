@@ -16,19 +16,6 @@ from jobctl_fixtures.scenarios import load_scenario  # noqa: E402
 SHARDED = QueueConfig(name="email", layout="reliable-list", tag="email", shards=4)
 
 
-@pytest.fixture(scope="module")
-def spark():
-    import os
-    import shutil
-
-    from jobctl.analyze.spark import spark_session
-
-    if not (shutil.which("java") or os.environ.get("JAVA_HOME")) and not os.environ.get("CI"):
-        pytest.skip("no Java runtime for Spark (apt-get install default-jre-headless)")
-    with spark_session("local[2]", {"spark.sql.shuffle.partitions": "2"}) as session:
-        yield session
-
-
 def test_the_data_source_reads_what_an_export_writes(spark, redis_client, redis_url, tmp_path, capsys):
     from jobctl.analyze.redis_source import JobctlSource, queue_option
 
