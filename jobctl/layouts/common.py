@@ -21,7 +21,7 @@ from ..ops.result import BatchResult
 __all__ = ["text", "score_ms", "wrongtype_errors", "lenient_envelope", "batch_result",
            "suppression_record", "check_transition", "redrive_envelope", "read_scheduled", "fold_scheduled",
            "status_replies", "json_object", "suppression_info", "merge_shard_lists", "first_found", "SCHEDULED_READS",
-           "COUNTED_READS", "fold_count", "DEFAULT_BATCH", "SCORE_INF_MS"]
+           "COUNTED_READS", "fold_count", "DEFAULT_BATCH", "SCORE_INF_MS", "hash_record"]
 
 #: Jobs per script call of an operation when ``--batch`` sets none.  A
 #: layout whose calls cost more per job keeps its own (reliable-list: 128).
@@ -177,6 +177,28 @@ def merge_shard_lists(lists: list[list[JobRecord]], key: Callable[[JobRecord], A
     if len(lists) > 1:
         records.sort(key=key)
     return records[:limit]
+
+
+def hash_record(layout, job_id: str, state, env: Envelope, fields: dict[bytes, bytes], meta_fields,
+                *, position: int | None = None, score: int | None = None) -> JobRecord:
+    """A :class:`JobRecord` of a job kept as one hash (RQ, BullMQ): ``raw``
+    the hash's ``data`` field as stored (``None``: no hash, a dangling id),
+    ``meta`` each non-empty field of ``meta_fields`` as text, plus
+    ``problem`` for a dangling id and ``dead_since_ms`` for a dead job whose
+    last attempt (epoch ms) is known."""
+    from ..model import State
+
+    rec = JobRecord(queue=layout.queue_name, layout=layout.name, shard="", job_id=job_id, state=state,
+                    envelope=env, raw=fields.get(b"data", b"") if fields else None, position=position, score=score)
+    for f in meta_fields:
+        v = fields.get(f.encode()) if fields else None
+        if v not in (None, b""):
+            rec.meta[f] = text(v)
+    if not fields:
+        rec.meta["problem"] = "dangling id: no job hash (expired or deleted)"
+    elif state is State.DEAD and env.last_attempt_ms is not None:
+        rec.meta["dead_since_ms"] = env.last_attempt_ms
+    return rec
 
 
 def first_found(found: list[JobRecord], job_id: str, queue_name: str) -> JobRecord:

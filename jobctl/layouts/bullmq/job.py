@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from jobctl.layouts.common import text
+from jobctl.layouts.common import hash_record, text
 from jobctl.model import Envelope, JobRecord, State
 
 __all__ = ["BullJobs", "int_field", "version_major", "TESTED_MAJORS"]
@@ -93,19 +93,8 @@ class BullJobs:
                position: int | None = None, score: int | None = None) -> JobRecord:
         """A :class:`JobRecord` of ``job_id`` in ``state``; ``raw`` is the
         hash's ``data`` as stored (``None``: no hash, a dangling id)."""
-        env = self.envelope_of(job_id, fields)
-        rec = JobRecord(queue=self.queue_name, layout=self.name, shard="", job_id=job_id, state=state,
-                        envelope=env, raw=fields.get(b"data", b"") if fields else None,
-                        position=position, score=score)
-        for f in META_FIELDS:
-            v = fields.get(f.encode())
-            if v not in (None, b""):
-                rec.meta[f] = text(v)
-        if not fields:
-            rec.meta["problem"] = "dangling id: no job hash"
-        elif state is State.DEAD and env.last_attempt_ms is not None:
-            rec.meta["dead_since_ms"] = env.last_attempt_ms
-        return rec
+        return hash_record(self, job_id, state, self.envelope_of(job_id, fields), fields, META_FIELDS,
+                           position=position, score=score)
 
     def records(self, ids: list[str], state: State, extra: list[dict[str, Any]]) -> list[JobRecord]:
         """Records of ``ids`` in ``state``; ``extra[i]`` holds position/score."""

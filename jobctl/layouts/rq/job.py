@@ -16,7 +16,7 @@ import zlib
 from datetime import datetime, timezone
 from typing import Any
 
-from jobctl.layouts.common import text
+from jobctl.layouts.common import hash_record, text
 from jobctl.model import Envelope, JobRecord, State
 
 __all__ = ["RqJobs", "iso_ms", "exception_parts", "RESULT_TYPES", "STATUS_OF", "FAILED_AT_NOTE"]
@@ -136,22 +136,13 @@ class RqJobs:
         """A :class:`JobRecord` of ``job_id`` in ``state``; ``raw`` is the
         hash's ``data`` field as stored (``None``: no hash, a dangling id)."""
         fields, result = loaded
-        env = self.envelope_of(job_id, fields, result)
-        rec = JobRecord(queue=self.queue_name, layout=self.name, shard="", job_id=job_id, state=state,
-                        envelope=env, raw=fields.get(b"data", b"") if fields else None,
-                        position=position, score=score)
-        for f in META_FIELDS:
-            v = fields.get(f.encode())
-            if v not in (None, b""):
-                rec.meta[f] = text(v)
+        rec = hash_record(self, job_id, state, self.envelope_of(job_id, fields, result), fields, META_FIELDS,
+                          position=position, score=score)
         if not fields:
-            rec.meta["problem"] = "dangling id: no job hash (expired or deleted)"
             return rec
         status = rec.meta.get("status")
         if state is not None and state in STATUS_OF and status != STATUS_OF[state]:
             rec.meta["note"] = f"hash status {status!r} while in {state.value}"
-        if state is State.DEAD and env.last_attempt_ms is not None:
-            rec.meta["dead_since_ms"] = env.last_attempt_ms
         return rec
 
     def records(self, ids: list[str], state: State, extra: list[dict[str, Any]]) -> list[JobRecord]:
