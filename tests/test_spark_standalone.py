@@ -27,10 +27,17 @@ from jobctl_fixtures.scenarios import load_scenario  # noqa: E402
 LIMIT_S = 600
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def _free_ports(n: int) -> list[int]:
+    """``n`` distinct free ports: every socket stays bound until all are chosen, so
+    the master's and the worker's ports never coincide (Spark would then move one)."""
+    socks = [socket.socket() for _ in range(n)]
+    try:
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
 
 
 def _spark_class(*args: str, log: Path) -> subprocess.Popen:
@@ -43,10 +50,12 @@ def _spark_class(*args: str, log: Path) -> subprocess.Popen:
 
 
 def _alive_workers(ui: int) -> int:
+    """Alive workers the master's UI reports; 0 while it is not up yet or answers
+    with something that is not its JSON (another process on the port)."""
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{ui}/json/", timeout=2) as r:
             return int(json.load(r).get("aliveworkers", 0))
-    except OSError:
+    except (OSError, ValueError, AttributeError):
         return 0
 
 
@@ -55,13 +64,13 @@ def master(tmp_path_factory):
     if not (shutil.which("java") or os.environ.get("JAVA_HOME")) and not os.environ.get("CI"):
         pytest.skip("no Java runtime for Spark (apt-get install default-jre-headless)")
     logs = tmp_path_factory.mktemp("spark-standalone")
-    port, ui = _free_port(), _free_port()
+    port, ui, worker_ui = _free_ports(3)
     procs = [_spark_class("org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
                           "--webui-port", str(ui), log=logs / "master.log")]
     try:
         procs.append(_spark_class("org.apache.spark.deploy.worker.Worker", f"spark://127.0.0.1:{port}",
                                   "--host", "127.0.0.1", "--cores", "1", "--memory", "1g", "--webui-port",
-                                  str(_free_port()), "--work-dir", str(logs / "work"), log=logs / "worker.log"))
+                                  str(worker_ui), "--work-dir", str(logs / "work"), log=logs / "worker.log"))
         deadline = time.monotonic() + 180
         while _alive_workers(ui) < 1:
             assert time.monotonic() < deadline, (logs / "worker.log").read_text()[-2000:]
