@@ -277,6 +277,30 @@ def test_check_finds_and_repairs(redis_client):
     assert set(lay.check().counts()) == {"orphan_job", "status_mismatch"}
 
 
+def test_repair_reaches_only_the_ends_of_a_long_list(redis_client):
+    """hj_repair searches R entries at each end of a list longer than 2 x R
+    (a bounded call): copies there are repaired, a copy deeper is left."""
+    from jobctl.scripts import script
+
+    fix, k, reach = script(redis_client, "hj_repair"), HashJobKeys(Q), 3
+    filler = [f"f{i}" for i in range(10)]
+    redis_client.rpush(k.failed, "g", *filler[:5], "g", *filler[5:], "g")  # ghost: head, middle, tail
+    keys = [k.failed, k.job("g"), k.suppressed_info]
+    assert fix(keys=keys, args=["dangling_list", "g", "", reach]) == 1
+    assert [x.decode() for x in redis_client.lrange(k.failed, 0, -1)] == [*filler[:5], "g", *filler[5:]]
+    redis_client.delete(k.failed)
+    redis_client.rpush(k.failed, "d", *filler[:5], "d", *filler[5:], "d", "d")
+    redis_client.hset(k.job("d"), "status", "failed")
+    assert fix(keys=[k.failed, k.job("d"), k.suppressed_info], args=["duplicate", "d", "4", reach]) == 1
+    # the two at the tail go, the head one is kept; the deep one is out of reach
+    assert [x.decode() for x in redis_client.lrange(k.failed, 0, -1)] == ["d", *filler[:5], "d", *filler[5:]]
+    redis_client.delete(k.processing)
+    redis_client.rpush(k.processing, *filler[:5], "p", *filler[5:])
+    redis_client.hset(k.job("p"), "status", "processing")
+    assert fix(keys=[k.processing, k.job("p"), k.suppressed_info], args=["no_deadline", "p", "5", reach]) == 0
+    assert fix(keys=[k.processing, k.job("p"), k.suppressed_info], args=["no_deadline", "p", "5", 10]) == 1
+
+
 @pytest.mark.parametrize("scenario", ["healthy", "dlq-spike", "stuck-workers"])
 def test_iter_batches_covers_every_state(redis_client, scenario):
     load_scenario(redis_client, scenario, queue=Q, size=SIZE, now_ms=NOW)

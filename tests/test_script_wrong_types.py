@@ -319,7 +319,7 @@ def _hj_repair(kind: str):
             c.rpush("q:h:processing", "a")
             c.hset("q:h:job:a", "status", "processing")
             arg = "1000"
-        return keys, [kind, "a", arg]
+        return keys, [kind, "a", arg, "100"]
     return build
 
 

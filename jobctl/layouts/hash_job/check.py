@@ -48,7 +48,7 @@ from jobctl.model import State
 from jobctl.scripts import script
 from jobctl.layouts.base import now_ms
 from jobctl.layouts.common import text
-from jobctl.layouts.reliable_list.check import CheckReport, Problem, confirmed
+from jobctl.layouts.reliable_list.check import RECHECK_MAXLEN, CheckReport, Problem, confirmed
 from jobctl.layouts.walks import WINDOW, walk_list, walk_zset
 
 if TYPE_CHECKING:
@@ -100,7 +100,9 @@ def check_queue(layout: "HashJob", *, repair: bool = False) -> CheckReport:
             if not p._args or not confirmed(p):
                 continue
             kind, key, arg = p._args
-            p.repaired = bool(fix(keys=[key, k.job(p.job_id), k.suppressed_info], args=[kind, p.job_id, arg]))
+            # reach: the re-read's, so a finding it confirmed is within reach of the repair
+            p.repaired = bool(fix(keys=[key, k.job(p.job_id), k.suppressed_info],
+                                  args=[kind, p.job_id, arg, RECHECK_MAXLEN]))
     return report
 
 
@@ -202,8 +204,6 @@ def _check_orphans(layout: "HashJob", report: CheckReport, where: dict) -> None:
 
 def _recheck(layout: "HashJob", report: CheckReport, expected_status: dict[str, str]) -> None:
     """Drop the findings that no longer hold (see the module docstring)."""
-    from jobctl.layouts.reliable_list.check import RECHECK_MAXLEN
-
     if not report.problems:
         return
     client, k = layout.client, layout.keys
