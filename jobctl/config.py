@@ -57,7 +57,7 @@ class Profile:
     ``url`` may omit the password; ``password_env`` names an environment
     variable that holds it.  ``environment`` is shown as a badge by the front
     ends ("production" in red).  ``read_only`` makes every mutating command
-    refuse, as the global ``--read-only`` flag does.
+    refuse, as the global ``--read-only`` flag does.  ``prometheus_url``: a Prometheus scraping ``jobctl metrics`` (TUI history).
     """
 
     name: str
@@ -79,9 +79,9 @@ class Profile:
     client_cert: str | None = None
     client_key: str | None = None
     tls_verify: bool = True
-    #: Where status, ls, export and the exporter read: ``"primary"`` or
-    #: ``"replicas"`` (a cluster's or a Sentinel service's replicas).
+    #: Where status, ls, export and the exporter read: ``"primary"`` or ``"replicas"`` (of a cluster, a Sentinel).
     read_from: str = "primary"
+    prometheus_url: str | None = None
 
     @property
     def connect_url(self) -> str | None:
@@ -172,7 +172,7 @@ def config_path(explicit: str | os.PathLike[str] | None = None) -> Path | None:
 #: Keys of a ``[profiles.NAME]`` table.
 PROFILE_KEYS = ("url", "password_env", "environment", "read_only", "db", "username", "cluster_nodes", "sentinels",
                 "service", "sentinel_password_env", "tls", "ca_cert", "client_cert", "client_key", "tls_verify",
-                "read_from")
+                "read_from", "prometheus_url")
 #: The values of a profile's ``read_from`` (and of ``--read-from``).
 READ_FROM = ("primary", "replicas")
 #: Keys every ``[queues.NAME]`` table may hold.
@@ -298,7 +298,7 @@ def _check_tag(where: str, tag: Any, braced: bool = True) -> None:
 
 
 _PROFILE_STR = ("url", "password_env", "environment", "service", "username", "sentinel_password_env",
-                 "ca_cert", "client_cert", "client_key")
+                 "ca_cert", "client_cert", "client_key", "prometheus_url")
 _PROFILE_BOOL = ("read_only", "tls", "tls_verify")
 _PROFILE_LIST = ("cluster_nodes", "sentinels")
 
@@ -334,7 +334,7 @@ def _profile(where: str, name: str, raw: dict[str, Any]) -> Profile:
     return Profile(name=name, url=raw.get("url"), password_env=raw.get("password_env"),
                    environment=raw.get("environment"), read_only=raw.get("read_only", False),
                    cluster_nodes=tuple(raw.get("cluster_nodes", ())), sentinels=tuple(raw.get("sentinels", ())),
-                   service=raw.get("service"), db=db, username=raw.get("username"),
+                   service=raw.get("service"), db=db, username=raw.get("username"), prometheus_url=raw.get("prometheus_url"),
                    sentinel_password_env=raw.get("sentinel_password_env"), tls=raw.get("tls", False),
                    ca_cert=raw.get("ca_cert"), client_cert=raw.get("client_cert"),
                    client_key=raw.get("client_key"), tls_verify=raw.get("tls_verify", True),

@@ -66,6 +66,7 @@ class JobctlApp(ActionFlow, App):
     demo says what it runs); ``exit_after`` quits after that many seconds.
     ``export_root``: the folder a purge exports its jobs to first, one
     subfolder per purge (default: ``<user data dir>/jobctl/exports``).
+    ``prometheus_url`` (else the profile's): the history chart's last hours.
     Raises :class:`~jobctl.errors.ConfigError` for a bad SLO in the config.
     """
 
@@ -100,10 +101,10 @@ class JobctlApp(ActionFlow, App):
     def __init__(self, session: Session, *, refresh_s: float = 2.0, clock: Callable[[], int] | None = None,
                  server_label: str | None = None, op_rate: float | None = None, op_batch: int | None = None,
                  note: str = "", exit_after: float | None = None, history_len: int = 600,
-                 export_root: str | None = None) -> None:
+                 export_root: str | None = None, prometheus_url: str | None = None) -> None:
         super().__init__()
         self.session = session
-        self.dash = Dashboard(session, clock=clock, history_len=history_len)
+        self.dash = Dashboard(session, clock=clock, history_len=history_len, prometheus_url=prometheus_url)
         self.clock = self.dash.clock
         self.server_label = server_label or session.target.display
         self.environment = session.target.environment

@@ -132,6 +132,10 @@ class DashboardScreen(Screen):
         if getattr(self, "_rows", None) is not None:
             self._show_rows(self._rows)
 
+    #: One line about the history's source: None before the Prometheus read
+    #: started, "" while nothing to say, else what it loaded or why it failed.
+    history_note: str | None = None
+
     def on_mount(self) -> None:
         self._show_rows([])
         snap = self.app.snapshot
@@ -154,9 +158,13 @@ class DashboardScreen(Screen):
     def status_refreshed(self, snap: Snapshot) -> None:
         """Redraw from a new snapshot (called by the app on every refresh)."""
         self._show_rows([(r.name, row_cells(r)) for r in snap.rows])
-        dash = self.app.dash  # the samples the refresh worker recorded (memory, no Redis)
-        self.chart.show_history({r.name: dash.history(r.name).samples for r in snap.rows}, snap.at_ms)
+        self._snap = snap
+        if self.history_note is None and snap.rows:
+            self._load_prometheus([r.name for r in snap.rows])
+        self._redraw_chart()
         notes = Text()
+        if self.history_note:
+            notes.append(self.history_note + "\n", style="yellow" if "Prometheus history:" in self.history_note else "")
         if not snap.rows:
             notes.append("no queues: none configured ([queues] in jobctl.toml) and none discovered\n",
                          style="yellow")
@@ -178,6 +186,31 @@ class DashboardScreen(Screen):
                      "(whole queue, plan first) · c: next chart · p: freeze refresh · +/-: interval · ?: help · ctrl+p: commands",
                      style="dim")
         self.query_one("#dash-notes", Static).update(notes)
+
+    def _redraw_chart(self) -> None:
+        snap, dash = self._snap, self.app.dash  # the samples the workers recorded (memory, no Redis)
+        self.chart.show_history({r.name: dash.history(r.name).samples for r in snap.rows}, snap.at_ms)
+
+    def _load_prometheus(self, queues: list[str]) -> None:
+        """Fill the history's last hours from the configured Prometheus, once,
+        in a worker (the core's HTTP read); a failure is one notice and one note line."""
+        dash = self.app.dash
+        self.history_note = ""
+
+        def run() -> dict[str, int] | None:
+            return dash.load_prometheus_history(queues) if dash.prometheus_url else None
+
+        def done(added: dict[str, int] | None) -> None:
+            if added is not None:
+                self.chart.source = "Prometheus + this TUI"
+                self.history_note = f"history: {sum(added.values()):,} points from Prometheus"
+                self.status_refreshed(self._snap)
+
+        def failed(exc: BaseException) -> None:
+            self.history_note = str(exc).splitlines()[0] if str(exc) else exc.__class__.__name__
+            self.status_refreshed(self._snap)
+
+        self.app.read(run, done, key="prometheus-history", banner=False, failed=failed)
 
     def _current(self) -> str | None:
         key = self.table.current_key

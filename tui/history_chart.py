@@ -66,6 +66,8 @@ class HistoryChart(PlotextPlot):
         self.window_ms = 0
         self._samples: dict[str, list] = {}
         self._now_ms = 0
+        #: Where the samples come from, named in the title.
+        self.source = "this TUI"
 
     def on_mount(self) -> None:
         super().on_mount()
@@ -92,7 +94,8 @@ class HistoryChart(PlotextPlot):
         title, unit = METRICS[self.metric]
         window = (f"last {fmt.age(self.window_ms)}" if self.window_ms
                   else "one sample so far" if self.points else "no sample yet")
-        plt.title(f"{title} per queue · {window} seen by this TUI · c: next chart")
+        seen = "seen by this TUI" if self.source == "this TUI" else f"from {self.source}"
+        plt.title(f"{title} per queue · {window} {seen} · c: next chart")
         plt.xlabel("minutes before now")
         plt.ylabel(unit)
         for queue, (xs, ys) in self.points.items():

@@ -26,8 +26,11 @@ MIN_REFRESH_S = 0.5
               metavar="SECONDS", help=f"Status refresh interval (floor {MIN_REFRESH_S:g}s; +/- change it live).")
 @click.option("--rate", type=options.RATE, metavar="N",
               help="Operations move at most N jobs per second (as the CLI's --rate).")
+@click.option("--prometheus-url", metavar="URL",
+              help="A Prometheus scraping `jobctl metrics`: the history chart opens with its last 3 hours "
+                   "(default: the profile's prometheus_url).")
 @pass_session
-def tui(session: Session, refresh: float, rate: float | None) -> int:
+def tui(session: Session, refresh: float, rate: float | None, prometheus_url: str | None) -> int:
     """Live dashboard: every queue, triage, inspector, operations behind a plan.
 
     Thresholds per queue colour the cells: [queues.NAME.slo] in the config
@@ -38,7 +41,7 @@ def tui(session: Session, refresh: float, rate: float | None) -> int:
     session.target  # noqa: B018 - a bad --url or --profile fails here, as one line
     from jobctl_tui import run_tui
 
-    return run_tui(session, refresh_s=refresh, op_rate=rate)
+    return run_tui(session, refresh_s=refresh, op_rate=rate, prometheus_url=prometheus_url)
 
 
 COMMANDS = [tui]

@@ -117,10 +117,12 @@ class Dashboard:
     """
 
     def __init__(self, session: "Session", *, clock: Callable[[], int] | None = None,
-                 history_len: int = HISTORY_LEN, histogram_bound: int = 20_000) -> None:
+                 history_len: int = HISTORY_LEN, histogram_bound: int = 20_000,
+                 prometheus_url: str | None = None) -> None:
         from ..layouts.base import now_ms
 
         self.session = session
+        self._prometheus_url = prometheus_url
         self.clock = clock or now_ms
         self.history_len = history_len
         self.histogram_bound = histogram_bound
@@ -158,6 +160,29 @@ class Dashboard:
             if h is None:
                 h = self._histories[name] = QueueHistory(self.history_len)
             return h
+
+    @property
+    def prometheus_url(self) -> str | None:
+        """Where the history's last hours come from: the ``prometheus_url``
+        given at construction, else the profile's (``None``: nowhere)."""
+        if self._prometheus_url:
+            return self._prometheus_url
+        profile = self.session.target.profile
+        return profile.prometheus_url if profile is not None else None
+
+    def load_prometheus_history(self, queues: list[str], *, window_ms: int | None = None) -> dict[str, int]:
+        """Fill the history of ``queues`` with the last ``window_ms`` (default
+        3 h) of the exporter's gauges read from :attr:`prometheus_url`
+        (:func:`~jobctl.dashboard.prom_history.load_history`, one HTTP GET, no
+        Redis); returns the samples added per queue.  Raises
+        :class:`~jobctl.dashboard.prom_history.PrometheusError` (one line)."""
+        from .prom_history import DEFAULT_WINDOW_MS, PrometheusError, load_history
+
+        url = self.prometheus_url
+        if not url:
+            raise PrometheusError("no prometheus_url configured")
+        got = load_history(url, queues, now_ms=self.clock(), window_ms=window_ms or DEFAULT_WINDOW_MS)
+        return {q: self.history(q).seed(samples) for q, samples in got.items()}
 
     # -- reads ---------------------------------------------------------------
     def refresh(self) -> Snapshot:

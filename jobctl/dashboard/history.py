@@ -1,4 +1,5 @@
-"""Per-queue status history of the live dashboard: samples since it opened,
+"""Per-queue status history of the live dashboard: samples since it opened
+(plus older ones read back from Prometheus: :meth:`QueueHistory.seed`),
 for the depth and oldest-ready-age sparklines and the DLQ growth rate (dead
 jobs per minute over the last :data:`GROWTH_WINDOW_MS`).  Times are epoch ms.
 """
@@ -47,6 +48,19 @@ class QueueHistory:
     def add(self, status: QueueStatus) -> None:
         with self._lock:
             self._samples.append(Sample.of(status))
+
+    def seed(self, older: list[Sample]) -> int:
+        """Put ``older`` (oldest first, e.g. read back from Prometheus) before
+        the samples taken so far, keeping only those older than the first of
+        them; the newest ``maxlen`` are kept.  Returns how many were added (and kept)."""
+        with self._lock:
+            first = self._samples[0].at_ms if self._samples else None
+            keep = [s for s in older if first is None or s.at_ms < first]
+            held = len(self._samples)
+            merged = keep + list(self._samples)
+            self._samples.clear()
+            self._samples.extend(merged)  # the deque keeps the newest maxlen
+            return len(self._samples) - held
 
     @property
     def samples(self) -> list[Sample]:
