@@ -554,6 +554,19 @@ def C(label, build, writes, types, per_job=None, untyped=None) -> Call:  # noqa:
     return Call(label, build, frozenset(writes), types, per_job or {}, untyped or {})
 
 
+SK_JOB = '{"class":"A","queue":"work","args":[9223372036854775807],"jid":"j1","retry_count":0}'
+
+
+def _sk_move(mode: str):
+    """One dead Sidekiq job "j1": a redrive to queue:work, or a purge."""
+    def build(c):
+        c.zadd("dead", {SK_JOB: 5})
+        if mode == "purge":
+            return ["dead", "queues"], [mode, 1, "j1", SK_JOB, "5", "", ""]
+        return ["dead", "queues", "queue:work"], [mode, 1, "j1", SK_JOB, "5", "work", SK_JOB.replace(":0}", ":-1}")]
+    return build
+
+
 PAYLOAD_PER_JOB = {4: "wrongtype"}
 WINDOW_JOB = "a job key of the wrong type only holds its own job (hj_window's per-job step, code 'wrongtype')"
 TAIL_PURGE = "an unfiltered purge unlinks the planned payload keys in one UNLINK, whatever their type (rl_tail)"
@@ -750,6 +763,10 @@ def changed_keys(before: dict, after: dict) -> set[bytes]:
 
 def plant(client, key: str, kind: str) -> None:
     """Replace ``key`` by a value of Redis type ``kind``."""
+    "sk_move": (
+        C("redrive", _sk_move("redrive"), {1, 2, 3}, {1: "zset", 2: "set", 3: "list"}, {3: "wrongtype"}),
+        C("purge", _sk_move("purge"), {1}, {1: "zset", 2: "set"}),
+    ),
     client.delete(key)
     {"string": lambda: client.set(key, "planted"), "list": lambda: client.rpush(key, "planted"),
      "hash": lambda: client.hset(key, "planted", "1"), "set": lambda: client.sadd(key, "planted"),
@@ -910,6 +927,11 @@ def _matrix():
 def test_wrong_type_is_refused_before_any_write(redis_client, name, call, index, wrong):
     keys, args = call.build(redis_client)
     plant(redis_client, keys[index - 1], wrong)
+    ("sk_move", _sk_move("redrive"), lambda a: _with(a, 0, "retry"), "BADARG mode"),
+    ("sk_move", _sk_move("redrive"), lambda a: _with(a, 1, 2), "BADARG job count"),
+    ("sk_move", _sk_move("purge"), lambda a: _with(a, 4, "x"), "BADARG score"),
+    ("sk_move", _sk_move("purge"), lambda a: _with(a, 3, ""), "BADARG member"),
+    ("sk_move", _sk_move("redrive"), lambda a: _with(a, 6, ""), "BADARG queue or payload"),
     before = keyspace(redis_client)
     run = script(redis_client, name)
     if index in call.per_job:

@@ -1,0 +1,298 @@
+"""The ``sidekiq`` layout against Sidekiq itself, unmodified (Debian's
+``ruby-sidekiq``): Sidekiq's own client (``perform_async``, ``perform_in``:
+``tests/sidekiq/push.rb``) and worker (the ``sidekiq`` command, started
+here) make the keys; jobctl reads them through the CLI, redrives, promotes
+and purges; Sidekiq's own API (``tests/sidekiq/api.rb``) agrees on every
+count afterwards.  Skipped without ruby and sidekiq, except in CI."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from helpers import config_fixtures, queues_toml
+
+HERE = Path(__file__).resolve().parent / "sidekiq"
+FLAG = "sktest:flag"
+BIG = 2 ** 63 - 1
+NAMES = [f"{kind}-{n}" for kind in ("even", "odd") for n in range(4)]
+EVEN = "error = 'ArgumentError'"  # the even jobs' failure (the odd ones raise IOError)
+WAIT_S = 60  # the longest a BLPOP waits for Sidekiq's worker before the test fails
+cfg, run = config_fixtures(queues_toml(sk={"layout": "sidekiq"}))
+
+
+@pytest.fixture(scope="session")
+def sidekiq_ready() -> None:
+    """Skipped without ruby/sidekiq, except in CI (.ci/run installs ruby-sidekiq)."""
+    missing = pytest.fail if os.environ.get("CI") else pytest.skip
+    if not shutil.which("ruby") or not shutil.which("sidekiq"):
+        missing("ruby/sidekiq not found on PATH: the Sidekiq tests need ruby-sidekiq")
+    proc = subprocess.run(["ruby", "-e", 'require "sidekiq"'], capture_output=True, text=True)
+    if proc.returncode != 0:
+        missing(f"ruby cannot load sidekiq: {proc.stderr.strip()[-300:]}")
+
+
+def _ruby(redis_url: str, script: str, *args: str, **env: str) -> str:
+    proc = subprocess.run(["ruby", str(HERE / script), *args], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "REDIS_URL": redis_url, **env})
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def _push(redis_url: str, names: list[str], **env: str) -> dict[str, str]:
+    """Sidekiq's own client: ``{name: jid}``."""
+    return json.loads(_ruby(redis_url, "push.rb", json.dumps(names), str(BIG), **env))
+
+
+def _counts(redis_url: str) -> dict[str, int]:
+    """Sidekiq's own API: sizes of the dead, retry and schedule sets and of the ``work`` queue."""
+    return json.loads(_ruby(redis_url, "api.rb", "counts"))
+
+
+class SidekiqWorker:
+    """The ``sidekiq`` command on the ``work`` queue (one thread), output in ``log``."""
+
+    def __init__(self, redis_url: str, log: Path) -> None:
+        self.redis_url, self.log, self.proc = redis_url, log, None
+
+    def start(self) -> None:
+        cmd = ["sidekiq", "-r", str(HERE / "jobs.rb"), "-q", "work", "-c", "1", "-t", "1"]
+        with open(self.log, "ab") as out:
+            self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
+                                         env={**os.environ, "REDIS_URL": self.redis_url})
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+
+    def wait(self, client, key: str, n: int) -> list[str]:
+        """``n`` entries of the list ``key`` that the jobs push (BLPOP: no sleeps)."""
+        out = []
+        for _ in range(n):
+            got = client.blpop(key, timeout=WAIT_S)
+            assert got is not None, f"Sidekiq's worker did not push {key}: {self.log.read_text()[-2000:]}"
+            out.append(got[1].decode())
+        return out
+
+
+@pytest.fixture
+def worker(sidekiq_ready, redis_url, tmp_path):
+    w = SidekiqWorker(redis_url, tmp_path / "sidekiq.log")
+    yield w
+    w.stop()
+
+
+@pytest.fixture
+def failed(worker, redis_url, redis_client) -> dict[str, str]:
+    """8 jobs (``retry: 0``) that Sidekiq's worker (left running) sent to
+    the dead set while the flag was set (it stays set); ``{name: jid}``."""
+    redis_client.set(FLAG, 1)
+    jids = _push(redis_url, NAMES)
+    worker.start()
+    assert sorted(worker.wait(redis_client, "sktest:died", len(NAMES))) == sorted(jids.values())
+    redis_client.delete("sktest:ran")
+    return jids
+
+
+def _json(run, *args) -> dict:
+    code, out, err = run(*args, "--json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def _status(run) -> dict:
+    return _json(run, "status", "sk")["queues"][0]
+
+
+def _layout(redis_client):
+    from jobctl.config import QueueConfig
+    from jobctl.layouts import layout_for
+
+    return layout_for(redis_client, QueueConfig(name="sk", layout="sidekiq"))
+
+
+def test_status_ls_and_inspect_read_sidekiq_keys(run, failed, redis_url):
+    _push(redis_url, ["later-0", "later-1"], SKTEST_IN="3600")
+    st = _status(run)
+    assert (st["layout"], st["ready"], st["dead"], st["scheduled"]) == ("sidekiq", 0, 8, 2)
+    assert st["next_due_ms"] > st["now_ms"]
+    counts = _counts(redis_url)
+    assert (counts["dead"], counts["schedule"], counts["work"]) == (st["dead"], st["scheduled"], st["ready"])
+    jobs = _json(run, "ls", "sk", "--state", "dead", "--limit", "50")["jobs"]
+    assert sorted(j["id"] for j in jobs) == sorted(failed.values())
+    doc = _json(run, "inspect", "sk", failed["even-0"])
+    assert doc["state"] == "dead" and doc["envelope"]["args"] == ["even-0", BIG]
+    assert doc["envelope"]["error_class"] == "ArgumentError" and doc["meta"]["sidekiq_queue"] == "work"
+    assert abs(doc["meta"]["dead_since_ms"] - doc["envelope"]["failed_at"] * 1000) < 1  # seconds shown as ms
+    later = _json(run, "ls", "sk", "--state", "scheduled")["jobs"]
+    assert {j["meta"]["state_key"] for j in later} == {"schedule"} and len(later) == 2
+
+
+def test_redrive_filtered_while_the_worker_runs_each_once(run, failed, redis_client, redis_url, worker):
+    code, out, err = run("redrive", "sk", "--filter", EVEN, "--dry-run")
+    assert code == 0, err
+    assert "Sidekiq version not in the live process's info" in " ".join(out.split())  # 6.x names none
+    assert _counts(redis_url)["dead"] == 8  # a dry run writes nothing
+    redis_client.delete(FLAG)
+    assert _json(run, "redrive", "sk", "--filter", EVEN, "--yes")["moved"] == 4
+    assert sorted(worker.wait(redis_client, "sktest:ran", 4)) == [n for n in NAMES if n.startswith("even-")]
+    for name in NAMES:
+        runs = redis_client.get(f"sktest:count:{name}")
+        if name.startswith("even-"):
+            assert runs == b"1", name  # processed exactly once
+            assert redis_client.get(f"sktest:arg:{name}") == f"Integer:{BIG}".encode()  # the 64-bit int arrived
+        else:
+            assert runs is None, name
+    counts = _counts(redis_url)
+    assert (counts["dead"], counts["work"]) == (4, 0) == (_status(run)["dead"], _status(run)["ready"])
+    left = {j["id"] for j in _json(run, "ls", "sk", "--state", "dead")["jobs"]}
+    assert left == {failed[n] for n in NAMES if n.startswith("odd-")}
+
+
+def test_a_job_that_died_again_since_the_plan_is_not_redriven_twice(failed, redis_client, redis_url, worker):
+    from jobctl.model import State
+    from jobctl.ops.engine import run_plan
+    from jobctl.ops.spec import Operation, OpSpec
+
+    lay = _layout(redis_client)
+    plan = lay.plan(OpSpec(Operation.REDRIVE, "sk", State.DEAD, State.READY))
+    assert len(plan.jobs) == 8
+    _ruby(redis_url, "api.rb", "retry", failed["odd-0"])  # Sidekiq's own retry wins the race...
+    assert worker.wait(redis_client, "sktest:died", 1) == [failed["odd-0"]]  # ...and the job died again
+    redis_client.delete(FLAG)
+    res = run_plan(lay, plan, journal=False)
+    assert res.moved == 7 and res.skipped_reasons == {"gone": 1}
+    worker.wait(redis_client, "sktest:ran", 7 + 1)  # the 7, and odd-0's failed run by Sidekiq's own retry
+    runs = {name: redis_client.get(f"sktest:count:{name}") for name in NAMES}
+    assert runs.pop("odd-0") is None and set(runs.values()) == {b"1"}  # never processed twice
+    assert _counts(redis_url)["dead"] == 1 and redis_client.llen("queue:work") == 0
+
+
+def test_sidekiqs_own_retry_all_racing_jobctl_processes_each_job_once(failed, redis_client, redis_url, worker):
+    from jobctl.model import State
+    from jobctl.ops.engine import run_plan
+    from jobctl.ops.spec import Operation, OpSpec
+
+    lay = _layout(redis_client)
+    plan = lay.plan(OpSpec(Operation.REDRIVE, "sk", State.DEAD, State.READY))
+    redis_client.delete(FLAG)
+    _ruby(redis_url, "api.rb", "retry_all")  # Sidekiq's own bulk retry empties the dead set first
+    res = run_plan(lay, plan, journal=False)
+    assert res.moved == 0 and res.skipped_reasons == {"gone": 8}
+    worker.wait(redis_client, "sktest:ran", 8)
+    assert {redis_client.get(f"sktest:count:{n}") for n in NAMES} == {b"1"}
+    assert _counts(redis_url)["dead"] == 0 and redis_client.llen("queue:work") == 0
+
+
+def test_the_pushed_bytes_are_the_stored_ones_but_the_two_fields(failed, redis_client, worker):
+    worker.stop()
+    before = {m for m in redis_client.zrange("dead", 0, -1)}
+    lay = _layout(redis_client)
+    from jobctl.model import State
+    from jobctl.ops.engine import run_plan
+    from jobctl.ops.spec import Operation, OpSpec
+
+    assert run_plan(lay, lay.plan(OpSpec(Operation.REDRIVE, "sk", State.DEAD, State.READY)), journal=False).moved == 8
+    pushed = redis_client.lrange("queue:work", 0, -1)
+    by_jid = {json.loads(m)["jid"]: m for m in before}
+    for raw in pushed:
+        new = json.loads(raw)
+        old_raw = by_jid[new["jid"]]
+        old = json.loads(old_raw)
+        assert new["retry_count"] == old["retry_count"] - 1 and new["enqueued_at"] > old["enqueued_at"]
+        assert {k: v for k, v in new.items() if k not in ("retry_count", "enqueued_at")} == \
+            {k: v for k, v in old.items() if k not in ("retry_count", "enqueued_at")}
+        assert str(BIG).encode() in raw and raw.startswith(old_raw.split(b'"enqueued_at"')[0])
+    assert redis_client.smembers("queues") == {b"work"}
+
+
+def test_redrive_bytes_edit_only_their_spans():
+    from jobctl.layouts.sidekiq.job import redrive_bytes
+
+    raw = (b'{"class":"A","args":[9223372036854775807,123456789012345678901234567890,"a/b","\\u00e9",1.10,'
+           b'{"retry_count":7}],"retry_count":3,"enqueued_at":1795836864.6819763,"x":"\xc3\xa9"}')
+    out = redrive_bytes(raw, 1795836999123)
+    assert out == raw.replace(b'"retry_count":3', b'"retry_count":2').replace(b"1795836864.6819763", b"1795836999.123")
+    assert redrive_bytes(raw, 1795836999123, reset_attempts=True) == \
+        raw.replace(b'"retry_count":3,', b"").replace(b"1795836864.6819763", b"1795836999.123")
+    ms = b'{"class":"A","created_at":1795836864681,"retry_count":0}'  # Sidekiq 8: epoch ms
+    assert redrive_bytes(ms, 1795836999123) == b'{"class":"A","created_at":1795836864681,"retry_count":-1,' \
+                                                b'"enqueued_at":1795836999123}'
+
+
+def _name(row: dict) -> str:
+    return json.loads(row["raw"])["args"][0]
+
+
+def test_purge_exports_first_and_leaves_the_rest(run, failed, redis_url, tmp_path):
+    out = tmp_path / "dead"
+    doc = _json(run, "purge", "sk", "--state", "dead", "--filter", "error = 'IOError'", "--export-to", str(out),
+                "--yes")
+    assert doc["moved"] == 4
+    import pyarrow.parquet as pq
+
+    rows = [r for part in sorted(out.glob("part-*.parquet")) for r in pq.read_table(part).to_pylist()]
+    assert {r["layout"] for r in rows} == {"sidekiq"}
+    assert all(f'"args":["odd-{n}",{BIG}]' in r["raw"] for n, r in enumerate(sorted(rows, key=_name)))
+    assert sorted(r["job_id"] for r in rows) == sorted(failed[n] for n in NAMES if n.startswith("odd-"))
+    assert _counts(redis_url)["dead"] == 4 == _status(run)["dead"]
+
+
+def test_promote_a_retry_runs_it_now(run, worker, redis_client, redis_url):
+    redis_client.set(FLAG, 1)
+    jids = _push(redis_url, ["retry-0", "retry-1"], SKTEST_RETRY="5")
+    worker.start()
+    worker.wait(redis_client, "sktest:ran", 2)
+    assert redis_client.zcard("retry") == 2 or _counts(redis_url)["retry"] == 2
+    redis_client.delete(FLAG)
+    flt = f"payload.args[0] = 'retry-1' and error = 'IOError'"
+    assert _json(run, "promote", "sk", "--filter", flt, "--yes")["moved"] == 1
+    assert worker.wait(redis_client, "sktest:ran", 1) == ["retry-1"]
+    assert redis_client.get("sktest:count:retry-1") == b"1" and redis_client.get("sktest:count:retry-0") is None
+    left = _json(run, "ls", "sk", "--state", "scheduled")["jobs"]
+    assert [(j["id"], j["meta"]["state_key"]) for j in left] == [(jids["retry-0"], "retry")]
+
+
+def test_malformed_members_are_reported_and_never_pushed(run, failed, redis_client):
+    code, out, err = run("check", "sk", "--json")
+    assert code == 0 and json.loads(out)["queues"][0]["ok"], err
+    redis_client.zadd("dead", {b"not json {": 1.0})
+    code, out, _ = run("check", "sk", "--json")
+    assert code != 0 and json.loads(out)["queues"][0]["counts"] == {"malformed": 1}
+    doc = _json(run, "redrive", "sk", "--filter", EVEN, "--yes")
+    assert doc["moved"] == 4 and redis_client.zscore("dead", b"not json {") == 1.0
+
+
+def test_discover_recognises_sidekiq_keys(run, failed):
+    code, out, err = run("discover", "--json")
+    assert code == 0, err
+    queues = json.loads(out)["queues"]
+    assert [q["layout"] for q in queues if q["queue"] == "sidekiq"] == ["sidekiq"], queues
+
+
+def test_the_dashboard_reads_a_sidekiq_instance(cfg, redis_url, failed):
+    from jobctl.dashboard.facade import Dashboard
+    from jobctl.model import State
+    from jobctl.session import Session
+
+    s = Session(config_file=cfg, url=redis_url)
+    try:
+        dash = Dashboard(s)
+        assert dash.refresh().row("sk").status.dead == 8
+        dash.queue_detail("sk")
+        groups = dash.triage("sk").groups
+        assert sorted((g.count, g.key) for g in groups)[0][0] == 4 and sum(g.count for g in groups) == 8
+        assert len(dash.jobs("sk", State.DEAD).records) == 8
+    finally:
+        s.close()
