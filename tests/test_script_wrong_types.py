@@ -542,18 +542,6 @@ def _bullmq_move(mode: str):
     return build
 
 
-def _bullmq_read(c):
-    c.hset("bull:q:a", mapping={"finishedOn": "10", "failedReason": "boom"})
-    c.set("bull:q:b", "not a hash")
-    return ["bull:q:a", "bull:q:b", "bull:q:c"], ["finishedOn", "failedReason"]
-
-
-# -- the table ------------------------------------------------------------------------------------------------
-
-def C(label, build, writes, types, per_job=None, untyped=None) -> Call:  # noqa: N802 - a table row
-    return Call(label, build, frozenset(writes), types, per_job or {}, untyped or {})
-
-
 SK_JOB = '{"class":"A","queue":"work","args":[9223372036854775807],"jid":"j1","retry_count":0}'
 
 
@@ -565,6 +553,18 @@ def _sk_move(mode: str):
             return ["dead", "queues"], [mode, 1, "j1", SK_JOB, "5", "", ""]
         return ["dead", "queues", "queue:work"], [mode, 1, "j1", SK_JOB, "5", "work", SK_JOB.replace(":0}", ":-1}")]
     return build
+
+
+def _bullmq_read(c):
+    c.hset("bull:q:a", mapping={"finishedOn": "10", "failedReason": "boom"})
+    c.set("bull:q:b", "not a hash")
+    return ["bull:q:a", "bull:q:b", "bull:q:c"], ["finishedOn", "failedReason"]
+
+
+# -- the table ------------------------------------------------------------------------------------------------
+
+def C(label, build, writes, types, per_job=None, untyped=None) -> Call:  # noqa: N802 - a table row
+    return Call(label, build, frozenset(writes), types, per_job or {}, untyped or {})
 
 
 PAYLOAD_PER_JOB = {4: "wrongtype"}
@@ -730,6 +730,10 @@ SCRIPTS: dict[str, tuple[Call, ...] | ReadOnly] = {
           {**{i: BULL_SIDE_DEL for i in range(11, 16)}, 16: BULL_DEDUP}),
     ),
     "bullmq_read": ReadOnly(_bullmq_read),
+    "sk_move": (
+        C("redrive", _sk_move("redrive"), {1, 2, 3}, {1: "zset", 2: "set", 3: "list"}, {3: "wrongtype"}),
+        C("purge", _sk_move("purge"), {1}, {1: "zset", 2: "set"}),
+    ),
 }
 
 # -- the keyspace ---------------------------------------------------------------------------------------------
@@ -763,10 +767,6 @@ def changed_keys(before: dict, after: dict) -> set[bytes]:
 
 def plant(client, key: str, kind: str) -> None:
     """Replace ``key`` by a value of Redis type ``kind``."""
-    "sk_move": (
-        C("redrive", _sk_move("redrive"), {1, 2, 3}, {1: "zset", 2: "set", 3: "list"}, {3: "wrongtype"}),
-        C("purge", _sk_move("purge"), {1}, {1: "zset", 2: "set"}),
-    ),
     client.delete(key)
     {"string": lambda: client.set(key, "planted"), "list": lambda: client.rpush(key, "planted"),
      "hash": lambda: client.hset(key, "planted", "1"), "set": lambda: client.sadd(key, "planted"),
@@ -885,6 +885,11 @@ BAD_ARGS = [
     ("bullmq_move", _bullmq_move("purge"), lambda a: _with(a, 4, "x"), "BADARG score"),
     ("bullmq_move", _bullmq_move("redrive-child"), lambda a: _with(a, 2, 2), "BADARG job count"),
     ("bullmq_read", _bullmq_read, lambda a: [], "BADARG no fields"),
+    ("sk_move", _sk_move("redrive"), lambda a: _with(a, 0, "retry"), "BADARG mode"),
+    ("sk_move", _sk_move("redrive"), lambda a: _with(a, 1, 2), "BADARG job count"),
+    ("sk_move", _sk_move("purge"), lambda a: _with(a, 4, "x"), "BADARG score"),
+    ("sk_move", _sk_move("purge"), lambda a: _with(a, 3, ""), "BADARG member"),
+    ("sk_move", _sk_move("redrive"), lambda a: _with(a, 6, ""), "BADARG queue or payload"),
 ]
 
 
@@ -927,11 +932,6 @@ def _matrix():
 def test_wrong_type_is_refused_before_any_write(redis_client, name, call, index, wrong):
     keys, args = call.build(redis_client)
     plant(redis_client, keys[index - 1], wrong)
-    ("sk_move", _sk_move("redrive"), lambda a: _with(a, 0, "retry"), "BADARG mode"),
-    ("sk_move", _sk_move("redrive"), lambda a: _with(a, 1, 2), "BADARG job count"),
-    ("sk_move", _sk_move("purge"), lambda a: _with(a, 4, "x"), "BADARG score"),
-    ("sk_move", _sk_move("purge"), lambda a: _with(a, 3, ""), "BADARG member"),
-    ("sk_move", _sk_move("redrive"), lambda a: _with(a, 6, ""), "BADARG queue or payload"),
     before = keyspace(redis_client)
     run = script(redis_client, name)
     if index in call.per_job:
