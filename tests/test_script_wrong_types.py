@@ -561,6 +561,19 @@ def _bullmq_read(c):
     return ["bull:q:a", "bull:q:b", "bull:q:c"], ["finishedOn", "failedReason"]
 
 
+# -- celery ----------------------------------------------------------------------------------------------------
+
+CEL_MSG = b'{"body": "W1tdLCB7fSwge31d", "headers": {"id": "t1", "task": "a", "big": 9223372036854775807}}'
+CEL_VALUE = b'[' + CEL_MSG + b', "", "celery"]'
+
+
+def _cel_requeue(c):
+    """One unacked message (delivery tag "g1", delivered at 5 s: overdue) of the queue celery."""
+    c.hset("unacked", "g1", CEL_VALUE)
+    c.zadd("unacked_index", {"g1": 5})
+    return ["unacked", "unacked_index", "celery"], ["1", 1, "t1", "g1", "5", sha(CEL_VALUE), 2, 1 + len(CEL_MSG)]
+
+
 # -- the table ------------------------------------------------------------------------------------------------
 
 def C(label, build, writes, types, per_job=None, untyped=None) -> Call:  # noqa: N802 - a table row
@@ -729,6 +742,7 @@ SCRIPTS: dict[str, tuple[Call, ...] | ReadOnly] = {
         C("purge", _bullmq_move("purge"), {1, *range(10, 17)}, {**BULL_TYPES, 10: "hash"}, {10: "wrongtype"},
           {**{i: BULL_SIDE_DEL for i in range(11, 16)}, 16: BULL_DEDUP}),
     ),
+    "cel_requeue": (C("requeue", _cel_requeue, {1, 2, 3}, {1: "hash", 2: "zset", 3: "list"}, {3: "wrongtype"}),),
     "bullmq_read": ReadOnly(_bullmq_read),
     "sk_move": (
         C("redrive", _sk_move("redrive"), {1, 2, 3}, {1: "zset", 2: "set", 3: "list"}, {3: "wrongtype"}),
@@ -884,6 +898,11 @@ BAD_ARGS = [
     ("bullmq_move", _bullmq_move("redrive"), lambda a: _with(a, 7, "PUSH"), "BADARG push"),
     ("bullmq_move", _bullmq_move("purge"), lambda a: _with(a, 4, "x"), "BADARG score"),
     ("bullmq_move", _bullmq_move("redrive-child"), lambda a: _with(a, 2, 2), "BADARG job count"),
+    ("cel_requeue", _cel_requeue, lambda a: _with(a, 0, "-1"), "BADARG visibility timeout"),
+    ("cel_requeue", _cel_requeue, lambda a: _with(a, 4, "x"), "BADARG score"),
+    ("cel_requeue", _cel_requeue, lambda a: _with(a, 6, "x"), "BADARG first byte"),
+    ("cel_requeue", _cel_requeue, lambda a: _with(a, 7, 1), "BADARG byte range"),
+    ("cel_requeue", _cel_requeue, lambda a: a[:-1], "BADARG job count"),
     ("bullmq_read", _bullmq_read, lambda a: [], "BADARG no fields"),
     ("sk_move", _sk_move("redrive"), lambda a: _with(a, 0, "retry"), "BADARG mode"),
     ("sk_move", _sk_move("redrive"), lambda a: _with(a, 1, 2), "BADARG job count"),

@@ -37,6 +37,7 @@ _REGISTRY: dict[str, str] = {
     "json-list": "jobctl.layouts.json_list.layout:JsonList",
     "rq": "jobctl.layouts.rq.layout:Rq",
     "bullmq": "jobctl.layouts.bullmq.layout:BullMQ",
+    "celery": "jobctl.layouts.celery.layout:Celery",
     "sidekiq": "jobctl.layouts.sidekiq.layout:Sidekiq",
 }
 

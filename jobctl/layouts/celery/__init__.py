@@ -1,0 +1,1 @@
+"""The ``celery`` layout: a Celery queue on kombu's Redis transport (read-mostly)."""

@@ -1,0 +1,29 @@
+"""Where a Celery message is: ``unacked`` (by delivery tag, or by task id
+in this queue's entries) or a ready list (by task id or delivery tag),
+read in bounded windows."""
+
+from __future__ import annotations
+
+from jobctl.layouts.celery.records import Router, unacked_records, walk_ready, walk_unacked
+from jobctl.model import JobRecord
+
+__all__ = ["find_message"]
+
+
+def _matches(rec: JobRecord, ident: str) -> bool:
+    return rec.job_id == ident or rec.meta.get("delivery_tag") == ident
+
+
+def find_message(layout, ident: str) -> JobRecord | None:
+    """The record of the message whose task id or delivery tag is ``ident``; ``None`` when no key holds it."""
+    score = layout.client.zscore(layout.keys.unacked_index, ident)
+    if score is not None:
+        recs = unacked_records(layout, [(ident.encode(), score)], Router(layout.client, layout.keys))
+        if recs:
+            return recs[0]
+    for walk in (walk_unacked, walk_ready):
+        for recs in walk(layout, 1000):
+            for rec in recs:
+                if _matches(rec, ident):
+                    return rec
+    return None

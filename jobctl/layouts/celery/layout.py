@@ -1,0 +1,127 @@
+"""The ``celery`` layout: a Celery queue on kombu's Redis transport,
+read-mostly (``docs/layouts.md``, "celery"; keys: :mod:`.keys`).
+
+States: ready = the queue's priority lists (``LPUSH`` by producers,
+``BRPOP`` by workers: the right end is served first); processing = the
+queue's entries of kombu's global ``unacked`` hash, deadline = delivery
+time (``unacked_index`` score) + the visibility timeout (the catalogue's
+``visibility_timeout_ms``, default kombu's 3600 s).  There is no dead
+state: Celery keeps no dead-letter store in Redis.
+
+Message bodies are JSON by default and decoded as such; any other content
+type (pickle) is shown as opaque bytes, never decoded.
+
+Operation: requeue of unacked messages past their visibility timeout
+(``requeue --stuck`` or ``--ids``), what kombu's ``restore_visible`` does,
+fenced and bounded (:mod:`.ops`).  Config: ``tag`` = the Celery queue name
+(default the catalogue name), ``key_prefix`` = kombu's ``global_keyprefix``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from jobctl.errors import NotFound
+from jobctl.layouts.base import KeyedLayout, now_ms
+from jobctl.layouts.celery.keys import CeleryKeys
+from jobctl.layouts.celery.ops import TRANSITIONS
+from jobctl.layouts.celery.records import first_ready, walk_ready, walk_unacked
+from jobctl.layouts.facts import StrOption
+from jobctl.model import JobRecord, QueueStatus, State
+
+__all__ = ["Celery", "VISIBILITY_DEFAULT_MS"]
+
+#: kombu's default visibility timeout (``Channel.visibility_timeout``, 3600 s).
+VISIBILITY_DEFAULT_MS = 3_600_000
+
+
+class Celery(KeyedLayout):
+    """A Celery queue; see the module docstring."""
+
+    name = "celery"
+    states = (State.READY, State.PROCESSING)
+    operations = frozenset(op for op, _ in TRANSITIONS)
+    visibility_default_ms = VISIBILITY_DEFAULT_MS
+    config_options = {"key_prefix": StrOption(512)}
+
+    def __init__(self, client, queue) -> None:
+        super().__init__(client, queue)
+        self.keys = CeleryKeys(queue.base_tag, str(queue.options.get("key_prefix") or ""))
+        self.visibility_ms = queue.visibility_timeout_ms or VISIBILITY_DEFAULT_MS
+
+    @classmethod
+    def recognizer(cls):
+        from jobctl.layouts.celery.discover import recognize
+
+        return recognize
+
+    # -- operations (jobctl.layouts.celery.ops) ----------------------------------
+    def plan(self, spec, now: int | None = None):
+        """The plan of a requeue of overdue unacked messages (reads only)."""
+        from jobctl.layouts.celery.ops import plan_operation
+
+        return plan_operation(self, spec, now_ms() if now is None else now)
+
+    def apply(self, plan, *, batch: int | None = None):
+        """One fenced ``cel_requeue.lua`` call per batch."""
+        from jobctl.layouts.celery.ops import DEFAULT_BATCH, apply_plan
+
+        return apply_plan(self, plan, batch=batch or DEFAULT_BATCH)
+
+    def check(self, *, repair: bool = False):
+        """kombu's invariants, report only (:mod:`jobctl.layouts.celery.check`)."""
+        from jobctl.layouts.celery.check import check_queue
+
+        return check_queue(self, repair=repair)
+
+    # -- the read model ----------------------------------------------------------
+    def status(self, now: int | None = None) -> QueueStatus:
+        from jobctl.layouts.celery.status import queue_status
+
+        return queue_status(self, now_ms() if now is None else now)
+
+    def depth(self, state: State) -> int:
+        """Ready: one ``LLEN`` per priority list; processing: this queue's unacked entries (walked)."""
+        self.check_supported(state)
+        if state is State.READY:
+            pipe = self.client.pipeline(transaction=False)
+            for _, key in self.keys.ready_lists():
+                pipe.llen(key)
+            return sum(pipe.execute())
+        return sum(len(recs) for recs in walk_unacked(self, 1000))
+
+    def list_jobs(self, state: State, limit: int = 20, now: int | None = None) -> list[JobRecord]:
+        """Ready: the next served first; processing: the earliest deadline first."""
+        self.check_supported(state)
+        if state is State.READY:
+            return first_ready(self, limit)
+        out: list[JobRecord] = []
+        for recs in walk_unacked(self, max(limit, 100)):
+            out += recs
+            if len(out) >= limit:
+                break
+        return out[:limit]
+
+    def iter_batches(self, state: State, batch: int = 1000,
+                     sample: tuple[int, int] | None = None) -> Iterator[list[JobRecord]]:
+        """Walk ``state`` in windows (ready: each priority list, oldest first)."""
+        self.check_supported(state)
+        walk = walk_ready if state is State.READY else walk_unacked
+        yield from walk(self, batch, sample)
+
+    def processing_by_deadline(self, limit: int) -> list[JobRecord]:
+        """Unacked messages of this queue, least time to the deadline first (the index's order)."""
+        return self.list_jobs(State.PROCESSING, limit)
+
+    def inspect(self, job_id: str) -> JobRecord:
+        """The message whose task id or delivery tag is ``job_id``, decoded
+        (a JSON body) or opaque.  Raises :class:`NotFound` when neither the
+        ready lists nor the queue's unacked entries hold it."""
+        from jobctl.layouts.celery.inspect import find_message
+
+        rec = find_message(self, job_id)
+        if rec is None:
+            raise NotFound(f"message {job_id!r} not found in queue {self.queue_name}")
+        if rec.state is State.PROCESSING:
+            rec.meta["visibility_timeout_ms"] = self.visibility_ms
+        return rec

@@ -1,0 +1,80 @@
+"""``status`` of a Celery queue: one pipelined round trip over the ready
+lists and kombu's in-flight keys, then the unacked entries of this queue
+(at most :data:`UNACKED_CAP` read, in windows of the index).
+
+Ready = the four priority lists; processing = this queue's ``unacked``
+entries; stuck = those past delivery time + visibility timeout (kombu's own
+restore would redeliver them).  Celery keeps no dead-letter store in Redis
+(a failed task is acked and dropped): status says so, dead stays 0.
+Celery messages carry no enqueue time: the oldest ready age is unknown.
+"""
+
+from __future__ import annotations
+
+from jobctl.layouts.celery.records import walk_unacked
+from jobctl.layouts.common import status_replies
+from jobctl.model import QueueStatus
+
+__all__ = ["queue_status", "UNACKED_CAP", "NO_DEAD_NOTE", "AGE_BUCKETS"]
+
+#: Unacked entries (all queues) status reads at most.
+UNACKED_CAP = 10_000
+#: Said in every status of the layout.
+NO_DEAD_NOTE = "dead n/a: Celery keeps no dead-letter store in Redis (a failed task is acked and dropped)"
+#: The unacked age histogram's buckets: (label, upper bound in ms).
+AGE_BUCKETS = (("<1m", 60_000), ("1-10m", 600_000), ("10-60m", 3_600_000), (">1h", None))
+
+
+def age_histogram(ages_ms: list[int]) -> dict[str, int]:
+    """``{bucket label: count}`` of unacked ages (ms) over :data:`AGE_BUCKETS`."""
+    out = {label: 0 for label, _ in AGE_BUCKETS}
+    for age in ages_ms:
+        out[next(label for label, hi in AGE_BUCKETS if hi is None or age < hi)] += 1
+    return out
+
+
+def _fold_unacked(layout, st: QueueStatus, now: int) -> None:
+    seen, ages, eta_late = 0, [], 0
+    for recs in walk_unacked(layout, batch=1000):
+        for rec in recs:
+            st.processing += 1
+            ages.append(max(0, now - (rec.score or now)))
+            if rec.deadline_ms is not None and rec.deadline_ms <= now:
+                st.stuck += 1
+            elif rec.deadline_ms is not None and (st.next_deadline_ms is None or rec.deadline_ms < st.next_deadline_ms):
+                st.next_deadline_ms = rec.deadline_ms
+            eta_late += bool(rec.meta.get("eta_beyond_visibility"))
+        seen += 1000
+        if seen >= UNACKED_CAP:
+            st.warnings.append(f"unacked: only the {UNACKED_CAP:,} oldest deliveries (all queues) were read")
+            break
+    if eta_late:
+        st.warnings.append(f"{eta_late:,} unacked task(s) have an ETA/countdown beyond the visibility timeout: "
+                           "kombu will redeliver them before they run (they may run twice)")
+    if st.stuck:
+        st.warnings.append(f"{st.stuck:,} unacked message(s) past the visibility timeout (kombu redelivers them; "
+                           "jobctl requeue --stuck does it now); unacked ages: "
+                           + " ".join(f"{k} {v:,}" for k, v in age_histogram(ages).items()))
+
+
+def queue_status(layout, now: int) -> QueueStatus:
+    """The :class:`QueueStatus` of ``layout`` (a Celery layout) at ``now`` (epoch ms)."""
+    k = layout.keys
+    st = QueueStatus(queue=layout.queue_name, layout=layout.name, now_ms=now)
+    pipe = layout.client.pipeline(transaction=False)
+    names = []
+    for _, key in k.ready_lists():
+        pipe.llen(key)
+        names.append(key)
+    pipe.exists(k.unacked_mutex)
+    names.append(k.unacked_mutex)
+    replies = status_replies(st, pipe.execute(raise_on_error=False), names)
+    depths = [x or 0 for x in replies[:-1]]
+    st.ready = sum(depths)
+    if any(depths[1:]):
+        st.ready_by_priority = {str(step): n for (step, _), n in zip(k.ready_lists(), depths) if n}
+    _fold_unacked(layout, st, now)
+    if replies[-1]:
+        st.warnings.append("kombu's unacked_mutex is held: a worker is restoring overdue messages now")
+    st.warnings.append(NO_DEAD_NOTE)
+    return st

@@ -1,0 +1,229 @@
+"""The ``celery`` layout against Celery 5.x and kombu's Redis transport
+themselves, unmodified (a test extra): Celery's own producer
+(``apply_async``) and worker (``celery worker -P solo``, a subprocess on
+the fixture's server, ``tests/celery_app.py``) make the keys; jobctl reads
+them through the CLI, requeues the unacked message a killed worker left
+past its visibility timeout, and a fresh worker runs it exactly once;
+kombu's own view agrees on the counts."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("celery")
+import celery_app  # noqa: E402
+from helpers import config_fixtures, queues_toml  # noqa: E402
+
+BIG = 2 ** 63 - 1
+TESTS = Path(__file__).resolve().parent
+#: The worker's visibility timeout (s) and the catalogue's (ms): the same.
+VT_S = 1
+cfg, run = config_fixtures(queues_toml(celery={"layout": "celery", "visibility_timeout_ms": VT_S * 1000}))
+
+
+@pytest.fixture
+def app(redis_url):
+    """The Celery app of tests/celery_app.py on the fixture's server (visibility timeout :data:`VT_S`)."""
+    celery_app.app.conf.broker_url = redis_url
+    celery_app.app.conf.broker_transport_options = {"visibility_timeout": VT_S}
+    return celery_app.app
+
+
+@pytest.fixture
+def worker(redis_url):
+    """``start()`` -> a running ``celery worker`` subprocess (Celery's own CLI);
+    every one started is stopped (SIGKILL) at the end."""
+    procs: list[subprocess.Popen] = []
+    env = {**os.environ, "CELTEST_BROKER": redis_url, "CELTEST_VISIBILITY_S": str(VT_S),
+           "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])}
+
+    def start() -> subprocess.Popen:
+        cmd = [sys.executable, "-m", "celery", "-A", "celery_app", "worker", "-P", "solo", "-c", "1",
+               "--without-heartbeat", "--without-mingle", "--without-gossip", "-l", "warning"]
+        procs.append(subprocess.Popen(cmd, env=env, cwd=str(TESTS), stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.DEVNULL))
+        return procs[-1]
+
+    yield start
+    for p in procs:
+        if p.poll() is None:
+            p.send_signal(signal.SIGKILL)
+        p.wait(timeout=30)
+
+
+def _until(check, what: str, limit_s: float = 60.0):
+    """Poll ``check()`` until it returns a true value (bounded); that value."""
+    end = time.monotonic() + limit_s
+    while time.monotonic() < end:
+        got = check()
+        if got:
+            return got
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def _json(run, *args) -> dict:
+    code, out, err = run(*args, "--json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def _status(run) -> dict:
+    return _json(run, "status", "celery")["queues"][0]
+
+
+def _kombu_ready(app) -> int:
+    """kombu's own count of the queue (its channel's ``_size``, over the priority lists)."""
+    with app.connection_for_write() as conn:
+        return conn.default_channel._size("celery")
+
+
+def _count(redis_client, name: str) -> int:
+    return int(redis_client.get(f"celtest:count:{name}") or 0)
+
+
+def test_status_ls_inspect_then_the_worker_consumes(run, app, worker, redis_client):
+    names = [f"n{i}" for i in range(5)]
+    ids = {n: celery_app.count.apply_async((n, BIG)).id for n in names}
+    ids["hi"] = celery_app.count.apply_async(("hi", BIG), priority=6).id
+    st = _status(run)
+    assert (st["layout"], st["ready"], st["processing"], st["dead"]) == ("celery", 6, 0, 0)
+    assert st["ready_by_priority"] == {"0": 5, "6": 1} and st["ready"] == _kombu_ready(app)
+    assert any(w.startswith("dead n/a") for w in st["warnings"])
+    ready = _json(run, "ls", "celery", "--state", "ready", "--limit", "10")["jobs"]
+    assert [j["id"] for j in ready] == [ids[n] for n in names + ["hi"]]  # served order: priority 0 first, FIFO
+    doc = _json(run, "inspect", "celery", ids["n0"])
+    assert doc["state"] == "ready" and doc["envelope"]["body"][0] == ["n0", BIG]
+    assert doc["envelope"]["headers"]["task"] == "celtest.count"
+    worker()
+    _until(lambda: all(_count(redis_client, n) for n in ids), "the worker to run every task")
+    _until(lambda: _status(run)["processing"] == 0, "the last ack")
+    st = _status(run)
+    assert (st["ready"], st["processing"]) == (0, 0) == (_kombu_ready(app), 0)
+    assert all(_count(redis_client, n) == 1 for n in ids)
+    assert redis_client.get("celtest:arg:n0") == f"int:{BIG}".encode()
+
+
+def _server_s(redis_client) -> float:
+    sec, usec = redis_client.time()
+    return sec + usec / 1e6
+
+
+def _killed_mid_task(worker, redis_client, name: str) -> str:
+    """A ``hang`` task (acks_late) whose worker was killed with SIGKILL while it ran; its id."""
+    redis_client.set(celery_app.HANG, 1)
+    task_id = celery_app.hang.apply_async((name, BIG)).id
+    proc = worker()
+    _until(lambda: _count(redis_client, name) == 1, "the worker to start the task")
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    redis_client.delete(celery_app.HANG)
+    return task_id
+
+
+def _overdue(redis_client) -> float:
+    """Wait (bounded poll of the server's clock) until every unacked entry is past the visibility timeout."""
+    newest = redis_client.zrange("unacked_index", -1, -1, withscores=True)[0][1]
+    _until(lambda: _server_s(redis_client) > newest + VT_S, "the visibility timeout to pass", 30)
+    return newest
+
+
+def test_killed_worker_leaves_unacked_that_jobctl_requeues_and_a_fresh_worker_runs_once(run, app, worker,
+                                                                                        redis_client):
+    task_id = _killed_mid_task(worker, redis_client, "h")
+    st = _status(run)
+    assert (st["ready"], st["processing"]) == (0, 1)
+    doc = _json(run, "inspect", "celery", task_id)
+    tag, score = redis_client.zrange("unacked_index", 0, 0, withscores=True)[0]
+    assert doc["state"] == "processing" and doc["meta"]["delivery_tag"] == tag.decode()
+    assert doc["deadline_ms"] == doc["meta"]["delivered_at_ms"] + VT_S * 1000
+    assert abs(doc["meta"]["delivered_at_ms"] - score * 1000) < 1  # kombu's own delivery time
+    _overdue(redis_client)
+    st = _status(run)
+    assert (st["processing"], st["stuck"]) == (1, 1)
+    assert any("past the visibility timeout" in w for w in st["warnings"])
+    code, out, err = run("requeue", "celery", "--stuck", "--dry-run")
+    assert code == 0 and redis_client.hlen("unacked") == 1, err  # a dry run writes nothing
+    stored = redis_client.hget("unacked", tag)
+    res = _json(run, "requeue", "celery", "--stuck", "--yes")
+    assert (res["planned"], res["moved"]) == (1, 1)
+    assert redis_client.hlen("unacked") == 0 and redis_client.zcard("unacked_index") == 0
+    [pushed] = redis_client.lrange("celery", 0, -1)
+    assert pushed in stored and json.loads(stored)[0] == json.loads(pushed)  # the stored bytes, unchanged
+    assert _kombu_ready(app) == 1
+    worker()
+    _until(lambda: _count(redis_client, "h") == 2, "the fresh worker to run the requeued task")
+    _until(lambda: redis_client.hlen("unacked") == 0, "the fresh worker's ack")
+    st = _status(run)
+    assert (st["ready"], st["processing"], st["stuck"]) == (0, 0, 0)
+    assert _count(redis_client, "h") == 2  # the killed run and one more: never twice after the requeue
+    assert redis_client.get("celtest:arg:h") == f"int:{BIG}".encode()
+
+
+def test_kombu_restoring_first_wins_the_race_and_the_message_is_queued_once(app, worker, redis_client):
+    from jobctl.config import QueueConfig
+    from jobctl.layouts import layout_for
+    from jobctl.model import State
+    from jobctl.ops.engine import run_plan
+    from jobctl.ops.spec import Operation, OpSpec
+
+    _killed_mid_task(worker, redis_client, "r")
+    _overdue(redis_client)
+    lay = layout_for(redis_client, QueueConfig(name="celery", layout="celery", visibility_timeout_ms=VT_S * 1000))
+    plan = lay.plan(OpSpec(Operation.REQUEUE, "celery", State.PROCESSING, State.READY, stuck_only=True))
+    assert plan.planned == 1
+    with app.connection_for_write() as conn:  # kombu's own recovery, between jobctl's plan and apply
+        conn.default_channel.qos.restore_visible(num=100, interval=1)
+    assert redis_client.llen("celery") == 1 and redis_client.hlen("unacked") == 0
+    res = run_plan(lay, plan, journal=False)
+    assert res.moved == 0 and res.skipped_reasons == {"gone": 1}
+    assert redis_client.llen("celery") == 1
+
+
+def test_a_message_not_yet_overdue_is_never_requeued(run, worker, redis_client):
+    task_id = _killed_mid_task(worker, redis_client, "n")
+    redis_client.zadd("unacked_index", {redis_client.zrange("unacked_index", 0, 0)[0]: _server_s(redis_client) + 3600})
+    res = _json(run, "requeue", "celery", "--ids", task_id, "--yes")
+    assert res["planned"] == 0 and redis_client.hlen("unacked") == 1 and redis_client.llen("celery") == 0
+
+
+def test_purge_of_dead_says_there_is_no_dead_store_and_discover_finds_the_queue(run, app, redis_client):
+    celery_app.count.apply_async(("d", 1))
+    code, _, err = run("purge", "celery", "--state", "dead", "--yes", "--no-export")
+    assert code == 2 and "no dead-letter store" in err
+    found = _json(run, "discover")
+    assert any(q["queue"] == "celery" and q["layout"] == "celery" for q in found["queues"]), found
+
+
+def test_the_dashboard_and_check_read_a_celery_queue(cfg, redis_url, run, app, worker, redis_client):
+    """What the TUI shows comes from the same reads (status, detail, the
+    processing page); ``check`` finds what a half-written unacked entry leaves."""
+    from jobctl.dashboard.facade import Dashboard
+    from jobctl.model import State
+    from jobctl.session import Session
+
+    task_id = _killed_mid_task(worker, redis_client, "d")
+    celery_app.count.apply_async(("w", 1))
+    s = Session(config_file=cfg, url=redis_url)
+    try:
+        dash = Dashboard(s)
+        row = dash.refresh().row("celery").status
+        assert (row.ready, row.processing, row.dead) == (1, 1, 0)
+        dash.queue_detail("celery")
+        assert [r.job_id for r in dash.jobs("celery", State.PROCESSING).records] == [task_id]
+    finally:
+        s.close()
+    code, out, err = run("check", "celery", "--json")
+    assert code == 0 and json.loads(out)["queues"][0]["ok"], out
+    redis_client.zadd("unacked_index", {"lost-tag": 5})  # an index entry whose value is gone
+    code, out, err = run("check", "celery", "--json")
+    found = {(p["kind"], p["id"]) for p in json.loads(out)["queues"][0]["problems"]}
+    assert code != 0 and found == {("dangling", "lost-tag")}
