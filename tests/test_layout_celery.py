@@ -227,3 +227,34 @@ def test_the_dashboard_and_check_read_a_celery_queue(cfg, redis_url, run, app, w
     code, out, err = run("check", "celery", "--json")
     found = {(p["kind"], p["id"]) for p in json.loads(out)["queues"][0]["problems"]}
     assert code != 0 and found == {("dangling", "lost-tag")}
+
+
+def test_purge_removes_exactly_the_planned_messages_and_the_worker_runs_the_rest(run, app, worker, redis_client,
+                                                                                 tmp_path):
+    names = [f"{kind}-{n}" for kind in ("even", "odd") for n in range(3)]
+    for name in names:
+        celery_app.count.apply_async((name, BIG), priority=6 if name.endswith("-2") else 0)
+    flt = 'payload.args[0] ~ "even-*"'
+    code, out, err = run("purge", "celery", "--state", "ready", "--filter", flt, "--dry-run")
+    assert code == 0 and _kombu_ready(app) == 6, err
+    res = _json(run, "purge", "celery", "--state", "ready", "--filter", flt, "--export-to", str(tmp_path / "x"),
+                "--yes")
+    assert (res["planned"], res["moved"]) == (3, 3)
+    st = _status(run)
+    assert st["ready"] == _kombu_ready(app) == 3 and st["ready_by_priority"] == {"0": 2, "6": 1}
+    worker()
+    _until(lambda: all(_count(redis_client, n) for n in names if n.startswith("odd-")), "the odd tasks")
+    _until(lambda: _status(run)["processing"] == 0, "the last ack")
+    assert {n: _count(redis_client, n) for n in names} == {n: int(n.startswith("odd-")) for n in names}
+
+
+def test_an_eta_beyond_the_visibility_timeout_is_flagged(run, app, worker, redis_client):
+    task_id = celery_app.count.apply_async(("later", 1), countdown=3600).id
+    worker()  # takes the message at once and holds it until its ETA: in unacked meanwhile
+
+    def flagged():
+        st = _status(run)
+        return st["processing"] == 1 and [w for w in st["warnings"] if "beyond the visibility timeout" in w]
+    assert _until(flagged, "the worker to hold the ETA task")
+    [rec] = _json(run, "ls", "celery", "--state", "processing")["jobs"]
+    assert rec["id"] == task_id and rec["meta"]["eta_beyond_visibility"] is True

@@ -574,6 +574,12 @@ def _cel_requeue(c):
     return ["unacked", "unacked_index", "celery"], ["1", 1, "t1", "g1", "5", sha(CEL_VALUE), 2, 1 + len(CEL_MSG)]
 
 
+def _cel_purge(c):
+    """One ready message of the queue celery."""
+    c.rpush("celery", CEL_MSG)
+    return ["celery"], [1, "t1", CEL_MSG]
+
+
 # -- the table ------------------------------------------------------------------------------------------------
 
 def C(label, build, writes, types, per_job=None, untyped=None) -> Call:  # noqa: N802 - a table row
@@ -743,6 +749,7 @@ SCRIPTS: dict[str, tuple[Call, ...] | ReadOnly] = {
           {**{i: BULL_SIDE_DEL for i in range(11, 16)}, 16: BULL_DEDUP}),
     ),
     "cel_requeue": (C("requeue", _cel_requeue, {1, 2, 3}, {1: "hash", 2: "zset", 3: "list"}, {3: "wrongtype"}),),
+    "cel_purge": (C("purge", _cel_purge, {1}, {1: "list"}),),
     "bullmq_read": ReadOnly(_bullmq_read),
     "sk_move": (
         C("redrive", _sk_move("redrive"), {1, 2, 3}, {1: "zset", 2: "set", 3: "list"}, {3: "wrongtype"}),
@@ -903,6 +910,8 @@ BAD_ARGS = [
     ("cel_requeue", _cel_requeue, lambda a: _with(a, 6, "x"), "BADARG first byte"),
     ("cel_requeue", _cel_requeue, lambda a: _with(a, 7, 1), "BADARG byte range"),
     ("cel_requeue", _cel_requeue, lambda a: a[:-1], "BADARG job count"),
+    ("cel_purge", _cel_purge, lambda a: _with(a, 2, ""), "BADARG message bytes"),
+    ("cel_purge", _cel_purge, lambda a: a[:-1], "BADARG job count"),
     ("bullmq_read", _bullmq_read, lambda a: [], "BADARG no fields"),
     ("sk_move", _sk_move("redrive"), lambda a: _with(a, 0, "retry"), "BADARG mode"),
     ("sk_move", _sk_move("redrive"), lambda a: _with(a, 1, 2), "BADARG job count"),

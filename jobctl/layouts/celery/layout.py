@@ -11,9 +11,10 @@ state: Celery keeps no dead-letter store in Redis.
 Message bodies are JSON by default and decoded as such; any other content
 type (pickle) is shown as opaque bytes, never decoded.
 
-Operation: requeue of unacked messages past their visibility timeout
+Operations: requeue of unacked messages past their visibility timeout
 (``requeue --stuck`` or ``--ids``), what kombu's ``restore_visible`` does,
-fenced and bounded (:mod:`.ops`).  Config: ``tag`` = the Celery queue name
+fenced and bounded (:mod:`.ops`); purge of ready messages, each by its
+exact bytes (:mod:`.purge`).  Config: ``tag`` = the Celery queue name
 (default the catalogue name), ``key_prefix`` = kombu's ``global_keyprefix``.
 """
 
@@ -57,13 +58,13 @@ class Celery(KeyedLayout):
 
     # -- operations (jobctl.layouts.celery.ops) ----------------------------------
     def plan(self, spec, now: int | None = None):
-        """The plan of a requeue of overdue unacked messages (reads only)."""
+        """The plan of a requeue of overdue unacked messages or a purge of ready ones (reads only)."""
         from jobctl.layouts.celery.ops import plan_operation
 
         return plan_operation(self, spec, now_ms() if now is None else now)
 
     def apply(self, plan, *, batch: int | None = None):
-        """One fenced ``cel_requeue.lua`` call per batch."""
+        """One fenced ``cel_requeue.lua`` / ``cel_purge.lua`` call per batch."""
         from jobctl.layouts.celery.ops import DEFAULT_BATCH, apply_plan
 
         return apply_plan(self, plan, batch=batch or DEFAULT_BATCH)

@@ -21,8 +21,7 @@ moves the bytes unchanged and journals the requeue instead.
 A worker that still runs a requeued message (a task longer than the
 visibility timeout, or an ETA task it holds) would run it twice: kombu's
 own restore does the same; that is what the visibility timeout means.
-Purging a ready queue is not offered (the workers ``BRPOP`` it; Celery's
-own ``celery purge`` does that).
+Purge of ready messages: :mod:`.purge`.
 """
 
 from __future__ import annotations
@@ -39,15 +38,13 @@ from jobctl.ops.spec import Operation
 __all__ = ["TRANSITIONS", "DEFAULT_BATCH", "plan_operation", "apply_plan", "CeleryPlannedJob", "CeleryPlan"]
 
 #: ``(operation, source) -> targets``.
-TRANSITIONS = {(Operation.REQUEUE, State.PROCESSING): (State.READY,)}
+TRANSITIONS = {(Operation.REQUEUE, State.PROCESSING): (State.READY,), (Operation.PURGE, State.READY): (None,)}
 #: Messages per script call (a few commands each, plus the copy of the message's bytes).
 DEFAULT_BATCH = 100
 #: Said in every plan.
 NOTE = ("each overdue message's stored bytes pushed back to its priority list, where kombu's own restore puts "
         "them (served next), and removed from unacked; a worker still running one would run it again")
 NO_DEAD_REFUSAL = "layout celery has no dead-letter store in Redis (Celery acks a failed task and drops it)"
-PURGE_REFUSAL = ("layout celery: purge of a ready queue is not offered (Celery's workers pop it); "
-                 "use Celery's own `celery purge -Q QUEUE`")
 
 
 class CeleryPlannedJob(PlannedJob):
@@ -81,9 +78,13 @@ def plan_operation(layout, spec, now: int) -> Plan:
     """The plan of a requeue at ``now`` (epoch ms).  Reads only.  Raises
     :class:`UsageError` for another operation (a purge: one line saying
     what to use instead) or without ``--stuck``/``--ids``."""
-    if spec.operation is Operation.PURGE:
-        raise UsageError(PURGE_REFUSAL if spec.source is State.READY else NO_DEAD_REFUSAL)
+    if spec.operation is Operation.PURGE and spec.source is not State.READY:
+        raise UsageError(NO_DEAD_REFUSAL)
     check_operation(layout.name, TRANSITIONS, spec)
+    if spec.operation is Operation.PURGE:
+        from jobctl.layouts.celery.purge import plan_purge
+
+        return plan_purge(layout, spec, now)
     plan = CeleryPlan(spec=spec, now_ms=now)
 
     def keep(rec, job: PlannedJob) -> None:
@@ -100,6 +101,11 @@ def apply_plan(layout, plan: Plan, *, batch: int = DEFAULT_BATCH):
     yields one :class:`~jobctl.ops.result.BatchResult` each (ids: task ids).
     Raises :class:`~jobctl.errors.DataError` when ``unacked`` or
     ``unacked_index`` has the wrong type."""
+    if plan.spec.operation is Operation.PURGE:
+        from jobctl.layouts.celery.purge import apply_purge
+
+        yield from apply_purge(layout, plan, batch=batch)
+        return
     k = layout.keys
     vt_s = repr(layout.visibility_ms / 1000)
     jobs = list(plan.jobs)
