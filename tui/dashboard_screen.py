@@ -4,9 +4,12 @@ Columns, most important first (a narrow terminal drops them from the end,
 never cutting a number): dead, DLQ growth rate, oldest-ready age, stuck,
 ready (with ``+N paused, M held`` when ``jobctl pause`` holds jobs back),
 processing, scheduled, overdue, suppressed; below, a chart of dead, ready
-depth, DLQ growth or oldest-ready age per queue since the TUI opened
-(:mod:`.history_chart`, ``c`` cycles it); below the table, each active hold
-(its filter, age and reason).  Cells are coloured by the queue's
+depth, DLQ growth or oldest-ready age per queue since the TUI opened (and
+the hours before, from a configured Prometheus) (:mod:`.history_chart`,
+``c`` cycles it), beside it the top error groups, running operations and
+holds, and recent journal entries (:mod:`.overview_panels`; one summary
+line on a terminal narrower than :data:`~.overview_panels.WIDE`); below
+the table, each active hold (its filter, age and reason).  Cells are coloured by the queue's
 SLO (:class:`jobctl.dashboard.Slo`): yellow at ``warn``, red at ``breach``.
 """
 
@@ -15,16 +18,19 @@ from __future__ import annotations
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
 from jobctl.dashboard import Level, QueueRow, Snapshot
+from jobctl.dashboard.overview import Overview
 from jobctl.ops.spec import Operation
 
 from . import format as fmt
 from .actions import OPERATIONS, operation_bindings, queue_wide_requests
 from .footer import KeyFooter
 from .history_chart import HistoryChart
+from .overview_panels import WIDE, OverviewPanels, summary_line
 from .widgets import TopBar, TroubleBanner, VimTable
 
 __all__ = ["DashboardScreen", "COLUMNS"]
@@ -95,7 +101,12 @@ def _rank(level: Level) -> int:
 class DashboardScreen(Screen):
     """Every queue of the catalogue; ``enter``/``l`` opens one."""
 
-    DEFAULT_CSS = "DashboardScreen #queues { height: auto; max-height: 50%; }"
+    DEFAULT_CSS = """
+    DashboardScreen #queues { height: auto; max-height: 50%; }
+    DashboardScreen #dash-body { height: 1fr; min-height: 8; }
+    DashboardScreen #history { width: 1fr; }
+    DashboardScreen #overview-line { height: 1; padding: 0 1; }
+    """
 
     BINDINGS = [
         Binding("enter", "open", "open queue", show=False),
@@ -112,7 +123,10 @@ class DashboardScreen(Screen):
         yield TroubleBanner(id="banner")
         yield VimTable(id="queues")
         yield Static("", id="dash-notes", classes="note")
-        yield HistoryChart(id="history")
+        with Horizontal(id="dash-body"):
+            yield HistoryChart(id="history")
+            yield OverviewPanels(id="panels")
+        yield Static("", id="overview-line")
         yield KeyFooter()
 
     def _show_rows(self, rows: list[tuple[str, tuple]]) -> None:
@@ -131,6 +145,27 @@ class DashboardScreen(Screen):
     def on_resize(self) -> None:
         if getattr(self, "_rows", None) is not None:
             self._show_rows(self._rows)
+        self._place_panels()
+
+    def _place_panels(self) -> None:
+        """Panels beside the chart from :data:`WIDE` cells on, else one summary line."""
+        wide = (self.size.width or self.app.size.width) >= WIDE
+        self.query_one("#panels", OverviewPanels).display = wide
+        line = self.query_one("#overview-line", Static)
+        line.display = not wide and self.panels.overview is not None
+
+    @property
+    def panels(self) -> OverviewPanels:
+        return self.query_one("#panels", OverviewPanels)
+
+    def _read_overview(self, snap: Snapshot) -> None:
+        """The side panels' data for ``snap``'s queues, read by the core in a worker."""
+        def done(ov: Overview) -> None:
+            self.panels.show(ov)
+            self.query_one("#overview-line", Static).update(summary_line(ov))
+            self._place_panels()
+
+        self.app.read(lambda: self.app.dash.overview(snap), done, key="overview", banner=False)
 
     #: One line about the history's source: None before the Prometheus read
     #: started, "" while nothing to say, else what it loaded or why it failed.
@@ -138,6 +173,7 @@ class DashboardScreen(Screen):
 
     def on_mount(self) -> None:
         self._show_rows([])
+        self._place_panels()
         snap = self.app.snapshot
         if snap is not None:
             self.status_refreshed(snap)
@@ -159,6 +195,8 @@ class DashboardScreen(Screen):
         """Redraw from a new snapshot (called by the app on every refresh)."""
         self._show_rows([(r.name, row_cells(r)) for r in snap.rows])
         self._snap = snap
+        if snap.rows:
+            self._read_overview(snap)
         if self.history_note is None and snap.rows:
             self._load_prometheus([r.name for r in snap.rows])
         self._redraw_chart()

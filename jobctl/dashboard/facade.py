@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ..filter import MATCH_ALL, Filter
 from ..model import JobRecord, QueueStatus, State
 from .history import HISTORY_LEN, QueueHistory
+from .overview import ActiveOp, Overview, TriageCache
 from .pages import JobPage, find_jobs
 from .schedule import DueDistribution, due_distribution, processing_by_deadline
 from .slo import Level, Slo, slo_for, slo_values
@@ -127,6 +128,8 @@ class Dashboard:
         self.history_len = history_len
         self.histogram_bound = histogram_bound
         self._histories: dict[str, QueueHistory] = {}
+        self._triages = TriageCache()
+        self._active: dict[str, ActiveOp] = {}
         self._slos: dict[str, Slo] = {}
         self._lock = threading.Lock()
         # validate configured SLOs now: a bad config fails at start-up
@@ -253,6 +256,34 @@ class Dashboard:
 
         return self._call(run)
 
+    def overview(self, snap: Snapshot) -> Overview:
+        """The dashboard's side panels for the queues of ``snap``
+        (:mod:`jobctl.dashboard.overview`): the top error groups across
+        their DLQs (bounded, cached triage), the operations this dashboard is
+        applying, the holds ``snap`` read, and the newest journal entries."""
+        from ..errors import AccessDenied
+        from ..ops.journal import read_entries
+        from .overview import JOURNAL_ROWS, holds_of, journal_rows, top_errors
+
+        def run() -> Overview:
+            now = self.clock()
+            layouts = {r.name: self.session.layout(r.name) for r in snap.rows if r.status is not None}
+            with_dead = {q: lay for q, lay in layouts.items() if State.DEAD in lay.states}
+            self._triages.refresh(with_dead, now)
+            triages = self._triages.get(list(with_dead))
+            try:
+                entries = read_entries(self.session.client, [lay.journal_key for lay in layouts.values()],
+                                       JOURNAL_ROWS)
+            except AccessDenied:  # a read-only ACL user without the journal streams: no journal panel
+                entries = []
+            with self._lock:
+                active = [ActiveOp(**vars(op)) for op in self._active.values()]
+            return Overview(at_ms=now, errors=top_errors(triages), sampled=any(t.sampled for t in triages),
+                            triaged=len(triages), queues=len(with_dead), active=active, holds=holds_of(snap),
+                            journal=journal_rows(entries))
+
+        return self._call(run)
+
     def jobs(self, name: str, state: State, flt: Filter = MATCH_ALL, limit: int = 200) -> JobPage:
         """:func:`find_jobs` on the queue."""
         return self._call(lambda: find_jobs(self.session.layout(name), state, flt=flt, now=self.clock(),
@@ -296,5 +327,19 @@ class Dashboard:
         :func:`equivalent_command` as the command.  Raises
         :class:`~jobctl.errors.ReadOnlyRefused` in read-only mode."""
         argv = equivalent_command(prepared.request, self.session)
-        return self._call(lambda: self.core().apply(prepared, stop=stop, progress=progress, rate=rate,
-                                                    batch=batch, argv=argv, note=note))
+        op = ActiveOp(op_id=f"{id(prepared):x}", operation=prepared.request.operation.value,
+                      queue=prepared.request.queue, total=prepared.plan.planned, started_ms=self.clock())
+
+        def track(done: int, total: int) -> None:  # the overview's progress, then the caller's
+            op.done, op.total = done, total
+            if progress is not None:
+                progress(done, total)
+
+        with self._lock:
+            self._active[op.op_id] = op
+        try:
+            return self._call(lambda: self.core().apply(prepared, stop=stop, progress=track, rate=rate,
+                                                        batch=batch, argv=argv, note=note))
+        finally:
+            with self._lock:
+                self._active.pop(op.op_id, None)
