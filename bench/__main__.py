@@ -65,6 +65,8 @@ SUITE = (
           "the 2 ms bound a call", "~1 min (--quick ~10 s)", ("--quick", "--dead", "2000", "--stuck", "200")),
     Bench("rq_layout", "rq layout redrive jobs/s (unfiltered and filtered) of RQ's own failed jobs",
           "`rq requeue --all` (goal 100x)", "~8 min at 100k", ("--quick", "--jobs", "300")),
+    Bench("sidekiq_layout", "sidekiq layout redrive jobs/s (unfiltered and filtered) of the dead set",
+          "Sidekiq's own `DeadSet#retry_all` (goal 10x)", "~5 min at 100k", ("--quick", "--jobs", "300")),
 )
 BY_NAME = {b.name: b for b in SUITE}
 

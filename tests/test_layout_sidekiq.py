@@ -218,7 +218,7 @@ def test_the_pushed_bytes_are_the_stored_ones_but_the_two_fields(failed, redis_c
 
 
 def test_redrive_bytes_edit_only_their_spans():
-    from jobctl.layouts.sidekiq.job import redrive_bytes
+    from jobctl.layouts.sidekiq.edit import edit_by_scan, redrive_bytes
 
     raw = (b'{"class":"A","args":[9223372036854775807,123456789012345678901234567890,"a/b","\\u00e9",1.10,'
            b'{"retry_count":7}],"retry_count":3,"enqueued_at":1795836864.6819763,"x":"\xc3\xa9"}')
@@ -226,6 +226,7 @@ def test_redrive_bytes_edit_only_their_spans():
     assert out == raw.replace(b'"retry_count":3', b'"retry_count":2').replace(b"1795836864.6819763", b"1795836999.123")
     assert redrive_bytes(raw, 1795836999123, reset_attempts=True) == \
         raw.replace(b'"retry_count":3,', b"").replace(b"1795836864.6819763", b"1795836999.123")
+    assert edit_by_scan(raw, 1795836999123) == out  # past 64 bits orjson refuses: the scan edits it
     ms = b'{"class":"A","created_at":1795836864681,"retry_count":0}'  # Sidekiq 8: epoch ms
     assert redrive_bytes(ms, 1795836999123) == b'{"class":"A","created_at":1795836864681,"retry_count":-1,' \
                                                 b'"enqueued_at":1795836999123}'
@@ -233,6 +234,24 @@ def test_redrive_bytes_edit_only_their_spans():
 
 def _name(row: dict) -> str:
     return json.loads(row["raw"])["args"][0]
+
+
+@pytest.mark.parametrize("raw", [
+    b'{"args":[{"retry_count":5,"enqueued_at":3}],"created_at":1795836864.5,"enqueued_at":1795836864.6,"retry_count":0}',
+    b'{"retry_count":3,"a":1,"enqueued_at":1}', b'{"a":1,"retry_count":3}', b'{"a":1,"retry_count":3,"b":[1]}',
+    b'{"a":1}', b'{"created_at":1795836864681,"a":"\\/"}', b'{ "a" : 1 , "retry_count" : 2 }',
+    b'{"a":"x\\"retry_count\\":1","retry_count":2}', b'{"a":[9223372036854775807, 1.10]}'])
+@pytest.mark.parametrize("reset", [False, True])
+def test_the_fast_edit_and_the_scan_agree(raw, reset):
+    from jobctl.layouts.sidekiq.edit import edit_by_scan, redrive_bytes
+
+    out = redrive_bytes(raw, 1795836999123, reset_attempts=reset)
+    assert out == edit_by_scan(raw, 1795836999123, reset_attempts=reset)
+    doc, new = json.loads(raw), json.loads(out)
+    assert new.pop("enqueued_at") in (1795836999.123, 1795836999123) and new.pop("retry_count", None) == (
+        None if reset or "retry_count" not in doc else doc["retry_count"] - 1)
+    doc.pop("enqueued_at", None), doc.pop("retry_count", None)
+    assert new == doc
 
 
 def test_purge_exports_first_and_leaves_the_rest(run, failed, redis_url, tmp_path):

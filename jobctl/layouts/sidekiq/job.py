@@ -10,28 +10,24 @@ its magnitude (:func:`time_ms`) and every record shows epoch ms.
 
 JSON is parsed with Python's own ``json`` when orjson refuses it (an
 integer past 64 bits), so no integer loses a digit; a record's ``raw`` is
-the stored bytes.  :func:`redrive_bytes` edits only the spans of the
-fields it changes; every other byte of the job stays as stored.
+the stored bytes (a redrive's edit: :mod:`jobctl.layouts.sidekiq.edit`).
 """
 
 from __future__ import annotations
 
 import json
-from json.decoder import scanstring
 from typing import Any
 
 import orjson
 
 from jobctl.model import Envelope, JobRecord, State
 
-__all__ = ["job_doc", "time_ms", "envelope_of", "job_record", "redrive_bytes", "ms_clock"]
+__all__ = ["job_doc", "time_ms", "envelope_of", "job_record", "ms_clock"]
 
 #: A time above this is epoch ms (Sidekiq >= 8), below it epoch seconds (year 5138 in seconds).
 _MS_FROM = 1e11
 #: Sidekiq's default retry budget (``retry: true``).
 DEFAULT_RETRIES = 25
-_DEC = json.JSONDecoder()
-_WS = " \t\n\r"
 
 
 def job_doc(raw: bytes | str) -> dict | None:
@@ -113,71 +109,3 @@ def job_record(layout, raw: bytes, state: State, *, position: int | None = None,
         if since is not None:
             rec.meta["dead_since_ms"] = since
     return rec
-
-
-def _ws(s: str, i: int) -> int:
-    while i < len(s) and s[i] in _WS:
-        i += 1
-    return i
-
-
-def _top_fields(s: str) -> tuple[dict[str, tuple[int, int, int]], int]:
-    """``({key: (key start, value start, value end)}, index of the closing
-    brace)`` of the top-level object ``s``.  Raises ``ValueError`` when
-    ``s`` is not one JSON object."""
-    i = _ws(s, 0)
-    if s[i:i + 1] != "{":
-        raise ValueError("not a JSON object")
-    i = _ws(s, i + 1)
-    spans: dict[str, tuple[int, int, int]] = {}
-    while s[i:i + 1] != "}":
-        if s[i:i + 1] != '"':
-            raise ValueError(f"expected a key at {i}")
-        start = i
-        key, i = scanstring(s, i + 1)
-        i = _ws(s, i)
-        if s[i:i + 1] != ":":
-            raise ValueError(f"expected ':' at {i}")
-        i = _ws(s, i + 1)
-        _, end = _DEC.raw_decode(s, i)
-        spans[key] = (start, i, end)
-        i = _ws(s, end)
-        if s[i:i + 1] == ",":
-            i = _ws(s, i + 1)
-        elif s[i:i + 1] != "}":
-            raise ValueError(f"expected ',' or '}}' at {i}")
-    return spans, i
-
-
-def redrive_bytes(raw: bytes, now_ms: int, *, reset_attempts: bool = False) -> bytes:
-    """The bytes Sidekiq's own retry (``SortedEntry#retry``: ``retry_count
-    -= 1``, then ``Client.push``, which stamps ``enqueued_at``) would push
-    for the job ``raw``, edited in place: ``enqueued_at`` = ``now_ms`` in
-    the job's own unit (epoch s float, or ms for Sidekiq 8), ``retry_count``
-    minus one (with ``reset_attempts``: removed, so the next failure counts
-    from 0).  Every other byte is kept.  Raises ``ValueError`` when ``raw``
-    is not a UTF-8 JSON object."""
-    s = raw.decode("utf-8")
-    doc = json.loads(s)
-    spans, close = _top_fields(s)
-    stamp = str(now_ms) if ms_clock(doc) else repr(now_ms / 1000)
-    edits: list[tuple[int, int, str]] = []  # (start, end, replacement), applied from the end
-    if "enqueued_at" in spans:
-        edits.append((spans["enqueued_at"][1], spans["enqueued_at"][2], stamp))
-    else:
-        edits.append((close, close, ("," if spans else "") + f'"enqueued_at":{stamp}'))
-    count = doc.get("retry_count")
-    if "retry_count" in spans and isinstance(count, int) and not isinstance(count, bool):
-        start, vstart, vend = spans["retry_count"]
-        if not reset_attempts:
-            edits.append((vstart, vend, str(count - 1)))
-        else:
-            nxt = _ws(s, vend)
-            if s[nxt:nxt + 1] == ",":  # drop the field and the comma after it
-                edits.append((start, _ws(s, nxt + 1), ""))
-            else:  # the last field: drop the comma before it (if any)
-                before = len(s[:start].rstrip(_WS)) - 1
-                edits.append((before if s[before] == "," else start, vend, ""))
-    for start, end, new in sorted(edits, reverse=True):
-        s = s[:start] + new + s[end:]
-    return s.encode("utf-8")

@@ -23,10 +23,12 @@ from __future__ import annotations
 from jobctl.clock import now_ms
 from jobctl.layouts.moves import call_move, move_result
 from jobctl.layouts.planning import check_operation, plan_from_walk, records_by_ids
-from jobctl.layouts.sidekiq.job import job_doc, ms_clock, redrive_bytes
+from jobctl.layouts.sidekiq.edit import redrive_bytes
+from jobctl.layouts.sidekiq.job import job_doc, ms_clock
 from jobctl.layouts.sidekiq.status import library_version
 from jobctl.model import State
 from jobctl.ops.plan import Plan, PlannedJob
+from jobctl.ops.result import BatchResult
 from jobctl.ops.spec import Operation
 
 __all__ = ["TRANSITIONS", "DEFAULT_BATCH", "plan_operation", "apply_plan", "SkPlannedJob"]
@@ -35,7 +37,7 @@ __all__ = ["TRANSITIONS", "DEFAULT_BATCH", "plan_operation", "apply_plan", "SkPl
 TRANSITIONS = {(Operation.REDRIVE, State.DEAD): (State.READY,), (Operation.PROMOTE, State.SCHEDULED): (State.READY,),
                (Operation.PURGE, State.DEAD): (None,), (Operation.PURGE, State.SCHEDULED): (None,)}
 #: Jobs per script call (at most): a bounded call, whatever ``--batch`` asks.
-DEFAULT_BATCH = 500
+DEFAULT_BATCH = 250
 
 
 class SkPlannedJob(PlannedJob):
@@ -71,13 +73,6 @@ def plan_operation(layout, spec, now: int) -> Plan:
 
     def keep(rec, job: PlannedJob) -> None:
         doc = rec.envelope.document or {}
-        if moving:
-            try:
-                redrive_bytes(rec.raw, now, reset_attempts=spec.reset_attempts)
-            except ValueError:  # not an editable JSON object: never pushed
-                plan.jobs.pop()
-                plan.malformed.append(rec.job_id)
-                return
         queue = doc.get("queue") if isinstance(doc.get("queue"), str) and doc.get("queue") else "default"
         plan.jobs[-1] = SkPlannedJob(job, rec.raw, rec.meta["state_key"], queue)
     plan_from_walk(plan, batches, lambda rec: rec.meta.get("set_score", ""), on_match=keep)
@@ -112,13 +107,22 @@ def apply_plan(layout, plan: Plan, *, batch: int = DEFAULT_BATCH):
     k = layout.keys
     purge = plan.spec.operation is Operation.PURGE
     for chunk in _chunks(plan.jobs, batch):
-        keys, args = [chunk[0].key, k.queues], ["purge" if purge else "redrive", len(chunk)]
-        now = now_ms()
+        keys, args = [chunk[0].key, k.queues], ["purge" if purge else "redrive", 0]
+        now, unedited = now_ms(), []
         for job in chunk:
             if purge:
                 args += [job.job_id, job.member, job.sha1, "", ""]
-            else:
-                keys.append(k.queue(job.sk_queue))
+                continue
+            try:
                 pushed = redrive_bytes(job.member, now, reset_attempts=plan.spec.reset_attempts)
-                args += [job.job_id, job.member, job.sha1, job.sk_queue, pushed]
-        yield move_result(call_move(layout.client, "sk_move", keys, args))
+            except ValueError:  # not a UTF-8 JSON object: never pushed, left where it is
+                unedited.append(job.job_id)
+                continue
+            keys.append(k.queue(job.sk_queue))
+            args += [job.job_id, job.member, job.sha1, job.sk_queue, pushed]
+        args[1] = (len(args) - 2) // 5
+        result = move_result(call_move(layout.client, "sk_move", keys, args)) if args[1] else BatchResult()
+        for job_id in unedited:
+            result.failed.append(job_id)
+            result.reasons[job_id] = "malformed"
+        yield result
