@@ -315,3 +315,43 @@ def test_the_dashboard_reads_a_sidekiq_instance(cfg, redis_url, failed):
         assert len(dash.jobs("sk", State.DEAD).records) == 8
     finally:
         s.close()
+
+
+@pytest.mark.parametrize("argv, op, source, kw", [
+    (["suppress", "sk", "--reason", "noise", "--filter", "type = 'A'"], "SUPPRESS", "DEAD",
+     {"reason": "noise", "filter_text": "type = 'A'"}),
+    (["requeue", "sk", "--stuck"], "REQUEUE", "PROCESSING", {"stuck_only": True}),
+    (["pause", "sk", "--reason", "x", "--filter", "type = 'A'"], "PAUSE", "READY",
+     {"reason": "x", "filter_text": "type = 'A'"}),
+    (["promote", "sk", "--priority", "1"], None, None, {}),
+])
+def test_what_sidekiq_cannot_do_is_refused_alike_by_the_cli_and_the_tui(cfg, redis_url, redis_client, capsys,
+                                                                         argv, op, source, kw):
+    from jobctl.cli.main import main
+    from jobctl.dashboard import Dashboard
+    from jobctl.errors import JobctlError
+    from jobctl.model import State
+    from jobctl.ops.spec import Operation
+    from jobctl.session import Session
+    from jobctl_tui.actions import ActionRequest
+
+    code = main(["--url", redis_url, "--config", cfg, *argv, "--yes"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert redis_client.dbsize() == 0
+    if op is None:
+        return
+    s = Session(config_file=cfg, url=redis_url)
+    try:
+        with pytest.raises(JobctlError) as info:
+            Dashboard(s).prepare(ActionRequest(Operation[op], "sk", State[source], "parity", **kw).request())
+    finally:
+        s.close()
+    assert str(info.value).splitlines()[0] in err and int(info.value.exit_code) == 2
+
+
+def test_sidekiqs_keys_span_cluster_slots_so_cluster_mode_refuses_the_moves(redis_client):
+    from jobctl.cluster import one_slot
+
+    keys = _layout(redis_client).slot_keys()
+    assert {"dead", "retry", "schedule", "queues"} <= set(keys) and not one_slot(keys)
