@@ -135,3 +135,32 @@ def test_top_errors_are_sampled_beyond_the_bound(redis_client, redis_url, bound)
     cache.refresh({"email": s.layout("email")}, NOW + 1000, exact_bound=bound)  # within the TTL: not re-read
     assert cache.get(["email"])[0] is t
     s.close()
+
+
+def test_an_operation_of_another_process_shows_its_walk(redis_client, redis_url) -> None:
+    """A lease held by another jobctl process (another host) on email's
+    shards is listed with its walk's counts summed over the shards."""
+    from jobctl.keys import ReliableListKeys
+
+    s = session(redis_url)
+    load_spike(redis_client, now_ms=TUI_T0)
+    op_id = "redrive-20261128T030000Z-0badcafe"
+    for n, (total, popped) in enumerate(((600, 250), (400, 100))):
+        keys = ReliableListKeys(f"email:{n:02d}")
+        redis_client.set(keys.lease, f"{op_id} other-host 4242", px=30_000)
+        redis_client.hset(keys.walk, mapping={"op": op_id, "total": total, "popped": popped})
+    app = make_app(s, refresh_s=3600, clock=lambda: NOW, server_label="redis://test",
+                   export_root=TUI_EXPORTS["root"])
+
+    async def go() -> None:
+        async with app.run_test(size=(160, 48)) as pilot:
+            await settle(pilot)
+            (op,) = app.screen.panels.overview.active
+            assert (op.operation, op.queue, op.done, op.total, op.by) == ("redrive", "email", 350, 1000,
+                                                                         "other-host 4242")
+            line_with(screen_text(app), "redrive email by other-host 4242: 350 of 1,000 walked")
+
+    try:
+        asyncio.run(go())
+    finally:
+        s.close()

@@ -56,8 +56,13 @@ def ops_text(ov: Overview) -> Text:
     """One line per running operation (progress, rate, ETA) and per hold (filter, age, reason)."""
     out = Text()
     for op in ov.active:
-        out.append(f"{op.operation} {op.queue}: ", style="bold")
-        out.append(fmt.progress_words(op.done, op.total, max(0, ov.at_ms - op.started_ms)) + "\n")
+        out.append(f"{op.operation} {op.queue}" + (f" by {op.by}" if op.by else "") + ": ", style="bold")
+        elapsed = None if op.started_ms is None else max(0, ov.at_ms - op.started_ms)
+        if not op.by:  # this TUI's own: jobs moved, rate and ETA
+            out.append(fmt.progress_words(op.done, op.total, elapsed or 0) + "\n")
+            continue
+        walked = f"{op.done:,} of {op.total:,} walked" if op.total else "running"  # dead-list positions
+        out.append(walked + (f" · for {fmt.age(elapsed)}" if elapsed is not None else "") + "\n")
     for h in ov.holds:
         out.append(f"{h.queue}: held ", style="yellow")
         out.append(h.filter or "every job", style="cyan")

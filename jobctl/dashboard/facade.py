@@ -263,7 +263,7 @@ class Dashboard:
         applying, the holds ``snap`` read, and the newest journal entries."""
         from ..errors import AccessDenied
         from ..ops.journal import read_entries
-        from .overview import JOURNAL_ROWS, holds_of, journal_rows, top_errors
+        from .overview import JOURNAL_ROWS, holds_of, journal_rows, running_walks, top_errors
 
         def run() -> Overview:
             now = self.clock()
@@ -278,6 +278,7 @@ class Dashboard:
                 entries = []
             with self._lock:
                 active = [ActiveOp(**vars(op)) for op in self._active.values()]
+            active += running_walks(layouts, {op.op_id for op in active})
             return Overview(at_ms=now, errors=top_errors(triages), sampled=any(t.sampled for t in triages),
                             triaged=len(triages), queues=len(with_dead), active=active, holds=holds_of(snap),
                             journal=journal_rows(entries))
@@ -327,7 +328,7 @@ class Dashboard:
         :func:`equivalent_command` as the command.  Raises
         :class:`~jobctl.errors.ReadOnlyRefused` in read-only mode."""
         argv = equivalent_command(prepared.request, self.session)
-        op = ActiveOp(op_id=f"{id(prepared):x}", operation=prepared.request.operation.value,
+        op = ActiveOp(op_id=prepared.spec.op_id, operation=prepared.request.operation.value,
                       queue=prepared.request.queue, total=prepared.plan.planned, started_ms=self.clock())
 
         def track(done: int, total: int) -> None:  # the overview's progress, then the caller's

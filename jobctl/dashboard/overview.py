@@ -7,9 +7,10 @@
   queue re-read at most every :data:`TRIAGE_TTL_MS` and at most
   :data:`TRIAGE_QUEUES_PER_CALL` queues per call, so a refresh never walks
   a whole 1M-job DLQ;
-* the operations this dashboard is applying (:class:`ActiveOp`, with
-  progress) and each queue's holds (``jobctl pause --hold``, from the
-  status already read);
+* the operations under way (:class:`ActiveOp`, with progress): those this
+  dashboard applies, and those other jobctl processes run on a dead list
+  (:func:`running_walks`: the queue's lease and walk counts); each queue's
+  holds (``jobctl pause --hold``, from the status already read);
 * the newest journal entries of every queue (one bounded ``XREVRANGE``
   each).
 
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     from .facade import Snapshot
     from .triage import Triage
 
-__all__ = ["ErrorGroup", "ActiveOp", "HoldRow", "JournalRow", "Overview", "TriageCache", "top_errors",
+__all__ = ["ErrorGroup", "ActiveOp", "HoldRow", "JournalRow", "Overview", "TriageCache", "top_errors", "running_walks",
            "holds_of", "journal_rows", "OVERVIEW_EXACT_BOUND", "TRIAGE_TTL_MS", "TRIAGE_QUEUES_PER_CALL",
            "TOP_ERRORS", "JOURNAL_ROWS"]
 
@@ -59,14 +60,19 @@ class ErrorGroup:
 
 @dataclass
 class ActiveOp:
-    """An operation this dashboard is applying: ``done`` of ``total`` jobs so far."""
+    """An operation under way: ``done`` of ``total`` so far.  Applied by this
+    dashboard (``by`` empty: jobs moved), or by another jobctl process that
+    holds the queue's lease (``by``: its ``host pid``; ``done``/``total``:
+    dead-list positions its walk has taken of those it will take; 0 of 0
+    when its walk keeps no count; ``started_ms`` from its operation id)."""
 
     op_id: str
     operation: str
     queue: str
     total: int
-    started_ms: int
+    started_ms: int | None
     done: int = 0
+    by: str = ""
 
 
 @dataclass(frozen=True)
@@ -136,6 +142,49 @@ class TriageCache:
     def get(self, queues: list[str]) -> "list[Triage]":
         with self._lock:
             return [self._by_queue[q] for q in queues if q in self._by_queue]
+
+
+def _text(v: Any) -> str:
+    return v.decode("utf-8", "surrogateescape") if isinstance(v, bytes) else str(v)
+
+
+def _started_ms(op_id: str) -> int | None:
+    """The start time in a ``redrive-20261121T101500Z-1a2b3c4d`` operation id."""
+    import calendar
+    import time
+
+    try:
+        return calendar.timegm(time.strptime(op_id.split("-")[1], "%Y%m%dT%H%M%SZ")) * 1000
+    except (IndexError, ValueError):
+        return None
+
+
+def running_walks(layouts: dict[str, Any], skip: set[str] = frozenset()) -> list[ActiveOp]:
+    """Operations other jobctl processes run on the dead lists of ``layouts``
+    (queue -> layout): each shard's lease holder and its walk's counts, one
+    pipelined round trip per queue; operation ids in ``skip`` are left out."""
+    from ..ops.orphan_holds import hold_sources
+
+    found: dict[tuple[str, str], ActiveOp] = {}
+    for queue, layout in layouts.items():
+        sources = hold_sources(layout)
+        if not sources:
+            continue
+        pipe = sources[0].client.pipeline(transaction=False)
+        for src in sources:
+            pipe.get(src.lease)
+            pipe.hmget(src.walk, "op", "total", "popped")
+        replies = pipe.execute()
+        for holder, (walk_op, total, popped) in zip(replies[::2], replies[1::2]):
+            if holder is None or _text(holder).split(" ")[0] in skip:
+                continue
+            op_id, _, by = _text(holder).partition(" ")
+            op = found.setdefault((queue, op_id), ActiveOp(op_id, op_id.split("-")[0], queue, 0,
+                                                           _started_ms(op_id), by=by or "?"))
+            if walk_op is not None and _text(walk_op) == op_id:
+                op.total += int(total or 0)
+                op.done += int(popped or 0)
+    return list(found.values())
 
 
 def top_errors(triages: "list[Triage]", n: int = TOP_ERRORS) -> list[ErrorGroup]:
