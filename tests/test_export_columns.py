@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import orjson
 import pyarrow as pa
@@ -216,3 +217,24 @@ def test_an_operators_arrow_pool_wins(redis_client, redis_url, tmp_path):
                          capture_output=True, text=True, check=True).stdout
     seen = orjson.loads(out)
     assert (seen["rows"], seen["default"], seen["variable"]) == (len(CLEAN), "system", "system")
+
+
+def test_a_poison_job_goes_alone_and_its_window_is_parsed_once(redis_client, tmp_path, monkeypatch):
+    """One poison job in a window of clean ones: only it is built record by
+    record (one ``parse_envelope``), the clean runs around it keep the column
+    path, each value is parsed once, and the rows come out in order."""
+    from jobctl.export import window_runs as runs_module
+    from jobctl.layouts.reliable_list import layout as rl_layout
+
+    values = CLEAN * 4 + [b"{truncated", None, b"[1, 2]"] + CLEAN * 4
+    _fill(redis_client, values, "p")
+    layout = layout_for(redis_client, QueueConfig(name="cols", tag="cols"))
+    expected = [record_row(r) for b in layout.iter_batches(State.DEAD) for r in b]
+    parsed, loads = [], orjson.loads
+    monkeypatch.setattr(rl_layout, "parse_envelope", lambda raw, _p=rl_layout.parse_envelope: parsed.append(raw) or _p(raw))
+    monkeypatch.setattr(runs_module, "orjson", SimpleNamespace(loads=lambda raw: parsed.append(raw) or loads(raw),
+                                                               JSONDecodeError=orjson.JSONDecodeError))
+    res = run_export(layout, tmp_path / "p", fmt="parquet", snapshot_ms=NOW, server="s", batch=100)
+    assert list(iter_rows(tmp_path / "p", res.manifest)) == expected
+    assert res.manifest.malformed == 3
+    assert len(parsed) == len(values) + 3  # every value once, plus the three poison ones on the record path

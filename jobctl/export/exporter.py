@@ -49,9 +49,10 @@ from ..filter import MATCH_ALL, Filter
 from ..model import State
 from . import FORMATS
 from .manifest import MANIFEST_NAMES, Manifest, PartInfo, find_manifest
-from .columns import ColumnBatch, rows_columns, window_columns, window_docs
+from .columns import ColumnBatch, rows_columns, window_columns
 from .rows import record_row
 from .source import selects, walk
+from .window_runs import window_runs
 from .writer import PartWriter, open_writer
 
 if TYPE_CHECKING:
@@ -297,7 +298,8 @@ class _ExportWalk:
                 self._covered(sb)
                 continue
             self.scanned[sb.state.value] += sb.size
-            self._write(sb, self._columns(sb))
+            for cols in self._columns(sb):
+                self._write(sb, cols)
             self._after(sb)
             if self.progress:
                 self.progress(sum(self.scanned.values()), self.exported)
@@ -313,23 +315,25 @@ class _ExportWalk:
                 raise _Shifted(f"the job at the resume point is {last!r}, the manifest recorded "
                                f"{self.expected_last!r}")
 
-    def _columns(self, sb) -> ColumnBatch:
+    def _columns(self, sb) -> list[ColumnBatch]:
+        """The batch's rows, in order: a window's clean runs on a column path,
+        each poison job and every filtered batch record by record."""
+        if sb.window is None:  # a filter, or a layout without raw windows
+            return [rows_columns([record_row(rec) for rec in sb.records
+                                  if self.fast or selects(self.flt, rec, self.m.snapshot_ms)])]
+        return [self._run_columns(part, docs) for part, docs in window_runs(sb.window)]
+
+    def _run_columns(self, part, docs: list[dict] | None) -> ColumnBatch:
         layout, cols = self.layout, None
-        # parsed once; None (a value not JSON, a dangling or undecodable id): straight to the record path
-        docs = None if sb.window is None else window_docs(sb.window)
         if docs is not None:
-            if self.arrow_window is not None:  # Parquet: the window straight to an Arrow record batch
-                rb = self.arrow_window(sb.window, layout.queue_name, layout.name, docs)
+            if self.arrow_window is not None:  # Parquet: the run straight to an Arrow record batch
+                rb = self.arrow_window(part, layout.queue_name, layout.name, docs)
                 cols = None if rb is None else ColumnBatch(rb.num_rows, [], arrow=rb)
             if cols is None:  # the Arrow path changed the docs it was given: parse again
-                cols = window_columns(sb.window, layout.queue_name, layout.name,
+                cols = window_columns(part, layout.queue_name, layout.name,
                                       None if self.arrow_window is not None else docs)
-        if cols is None:  # the record-by-record path: a filter, a layout without raw windows, odd values
-            if self.fast:
-                rows = [record_row(rec) for rec in sb.records]
-            else:
-                rows = [record_row(rec) for rec in sb.records if selects(self.flt, rec, self.m.snapshot_ms)]
-            cols = rows_columns(rows)
+        if cols is None:  # poison, or odd values a column path does not type
+            cols = rows_columns([record_row(rec) for rec in part.records()])
         return cols
 
     def _write(self, sb, cols: ColumnBatch) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 from ..model import JobRecord, State
 
@@ -34,3 +35,12 @@ class RawWindow:
     positions: list[int] | None
     scores: list[int] | None
     records: Callable[[], list[JobRecord]]
+
+    def part(self, start: int, end: int) -> "RawWindow":
+        """Jobs ``start`` to ``end`` (exclusive) of this window, as a window
+        of their own (taken from a whole window, not from a part)."""
+        cut = slice(start, end)
+        return RawWindow(state=self.state, shard=self.shard, ids=self.ids[cut], raws=self.raws[cut],
+                         positions=None if self.positions is None else self.positions[cut],
+                         scores=None if self.scores is None else self.scores[cut],
+                         records=partial(self.records, cut))

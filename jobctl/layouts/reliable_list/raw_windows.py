@@ -40,8 +40,12 @@ class RawWindows:
                 yield RawWindow(state=state, shard=self._shard_label(keys), ids=ids, raws=raws,
                                 positions=values if attr == "position" else None,
                                 scores=values if attr == "score" else None,
-                                records=partial(self._records_from, keys, ids, raws, state,
-                                                [{attr: v} for v in values]))
+                                records=partial(self._window_records, keys, ids, raws, state, attr, values))
+
+    def _window_records(self, keys: ReliableListKeys, ids: list[str], raws: list[bytes | None], state: State,
+                        attr: str, values: list[int], part: slice = slice(None)) -> list[JobRecord]:
+        """The records of a raw window's jobs in ``part``."""
+        return self._records_from(keys, ids[part], raws[part], state, [{attr: v} for v in values[part]])
 
     def _raw_walk(self, keys: ReliableListKeys, state: State, batch: int, sample: tuple[int, int] | None
                   ) -> Iterator[tuple[list[str], list[bytes | None], str, list[int]]]:
