@@ -262,8 +262,21 @@ def _failover_goal(ctx: Ctx) -> None:
     assert ctx.check_ok()
 
 
+def _retention_cut_ms(ctx: Ctx) -> int:
+    """A retention period in the widest gap between the dead jobs' ages
+    (20 min to 3 h), so no job turns older than it while the runbook runs."""
+    k = ReliableListKeys(ctx.queue)
+    raws = _payloads(ctx, [i.decode() for i in ctx.client.lrange(k.dead, 0, -1)]).values()
+    now = now_ms()
+    ages = [now - orjson.loads(r)["lastAttemptAtEpochMs"] for r in raws if r]
+    ages = sorted({20 * MIN, 180 * MIN, *(a for a in ages if 20 * MIN < a < 180 * MIN)})
+    low, high = max(zip(ages, ages[1:]), key=lambda pair: pair[1] - pair[0])
+    return (low + high) // 2 // 1000 * 1000
+
+
 def _purge_prepare(ctx: Ctx) -> None:
-    ctx.params.update(older_than="1h", export_dir=str(ctx.tmp_path / "export"))
+    ctx.memo["cut_ms"] = cut = _retention_cut_ms(ctx)
+    ctx.params.update(older_than=f"{cut // 1000}s", export_dir=str(ctx.tmp_path / "export"))
     ctx.capsys.readouterr()
     assert ctx.cli("suppress", ctx.queue, "--filter", "error = HTTP_400", "--reason", "triaged", "--yes") == 0
     ctx.capsys.readouterr()
@@ -271,7 +284,7 @@ def _purge_prepare(ctx: Ctx) -> None:
 
 def _purge_goal(ctx: Ctx) -> None:
     k = ReliableListKeys(ctx.queue)
-    cutoff = now_ms() - 60 * MIN
+    cutoff = now_ms() - ctx.memo["cut_ms"]
     dead = [i.decode() for i in ctx.client.lrange(k.dead, 0, -1)]
     for raw in _payloads(ctx, dead).values():
         assert orjson.loads(raw)["lastAttemptAtEpochMs"] > cutoff
