@@ -23,6 +23,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..errors import JobctlError
 from ..humanize import outcome
 from ..model import State
 
@@ -167,7 +168,10 @@ def running_walks(layouts: dict[str, Any], skip: set[str] = frozenset()) -> list
 
     found: dict[tuple[str, str], ActiveOp] = {}
     for queue, layout in layouts.items():
-        sources = hold_sources(layout)
+        try:
+            sources = hold_sources(layout)
+        except JobctlError:  # a layout that cannot walk its dead store: nothing to show
+            continue
         if not sources:
             continue
         pipe = sources[0].client.pipeline(transaction=False)
