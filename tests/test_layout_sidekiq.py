@@ -254,7 +254,7 @@ def test_the_fast_edit_and_the_scan_agree(raw, reset):
     assert new == doc
 
 
-def test_purge_exports_first_and_leaves_the_rest(run, failed, redis_url, tmp_path):
+def test_purge_exports_first_and_leaves_the_rest(run, failed, redis_url, redis_client, tmp_path):
     out = tmp_path / "dead"
     doc = _json(run, "purge", "sk", "--state", "dead", "--filter", "error = 'IOError'", "--export-to", str(out),
                 "--yes")
@@ -266,6 +266,13 @@ def test_purge_exports_first_and_leaves_the_rest(run, failed, redis_url, tmp_pat
     assert all(f'"args":["odd-{n}",{BIG}]' in r["raw"] for n, r in enumerate(sorted(rows, key=_name)))
     assert sorted(r["job_id"] for r in rows) == sorted(failed[n] for n in NAMES if n.startswith("odd-"))
     assert _counts(redis_url)["dead"] == 4 == _status(run)["dead"]
+    gone = [failed[n].encode() for n in NAMES if n.startswith("odd-")]
+    for key in redis_client.scan_iter(count=1000):  # no list, set or hash holds them (the journal is a stream)
+        kind = redis_client.type(key)
+        held = {b"zset": lambda: redis_client.zrange(key, 0, -1), b"list": lambda: redis_client.lrange(key, 0, -1),
+                b"set": lambda: list(redis_client.smembers(key)), b"hash": lambda: list(redis_client.hvals(key)),
+                }.get(kind, lambda: [])()
+        assert not [g for g in gone if any(g in v for v in held)], key
 
 
 def test_promote_a_retry_runs_it_now(run, worker, redis_client, redis_url):
