@@ -362,3 +362,13 @@ def test_sidekiqs_keys_span_cluster_slots_so_cluster_mode_refuses_the_moves(redi
 
     keys = _layout(redis_client).slot_keys()
     assert {"dead", "retry", "schedule", "queues"} <= set(keys) and not one_slot(keys)
+
+
+def test_a_sidekiq_8_job_reads_its_millisecond_times():
+    from jobctl.layouts.sidekiq.job import envelope_of
+
+    env = envelope_of(b'{"class":"A","wrapped":"Mailer","jid":"j8","retry":true,"created_at":1795836864681,'
+                      b'"failed_at":1795836867210,"retry_count":3,"error_class":"E","error_message":"m"}')
+    assert (env.job_type, env.created_ms, env.last_attempt_ms, env.attempt, env.max_attempts) == (
+        "Mailer", 1795836864681, 1795836867210, 3, 25)
+    assert (env.last_error_code, env.last_error_message, env.job_id) == ("E", "m", "j8")
