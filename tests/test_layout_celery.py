@@ -258,3 +258,36 @@ def test_an_eta_beyond_the_visibility_timeout_is_flagged(run, app, worker, redis
     assert _until(flagged, "the worker to hold the ETA task")
     [rec] = _json(run, "ls", "celery", "--state", "processing")["jobs"]
     assert rec["id"] == task_id and rec["meta"]["eta_beyond_visibility"] is True
+
+
+def test_a_purge_walked_in_windows_meets_every_planned_message_while_workers_pop(app, redis_client):
+    """Windows from the deepest planned message toward the tail; messages
+    popped between two calls (a worker's BRPOP) are reported gone, the
+    others planned are removed, the rest keep their order."""
+    from jobctl.config import QueueConfig
+    from jobctl.filter import compile_filter
+    from jobctl.layouts import layout_for
+    from jobctl.layouts.celery.purge import apply_purge
+    from jobctl.model import State
+    from jobctl.ops.spec import Operation, OpSpec
+
+    with app.producer_or_acquire() as producer:
+        for n in range(300):
+            celery_app.count.apply_async((f"{'even' if n % 2 == 0 else 'odd'}-{n}", n), producer=producer)
+    lay = layout_for(redis_client, QueueConfig(name="celery", layout="celery"))
+    spec = OpSpec(Operation.PURGE, "celery", State.READY, None, filter=compile_filter('payload.args[0] ~ "even-*"'))
+    plan = lay.plan(spec)
+    assert plan.planned == 150
+    calls, popped = apply_purge(lay, plan, batch=100, window=40), []
+    results = [next(calls)]
+    popped += redis_client.rpop("celery", 3)  # a worker takes the three oldest: one or two of them planned
+    results += list(calls)
+    gone = [j for r in results for j in r.skipped]
+    moved = [j for r in results for j in r.moved]
+    def names(raws: list[bytes]) -> list[str]:
+        return [json.loads(r)["headers"]["argsrepr"] for r in raws]
+
+    left = names(redis_client.lrange("celery", 0, -1))
+    assert len(moved) + len(gone) == 150 and len(gone) == sum("'even-" in n for n in names(popped))
+    assert not any("'even-" in n for n in left)
+    assert left == [f"('odd-{n}', {n})" for n in range(299, 2, -2)]  # newest first, order kept

@@ -577,7 +577,7 @@ def _cel_requeue(c):
 def _cel_purge(c):
     """One ready message of the queue celery."""
     c.rpush("celery", CEL_MSG)
-    return ["celery"], [1, "t1", CEL_MSG]
+    return ["celery"], [0, 5, "jobctl:purge-tombstone:x", 1, CEL_MSG]
 
 
 # -- the table ------------------------------------------------------------------------------------------------
@@ -910,7 +910,10 @@ BAD_ARGS = [
     ("cel_requeue", _cel_requeue, lambda a: _with(a, 6, "x"), "BADARG first byte"),
     ("cel_requeue", _cel_requeue, lambda a: _with(a, 7, 1), "BADARG byte range"),
     ("cel_requeue", _cel_requeue, lambda a: a[:-1], "BADARG job count"),
-    ("cel_purge", _cel_purge, lambda a: _with(a, 2, ""), "BADARG message bytes"),
+    ("cel_purge", _cel_purge, lambda a: _with(a, 4, ""), "BADARG message bytes"),
+    ("cel_purge", _cel_purge, lambda a: _with(a, 4, a[2]), "BADARG message bytes"),
+    ("cel_purge", _cel_purge, lambda a: _with(a, 1, 0), "BADARG hi"),
+    ("cel_purge", _cel_purge, lambda a: _with(a, 2, ""), "BADARG tombstone"),
     ("cel_purge", _cel_purge, lambda a: a[:-1], "BADARG job count"),
     ("bullmq_read", _bullmq_read, lambda a: [], "BADARG no fields"),
     ("sk_move", _sk_move("redrive"), lambda a: _with(a, 0, "retry"), "BADARG mode"),

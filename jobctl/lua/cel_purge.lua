@@ -1,37 +1,67 @@
 -- cel_purge.lua: purge of planned ready messages of one Celery priority
--- list (jobctl.layouts.celery.purge).  One call per batch, each message
--- atomic and fenced by its exact bytes.
+-- list, one window of it per call (jobctl.layouts.celery.purge).
 --
--- Per message: LREM list -1 <bytes> (from the tail, the oldest end, where
--- the workers' BRPOP takes them): "moved" when it removed the message,
--- "gone" when no element has those bytes any more (a worker took it, or
--- it was purged already).  kombu's messages carry a unique delivery tag,
--- so the bytes name one message.  Nothing else is written.
+-- The window is the elements at distances lo .. hi-1 from the list's tail
+-- (its oldest end, where the workers' BRPOP takes them).  Workers only pop
+-- the tail and producers push the head, so a message only ever gets closer
+-- to the tail: the caller walks windows from the deepest planned distance
+-- toward the tail and meets every planned message still queued.
 --
--- Never a partial batch: every ARGV and the TYPE of the list are checked
--- before the first write (a WRONGTYPE / BADARG error reply, nothing
--- written).
+-- Per call: LRANGE of the window; each element whose exact bytes are a
+-- planned message's is overwritten (LSET) with the tombstone, then one
+-- LREM from the tail removes the tombstones (all inside this call: nobody
+-- ever sees one).  Only byte-identical messages are removed (kombu gives
+-- every message a unique delivery tag); the other elements keep their order.
+-- Cost: O(window) plus the LREM's cheap comparisons of the elements between
+-- the window and the list's nearer end.
+--
+-- Every ARGV and the TYPE of the list are checked before the first write
+-- (a WRONGTYPE / BADARG error reply, nothing written).
 --
 -- KEYS[1]  the ready list (list)
--- ARGV[1]  N
--- ARGV[2+2(i-1)..3+2(i-1)] per message i: id (reply name), its exact bytes (not empty)
--- returns  { id1, code1, ... }: "moved" or "gone", or an error reply
+-- ARGV[1]  lo: the window's first distance from the tail (integer >= 0)
+-- ARGV[2]  hi: one past its last (integer > lo)
+-- ARGV[3]  tombstone (not empty, not a message)
+-- ARGV[4]  N
+-- ARGV[4+i] message i's exact bytes (not empty)
+-- returns  { i1, i2, ... }: the numbers of the messages found in the window
+--          and removed (the others: not in it), or an error reply
 
 --@prelude checks
 
-local n, err = jc_job_count(1, 2, nil)
+local lo, err = jc_int(ARGV[1], 'lo', 0)
+if err then return redis.error_reply(err) end
+local hi
+hi, err = jc_int(ARGV[2], 'hi', lo + 1)
+if err then return redis.error_reply(err) end
+local stone
+stone, err = jc_nonempty(ARGV[3], 'tombstone')
+if err then return redis.error_reply(err) end
+local n
+n, err = jc_job_count(4, 1, nil)
 if err then return redis.error_reply(err) end
 if #KEYS ~= 1 then return redis.error_reply('BADARG one list per call, got ' .. #KEYS .. ' keys') end
+local want = {}
 for i = 1, n do
-  if ARGV[3 + 2 * (i - 1)] == '' then return redis.error_reply('BADARG message bytes of job ' .. i .. ' are empty') end
+  local raw = ARGV[4 + i]
+  if raw == '' or raw == stone then return redis.error_reply('BADARG message bytes of job ' .. i) end
+  want[raw] = i
 end
 err = jc_check_types({ { KEYS[1], 'list' } })
 if err then return redis.error_reply(err) end
 
-local out = {}
-for i = 1, n do
-  local id, raw = ARGV[2 + 2 * (i - 1)], ARGV[3 + 2 * (i - 1)]
-  out[#out + 1] = id
-  out[#out + 1] = (redis.call('LREM', KEYS[1], -1, raw) == 1) and 'moved' or 'gone'
+local elems = redis.call('LRANGE', KEYS[1], -hi, -(lo + 1))
+local m, out = #elems, {}
+for j = 1, m do
+  local i = want[elems[j]]
+  if i then
+    redis.call('LSET', KEYS[1], -(lo + (m - j) + 1), stone)
+    want[elems[j]] = nil
+    out[#out + 1] = i
+  end
+end
+if #out > 0 then  -- LREM from the nearer end: it scans at most that many elements before the window
+  local len = redis.call('LLEN', KEYS[1])
+  redis.call('LREM', KEYS[1], (lo <= len - hi) and -#out or #out, stone)
 end
 return out

@@ -11,6 +11,8 @@ Celery messages carry no enqueue time: the oldest ready age is unknown.
 
 from __future__ import annotations
 
+from redis.exceptions import ResponseError
+
 from jobctl.layouts.celery.records import walk_unacked
 from jobctl.layouts.common import status_replies
 from jobctl.model import QueueStatus
@@ -73,7 +75,12 @@ def queue_status(layout, now: int) -> QueueStatus:
     st.ready = sum(depths)
     if any(depths[1:]):
         st.ready_by_priority = {str(step): n for (step, _), n in zip(k.ready_lists(), depths) if n}
-    _fold_unacked(layout, st, now)
+    try:
+        _fold_unacked(layout, st, now)
+    except ResponseError as exc:  # a wrong-typed unacked or unacked_index: said, the rest still shown
+        if "WRONGTYPE" not in str(exc):
+            raise
+        st.errors.append(f"{k.unacked} / {k.unacked_index}: wrong Redis type, unacked messages not read")
     if replies[-1]:
         st.warnings.append("kombu's unacked_mutex is held: a worker is restoring overdue messages now")
     st.warnings.append(NO_DEAD_NOTE)
