@@ -39,7 +39,7 @@ SCRIPT_NAMES += ("hj_suppressed_move", "hj_repair")  # hash-job (failed list: hj
 SCRIPT_NAMES += ("list_restore", "lease")  # the walk driver's hold and lease (jobctl.ops.walk)
 # the walk driver's window calls, one script per kind of list (and walk mode):
 # jobctl.ops.walk.source.WINDOW_SCRIPTS; shared steps in prelude/window.lua
-SCRIPT_NAMES += ("rl_window", "rl_tail", "jl_window", "hj_window")
+SCRIPT_NAMES += ("rl_window", "rl_tail", "jl_window", "hj_window", "hj_tail")
 SCRIPT_NAMES += ("jl_tail",)  # json-list: an unfiltered redrive or purge (tail walk)
 SCRIPT_NAMES += ("list_scan",)  # a filtered dead-list plan's server-side rule-out (jobctl.layouts.reliable_list.predicate_plan)
 SCRIPT_NAMES += ("jl_requeue", "jl_suppressed_move", "jl_repair")  # json-list

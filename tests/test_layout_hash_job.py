@@ -382,9 +382,11 @@ def test_a_key_of_the_wrong_type(redis_client):
         lay.inspect(job_id)
 
 
-@pytest.mark.parametrize("op", ["redrive", "suppress", "purge"])
-def test_lean_unfiltered_failed_plan_matches_the_record_plan(redis_client, op):
-    from jobctl.layouts.hash_job.plan import lean_failed_plan
+def test_lean_unfiltered_failed_plan_matches_the_record_plan(redis_client):
+    """An unfiltered redrive with --reset-attempts plans per job without a
+    record per job: the plan the record walk makes (the other unfiltered
+    plans are tail ranges: tests/test_hash_job_tail.py)."""
+    from jobctl.layouts.hash_job.plan import lean_failed_plan, tail_failed_plan
     from jobctl.ops.plan import JobColumns
 
     load_scenario(redis_client, "dlq-spike", queue=Q, size=SIZE, now_ms=NOW)
@@ -392,16 +394,16 @@ def test_lean_unfiltered_failed_plan_matches_the_record_plan(redis_client, op):
     failed = [x.decode() for x in redis_client.lrange(k.failed, 0, -1)]
     redis_client.hset(k.job(failed[3]), "payload", "{not json")  # malformed: a redrive leaves it
     lay = layout(redis_client)
-    target = {"redrive": State.READY, "suppress": State.SUPPRESSED, "purge": None}[op]
-    lean_spec = OpSpec(Operation(op), Q, State.DEAD, target, reason="r")
-    full_spec = OpSpec(Operation(op), Q, State.DEAD, target, reason="r", filter=compile_filter("id ~ '*'"))
-    assert lean_failed_plan(lean_spec) and not lean_failed_plan(full_spec)
+    lean_spec = OpSpec(Operation.REDRIVE, Q, State.DEAD, State.READY, reset_attempts=True)
+    full_spec = OpSpec(Operation.REDRIVE, Q, State.DEAD, State.READY, reset_attempts=True,
+                       filter=compile_filter("id ~ '*'"))
+    assert lean_failed_plan(lean_spec) and not tail_failed_plan(lean_spec) and not lean_failed_plan(full_spec)
     lean, full = lay.plan(lean_spec), lay.plan(full_spec)
     assert isinstance(lean.jobs, JobColumns) and lean.planned > 0
     key = [(j.job_id, j.position, j.sha1) for j in (lean.jobs[n] for n in range(lean.planned))]
     assert key == [(j.job_id, j.position, j.sha1) for j in (full.jobs[n] for n in range(full.planned))]
     assert lean.breakdown == full.breakdown and lean.walked == full.walked and lean.scanned == full.scanned
     assert set(lean.dangling) == set(full.dangling) and set(lean.malformed) == set(full.malformed)
-    assert (failed[3] in lean.malformed) == (op == "redrive")
-    limited = lay.plan(OpSpec(Operation(op), Q, State.DEAD, target, reason="r", limit=5))
+    assert failed[3] in lean.malformed
+    limited = lay.plan(OpSpec(Operation.REDRIVE, Q, State.DEAD, State.READY, reset_attempts=True, limit=5))
     assert limited.planned == 5 and limited.truncated

@@ -313,7 +313,8 @@ def test_hash_job_plan_a_wrong_type_job_key_holds_only_its_job_and_the_connectio
     assert plan.planned == 299 and plan.dangling == [job_ids[150]]
 
 
-def test_hash_job_plan_dangling_and_non_ascii_ids(redis_client):
+@pytest.mark.parametrize("reset", [True, False])  # unfiltered: per job (hj_window), a tail range (hj_tail)
+def test_hash_job_plan_dangling_and_non_ascii_ids(redis_client, reset):
     job_ids = failed_jobs(redis_client, 5)
     odd = ["é-1", "\udcff\udcfe-raw", "日本"]  # one not UTF-8 (surrogateescape)
     for j in odd:
@@ -323,9 +324,9 @@ def test_hash_job_plan_dangling_and_non_ascii_ids(redis_client):
         redis_client.lpush(K.failed, raw)
     redis_client.lpush(K.failed, "ghost")  # no hash: dangling
     lay = hj_layout(own(redis_client))
-    plan = lay.plan(redrive())
+    plan = lay.plan(redrive(per_job=False, reset_attempts=reset))
     assert plan.dangling == ["ghost"] and plan.planned == 8
-    assert [plan.jobs.job_id(n) for n in range(8)] == job_ids + odd
+    assert plan.sample_ids() == job_ids + odd
     res = run_plan(lay, plan, batch=3, journal=False)
     assert (res.moved, res.skipped, res.failed) == (8, 0, 0)
     assert ids_of(redis_client, K.failed) == ["ghost"]

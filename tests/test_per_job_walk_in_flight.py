@@ -9,6 +9,7 @@ import pytest
 
 from jobctl.config import QueueConfig
 from jobctl.errors import DataError
+from jobctl.filter import compile_filter
 from jobctl.keys import HashJobKeys
 from jobctl.layouts import layout_for
 from jobctl.model import State
@@ -41,7 +42,15 @@ def hj_layout(client):
     return layout_for(client, QueueConfig(name=Q, layout="hash-job"))
 
 
-def redrive(queue: str = Q, **kw) -> OpSpec:
+#: a filter every job matches: the plan is per job (hj_window.lua); an
+#: unfiltered hash-job plan is a tail range (hj_tail.lua)
+PER_JOB = compile_filter("id ~ '*'")
+
+
+def redrive(queue: str = Q, per_job: bool = True, **kw) -> OpSpec:
+    """A redrive of the failed list; ``per_job``: with :data:`PER_JOB` (unless a filter is given)."""
+    if per_job:
+        kw.setdefault("filter", PER_JOB)
     return OpSpec(Operation.REDRIVE, queue, State.DEAD, State.READY, **kw)
 
 
@@ -140,7 +149,7 @@ def test_a_limited_reliable_list_redrive_walks_per_job_with_round_trips_in_fligh
     rk = ReliableListKeys("email")
     jobs = simple_dead(redis_client, "email", 120)
     lay = layout_for(redis_client, QueueConfig("email"))
-    plan = lay.plan(redrive("email", reset_attempts=True))
+    plan = lay.plan(redrive("email", per_job=False, reset_attempts=True))
     assert not isinstance(plan.jobs, TailRange) and plan.planned == 120
     seen: list[int] = []
 

@@ -14,6 +14,7 @@ import pytest
 from jobctl.config import QueueConfig
 from jobctl.layouts.reliable_list.lean_plan import plan_dead_filtered
 from jobctl.layouts.reliable_list.layout import ReliableList
+from jobctl.filter import compile_filter
 from jobctl.model import State
 from jobctl.ops import spill
 from jobctl.ops.engine import run_plan
@@ -33,8 +34,10 @@ def _no_spill(monkeypatch) -> None:
 
 
 def _unfiltered(op: str) -> OpSpec:
-    """A hash-job operation from dead with no filter (the lean plan)."""
-    return OpSpec(Operation(op), "jobs", State.DEAD, State.READY if op == "redrive" else None)
+    """A hash-job operation from dead on every job, planned per job (a filter
+    every job matches: an unfiltered plan is a tail range, nothing to spill)."""
+    return OpSpec(Operation(op), "jobs", State.DEAD, State.READY if op == "redrive" else None,
+                  filter=compile_filter("id ~ '*'"))
 
 
 def _jobs(n: int) -> list[PlannedJob]:

@@ -441,6 +441,18 @@ def _jl_tail(mode: str):
     return build
 
 
+def _hj_tail(mode: str):
+    """A tail-walk window call (hj_tail) over a failed list of one id, its entry 1 (status failed)."""
+    def build(c):
+        c.rpush("w:{t}:dead", "a")
+        c.hset("w:{t}:job:a", mapping={**HJ_JOB, "status": "failed", "payload": "{}"})
+        _walk(c, 1)
+        keys = _window_keys("hj", mode) + ["w:{t}:job:a"]
+        info = '{"by":"x"}' if mode == "suppressed" else ""
+        return keys, ["hj", mode, "op1", "lv", "50000", 1, "1000", "2000", "0", info, "0", 1, 0, 0, "w:{t}:job:"]
+    return build
+
+
 def _list_restore(c):
     c.rpush("w:{t}:hold", "x")
     c.hset("w:{t}:walk", "op", "op1")
@@ -588,6 +600,7 @@ def C(label, build, writes, types, per_job=None, untyped=None) -> Call:  # noqa:
 
 PAYLOAD_PER_JOB = {4: "wrongtype"}
 WINDOW_JOB = "a job key of the wrong type only holds its own job (hj_window's per-job step, code 'wrongtype')"
+TAIL_JOB = "a job hash of the wrong type only holds its own job (hj_tail's fence, code 'wrongtype')"
 TAIL_PURGE = "an unfiltered purge unlinks the planned payload keys in one UNLINK, whatever their type (rl_tail)"
 WINDOW_TYPES = {1: "list", 2: "list", 3: "hash", 4: "string", 6: "hash", 7: "hash"}
 
@@ -709,6 +722,12 @@ SCRIPTS: dict[str, tuple[Call, ...] | ReadOnly] = {
           untyped={11: WINDOW_JOB}),
         C("purge", _window("hj", "purge"), {1, 2, 3, 4, 11}, {**WINDOW_TYPES, 5: "list"},
           untyped={11: WINDOW_JOB}),
+    ),
+    "hj_tail": (
+        C("ready", _hj_tail("ready"), {1, 3, 4, 5, 11}, {**WINDOW_TYPES, 5: "list"}, untyped={11: TAIL_JOB}),
+        C("suppressed", _hj_tail("suppressed"), {1, 3, 4, 5, 7}, {**WINDOW_TYPES, 5: "zset"},
+          untyped={11: TAIL_JOB}),
+        C("purge", _hj_tail("purge"), {1, 3, 4, 11}, {**WINDOW_TYPES, 5: "list"}, untyped={11: TAIL_JOB}),
     ),
     "list_restore": (C("restore", _list_restore, {1, 2, 3}, {1: "list", 2: "list", 3: "hash"}),),
     "lease": tuple(C(a, _lease(a), w, {1: "string", 2: "hash"})
@@ -889,6 +908,10 @@ BAD_ARGS = [
     ("hj_window", _window("hj", "ready"), lambda a: _with(a, 12, 3), "BADARG width"),
     ("hj_window", _window("hj", "ready"), lambda a: a[:17], "BADARG hj needs the fence field list"),
     ("hj_window", _window("hj", "ready"), lambda a: _with(a, 4, 0), "BADARG ttl"),
+    ("hj_tail", _hj_tail("ready"), lambda a: _with(a, 1, "scheduled"), "BADARG mode"),
+    ("hj_tail", _hj_tail("ready"), lambda a: _with(a, 12, 4), "BADARG width"),
+    ("hj_tail", _hj_tail("ready"), lambda a: _with(a, 13, "x"), "BADARG first"),
+    ("hj_tail", _hj_tail("ready"), lambda a: a[:-1], "BADARG expected"),
     # rq, bullmq
     ("rq_move", _rq_move("redrive"), lambda a: _with(a, 0, "requeue"), "BADARG mode"),
     ("rq_move", _rq_move("redrive"), lambda a: _with(a, 1, ""), "BADARG enqueued_at"),

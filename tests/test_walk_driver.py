@@ -115,11 +115,13 @@ def test_reliable_list_walkers_move_every_job_once_across_a_flushed_script_cache
 
 
 @pytest.mark.parametrize("apply_at", [2, 3, 5])
+@pytest.mark.parametrize("reset", [False, True])  # a tail range (hj_tail), per job (hj_window)
 def test_hash_job_plan_and_walk_move_every_job_once_across_a_flushed_script_cache(redis_client, flusher,
-                                                                                 apply_at):
+                                                                                 apply_at, reset):
     jobs = failed_jobs(redis_client, N)
     lay = hj_layout(redis_client)
-    plan, res, _ = _plan_and_run(redis_client, flusher, lay, redrive(), JobColumns, 3, apply_at)
+    spec = redrive(per_job=False, reset_attempts=True) if reset else redrive(per_job=False)
+    plan, res, _ = _plan_and_run(redis_client, flusher, lay, spec, JobColumns if reset else TailRange, 3, apply_at)
     assert plan.planned == N
     assert (res.error, res.moved, res.failed, res.skipped) == (None, N, 0, 0), res.to_json()
     moved = Counter(ids(redis_client, HK.pending))

@@ -158,10 +158,13 @@ def plan_operation(layout: "HashJob", spec: OpSpec, now: int) -> Plan:
 
     note = ("job hashes get status pending, redriven_at_ms, redrive_operation and redrive_count (+1), claim_token "
             "cleared, " + ("attempts reset to 0" if spec.reset_attempts else "attempts kept"))
-    plan = Plan(spec=spec, now_ms=now, redrive_note=note, jobs=JobColumns() if spec.source is State.DEAD else [])
-    from jobctl.layouts.hash_job.plan import lean_failed_plan, plan_failed_lean
+    from jobctl.layouts.hash_job.plan import TailPlan, lean_failed_plan, plan_failed_lean, plan_failed_tail, \
+        tail_failed_plan
 
-    if lean_failed_plan(spec):  # unfiltered: no record per job
+    if tail_failed_plan(spec):  # unfiltered: a tail range, fenced as hj_tail.lua pops each job
+        return plan_failed_tail(layout, TailPlan(spec=spec, now_ms=now, redrive_note=note))
+    plan = Plan(spec=spec, now_ms=now, redrive_note=note, jobs=JobColumns() if spec.source is State.DEAD else [])
+    if lean_failed_plan(spec):  # unfiltered, --reset-attempts: no record per job
         return plan_failed_lean(layout, plan)
     return plan_from_walk(plan, batches(), fence,
                           is_stuck=lambda rec: rec.deadline_ms is not None and rec.deadline_ms < now)
@@ -211,6 +214,13 @@ def apply_plan(layout: "HashJob", plan: Plan, *, batch: int = DEFAULT_BATCH) -> 
 #: (2026-11-25), apply median 4.21 s at one call of 40 in flight, 3.22 s at
 #: two of 20 and 3.09 s at two of 28, PING p99 0.82, 0.71 and 0.84 ms.
 HJ_WINDOW = 20
+#: Failed-list positions one ``hj_tail.lua`` call pops (an unfiltered plan)
+#: when ``--batch`` sets none.
+HJ_TAIL_WINDOW = 100
+#: Server time of a tail position relative to a reliable-list one
+#: (:attr:`~jobctl.ops.walk.source.ListSource.cost`): HMGET, a cjson decode
+#: (redrive), PTTL and HSET a job.
+HJ_TAIL_COST = 4
 
 def dead_sources(layout: "HashJob", spec: OpSpec) -> list[ListSource]:
     """The window-engine source of the failed list for ``spec`` (an
@@ -218,6 +228,7 @@ def dead_sources(layout: "HashJob", spec: OpSpec) -> list[ListSource]:
     of each in KEYS, fenced by the SHA1 of :data:`~.hash_job.FENCE_FIELDS`
     (passed to ``hj_window.lua`` as ARGV) on top of identity + position."""
     from jobctl.layouts.hash_job.layout import FENCE_FIELDS
+    from jobctl.layouts.hash_job.plan import tail_failed_plan
 
     if not drives(spec):
         return []
@@ -232,4 +243,5 @@ def dead_sources(layout: "HashJob", spec: OpSpec) -> list[ListSource]:
     return [ListSource(client=layout.client, kind="hj", tag=k.name, shard=0, dead=k.failed, hold=k.hold,
                        walk=k.walk, lease=k.lease, redriven=k.suppressed_info, info_hash=k.suppressed_info,
                        target=target, mode=mode, payload_key=k.job, info=info, reset_attempts=spec.reset_attempts,
-                       fence_fields=FENCE_FIELDS, window=HJ_WINDOW)]
+                       fence_fields=FENCE_FIELDS, window=HJ_TAIL_WINDOW if tail_failed_plan(spec) else HJ_WINDOW,
+                       cost=HJ_TAIL_COST)]

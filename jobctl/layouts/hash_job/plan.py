@@ -1,6 +1,8 @@
 """Lean unfiltered plans of a hash-job failed list (seed 001): no
 :class:`~jobctl.model.JobRecord` or :class:`~jobctl.model.Envelope` per
-scanned job.
+scanned job.  Without ``--reset-attempts`` the plan is a tail range
+(:func:`plan_failed_tail`: the list's length and a sample, walked by
+``hj_tail.lua``); with it, one fence per job (:func:`plan_failed_lean`).
 
 The walk is the one every dead read does (jobctl's hold first, then the
 failed list, positions counted from the tail: the window engine's
@@ -29,7 +31,7 @@ import orjson
 
 from jobctl.model import State
 from jobctl.ops.catalog import GROUP_MESSAGE_CHARS
-from jobctl.ops.plan import JobColumns, Plan
+from jobctl.ops.plan import JobColumns, Plan, TailRange
 from jobctl.ops.walk.wire import Wire, per_key_blob
 from jobctl.ops.spec import OpSpec
 from jobctl.layouts.common import text
@@ -39,10 +41,14 @@ from jobctl.layouts.walks import WINDOW, prefetched
 if TYPE_CHECKING:
     from jobctl.layouts.hash_job.layout import HashJob
 
-__all__ = ["lean_failed_plan", "plan_failed_lean", "WRONG_TYPE"]
+__all__ = ["lean_failed_plan", "plan_failed_lean", "tail_failed_plan", "plan_failed_tail", "HashJobTailRange",
+           "TailPlan", "WRONG_TYPE", "TAIL_SAMPLE"]
 
 #: The reply :func:`_windows` gives for a job key of the wrong type.
 WRONG_TYPE = object()
+#: Tail positions whose job hashes a tail plan reads: its breakdown, and
+#: the dangling and malformed ids it sets aside.
+TAIL_SAMPLE = 1000
 
 
 
@@ -53,7 +59,8 @@ def lean_failed_plan(spec: OpSpec) -> bool:
             and not spec.stuck_only)
 
 
-def _windows(layout: "HashJob", names: tuple[str, ...]) -> Iterator[tuple[int, list[str], list[list]]]:
+def _windows(layout: "HashJob", names: tuple[str, ...],
+             upto: int | None = None) -> Iterator[tuple[int, list[str], list[list]]]:
     """``(tail position of the first, ids, HMGET replies)`` windows.  On a
     client that is not a cluster client the HMGETs of a window are packed
     by the walk driver (one RESP blob: redis-py's pipeline encoder cost more than the
@@ -62,13 +69,13 @@ def _windows(layout: "HashJob", names: tuple[str, ...]) -> Iterator[tuple[int, l
     per-reply callback).  A job key of the wrong type is that job's reply,
     :data:`WRONG_TYPE` (it holds only its own job); any other error reply
     raises ``ResponseError`` after the window's replies are read, as a
-    pipeline does."""
+    pipeline does.  ``upto``: the first ``upto`` tail positions only (None: all)."""
     from jobctl.cluster import is_cluster
 
     k = layout.keys
     client = layout.client
     if is_cluster(client):
-        for start, chunk in layout.dead_windows(WINDOW):
+        for start, chunk in _dead_windows(layout, upto):
             ids = [text(x) for x in chunk]
             pipe = client.pipeline(transaction=False)
             for job_id in ids:
@@ -84,7 +91,7 @@ def _windows(layout: "HashJob", names: tuple[str, ...]) -> Iterator[tuple[int, l
         single = redis.Redis(connection_pool=client.connection_pool, single_connection_client=True)
         wire = Wire(single)
     try:
-        for start, chunk in layout.dead_windows(WINDOW):
+        for start, chunk in _dead_windows(layout, upto):
             if not chunk:
                 continue
             try:
@@ -97,6 +104,14 @@ def _windows(layout: "HashJob", names: tuple[str, ...]) -> Iterator[tuple[int, l
     finally:
         if single is not None:
             single.close()
+
+
+def _dead_windows(layout: "HashJob", upto: int | None) -> Iterator[tuple[int, list[bytes]]]:
+    """``layout.dead_windows`` up to tail position ``upto`` (None: all)."""
+    for start, chunk in layout.dead_windows(WINDOW if upto is None else min(WINDOW, max(1, upto))):
+        if upto is not None and start >= upto:
+            return
+        yield start, chunk if upto is None else chunk[:upto - start]
 
 
 def _per_job(replies: list) -> list:
@@ -117,18 +132,103 @@ def plan_failed_lean(layout: "HashJob", plan: Plan) -> Plan:
     and malformed ids set aside, the breakdown by job type and last error,
     ``walked``, ``--limit``); a job whose key is not a hash is planned (under
     :data:`~.hash_job.WRONGTYPE_BREAKDOWN`) so that the apply fails it alone."""
+    plan.jobs = JobColumns()
+    _scan(layout, plan, prefetched(_windows(layout, _names()), depth=2))
+    return plan
+
+
+def tail_failed_plan(spec: OpSpec) -> bool:
+    """Whether ``spec`` plans through :func:`plan_failed_tail`: an unfiltered
+    dead plan (:func:`lean_failed_plan`) without ``--reset-attempts``."""
+    return lean_failed_plan(spec) and not spec.reset_attempts
+
+
+class HashJobTailRange(TailRange):
+    """A :class:`~jobctl.ops.plan.TailRange` whose ``excluded`` positions
+    (the dangling ids and a redrive's malformed payloads the plan's sample
+    saw) are walked but not planned: ``len`` is the walked positions minus
+    them."""
+
+    __slots__ = ("excluded",)
+
+    def __init__(self, walked: dict[int, int], sample: list[str] | None = None, excluded: int = 0) -> None:
+        super().__init__(walked, sample)
+        self.excluded = excluded
+
+    def __len__(self) -> int:
+        return sum(self.walked.values()) - self.excluded
+
+
+class TailPlan(Plan):
+    """The :class:`~jobctl.ops.plan.Plan` of :func:`plan_failed_tail`, in its own words."""
+
+    def describe(self) -> str:
+        text_ = super().describe()
+        if not isinstance(self.jobs, HashJobTailRange):
+            return text_
+        text_ = text_.split(f"; the {self.planned:,} oldest dead job(s) by position")[0]
+        return (text_ + f"; the {self.planned:,} oldest dead job(s) by position, each moved only while its id is "
+                f"the one read just before and its hash's status is failed (breakdown from a sample of "
+                f"{self.breakdown_sampled:,}); ids without a payload"
+                + (" and malformed payloads" if self.spec.skips_malformed else "") + " stay dead, not counted")
+
+
+def plan_failed_tail(layout: "HashJob", plan: Plan) -> Plan:
+    """Fill ``plan`` (see :func:`tail_failed_plan`) without reading every job
+    hash: ``W`` = ``LLEN`` of the failed list plus jobctl's hold; the job
+    hashes of the :data:`TAIL_SAMPLE` oldest positions give the breakdown
+    (``plan.breakdown_sampled``) and the ids set aside there (dangling, a
+    redrive's malformed: ``plan.dangling``, ``plan.malformed``), walked but
+    not planned; ``--limit`` counts planned jobs (``plan.truncated``).  The
+    apply (``hj_tail.lua``) fences each job as it pops it: its id at its
+    position, its hash's status ``failed``; it sets aside dangling and
+    malformed ids beyond the sample the same way (a rerun plans none)."""
+    k, spec = layout.keys, plan.spec
+    pipe = layout.client.pipeline(transaction=False)
+    pipe.llen(k.failed)
+    pipe.llen(k.hold)
+    total = sum(pipe.execute())
+    sample = Plan(spec=spec, now_ms=plan.now_ms, jobs=JobColumns())
+    if total:
+        _scan(layout, sample, _windows(layout, _names(), min(total, TAIL_SAMPLE)))
+    aside = len(sample.dangling) + len(sample.malformed)
+    w = total
+    if sample.truncated:  # --limit reached within the sample
+        w, plan.truncated = sample.walked[0], True
+    elif spec.limit is not None and total - aside > spec.limit:
+        w, plan.truncated = spec.limit + aside, True
+    plan.breakdown, plan.breakdown_sampled = sample.breakdown, sample.scanned
+    plan.dangling, plan.malformed = sample.dangling, sample.malformed
+    ids = [sample.jobs.job_id(n) for n in range(min(10, len(sample.jobs)))]
+    plan.jobs = HashJobTailRange({0: w} if w else {}, ids, aside)
+    plan.walked = {0: w} if w else {}
+    plan.scanned = w
+    return plan
+
+
+def _names() -> tuple[str, ...]:
+    """The fields read per job: the fence fields, then payload and last_error."""
+    from jobctl.layouts.hash_job.layout import FENCE_FIELDS
+
+    return tuple(dict.fromkeys((*FENCE_FIELDS, "payload", "last_error")))
+
+
+def _scan(layout: "HashJob", plan: Plan, windows) -> None:
+    """Plan the jobs of ``windows`` (:func:`_windows`) into ``plan.jobs`` (a
+    :class:`JobColumns`): dangling and malformed ids set aside, the
+    breakdown, ``walked``, ``--limit`` (``plan.truncated``)."""
     from jobctl.layouts.hash_job.layout import FENCE_FIELDS, WRONGTYPE_BREAKDOWN
 
     spec = plan.spec
-    plan.jobs = jobs = JobColumns()
-    names = tuple(dict.fromkeys((*FENCE_FIELDS, "payload", "last_error")))
+    jobs = plan.jobs
+    names = _names()
     nf, pay, err_at = len(FENCE_FIELDS), names.index("payload"), names.index("last_error")
     type_field = layout.type_field
     skip_bad = spec.skips_malformed
     walked = 0
     sha1 = hashlib.sha1
     wrong_fence = sha1(b"\x1f" * (nf - 1)).digest()  # any fence: the apply's HMGET fails first
-    for start, ids, replies in prefetched(_windows(layout, names), depth=2):
+    for start, ids, replies in windows:
         for n, (job_id, vals) in enumerate(zip(ids, replies)):
             plan.scanned += 1
             if vals is WRONG_TYPE:  # planned: the apply fails it alone (wrongtype), the others move
@@ -156,7 +256,6 @@ def plan_failed_lean(layout: "HashJob", plan: Plan) -> Plan:
             if spec.limit is not None and plan.planned >= spec.limit:
                 plan.truncated = True
                 plan.walked[0] = walked
-                return plan
+                return
     if walked:
         plan.walked[0] = walked
-    return plan

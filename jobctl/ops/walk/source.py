@@ -39,9 +39,13 @@ RESTORE_MAX = 2000
 
 #: The window script (``jobctl/lua/<name>.lua``) of each kind of list, per
 #: walk mode ``(per job, tail)``: the one place the driver picks a script.
-#: Hash-job has no tail walk: its script refuses width 0.
 WINDOW_SCRIPTS = {"rl": ("rl_window", "rl_tail"), "jl": ("jl_window", "jl_tail"),
-                  "hj": ("hj_window", "hj_window")}
+                  "hj": ("hj_window", "hj_tail")}
+
+#: Codes of a tail walk's job that its plan sets aside too (hj_tail.lua: a
+#: dangling id, a redrive's malformed payload): left in place, counted
+#: neither skipped nor failed, as the per-job walk never meets them.
+SET_ASIDE = frozenset({"dangling", "malformed"})
 
 
 def drives(spec: OpSpec) -> bool:
@@ -176,7 +180,10 @@ def _is_noscript(exc: Exception) -> bool:
 def record_code(br: BatchResult, job_id: str, code: str) -> None:
     """Count one job's code from a window call's reply in ``br``: ``moved``;
     failed for ``error:...`` (a write the server refused, undone) and
-    ``wrongtype`` (its payload key); any other code is a skip reason."""
+    ``wrongtype`` (its payload key); :data:`SET_ASIDE` codes not at all;
+    any other code is a skip reason."""
+    if code in SET_ASIDE:
+        return
     if code == "moved":
         br.moved.append(job_id)
     elif code.startswith("error:") or code == "wrongtype":

@@ -1,0 +1,211 @@
+-- hj_tail.lua: one window call of a tail walk over a hash-job failed list
+-- (jobctl.ops.walk.tail: an unfiltered plan, a jobctl.ops.plan.TailRange).
+-- Every tail position of the walk is planned: entry i is expected at tail
+-- position ARGV[14] + i - 1 (read by the client just before), its job hash
+-- KEYS[10+i] = ARGV[15] .. its id.  The walk pops the tail (the right end)
+-- up to position ARGV[6], in runs of at most JC_WIN_BULK (one RPOP with a
+-- count).  As the script pops each job it reads the hash's status and
+-- payload (one HMGET) and sets aside, as the plan does, an id whose hash
+-- has no payload ("dangling": the workers' TTL ran out) and, for a
+-- redrive, a payload cjson refuses ("malformed"; cjson reads every
+-- document orjson reads, so none the plan planned); then the fence: the
+-- status is still "failed" (what the plan counted), else "changed".  Those,
+-- and a job key of the wrong type ("wrongtype"), go to jobctl's hold list
+-- in order (list_restore.lua puts them back in place).  The writes per job
+-- are hj_window.lua's:
+--   ready       HSET status pending, claim_token "", claimed_at_ms 0,
+--               redriven_at_ms now, redrive_operation op, redrive_count +1;
+--               PERSIST; the run's ids reach the pending head in one LPUSH
+--               (the order of one LMOVE each)
+--   suppressed  ZADD suppressed now id; HSET info id (ARGV[10] + "ttl_ms");
+--               PERSIST (a step of its own under pcall, undone on an error)
+--   purge       the run's job hashes in one UNLINK, their info in one HDEL
+-- Each job's writes run under redis.pcall: a refused write leaves that job
+-- as it was (its earlier writes undone) with code "error:<msg>", held.  A
+-- refused LPUSH of a run undoes the run's hash writes and holds the run.
+-- Walk hash, lease and the checks of every argument and fixed key's type
+-- before the first write are those of hj_window.lua (prelude/window.lua).
+-- KEYS[1..10] as hj_window.lua; KEYS[10+i] job hash of entry i
+-- ARGV[1]  kind: "hj"; ARGV[2] mode: "ready" | "suppressed" | "purge"
+-- ARGV[3..12] as hj_window.lua (ARGV[9] reset unused: a plan that resets
+--          attempts walks per job; ARGV[11] slack unused; ARGV[12] N);
+--          ARGV[13] W: "0"
+-- ARGV[14] the tail position of entry 1; ARGV[15] the job-hash key prefix
+-- returns  { popped_by_this_call, popped_total, ended, moved, held,
+--          i1, code1, ..., iM, codeM }: one (entry index, code) pair per
+--          entry popped and not moved: "not at its planned position",
+--          "dangling", "malformed" (set aside: the caller counts neither),
+--          "changed", "wrongtype", "error:<msg>"
+-- Cost: per job one HMGET, (redrive) a cjson decode of the payload, PTTL,
+--          HSET; per run one RPOP and one LPUSH/UNLINK; at most ARGV[12]
+--          entries a call.
+
+--@prelude
+--@prelude window
+
+local dead, hold, walk, lease, target = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local redriven, info_hash = KEYS[6], KEYS[7]
+
+local a, err = jc_win_args('hj', { ready = true, suppressed = true, purge = true }, { ['0'] = true })
+if not a then return redis.error_reply(err) end
+local mode, n = a.mode, a.n
+err = jc_win_counts(15, 10 + n)
+if err then return redis.error_reply(err) end
+local first
+first, err = jc_int(ARGV[14], 'first', 0)
+if not first then return redis.error_reply(err) end
+local prefix = ARGV[15]
+err = jc_check_types({ { dead, 'list' }, { hold, 'list' }, { walk, 'hash' }, { lease, 'string' },
+                       { target, jc_win_target(mode) }, { redriven, 'hash' }, { info_hash, 'hash' } })
+if err then return redis.error_reply(err) end
+local w
+w, err = jc_win_begin(a, walk, lease)
+if not w then return redis.error_reply(err) end
+
+local popped, limit, met = w.popped, w.limit, w.met
+local this, ended, moved, held = 0, 0, 0, 0
+local now, op, score, info, try = a.now, a.op, a.score, a.info, jc_win_try
+local plen = #prefix
+
+-- the fields a redrive rewrites, status first (the fence); their old values undo it
+local REDRIVE = { 'status', 'claim_token', 'claimed_at_ms', 'redriven_at_ms', 'redrive_operation', 'redrive_count' }
+-- the fields one HMGET reads: status, payload, then (redrive) the rest of REDRIVE
+local READ = { 'status', 'payload' }
+if mode == 'ready' then for j = 2, #REDRIVE do READ[#READ + 1] = REDRIVE[j] end end
+-- where REDRIVE[j]'s old value is in an HMGET reply of READ
+local function old(vals, j) return vals[j == 1 and 1 or j + 1] end
+
+-- the codes of one job hash, in the plan's order: nil and its READ values
+-- when it moves, else "wrongtype", "dangling" (no payload), "malformed"
+-- (redrive), "changed"
+local function fence(key)
+  local vals = redis.pcall('HMGET', key, unpack(READ))
+  if vals['err'] then return 'wrongtype' end
+  if not vals[2] then return 'dangling' end
+  if mode == 'ready' and not pcall(cjson.decode, vals[2]) then return 'malformed' end
+  if vals[1] ~= 'failed' then return 'changed' end
+  return nil, vals
+end
+
+-- the writes a redrive's hash takes back, newest first
+local function undo_redrive(key, vals, ttl)
+  if ttl > 0 then redis.pcall('PEXPIRE', key, ttl) end
+  local back, gone = { 'HSET', key }, { 'HDEL', key }
+  for j = 1, #REDRIVE do
+    local v = old(vals, j)
+    if v then back[#back + 1] = REDRIVE[j]; back[#back + 1] = v else gone[#gone + 1] = REDRIVE[j] end
+  end
+  if #back > 2 then redis.pcall(unpack(back)) end
+  if #gone > 2 then redis.pcall(unpack(gone)) end
+end
+
+-- ready: the job hash rewritten (the list move is the run's LPUSH); nil or an error code
+local function redrive(key, vals, ttl)
+  local r = redis.pcall('HSET', key, 'status', 'pending', 'claim_token', '', 'claimed_at_ms', 0, 'redriven_at_ms', now,
+                        'redrive_operation', op, 'redrive_count', (tonumber(old(vals, 6)) or 0) + 1)
+  if type(r) == 'table' and r['err'] then return 'error:' .. tostring(r['err']) end
+  if ttl > 0 then
+    r = redis.pcall('PERSIST', key)
+    if type(r) == 'table' and r['err'] then undo_redrive(key, vals, 0); return 'error:' .. tostring(r['err']) end
+  end
+  return nil
+end
+
+-- suppressed: one step under pcall (jc_win_run_step undoes it on an error)
+local function suppress(e, _, undo)
+  local ttl = redis.call('PTTL', e.key)
+  try('ZADD', target, score, e.id); undo[1] = { 'ZREM', target, e.id }
+  local rec = info ~= '' and (string.sub(info, 1, -2) .. ',"ttl_ms":' .. ttl .. '}') or ('{"ttl_ms":' .. ttl .. '}')
+  try('HSET', info_hash, e.id, rec); undo[2] = { 'HDEL', info_hash, e.id }
+  if ttl > 0 then try('PERSIST', e.key); undo[3] = { 'PEXPIRE', e.key, ttl } end
+  return 'moved'
+end
+
+-- one popped element (entry i): nil when it moves, else its code;
+-- `run` collects what the run's bulk commands need
+local function take(i, el, run)
+  local key = KEYS[10 + i]
+  if string.sub(key, plen + 1) ~= el then return 'not at its planned position' end
+  local code, vals = fence(key)
+  if code then return code end
+  if mode == 'purge' then
+    run.keys[#run.keys + 1] = key
+    return nil
+  end
+  if mode == 'suppressed' then
+    code = jc_win_run_step(suppress, { id = el, key = key }, el)
+    if code == 'moved' then return nil end
+    return code
+  end
+  local ttl = redis.call('PTTL', key)
+  code = redrive(key, vals, ttl)
+  if code then return code end
+  run.undo[#run.undo + 1] = { key, vals, ttl }
+  return nil
+end
+
+-- the run's moved ids to their place in one command; false when refused (a
+-- redrive's hash writes then undone: the caller holds the run)
+local function land(run, mv)
+  if #mv == 0 then return true end
+  if mode == 'purge' then
+    redis.pcall('UNLINK', unpack(run.keys))
+    redis.pcall('HDEL', info_hash, unpack(mv))
+    return true
+  end
+  if mode ~= 'ready' then return true end
+  local r = redis.pcall('LPUSH', target, unpack(mv))
+  if type(r) == 'table' and r['err'] then
+    for j = #run.undo, 1, -1 do undo_redrive(run.undo[j][1], run.undo[j][2], run.undo[j][3]) end
+    return false, 'error:' .. tostring(r['err'])
+  end
+  return true
+end
+
+-- one run of entries from entry i: popped in one RPOP, each element taken
+-- or held, the moved ones landed in one command and the held ones pushed
+-- to the hold in one LPUSH (each list in the order of one LMOVE each)
+local function run_from(i, k)
+  local els = redis.call('RPOP', dead, k)
+  if not els then return 0 end
+  local run, mv, mi, hd = { keys = {}, undo = {} }, {}, {}, {}
+  for j = 1, #els do
+    local code = take(i + j - 1, els[j], run)
+    if code then
+      hd[#hd + 1] = els[j]; met[#met + 1] = i + j - 1; met[#met + 1] = code
+    else
+      mv[#mv + 1] = els[j]; mi[#mi + 1] = i + j - 1
+    end
+  end
+  local ok, code = land(run, mv)
+  if ok then
+    moved = moved + #mv
+  else  -- the whole run held, in order, each taken job with the refusal's code
+    hd = els
+    for j = 1, #mi do met[#met + 1] = mi[j]; met[#met + 1] = code end
+  end
+  if #hd > 0 then redis.call('LPUSH', hold, unpack(hd)) end
+  held = held + #hd
+  return #els
+end
+
+while popped < limit do
+  local i = popped - first + 1
+  local got
+  if i < 1 or i > n then  -- before or past this call's entries: held uncoded
+    got = redis.call('LMOVE', dead, hold, 'RIGHT', 'LEFT') and 1 or 0
+    held = held + got
+  else
+    local k = math.min(limit - popped, n - i + 1, JC_WIN_BULK)
+    got = run_from(i, k)
+    if got < k then ended = 1 end
+  end
+  if got == 0 then ended = 1 end
+  popped = popped + got
+  this = this + got
+  if ended == 1 then break end
+end
+
+w.popped, w.this, w.ended, w.moved, w.held = popped, this, ended, moved, held
+jc_win_end(w, a, walk, lease, nil, false)
+return jc_win_reply(w)
