@@ -126,7 +126,7 @@ def test_dashboard_shows_every_queue_with_slo_levels_and_badge(redis_url, spike)
             assert rows["email"].levels["dead"] is Level.WARN       # 180 >= warn 100
             assert rows["email"].levels["oldest_ready_age"] is Level.BREACH
             assert rows["billing"].levels["stuck"] is Level.BREACH   # default SLO: any stuck job
-            assert rows["reports"].levels["scheduled_overdue_max_age"] is Level.WARN
+            assert rows["reports"].levels["scheduled_overdue_max_age"] is Level.BREACH  # overdue 10 min or more
             top = app.screen.query_one(TopBar).text
             assert "PRODUCTION" in top and "redis://test" in top and "updated" in top
             assert app.trouble is None

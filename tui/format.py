@@ -10,16 +10,14 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from jobctl.dashboard import Level
-from jobctl import humanize
+from jobctl import humanize, thresholds
+from jobctl.thresholds import Level
 
 __all__ = ["count", "age", "rel", "ago", "progress_words", "clock", "stamp", "sparkline", "level_style", "styled", "rate",
            "BARS"]
 
 #: Eight block heights, lowest first.
 BARS = "▁▂▃▄▅▆▇█"
-
-_LEVEL_STYLES = {Level.OK: "", Level.WARN: "bold yellow", Level.BREACH: "bold white on red"}
 
 
 def count(n: int | None) -> str:
@@ -93,7 +91,8 @@ def sparkline(values: list[int | None], width: int = 16) -> str:
 
 
 def level_style(level: Level | None) -> str:
-    return _LEVEL_STYLES.get(level or Level.OK, "")
+    """The rich style of ``level`` (:func:`jobctl.thresholds.style`, as the CLI's)."""
+    return thresholds.style(level)
 
 
 def styled(text: str, level: Level | None = None, *, justify: str = "right") -> Text:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from rich.text import Text
 
 from jobctl.dashboard import JobPage, Level, QueueDetail, Triage
+from jobctl import thresholds
 from jobctl.filter import Filter
 from jobctl.humanize import outcome
 from jobctl.model import JobRecord
@@ -82,7 +83,7 @@ def summary_text(row, flt: Filter, selection: set[str]) -> Text:
 def _status_parts(out: Text, row) -> None:
     """Appends ``label value`` parts of ``row.status`` to ``out``, each
     styled by its alert level, then the active holds with their age."""
-    st, lv = row.status, row.levels
+    st, lv = row.status, thresholds.cell_levels(row.levels)
 
     def part(label: str, value: str, level: Level | None = None) -> None:
         if out:
@@ -92,7 +93,7 @@ def _status_parts(out: Text, row) -> None:
 
     part("ready", fmt.count(st.ready), lv.get("ready"))
     part("oldest ready", fmt.age(st.oldest_ready_age_ms), lv.get("oldest_ready_age"))
-    part("scheduled", f"{st.scheduled:,} ({st.scheduled_overdue:,} overdue)", lv.get("scheduled_overdue"))
+    part("scheduled", f"{st.scheduled:,} ({st.scheduled_overdue:,} overdue)", lv.get("overdue"))
     part("processing", f"{st.processing:,} ({st.stuck:,} stuck)", lv.get("stuck"))
     part("dead", fmt.count(st.dead), lv.get("dead"))
     part("DLQ growth", fmt.rate(row.dead_growth_per_min), lv.get("dead_growth"))

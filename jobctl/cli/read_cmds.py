@@ -81,6 +81,15 @@ def _named_refusal(session: Session, queue, err):
     return err if key is None else refusal(err, session.target, key=key, access="read")
 
 
+def queue_slos(session: Session) -> dict:
+    """Queue name -> its :class:`~jobctl.dashboard.Slo` (``[queues.<name>.slo]``
+    over the default bounds of :mod:`jobctl.thresholds`), for each queue of
+    the config; raises :class:`~jobctl.errors.ConfigError` for a bad one."""
+    from ..dashboard.slo import slo_for
+
+    return {q.name: slo_for(q, session.config.path) for q in session.config.queues.values()}
+
+
 def status_document(session: Session, statuses, refused=()) -> dict:
     """The ``status --json`` document (see README, "status JSON contract");
     ``refused``: ``(queue, error)`` pairs, listed under ``refused``."""
@@ -126,7 +135,7 @@ def status(session: Session, queues: tuple[str, ...], as_json: bool, watch: floa
         if as_json:
             render.print_json(status_document(session, statuses, refused))
         elif statuses:
-            render.console().print(render.status_table(statuses))
+            render.console().print(render.status_table(statuses, slos=queue_slos(session)))
         for name, err in refused:  # the readable queues shown, each refused one named
             render.note(f"error: queue {name}: {err}")
         return int(ExitCode.AUTH if refused else ExitCode.DATA if bad else ExitCode.OK)
@@ -157,7 +166,7 @@ def watch_status(session: Session, queues: tuple[str, ...], interval: float, *, 
         statuses = collect_status(session, queues)
         stamp = time.strftime("%H:%M:%S")
         title = f"{session.target.display}  {stamp}  (every {interval:g}s, Ctrl-C to stop)"
-        parts = [render.status_table(statuses, title=title)]
+        parts = [render.status_table(statuses, title=title, slos=queue_slos(session))]
         for s in statuses:
             for w in s.warnings + s.errors:
                 parts.append(Text(f"{s.queue}: {w}", style="yellow"))

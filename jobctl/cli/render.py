@@ -9,14 +9,18 @@ from __future__ import annotations
 import codecs
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 import orjson
 
-from .. import humanize
+from .. import humanize, thresholds
 from ..escape import json_safe, shown
 from ..model import JobRecord, QueueStatus
+
+if TYPE_CHECKING:
+    from ..dashboard.slo import Slo
+    from ..thresholds import Level
 
 __all__ = ["print_json", "status_table", "jobs_table", "job_panel", "histogram_table", "fmt_ms",
            "console", "progress", "note"]
@@ -102,8 +106,16 @@ STATUS_RANK = ("queue", "dead", "stuck", "oldest ready", "ready", "processing", 
                "suppressed", "next due", "layout")
 
 
-def _status_cells(s: QueueStatus) -> tuple[str, ...]:
-    """One queue's cells (rich markup), in :data:`STATUS_COLUMNS` order."""
+def _status_cells(s: QueueStatus, slo: Slo | None = None) -> tuple[str, ...]:
+    """One queue's cells (rich markup), in :data:`STATUS_COLUMNS` order,
+    coloured by :mod:`jobctl.thresholds` against ``slo`` (default bounds
+    when ``None``), as the TUI colours them."""
+    lv = status_levels(s, slo)
+
+    def paint(cell: str, text: str) -> str:
+        st = thresholds.style(lv.get(cell))
+        return f"[{st}]{text}[/]" if st else text
+
     ready = f"{s.ready:,}"
     if s.ready_by_priority:
         ready += " (" + " ".join(f"{k}:{v:,}" for k, v in sorted(s.ready_by_priority.items())) + ")"
@@ -112,14 +124,22 @@ def _status_cells(s: QueueStatus) -> tuple[str, ...]:
         ready += f" [yellow]+{paused:,} paused" + (f", {len(holds)} held" if holds else "") + "[/]"
     overdue = f"{s.scheduled_overdue:,}"
     if s.scheduled_overdue:
-        overdue = f"[yellow]{overdue} (max {_age(s.scheduled_overdue_max_age_ms)})[/]"
-    stuck = f"[red]{s.stuck:,}[/]" if s.stuck else "0"
-    dead = f"[red]{s.dead:,}[/]" if s.dead else "0"
+        overdue += f" (max {_age(s.scheduled_overdue_max_age_ms)})"
     name = s.queue + (f" [dim]x{s.shards}[/]" if s.shards > 1 else "")
     if s.errors:
         name += " [red]![/]"
-    return (name, s.layout, ready, _age(s.oldest_ready_age_ms), f"{s.scheduled:,}", overdue,
-            _rel(s.now_ms, s.next_due_ms), f"{s.processing:,}", stuck, dead, f"{s.suppressed:,}")
+    return (name, s.layout, paint("ready", ready), paint("oldest_ready_age", _age(s.oldest_ready_age_ms)),
+            paint("scheduled", f"{s.scheduled:,}"), paint("overdue", overdue), _rel(s.now_ms, s.next_due_ms),
+            paint("processing", f"{s.processing:,}"), paint("stuck", f"{s.stuck:,}"), paint("dead", f"{s.dead:,}"),
+            paint("suppressed", f"{s.suppressed:,}"))
+
+
+def status_levels(s: QueueStatus, slo: Slo | None = None) -> dict[str, Level]:
+    """Display cell -> :class:`~jobctl.thresholds.Level` of one status
+    (:func:`jobctl.thresholds.cell_levels`; no DLQ growth: one sample)."""
+    from ..dashboard.slo import Slo, slo_values
+
+    return thresholds.cell_levels((slo or Slo()).evaluate(slo_values(s, None)))
 
 
 def _kept_columns(rows: list[tuple[str, ...]], width: int) -> list[int]:
@@ -146,8 +166,8 @@ def _kept_columns(rows: list[tuple[str, ...]], width: int) -> list[int]:
 class _StatusTable:
     """The status table laid out at render time for the console's width."""
 
-    def __init__(self, statuses: list[QueueStatus], title: str | None) -> None:
-        self.rows = [_status_cells(s) for s in statuses]
+    def __init__(self, statuses: list[QueueStatus], title: str | None, slos: dict[str, Slo]) -> None:
+        self.rows = [_status_cells(s, slos.get(s.queue)) for s in statuses]
         self.title = title
 
     def __rich_console__(self, console, options):
@@ -164,11 +184,13 @@ class _StatusTable:
         yield t
 
 
-def status_table(statuses: list[QueueStatus], *, title: str | None = None):
+def status_table(statuses: list[QueueStatus], *, title: str | None = None, slos: dict[str, Slo] | None = None):
     """The ``jobctl status`` table (a rich renderable): one row per logical
     queue; on a narrow console the least important columns are left out
-    (:data:`STATUS_RANK`) and no count is ever cut short."""
-    return _StatusTable(statuses, title)
+    (:data:`STATUS_RANK`) and no count is ever cut short.  Cells are
+    coloured by their level against ``slos`` (queue name -> its
+    :class:`~jobctl.dashboard.Slo`; the default bounds for a queue not in it)."""
+    return _StatusTable(statuses, title, slos or {})
 
 
 def jobs_table(records: list[JobRecord], now: int):
@@ -274,7 +296,7 @@ def progress(total: int, description: str = "jobs"):
     from rich.progress import BarColumn, Progress, ProgressColumn
     from rich.text import Text
 
-    from .. import humanize
+    from .. import humanize, thresholds
 
     class Counts(ProgressColumn):
         def render(self, task) -> Text:

@@ -14,19 +14,20 @@ Metrics: ``ready``, ``scheduled``, ``scheduled_overdue``, ``processing``,
 ``scheduled_overdue_max_age`` (durations: ``"5m"``, or a number of seconds)
 and ``dead_growth`` (dead jobs per minute).  A bare value is the breach
 level; a table gives ``warn`` and/or ``breach``.  Without configuration a
-queue gets :data:`DEFAULT_SLO` (any stuck job breaches; a scheduled job
-overdue by a minute or more, i.e. scheduler lag, warns); configured metrics
-replace those defaults one by one.  Durations are milliseconds.
+queue gets :data:`DEFAULT_SLO` (:data:`jobctl.thresholds.DEFAULTS`: any
+dead job warns, any stuck job breaches, a ready job waiting or a scheduled
+job overdue a minute warns...); configured metrics replace those defaults
+one by one.  Durations are milliseconds.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, UsageError
 from ..model import QueueStatus
+from ..thresholds import DEFAULTS, MEASURES, Level, Threshold
 
 if TYPE_CHECKING:
     from ..config import QueueConfig
@@ -34,52 +35,9 @@ if TYPE_CHECKING:
 __all__ = ["Level", "Threshold", "Slo", "SLO_METRICS", "DEFAULT_SLO", "slo_for", "slo_values"]
 
 
-class Level(str, Enum):
-    """How a metric stands against its SLO."""
-
-    OK = "ok"
-    WARN = "warn"
-    BREACH = "breach"
-
-
-#: SLO metric name -> kind (``count``, ``duration`` in ms, ``rate`` per minute).
-SLO_METRICS: dict[str, str] = {
-    "ready": "count",
-    "scheduled": "count",
-    "scheduled_overdue": "count",
-    "processing": "count",
-    "stuck": "count",
-    "dead": "count",
-    "suppressed": "count",
-    "oldest_ready_age": "duration",
-    "scheduled_overdue_max_age": "duration",
-    "dead_growth": "rate",
-}
-
-
-@dataclass(frozen=True)
-class Threshold:
-    """``warn``/``breach`` levels (same unit as the metric); ``None``: unset."""
-
-    warn: float | None = None
-    breach: float | None = None
-
-    def level(self, value: float | None) -> Level:
-        """:class:`Level` of ``value`` (``None``, i.e. unknown, is OK)."""
-        if value is None:
-            return Level.OK
-        if self.breach is not None and value >= self.breach:
-            return Level.BREACH
-        if self.warn is not None and value >= self.warn:
-            return Level.WARN
-        return Level.OK
-
-
-#: Thresholds every queue has unless its config says otherwise.
-DEFAULT_SLO: dict[str, Threshold] = {
-    "stuck": Threshold(breach=1),
-    "scheduled_overdue_max_age": Threshold(warn=60_000),
-}
+#: Measure name -> kind, and the default bounds: one set for every front end (:mod:`jobctl.thresholds`).
+SLO_METRICS = MEASURES
+DEFAULT_SLO = DEFAULTS
 
 
 def _slo_value(where: str, metric: str, value: Any) -> float:
