@@ -16,6 +16,7 @@ from textual.widgets import Static
 
 from jobctl.errors import NotFound
 from jobctl.model import JobRecord
+from jobctl.ops.catalog import job_operations
 from jobctl.ops.spec import Operation
 
 from . import format as fmt
@@ -94,13 +95,16 @@ def facts_table(r: JobRecord, now: int) -> Table:
 
 
 class InspectorScreen(Screen):
-    """One job; ``escape``/``h`` goes back.  ``j``/``k`` scroll."""
+    """One job; ``escape``/``h`` goes back.  ``j``/``k`` scroll.  The
+    operation keys offered are those that apply to the job's state
+    (:func:`jobctl.ops.catalog.job_operations`): none until it is loaded."""
 
     BINDINGS = [
         Binding("escape,h,q", "back", "back"),
         Binding("j", "scroll('down')", "down", show=False),
         Binding("k", "scroll('up')", "up", show=False),
         *operation_bindings(),
+        Binding("N", "op('unsuppress')", "unsuppress"),
     ]
 
     DEFAULT_CSS = """
@@ -140,10 +144,12 @@ class InspectorScreen(Screen):
             self.query_one("#facts", Static).update(Text(f"job {self.job_id} no longer exists in queue "
                                                          f"{self.queue} (purged, or acknowledged)", style="yellow"))
             self.query_one("#envelope", Static).update("")
+            self.refresh_bindings()
 
     def _loaded(self, r: JobRecord) -> None:
         self.record = r
         self.gone = False
+        self.refresh_bindings()  # the operation keys follow the job's state
         now = self.app.clock()
         self.query_one("#facts", Static).update(facts_table(r, now))
         env = r.envelope
@@ -174,16 +180,26 @@ class InspectorScreen(Screen):
         view = self.query_one("#inspector", VerticalScroll)
         (view.scroll_down if direction == "down" else view.scroll_up)()
 
+    def applicable(self) -> tuple[Operation, ...]:
+        """The operations that apply to the job as last read (none when gone or not yet read)."""
+        r = self.record
+        if r is None or self.gone:
+            return ()
+        stuck = r.deadline_ms is not None and r.deadline_ms < self.app.clock()
+        return job_operations(r.state, stuck=stuck)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Hides (and refuses) an operation key that does not apply to this job."""
+        if action == "op" and parameters:
+            return Operation(str(parameters[0])) in self.applicable()
+        return True
+
     def action_op(self, operation: str) -> None:
         op = Operation(operation)
-        info = OPERATIONS[op]
         r = self.record
-        if r is None or r.state is None:
-            self.app.notify("this job is in no state an operation can move", severity="warning")
-            return
-        if r.state not in info.sources:
-            self.app.notify(f"{info.verb} works on {' or '.join(s.value for s in info.sources)} jobs; "
-                            f"this one is {r.state.value}", severity="warning")
+        if op not in self.applicable() or r is None or r.state is None:
+            state = "gone" if r is None or self.gone else r.state.value if r.state else "in no state"
+            self.app.notify(f"{OPERATIONS[op].verb} does not apply to this job ({state})", severity="warning")
             return
         self.app.start_action(ActionRequest(op, self.queue, r.state, f"job {r.job_id}", ids=(r.job_id,)),
                               after=self.reload)

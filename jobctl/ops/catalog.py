@@ -21,7 +21,8 @@ if TYPE_CHECKING:
 
 __all__ = ["OpInfo", "OPERATIONS", "TRANSITIONS_WITH_SCHEDULED", "TRANSITIONS_WITHOUT_SCHEDULED",
            "PRODUCTION_NAMES", "is_production", "needs_typed_count",
-           "require_requeue_scope", "group_key", "GROUP_MESSAGE_CHARS", "operation_for_key"]
+           "require_requeue_scope", "group_key", "GROUP_MESSAGE_CHARS", "operation_for_key",
+           "JOB_OPERATIONS", "job_operations"]
 
 #: ``(operation, source) -> allowed targets`` (``None``: purge) of a layout
 #: with ready, scheduled, processing, dead and suppressed states
@@ -76,6 +77,21 @@ OPERATIONS: dict[Operation, OpInfo] = {
     # drain --export-to: the jobs leave Redis (index entry and payload) for an export written first
     Operation.DRAIN: OpInfo(Operation.DRAIN, "", (State.READY, State.SCHEDULED), None, "drain", destructive=True),
 }
+
+
+#: The operations that move one job by its id (the inspector's), in :data:`OPERATIONS` order.
+JOB_OPERATIONS: tuple[Operation, ...] = (Operation.REQUEUE, Operation.PROMOTE, Operation.REDRIVE,
+                                         Operation.SUPPRESS, Operation.UNSUPPRESS, Operation.PURGE)
+
+
+def job_operations(state: State | None, *, stuck: bool = False) -> tuple[Operation, ...]:
+    """The :data:`JOB_OPERATIONS` that apply to one job in ``state``: those
+    taking jobs from that state, a requeue only when the processing job is
+    ``stuck`` (past its visibility deadline).  Dead: redrive, suppress,
+    purge; suppressed: unsuppress, purge; scheduled: promote; ready or
+    ``None`` (an orphan payload): none."""
+    return tuple(op for op in JOB_OPERATIONS
+                 if state in OPERATIONS[op].sources and (op is not Operation.REQUEUE or stuck))
 
 
 def operation_for_key(key: str) -> Operation | None:
