@@ -37,7 +37,7 @@ __all__ = ["TRANSITIONS", "DEFAULT_BATCH", "plan_operation", "apply_plan", "SkPl
 TRANSITIONS = {(Operation.REDRIVE, State.DEAD): (State.READY,), (Operation.PROMOTE, State.SCHEDULED): (State.READY,),
                (Operation.PURGE, State.DEAD): (None,), (Operation.PURGE, State.SCHEDULED): (None,)}
 #: Jobs per script call (at most): a bounded call, whatever ``--batch`` asks.
-DEFAULT_BATCH = 250
+DEFAULT_BATCH = 100
 
 
 class SkPlannedJob(PlannedJob):
