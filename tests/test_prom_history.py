@@ -97,7 +97,7 @@ def test_unreachable() -> None:
 def test_seed_goes_before_the_live_samples() -> None:
     h = QueueHistory(maxlen=4)
     older = parse_matrix(REPLY, ["email"])["email"]
-    assert h.seed(older) == 4 and [s.at_ms for s in h.samples] == TIMES[1:]  # the newest 4 kept
+    assert h.seed(older) == 5 and [s.at_ms for s in h.samples] == TIMES  # room for them beside 4 new ones
     h2 = QueueHistory()
     h2.seed(older[3:])
     assert h2.seed(older) == 3  # only those older than the first sample held
@@ -114,3 +114,15 @@ def test_profile_field(tmp_path) -> None:
     path.write_text('[profiles.ops]\nurl = "redis://h:6379"\nprometheus_url = 9090\n')
     with pytest.raises(ConfigError, match="prometheus_url must be a string"):
         load_config(path)
+
+
+def test_seeded_samples_go_once_maxlen_new_ones_came() -> None:
+    from jobctl.model import QueueStatus
+
+    h = QueueHistory(maxlen=4)
+    h.seed(parse_matrix(REPLY, ["email"])["email"])
+    for i in range(4):
+        h.add(QueueStatus(queue="email", layout="reliable-list", now_ms=T0 + i))
+    assert len(h.samples) == 9 and h.samples[0].at_ms == TIMES[0]
+    h.add(QueueStatus(queue="email", layout="reliable-list", now_ms=T0 + 4))
+    assert len(h.samples) == 9 and h.samples[0].at_ms == TIMES[1]

@@ -52,15 +52,15 @@ class QueueHistory:
     def seed(self, older: list[Sample]) -> int:
         """Put ``older`` (oldest first, e.g. read back from Prometheus) before
         the samples taken so far, keeping only those older than the first of
-        them; the newest ``maxlen`` are kept.  Returns how many were added (and kept)."""
+        them; the history then holds that many more samples, so the older
+        ones go only once ``maxlen`` new samples were added after them.
+        Returns how many were added."""
         with self._lock:
             first = self._samples[0].at_ms if self._samples else None
             keep = [s for s in older if first is None or s.at_ms < first]
-            held = len(self._samples)
             merged = keep + list(self._samples)
-            self._samples.clear()
-            self._samples.extend(merged)  # the deque keeps the newest maxlen
-            return len(self._samples) - held
+            self._samples = deque(merged, maxlen=(self._samples.maxlen or len(merged)) + len(keep))
+            return len(keep)
 
     @property
     def samples(self) -> list[Sample]:
