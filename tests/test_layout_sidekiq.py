@@ -372,3 +372,46 @@ def test_a_sidekiq_8_job_reads_its_millisecond_times():
     assert (env.job_type, env.created_ms, env.last_attempt_ms, env.attempt, env.max_attempts) == (
         "Mailer", 1795836864681, 1795836867210, 3, 25)
     assert (env.last_error_code, env.last_error_message, env.job_id) == ("E", "m", "j8")
+
+
+def _heartbeat_wrote_work(pubsub) -> None:
+    """Wait (keyspace notifications, at most WAIT_S) for an HSET on a
+    process's work hash: Sidekiq's heartbeat publishing an in-flight job."""
+    import time
+
+    deadline = time.monotonic() + WAIT_S
+    while time.monotonic() < deadline:
+        msg = pubsub.get_message(ignore_subscribe_messages=True, timeout=1.0)
+        if msg and msg["data"] == b"hset":
+            return
+    pytest.fail("no Sidekiq heartbeat wrote its work hash")
+
+
+@pytest.fixture
+def hash_events(redis_client):
+    """Keyspace notifications of hash commands while the test runs (the server's setting restored after)."""
+    before = redis_client.config_get("notify-keyspace-events")["notify-keyspace-events"]
+    redis_client.config_set("notify-keyspace-events", "Kh")
+    yield
+    redis_client.config_set("notify-keyspace-events", before)
+
+
+def test_a_running_job_reads_as_processing(run, worker, redis_client, redis_url, hash_events):
+    pubsub = redis_client.pubsub()
+    pubsub.psubscribe("__keyspace@*__:*:work*")  # Sidekiq 6: <identity>:workers, 7-8: <identity>:work
+    jid = _ruby(redis_url, "api.rb", "hold", "held-0").strip()
+    worker.start()
+    assert worker.wait(redis_client, "sktest:started", 1) == ["held-0"]
+    try:
+        _heartbeat_wrote_work(pubsub)
+        st = _status(run)
+        assert (st["processing"], st["ready"], st["stuck"]) == (1, 0, 0)
+        jobs = _json(run, "ls", "sk", "--state", "processing")["jobs"]
+        assert [(j["id"], j["envelope"]["class"], j["meta"]["sidekiq_queue"]) for j in jobs] == [
+            (jid, "HoldUntilReleased", "work")]
+        assert jobs[0]["meta"]["process"] in {k.decode() for k in redis_client.smembers("processes")}
+        assert _json(run, "inspect", "sk", jid)["state"] == "processing"
+    finally:
+        redis_client.rpush("sktest:release", 1)
+        pubsub.close()
+    assert worker.wait(redis_client, "sktest:ran", 1) == ["held-0"]

@@ -2,6 +2,7 @@
 #   counts            prints {"dead", "retry", "schedule", "work"} (sizes, as Sidekiq counts them)
 #   retry JID         Sidekiq's own SortedEntry#retry of the dead job JID
 #   retry_all         Sidekiq's own DeadSet#retry_all
+#   hold NAME         Sidekiq's own client pushes HoldUntilReleased(NAME); prints its jid
 require "json"
 require_relative "jobs"
 require "sidekiq/api"
@@ -14,6 +15,8 @@ when "retry"
   Sidekiq::DeadSet.new.find_job(ARGV[1]).retry
 when "retry_all"
   Sidekiq::DeadSet.new.retry_all
+when "hold"
+  puts HoldUntilReleased.perform_async(ARGV[1])
 else
   abort "unknown command #{ARGV[0]}"
 end

@@ -33,3 +33,18 @@ class FailWhileFlag
     end
   end
 end
+
+# HoldUntilReleased(name): in flight until the test pushes sktest:release
+# (RPUSH sktest:started <name> first, so the test knows it runs).
+class HoldUntilReleased
+  include Sidekiq::Worker
+  sidekiq_options retry: 0, queue: "work"
+
+  def perform(name)
+    Sidekiq.redis do |c|
+      c.rpush("sktest:started", name)
+      c.blpop("sktest:release", timeout: 60)
+      c.rpush("sktest:ran", name)
+    end
+  end
+end

@@ -61,21 +61,23 @@ def find_job(layout, job_id: str) -> JobRecord | None:
 
 def work_records(layout, limit: int) -> list[JobRecord]:
     """Up to ``limit`` in-flight jobs: each live process's (``processes``
-    set) ``<identity>:work`` hash, whose values are ``{"queue", "payload",
+    set) ``<identity>:work`` (or, Sidekiq 6, ``:workers``) hash, written by
+    its heartbeat every few seconds, whose values are ``{"queue", "payload",
     "run_at"}`` (payload: the job JSON, as a string or an object); the
     deadline is unknown (Sidekiq keeps none), ``meta.run_at_ms`` and
     ``meta.process`` say when and where it runs."""
     out: list[JobRecord] = []
     for ident in sorted(text(p) for p in layout.client.smembers(layout.keys.processes)):
-        for tid, value in sorted(layout.client.hgetall(layout.keys.work(ident)).items()):
-            work = job_doc(value) or {}
-            payload = work.get("payload")
-            raw = payload.encode() if isinstance(payload, str) else value if payload is None else _dump(payload)
-            rec = job_record(layout, raw, State.PROCESSING, key=layout.keys.work(ident))
-            rec.meta.update(process=ident, thread=text(tid), run_at_ms=time_ms(work.get("run_at")))
-            out.append(rec)
-            if len(out) >= limit:
-                return out
+        for key in layout.keys.work(ident):
+            for tid, value in sorted(layout.client.hgetall(key).items()):
+                work = job_doc(value) or {}
+                payload = work.get("payload")
+                raw = payload.encode() if isinstance(payload, str) else value if payload is None else _dump(payload)
+                rec = job_record(layout, raw, State.PROCESSING, key=key)
+                rec.meta.update(process=ident, thread=text(tid), run_at_ms=time_ms(work.get("run_at")))
+                out.append(rec)
+                if len(out) >= limit:
+                    return out
     return out
 
 

@@ -52,9 +52,10 @@ class SidekiqKeys:
     def process(self, identity: str) -> str:
         return f"{self._p}{identity}"
 
-    def work(self, identity: str) -> str:
-        """A process's HASH of in-flight jobs (display only)."""
-        return f"{self._p}{identity}:work"
+    def work(self, identity: str) -> list[str]:
+        """A process's HASH of in-flight jobs (display only): ``<identity>:work``
+        (Sidekiq 7, 8), ``<identity>:workers`` (Sidekiq 6); one of them exists."""
+        return [f"{self._p}{identity}:work", f"{self._p}{identity}:workers"]
 
     @property
     def journal(self) -> str:

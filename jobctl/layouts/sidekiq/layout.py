@@ -7,7 +7,7 @@ named by the ``queues`` set (clients LPUSH, workers BRPOP: the right end
 is served next); scheduled = the ``schedule`` set (``perform_in``) and the
 ``retry`` set (a failed job waiting for its next attempt; ``meta.state_key``
 says which), score = when Sidekiq's poller pushes it; processing = each
-live process's ``<identity>:work`` hash (display only: another worker's
+live process's ``<identity>:work`` (Sidekiq 6: ``:workers``) hash (display only: another worker's
 in-flight job is never moved); dead = the ``dead`` set (score = died at;
 Sidekiq keeps at most 9,999 and 180 days).  A job *is* its JSON string,
 named by its ``jid``; the Sidekiq queue a job belongs to is its ``queue``

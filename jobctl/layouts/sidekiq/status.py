@@ -79,8 +79,9 @@ def instance_status(layout, now: int) -> QueueStatus:
         pipe.lindex(key, -1)
         names += [key, key]
     for ident in procs:
-        pipe.hlen(layout.keys.work(ident))
-        names.append(layout.keys.work(ident))
+        for key in layout.keys.work(ident):
+            pipe.hlen(key)
+            names.append(key)
     v = status_replies(st, pipe.execute(raise_on_error=False), names)
     oldest = []
     for n, q in enumerate(queues):
