@@ -85,7 +85,7 @@ def test_chart_is_full_on_open_from_prometheus(redis_client, redis_url) -> None:
                 assert chart.points["reports"][0] == [0.0]  # nothing served for it
                 assert chart.window_ms == now - served["email"][0][0]
                 text = "\n".join(screen_text(app))
-                assert "from Prometheus + this TUI" in text and "history: 10 points from Prometheus" in text
+                assert "from Prometheus + this TUI" in text and "history: the last 3 h from Prometheus, 10 samples of 2 queue(s)" in text
                 assert len(asked) == 1 and "query_range" in asked[0]
 
         try:

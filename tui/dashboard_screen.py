@@ -24,6 +24,7 @@ from textual.widgets import DataTable, Static
 
 from jobctl.dashboard import Level, QueueRow, Snapshot
 from jobctl.dashboard.overview import Overview
+from jobctl.dashboard.prom_history import DEFAULT_WINDOW_MS
 from jobctl.ops.spec import Operation
 
 from . import format as fmt
@@ -241,7 +242,9 @@ class DashboardScreen(Screen):
         def done(added: dict[str, int] | None) -> None:
             if added is not None:
                 self.chart.source = "Prometheus + this TUI"
-                self.history_note = f"history: {sum(added.values()):,} points from Prometheus"
+                got = {q: n for q, n in added.items() if n}
+                self.history_note = (f"history: the last {fmt.age(DEFAULT_WINDOW_MS)} from Prometheus, "
+                                     f"{sum(got.values()):,} samples of {len(got)} queue(s)")
                 self.status_refreshed(self._snap)
 
         def failed(exc: BaseException) -> None:
