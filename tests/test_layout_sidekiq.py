@@ -158,6 +158,8 @@ def test_redrive_filtered_while_the_worker_runs_each_once(run, failed, redis_cli
     assert (counts["dead"], counts["work"]) == (4, 0) == (_status(run)["dead"], _status(run)["ready"])
     left = {j["id"] for j in _json(run, "ls", "sk", "--state", "dead")["jobs"]}
     assert left == {failed[n] for n in NAMES if n.startswith("odd-")}
+    (_, entry), = redis_client.xrange("jobctl:sidekiq:journal")
+    assert "Sidekiq version not in the live process's info" in json.loads(entry[b"entry"])["plan_note"]
 
 
 def test_a_job_that_died_again_since_the_plan_is_not_redriven_twice(failed, redis_client, redis_url, worker):

@@ -354,6 +354,7 @@ def _journal(layout: Layout, plan: Plan, res: RunResult, target: Target | None, 
         "planned": plan.planned, "scanned": plan.scanned,
         "breakdown": [[t, e, c] for (t, e), c in plan.breakdown.most_common(50)],
         "breakdown_sampled": plan.breakdown_sampled,  # > 0: the breakdown counts a sample of that many
+        "plan_note": plan.redrive_note,  # what the layout said of the move (a queue library's version)
         "moved": res.moved, "skipped": res.skipped, "failed": res.failed,
         "skipped_reasons": dict(res.skipped_reasons), "interrupted": res.interrupted, "error": res.error,
         "started_ms": res.started_ms, "ended_ms": res.ended_ms,
