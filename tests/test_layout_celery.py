@@ -291,3 +291,12 @@ def test_a_purge_walked_in_windows_meets_every_planned_message_while_workers_pop
     assert len(moved) + len(gone) == 150 and len(gone) == sum("'even-" in n for n in names(popped))
     assert not any("'even-" in n for n in left)
     assert left == [f"('odd-{n}', {n})" for n in range(299, 2, -2)]  # newest first, order kept
+
+
+def test_a_pickled_body_is_shown_opaque_never_unpickled(run, app, redis_client):
+    task_id = celery_app.count.apply_async(("p", BIG), serializer="pickle").id
+    doc = _json(run, "inspect", "celery", task_id)
+    assert doc["envelope"]["content-type"] == "application/x-python-serialize"
+    assert doc["envelope"]["body"].endswith("bytes, application/x-python-serialize: not decoded>")
+    [rec] = _json(run, "ls", "celery", "--state", "ready")["jobs"]
+    assert rec["id"] == task_id and rec["meta"]["content_type"] == "application/x-python-serialize"
