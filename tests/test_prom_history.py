@@ -126,3 +126,16 @@ def test_seeded_samples_go_once_maxlen_new_ones_came() -> None:
     assert len(h.samples) == 9 and h.samples[0].at_ms == TIMES[0]
     h.add(QueueStatus(queue="email", layout="reliable-list", now_ms=T0 + 4))
     assert len(h.samples) == 9 and h.samples[0].at_ms == TIMES[1]
+
+
+def test_a_reply_recorded_from_prometheus() -> None:
+    """A reply of Prometheus 2.42 (scraping ``jobctl metrics serve`` every
+    second while email's DLQ grew) to the query :func:`query_url` builds:
+    every gauge of :data:`SERIES` for the three queues, 1 s apart."""
+    reply = json.loads((RECORDED_REPLY.parent / "prometheus_query_range_real.json").read_text())
+    assert {r["metric"]["__name__"] for r in reply["data"]["result"]} == set(SERIES)
+    got = parse_matrix(reply, ["email", "billing", "reports"])
+    assert sorted(got) == ["billing", "email", "reports"]
+    email = [s.dead for s in got["email"]]
+    assert len(email) == 28 and email == sorted(email) and (email[0], email[-1]) == (7, 147)
+    assert all(b.at_ms - a.at_ms == 1000 for a, b in zip(got["email"], got["email"][1:]))
