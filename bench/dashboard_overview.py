@@ -3,7 +3,10 @@ whose DLQ holds ``--dead`` jobs (default 1,000,000): the first call groups
 the DLQ from a bounded random sample, the next ones within the triage TTL
 reuse it and read only the journal streams.
 
-    python -m bench.dashboard_overview --url redis://127.0.0.1:6399/0 [--dead N]
+    python -m bench.dashboard_overview [--dead N] [--server redis|valkey]
+
+It starts its own throwaway server (bench.harness), so it never touches
+another one.
 
 Prints one line per call: wall time (ms), envelopes read, sampled.
 """
@@ -11,6 +14,7 @@ Prints one line per call: wall time (ms), envelopes read, sampled.
 from __future__ import annotations
 
 import argparse
+import os
 import time
 
 import redis
@@ -20,20 +24,26 @@ from jobctl.dashboard import Dashboard
 from jobctl.session import Session
 
 from .bulkload import load_dead
+from .harness import add_common_args, bench_session
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--url", required=True)
     ap.add_argument("--dead", type=int, default=1_000_000)
+    add_common_args(ap)
     args = ap.parse_args()
-    client = redis.Redis.from_url(args.url)
-    client.flushdb()
+    with bench_session(args.server) as (srv, work):
+        os.environ["JOBCTL_JOURNAL"] = str(work.journal)
+        run(srv.url, args.dead)
+
+
+def run(url: str, dead: int) -> None:
+    client = redis.Redis.from_url(url)
     now = int(time.time() * 1000)
     t = time.perf_counter()
-    load_dead(client, "big", args.dead, now_ms=now)
-    print(f"loaded {args.dead:,} dead jobs in {time.perf_counter() - t:.1f} s")
-    s = Session(url=args.url, timeout_s=30.0)
+    load_dead(client, "big", dead, now_ms=now)
+    print(f"loaded {dead:,} dead jobs in {time.perf_counter() - t:.1f} s")
+    s = Session(url=url, timeout_s=30.0)
     s._config = Config(queues={"big": QueueConfig("big")})
     dash = Dashboard(s)
     snap = dash.refresh()
