@@ -48,19 +48,6 @@ LIST_LIMIT = 200
 _LIST_TABS = (("processing", "proc-note", "proc"), ("triage", "triage-note", "groups"),
               ("jobs", "jobs-note", "jobs-table"), ("journal", "journal-note", "journal-table"))
 
-#: The palette's queue operations: (action_op's operation, title with ``{queue}``, help).
-_PALETTE_OPS = (
-    ("migrate", "Migrate / drain {queue} to another queue (M)",
-     "The ready jobs that pass the / filter (jobs tab: the listed state); asks which queue"),
-    ("drain", "Drain {queue} into an export (D)",
-     "Every ready job (jobs tab: the listed state); asks the directory, exports first"),
-    ("replay", "Replay {queue}'s history (Y)",
-     "Stream-group: re-add acknowledged entries once (asks --from/--to; jobctl replay)"),
-    ("transform", "Migrate {queue}'s envelopes (T)",
-     "Asks a transformation file (or an operation id to roll back); shows a sample diff"),
-)
-
-
 class QueueScreen(Screen):
     """The queue screen; ``escape``/``h`` goes back to the dashboard."""
 
@@ -172,6 +159,10 @@ class QueueScreen(Screen):
             self._summary(row)
         if load and self.app.screen is self:
             self.load_detail()
+        if self._triage_stale():  # say so at once; recompute when the tab is in view
+            self.query_one("#triage-note", Static).update(views.triage_view(self.triage, snap.at_ms)[1])
+            if load and self.app.screen is self and self.active_tab == "triage":
+                self.load_triage(auto=True)
 
     def _summary(self, row) -> None:
         self.query_one("#summary", Static).update(views.summary_text(row, self.filter, self.selection))
@@ -192,13 +183,16 @@ class QueueScreen(Screen):
         dash, q = self.app.dash, self.queue
         self.app.read(lambda: dash.histograms(q), self._hist_done, key=f"hist:{q}")
 
-    def load_triage(self) -> None:
+    def load_triage(self, *, auto: bool = False) -> None:
+        """Recompute the triage tab; ``auto`` (a header refresh moved on):
+        not while a recomputation is still in flight."""
         # every load is a new generation: a result that arrives after a newer
         # request (another filter) is dropped rather than shown
-        self._triage_gen += 1
-        gen, dash, q, flt = self._triage_gen, self.app.dash, self.queue, self.filter
-        self.app.read(lambda: dash.triage(q, flt),
-                      lambda tri: self._triage_done(tri) if gen == self._triage_gen else None)
+        gen, dash, q, flt = self._triage_gen + 1, self.app.dash, self.queue, self.filter
+        if self.app.read(lambda: dash.triage(q, flt),
+                         lambda tri: self._triage_done(tri) if gen == self._triage_gen else None,
+                         key=f"triage:{q}" if auto else None):
+            self._triage_gen = gen
 
     def load_jobs(self) -> None:
         if self.detail is None:
@@ -239,9 +233,14 @@ class QueueScreen(Screen):
 
     def _triage_done(self, tri: Triage) -> None:
         self.triage = tri
-        rows, note = views.triage_view(tri)
+        rows, note = views.triage_view(tri, self.app.last_update_ms)
         self.query_one("#groups", VimTable).replace_rows(rows)
         self.query_one("#triage-note", Static).update(note)
+
+    def _triage_stale(self) -> bool:
+        """Whether the header's last refresh is later than the triage figures."""
+        header = self.app.last_update_ms
+        return self.triage is not None and header is not None and header > self.triage.now_ms
 
     def _jobs_done(self, page: JobPage) -> None:
         self.page = page
@@ -265,6 +264,8 @@ class QueueScreen(Screen):
         tab = event.pane.id if event.pane is not None else None
         if tab == "journal":
             self.load_journal()
+        elif tab == "triage" and self._triage_stale():
+            self.load_triage(auto=True)
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()
@@ -387,7 +388,7 @@ class QueueScreen(Screen):
     def palette_commands(self):
         yield SystemCommand("Filter jobs (/)", "Filter language of the CLI's --filter", self.action_filter)
         yield SystemCommand("Clear filter and selection", "", self.action_clear)
-        for op, title, help_text in _PALETTE_OPS:
+        for op, title, help_text in views.PALETTE_OPS:
             yield SystemCommand(title.format(queue=self.queue), help_text, partial(self.action_op, op))
         yield SystemCommand(f"Reshard {self.queue} (H)",
                             "Sharded reliable-list: asks --shards N; each job to the shard its id hashes to",

@@ -16,7 +16,20 @@ from jobctl.model import JobRecord
 from . import format as fmt
 
 __all__ = ["job_cells", "processing_cells", "right", "summary_text", "filter_text", "due_rows",
-           "processing_view", "hist_view", "triage_view", "jobs_view", "journal_view"]
+           "processing_view", "hist_view", "triage_view", "jobs_view", "journal_view", "PALETTE_OPS"]
+
+
+#: The palette's queue operations: (action_op's operation, title with ``{queue}``, help).
+PALETTE_OPS = (
+    ("migrate", "Migrate / drain {queue} to another queue (M)",
+     "The ready jobs that pass the / filter (jobs tab: the listed state); asks which queue"),
+    ("drain", "Drain {queue} into an export (D)",
+     "Every ready job (jobs tab: the listed state); asks the directory, exports first"),
+    ("replay", "Replay {queue}'s history (Y)",
+     "Stream-group: re-add acknowledged entries once (asks --from/--to; jobctl replay)"),
+    ("transform", "Migrate {queue}'s envelopes (T)",
+     "Asks a transformation file (or an operation id to roll back); shows a sample diff"),
+)
 
 
 def job_cells(r: JobRecord, now: int, selected: bool) -> tuple:
@@ -168,8 +181,13 @@ def hist_view(hists: dict) -> tuple[list, str]:
     return rows, title
 
 
-def triage_view(tri: Triage) -> tuple[list, Text]:
-    """Rows (one per job type x error code group) and note of the triage tab."""
+def triage_view(tri: Triage, header_ms: int | None = None) -> tuple[list, Text]:
+    """Rows (one per job type x error code group) and note of the triage tab.
+
+    The note says when the figures were computed (``tri.now_ms``, the
+    header's clock and format); when the header's last refresh
+    (``header_ms``, epoch ms) is later, it says by how much they lag and
+    that ``r`` recomputes them."""
     rows = []
     for g in tri.groups:
         share = f"{g.count * 100 / tri.matched:.0f}%" if tri.matched else "-"
@@ -187,6 +205,9 @@ def triage_view(tri: Triage) -> tuple[list, Text]:
     if tri.filter_text:
         note.append(f" · {tri.matched:,} match the filter", style="cyan")
     note.append(f" · as of {fmt.clock(tri.now_ms)}", style="dim")
+    if header_ms is not None and header_ms > tri.now_ms:
+        note.append(f" · stale: {fmt.age(header_ms - tri.now_ms)} older than the header "
+                    f"({fmt.clock(header_ms)}) · r recomputes", style="bold yellow")
     note.append("\nenter: the group's jobs · R redrive / S suppress / X purge the highlighted group · "
                 "Z/W pause/resume the ready jobs of its job type or a tenant", style="dim")
     return rows, note
