@@ -292,11 +292,12 @@ def histogram_table(hist) -> Any:
 
 def progress(total: int, description: str = "jobs"):
     """A rich progress bar on stderr: ``jobs ━━━ 4,560 of 30,000 · 2,730
-    jobs/s · elapsed 1.67 s · ETA 9 s``.  Returns ``(update(done), stop())``."""
+    jobs/s · elapsed 1.67 s · ETA 9 s``.  Returns ``(update(done, note=None),
+    stop())``; ``note`` (text) is shown after the times until replaced."""
     from rich.progress import BarColumn, Progress, ProgressColumn
     from rich.text import Text
 
-    from .. import humanize, thresholds
+    from .. import humanize
 
     class Counts(ProgressColumn):
         def render(self, task) -> Text:
@@ -314,11 +315,19 @@ def progress(total: int, description: str = "jobs"):
             eta = humanize.duration(left * 1000) if left is not None else "-"
             return Text(f"elapsed {humanize.duration((task.elapsed or 0) * 1000)} · ETA {eta}")
 
-    prog = Progress("[progress.description]{task.description}", BarColumn(), Counts(), Speed(), Times(),
+    class Note(ProgressColumn):
+        def render(self, task) -> Text:
+            return Text(task.fields.get("note", ""))
+
+    prog = Progress("[progress.description]{task.description}", BarColumn(), Counts(), Speed(), Times(), Note(),
                     console=console(stderr=True), transient=False)
-    task = prog.add_task(description, total=total)
+    task = prog.add_task(description, total=total, note="")
+
+    def update(done: int, note: str | None = None) -> None:
+        prog.update(task, completed=done, **({} if note is None else {"note": note}))
+
     prog.start()
-    return (lambda done: prog.update(task, completed=done)), prog.stop
+    return update, prog.stop
 
 
 def note(message: str) -> None:
