@@ -88,7 +88,7 @@ def test_panels_collapse_to_one_line_at_80x24(redis_client, redis_url) -> None:
             await settle(pilot)
             lines = screen_text(app)
             assert not app.screen.panels.display
-            line_with(lines, f"top error {group_words(top)} {top.count:,} (email)", "1 held")
+            line_with(lines, f"0 running · 1 held · top error {top.count:,} in email: {group_words(top)}")
             assert "q quit" in lines[-1] and "? help" in lines[-1]
             for row in app.snapshot.rows:
                 line = line_with(lines, f" {row.name}")

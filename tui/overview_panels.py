@@ -88,16 +88,16 @@ def journal_table(ov: Overview) -> Table | Text:
 
 
 def summary_line(ov: Overview) -> Text:
-    """The panels in one line, for a narrow terminal."""
-    out = Text()
+    """The panels in one line, for a narrow terminal: the numbers first
+    (running, held, the top error group's count), so a cut takes words only."""
+    out = Text(f"{len(ov.active)} running · {len(ov.holds)} held", style="dim")
     if ov.errors:
         g = ov.errors[0]
-        out.append("top error ", style="dim")
-        out.append(f"{group_words(g)} {'≈' if g.sampled else ''}{g.count:,} ({g.queue})")
-    out.append(("  ·  " if out.plain else "") + f"{len(ov.active)} running, {len(ov.holds)} held", style="dim")
+        out.append(" · top error ", style="dim")
+        out.append(f"{'≈' if g.sampled else ''}{g.count:,} in {g.queue}: {group_words(g)}")
     if ov.journal:
         e = ov.journal[0]
-        out.append(f"  ·  last {e.operation} {e.queue} {e.result}", style="dim")
+        out.append(f" · last {e.operation} {e.queue} {e.result}", style="dim")
     return out
 
 
