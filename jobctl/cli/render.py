@@ -106,6 +106,18 @@ STATUS_RANK = ("queue", "dead", "stuck", "oldest ready", "ready", "processing", 
                "suppressed", "next due", "layout")
 
 
+def _dead_count(s: QueueStatus) -> str:
+    """The dead count as shown: "n/a" for a layout without a dead state (Celery keeps none in Redis)."""
+    from ..layouts import layout_class
+    from ..model import State
+
+    try:
+        has_dead = State.DEAD in layout_class(s.layout).states
+    except (KeyError, ImportError):  # a layout this process does not know: show the count
+        has_dead = True
+    return f"{s.dead:,}" if has_dead else "n/a"
+
+
 def _status_cells(s: QueueStatus, slo: Slo | None = None) -> tuple[str, ...]:
     """One queue's cells (rich markup), in :data:`STATUS_COLUMNS` order,
     coloured by :mod:`jobctl.thresholds` against ``slo`` (default bounds
@@ -130,7 +142,7 @@ def _status_cells(s: QueueStatus, slo: Slo | None = None) -> tuple[str, ...]:
         name += " [red]![/]"
     return (name, s.layout, paint("ready", ready), paint("oldest_ready_age", _age(s.oldest_ready_age_ms)),
             paint("scheduled", f"{s.scheduled:,}"), paint("overdue", overdue), _rel(s.now_ms, s.next_due_ms),
-            paint("processing", f"{s.processing:,}"), paint("stuck", f"{s.stuck:,}"), paint("dead", f"{s.dead:,}"),
+            paint("processing", f"{s.processing:,}"), paint("stuck", f"{s.stuck:,}"), paint("dead", _dead_count(s)),
             paint("suppressed", f"{s.suppressed:,}"))
 
 
