@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-__all__ = ["duration", "ago", "rel", "count", "rate", "stamp", "clock", "ms_field", "target_words",
+__all__ = ["duration", "ago", "rel", "count", "rate", "took", "stamp", "clock", "ms_field", "target_words",
            "outcome", "EPOCH_MIN_MS"]
 
 _S, _M, _H, _D = 1_000, 60_000, 3_600_000, 86_400_000
@@ -98,6 +98,15 @@ def rate(per_s: float | None, unit: str = "jobs/s") -> str:
     if per_s is None:
         return "-"
     return f"{_sig3(per_s)} {unit}"
+
+
+def took(jobs: int, ms: float | None) -> str:
+    """`` in 4.21 s (512 jobs/s)``: how long ``jobs`` took over ``ms``
+    milliseconds, and their rate; ``""`` when the time is unknown or not
+    positive (the end of a one-line summary)."""
+    if not ms or ms <= 0:
+        return ""
+    return f" in {duration(ms)} ({rate(jobs * 1000 / ms)})"
 
 
 def _sig3(x: float) -> str:

@@ -23,6 +23,14 @@ from test_tui_pilot import app_for, session_for
 TOOK = re.compile(r" in [\d.,]+ (ms|s|m \d+ s)( \d+ ms)? \([\d.,]+ jobs/s\)")
 
 
+def test_took_says_time_and_rate_or_nothing() -> None:
+    from jobctl.humanize import took
+
+    assert took(2_157, 4_210) == " in 4.21 s (512 jobs/s)"
+    assert took(0, 1_500) == " in 1.50 s (0 jobs/s)"
+    assert took(10, 0) == took(10, None) == took(10, -5) == ""
+
+
 def test_progress_bar_shows_a_note_beside_rate_and_eta(capsys) -> None:
     from jobctl.cli import render
 

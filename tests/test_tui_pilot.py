@@ -351,7 +351,8 @@ def test_acceptance_redrive_one_triage_group_from_the_keyboard(redis_url, redis_
             await pilot.press("enter")
             await settle(pilot)
             assert isinstance(app.screen, QueueScreen)
-            assert any(f"moved {n:,}" in m for _, m in app.notices)
+            # one summary line: the counts, then how long it took and its rate (as the CLI's)
+            assert any(f"moved {n:,}" in m and " jobs/s)  [redrive-" in m for _, m in app.notices), app.notices
             await pilot.press("5")
             await settle(pilot)
             assert app.screen.journal[0]["operation"] == "redrive"

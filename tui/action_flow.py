@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from jobctl import humanize
 from jobctl.errors import JobctlError, ReadOnlyRefused
 from jobctl.ops.core import check_layout, check_request
 from jobctl.ops.spec import Operation
@@ -166,7 +167,8 @@ class ActionFlow:
             for h in prepared.holds:  # resume: lifted by the core before the jobs moved
                 self.notify(f"hold {h['id']} lifted ({h['filter'] or 'every job'})")
         if res is not None:
-            text = (f"{res.summary()}{' — interrupted: run it again to finish' if res.interrupted else ''}"
+            took = humanize.took(res.moved, res.ended_ms - res.started_ms) if res.started_ms else ""
+            text = (f"{res.summary()}{took}{' — interrupted: run it again to finish' if res.interrupted else ''}"
                     f"  [{res.operation_id}]")
             bad = res.troubled or res.interrupted or res.error
             self.notify(text, title="done" if not bad else "done, with problems",

@@ -17,6 +17,7 @@ from ..errors import UsageError
 from ..exitcodes import ExitCode
 from ..model import State
 from ..session import Session
+from .. import humanize
 from . import options, render
 
 __all__ = ["COMMANDS"]
@@ -33,13 +34,6 @@ def _progress_bar(total: int):
         return None, lambda: None
     update, stop = render.progress(total, "scanned")
     return (lambda scanned, exported: update(min(scanned, total), f"· exported {exported:,}")), stop
-
-
-def _took(scanned: int, seconds: float) -> str:
-    """`` in 4.21 s (512 jobs/s)``: how long the export took, and its scan rate."""
-    from ..humanize import duration, rate
-
-    return f" in {duration(seconds * 1000)} ({rate(scanned / seconds)})" if seconds > 0 else ""
 
 
 @click.command()
@@ -110,7 +104,7 @@ def export(session: Session, queue, states, filter_text, out_dir, fmt, part_rows
     malformed = f"; {m.malformed:,} malformed (flagged)" if m.malformed else ""
     click.echo(f"exported {m.rows:,} job(s) of {m.queue} ({counts}{malformed}) to {out_dir} in "
                f"{len(m.parts)} {m.format} part(s); scanned {sum(m.scanned.values()):,}"
-               f"{_took(sum(m.scanned.values()), time.monotonic() - started)}")
+               f"{humanize.took(sum(m.scanned.values()), (time.monotonic() - started) * 1000)}")
     return int(ExitCode.OK)
 
 

@@ -248,12 +248,9 @@ def execute(session: Session, req: OpRequest, *, yes: bool, as_json: bool, rate:
 
 def _took(res) -> str:
     """`` in 4.21 s (512 jobs/s)``: how long the apply took, and its rate."""
-    from ..humanize import duration, rate
+    from ..humanize import took
 
-    ms = res.ended_ms - res.started_ms
-    if not res.started_ms or ms <= 0:
-        return ""
-    return f" in {duration(ms)} ({rate(res.moved * 1000 / ms)})"
+    return took(res.moved, res.ended_ms - res.started_ms) if res.started_ms else ""
 
 
 def _progress(total: int, enabled: bool):
