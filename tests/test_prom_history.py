@@ -11,6 +11,7 @@ import urllib.parse
 import pytest
 
 from jobctl.dashboard.history import QueueHistory, Sample
+from jobctl.errors import UsageError
 from jobctl.dashboard.prom_history import (MAX_POINTS, SERIES, PrometheusError, load_history, parse_matrix,
                                            query_url)
 from prom_server import RECORDED_REPLY, prometheus_server
@@ -34,8 +35,17 @@ def test_query_url_asks_for_the_shown_queues_in_at_most_300_points() -> None:
     assert q["step"] == "36s" and float(q["end"]) - float(q["start"]) == 10_800
     assert 10_800 / 36 <= MAX_POINTS
     assert 'queue=~"a\\\\.b|email"' in q["query"] and "redis_job_dead_depth" in q["query"]
-    with pytest.raises(PrometheusError, match="expected http"):
-        query_url("redis://x:6379", ["email"], now_ms=T0)
+    for bad in ("redis://x:6379", "http://", "prom:9090", "http://h:port"):
+        with pytest.raises(UsageError, match="expected http"):
+            query_url(bad, ["email"], now_ms=T0)
+
+
+def test_a_bad_url_flag_is_one_line_exit_2(capsys) -> None:
+    from jobctl.cli.main import main
+
+    code = main(["--url", "redis://127.0.0.1:1/0", "tui", "--prometheus-url", "ftp://prom"])
+    err = capsys.readouterr().err
+    assert code == 2 and "expected http://host:port" in err and len(err.strip().splitlines()) == 1, err
 
 
 def test_matrix_to_samples() -> None:

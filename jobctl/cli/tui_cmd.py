@@ -36,6 +36,10 @@ def tui(session: Session, refresh: float, rate: float | None, prometheus_url: st
     Thresholds per queue colour the cells: [queues.NAME.slo] in the config
     (README, "TUI").  Press ? in the TUI for the keys.
     """
+    if prometheus_url:
+        from ..dashboard.prom_history import check_url
+
+        check_url(prometheus_url)  # a bad URL: exit 2 before anything starts
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise UsageError("jobctl tui needs a terminal (use jobctl status --watch when piped)")
     session.target  # noqa: B018 - a bad --url or --profile fails here, as one line

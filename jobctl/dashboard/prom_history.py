@@ -24,10 +24,10 @@ from collections.abc import Iterable
 from dataclasses import fields
 from typing import Any
 
-from ..errors import JobctlError
+from ..errors import JobctlError, UsageError
 from .history import Sample
 
-__all__ = ["PrometheusError", "DEFAULT_WINDOW_MS", "MAX_POINTS", "SERIES", "range_query", "query_url",
+__all__ = ["PrometheusError", "DEFAULT_WINDOW_MS", "MAX_POINTS", "SERIES", "range_query", "check_url", "query_url",
            "parse_matrix", "load_history"]
 
 #: How far back the history goes by default (ms): three hours.
@@ -69,13 +69,24 @@ def range_query(queues: Iterable[str]) -> str:
     return f'{{__name__=~"{names}",queue=~"{wanted}"}}'
 
 
+def check_url(base: str) -> str:
+    """``base`` if it is an ``http(s)://host[:port][/path]`` URL; raises
+    :class:`~jobctl.errors.UsageError` (exit 2) otherwise."""
+    try:
+        parts = urllib.parse.urlsplit(base)
+        parts.port  # noqa: B018 - a port that is not a number raises ValueError
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        raise UsageError(f"prometheus_url {base!r}: expected http://host:port or https://...")
+    return base
+
+
 def query_url(base: str, queues: Iterable[str], *, now_ms: int, window_ms: int = DEFAULT_WINDOW_MS) -> str:
     """The ``/api/v1/query_range`` URL for ``queues`` over ``window_ms`` up
     to ``now_ms`` (step: whole seconds, at most :data:`MAX_POINTS` points).
-    Raises :class:`PrometheusError` for a URL that is not http(s)."""
-    parts = urllib.parse.urlsplit(base)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise PrometheusError(f"prometheus_url {base!r}: expected http://host:port or https://...")
+    Raises :class:`~jobctl.errors.UsageError` for a URL that is not http(s)."""
+    check_url(base)
     step_s = max(1, math.ceil(window_ms / 1000 / MAX_POINTS))
     end_s = now_ms / 1000
     query = urllib.parse.urlencode({"query": range_query(queues), "start": f"{end_s - window_ms / 1000:.3f}",
