@@ -104,13 +104,13 @@ def test_unreachable() -> None:
         load_history(f"http://127.0.0.1:{port}", ["email"], now_ms=T0, timeout_s=2)
 
 
-def test_seed_goes_before_the_live_samples() -> None:
+def test_older_samples_go_before_the_live_samples() -> None:
     h = QueueHistory(maxlen=4)
     older = parse_matrix(REPLY, ["email"])["email"]
-    assert h.seed(older) == 5 and [s.at_ms for s in h.samples] == TIMES  # room for them beside 4 new ones
+    assert h.prepend(older) == 5 and [s.at_ms for s in h.samples] == TIMES  # room for them beside 4 new ones
     h2 = QueueHistory()
-    h2.seed(older[3:])
-    assert h2.seed(older) == 3  # only those older than the first sample held
+    h2.prepend(older[3:])
+    assert h2.prepend(older) == 3  # only those older than the first sample held
     assert [s.at_ms for s in h2.samples] == TIMES
 
 
@@ -126,11 +126,11 @@ def test_profile_field(tmp_path) -> None:
         load_config(path)
 
 
-def test_seeded_samples_go_once_maxlen_new_ones_came() -> None:
+def test_prepended_samples_go_once_maxlen_new_ones_came() -> None:
     from jobctl.model import QueueStatus
 
     h = QueueHistory(maxlen=4)
-    h.seed(parse_matrix(REPLY, ["email"])["email"])
+    h.prepend(parse_matrix(REPLY, ["email"])["email"])
     for i in range(4):
         h.add(QueueStatus(queue="email", layout="reliable-list", now_ms=T0 + i))
     assert len(h.samples) == 9 and h.samples[0].at_ms == TIMES[0]

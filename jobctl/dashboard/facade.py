@@ -185,7 +185,7 @@ class Dashboard:
         if not url:
             raise PrometheusError("no prometheus_url configured")
         got = load_history(url, queues, now_ms=self.clock(), window_ms=window_ms or DEFAULT_WINDOW_MS)
-        return {q: self.history(q).seed(samples) for q, samples in got.items()}
+        return {q: self.history(q).prepend(samples) for q, samples in got.items()}
 
     # -- reads ---------------------------------------------------------------
     def refresh(self) -> Snapshot:

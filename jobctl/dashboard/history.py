@@ -1,5 +1,5 @@
 """Per-queue status history of the live dashboard: samples since it opened
-(plus older ones read back from Prometheus: :meth:`QueueHistory.seed`),
+(plus older ones read back from Prometheus: :meth:`QueueHistory.prepend`),
 for the depth and oldest-ready-age sparklines and the DLQ growth rate (dead
 jobs per minute over the last :data:`GROWTH_WINDOW_MS`).  Times are epoch ms.
 """
@@ -49,7 +49,7 @@ class QueueHistory:
         with self._lock:
             self._samples.append(Sample.of(status))
 
-    def seed(self, older: list[Sample]) -> int:
+    def prepend(self, older: list[Sample]) -> int:
         """Put ``older`` (oldest first, e.g. read back from Prometheus) before
         the samples taken so far, keeping only those older than the first of
         them; the history then holds that many more samples, so the older
