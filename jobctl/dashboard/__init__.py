@@ -13,6 +13,10 @@ Modules, one concern each (every public name is importable from here too):
 * :mod:`.schedule`: :func:`due_distribution` and
   :func:`processing_by_deadline`;
 * :mod:`.pages`: :func:`find_jobs`, a state's jobs with a filter;
+* :mod:`.prom_history`: the history's last hours read back from a
+  Prometheus that scrapes ``jobctl metrics`` (``prometheus_url``);
+* :mod:`.overview`: the side panels (top error groups across every queue,
+  operations under way and holds, recent journal entries);
 * :mod:`.facade`: :class:`Dashboard`, what a front end calls from worker
   threads (operations go through :class:`jobctl.ops.core.OperationCore`).
 
