@@ -23,7 +23,7 @@ class FailWhileFlag
 
   def perform(name, big)
     Sidekiq.redis do |c|
-      if c.exists?("sktest:flag")
+      if c.get("sktest:flag")
         c.rpush("sktest:ran", name)
         raise(name.start_with?("even") ? ArgumentError : IOError, "flag set for #{name}")
       end
@@ -43,7 +43,7 @@ class HoldUntilReleased
   def perform(name)
     Sidekiq.redis do |c|
       c.rpush("sktest:started", name)
-      c.blpop("sktest:release", timeout: 60)
+      c.blpop("sktest:release", 60)
       c.rpush("sktest:ran", name)
     end
   end
