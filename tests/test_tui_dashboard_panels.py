@@ -164,3 +164,22 @@ def test_an_operation_of_another_process_shows_its_walk(redis_client, redis_url)
         asyncio.run(go())
     finally:
         s.close()
+
+
+def test_a_refused_read_is_a_note_not_a_failure(redis_client, redis_url) -> None:
+    """A user whose ACL refuses the journal streams still gets the other panels, and one note."""
+    s = session(redis_url)
+    load_spike(redis_client, now_ms=TUI_T0)
+    redis_client.execute_command("ACL", "SETUSER", "nolease", "on", ">pw", "~*", "&*", "+@all", "-xrevrange")
+    user = Session(url=redis_url.replace("redis://", "redis://nolease:pw@"), timeout_s=5.0)
+    user._config = Config(queues=spike_queues())
+    try:
+        dash = Dashboard(user, clock=lambda: NOW)
+        write_entry(redis_client, s.layout("email").journal_key, dict(ENTRY))
+        ov = dash.overview(dash.refresh())
+        assert ov.errors and ov.journal == []
+        assert len(ov.notes) == 1 and "xrevrange" in ov.notes[0].lower()
+    finally:
+        user.close()
+        s.close()
+        redis_client.execute_command("ACL", "DELUSER", "nolease")

@@ -10,6 +10,7 @@ are never cut: count columns keep their width, text columns give way.
 
 from __future__ import annotations
 
+from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
@@ -138,4 +139,6 @@ class OverviewPanels(Vertical):
         self.query_one("#errors-title", Static).update(_title("top errors (dead, every queue)", note.strip()))
         self.query_one("#errors-panel", Static).update(errors_table(ov))
         self.query_one("#ops-panel", Static).update(ops_text(ov))
-        self.query_one("#journal-panel", Static).update(journal_table(ov))
+        refused = Text("\n".join(ov.notes), style="yellow")  # what the ACL did not let this user read
+        self.query_one("#journal-panel", Static).update(Group(journal_table(ov), refused) if ov.notes
+                                                        else journal_table(ov))

@@ -267,21 +267,29 @@ class Dashboard:
 
         def run() -> Overview:
             now = self.clock()
+            notes: list[str] = []
+
+            def allowed(fn: Callable[[], Any], default: Any) -> Any:
+                """``fn()``; an ACL refusal is a note (once per read) and ``default``."""
+                try:
+                    with self.session.errors():
+                        return fn()
+                except AccessDenied as exc:
+                    notes.append(str(exc).splitlines()[0])
+                    return default
+
             layouts = {r.name: self.session.layout(r.name) for r in snap.rows if r.status is not None}
             with_dead = {q: lay for q, lay in layouts.items() if State.DEAD in lay.states}
-            self._triages.refresh(with_dead, now)
+            allowed(lambda: self._triages.refresh(with_dead, now), None)
             triages = self._triages.get(list(with_dead))
-            try:
-                entries = read_entries(self.session.client, [lay.journal_key for lay in layouts.values()],
-                                       JOURNAL_ROWS)
-            except AccessDenied:  # a read-only ACL user without the journal streams: no journal panel
-                entries = []
+            entries = allowed(lambda: read_entries(self.session.client, [lay.journal_key for lay in layouts.values()],
+                                                   JOURNAL_ROWS), [])
             with self._lock:
                 active = [ActiveOp(**vars(op)) for op in self._active.values()]
-            active += running_walks(layouts, {op.op_id for op in active})
+            active += allowed(lambda: running_walks(layouts, {op.op_id for op in active}), [])
             return Overview(at_ms=now, errors=top_errors(triages), sampled=any(t.sampled for t in triages),
                             triaged=len(triages), queues=len(with_dead), active=active, holds=holds_of(snap),
-                            journal=journal_rows(entries))
+                            journal=journal_rows(entries), notes=notes)
 
         return self._call(run)
 

@@ -116,6 +116,8 @@ class Overview:
     active: list[ActiveOp] = field(default_factory=list)
     holds: list[HoldRow] = field(default_factory=list)
     journal: list[JournalRow] = field(default_factory=list)
+    #: What could not be read (an ACL refusal, one line each): those panels show less.
+    notes: list[str] = field(default_factory=list)
 
 
 class TriageCache:
