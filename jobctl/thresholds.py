@@ -18,7 +18,7 @@ from enum import Enum
 from typing import Mapping
 
 __all__ = ["Level", "Threshold", "MEASURES", "DEFAULTS", "STYLES", "level", "worst", "style",
-           "cell_levels", "CELLS"]
+           "cell_levels", "CELLS", "OUTCOME_STYLES"]
 
 
 class Level(str, Enum):
@@ -73,6 +73,9 @@ DEFAULTS: dict[str, Threshold] = {
 
 #: rich style of each level (CLI markup and TUI cells alike).
 STYLES: dict[Level, str] = {Level.OK: "", Level.WARN: "bold yellow", Level.BREACH: "bold white on red"}
+
+#: rich style of an operation's result word (:func:`jobctl.humanize.outcome`), CLI journal and TUI alike.
+OUTCOME_STYLES: dict[str, str] = {"ok": "green", "interrupted": STYLES[Level.WARN], "failed": "bold red"}
 
 _RANK = {Level.OK: 0, Level.WARN: 1, Level.BREACH: 2}
 

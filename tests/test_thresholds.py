@@ -71,3 +71,15 @@ def test_cli_status_and_tui_dashboard_colour_a_row_alike(slo_options) -> None:
     assert styles["oldest ready"][0] == thresholds.style(Level.WARN)
     assert styles["overdue"][0] == thresholds.style(Level.BREACH)
     assert styles["stuck"][0] == thresholds.style(Level.BREACH if not slo_options else Level.OK)
+
+
+def test_cli_journal_and_tui_journal_colour_a_result_alike() -> None:
+    from jobctl.cli.admin_cmds import _journal_table
+    from jobctl_tui.queue_views import journal_view
+
+    for entry, word in (({"interrupted": True}, "interrupted"), ({"failed": 2}, "failed"), ({}, "ok")):
+        e = {"operation": "redrive", "queue": "email", "ended_ms": 10 ** 12, "id": "redrive-1", **entry}
+        cli_cell = list(_journal_table([e], server=False).columns[1].cells)[0]
+        rows, _ = journal_view([e], 10 ** 12)
+        tui_cell = rows[0][1][1]
+        assert str(tui_cell) == word and _cli_style(cli_cell) == str(tui_cell.style) == thresholds.OUTCOME_STYLES[word]

@@ -22,10 +22,11 @@ from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
-from jobctl.dashboard import Level, QueueRow, Snapshot
+from jobctl.dashboard import QueueRow, Snapshot
 from jobctl.dashboard.overview import Overview
 from jobctl.dashboard.prom_history import DEFAULT_WINDOW_MS
 from jobctl.ops.spec import Operation
+from jobctl.thresholds import cell_levels
 
 from . import format as fmt
 from .actions import OPERATIONS, operation_bindings, queue_wide_requests
@@ -66,8 +67,7 @@ def row_cells(row: QueueRow) -> tuple:
     overdue = fmt.count(st.scheduled_overdue)
     if st.scheduled_overdue and st.scheduled_overdue_max_age_ms is not None:
         overdue += f" ({fmt.age(st.scheduled_overdue_max_age_ms)})"
-    overdue_level = max((lv.get("scheduled_overdue", Level.OK), lv.get("scheduled_overdue_max_age", Level.OK)),
-                        key=_rank)
+    overdue_level = cell_levels(lv)["overdue"]  # the worst of count and age (jobctl.thresholds, as the CLI)
     return (
         name,
         fmt.styled(fmt.count(st.dead), lv.get("dead")),
@@ -93,10 +93,6 @@ def fitting_columns(rows: list[tuple], width: int) -> int:
         if used > width and i >= 2:
             return i
     return len(COLUMNS)
-
-
-def _rank(level: Level) -> int:
-    return {Level.OK: 0, Level.WARN: 1, Level.BREACH: 2}[level]
 
 
 class DashboardScreen(Screen):

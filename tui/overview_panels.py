@@ -18,6 +18,7 @@ from textual.containers import Vertical
 from textual.widgets import Static
 
 from jobctl.dashboard.overview import ErrorGroup, Overview
+from jobctl.thresholds import OUTCOME_STYLES
 
 from . import format as fmt
 
@@ -81,7 +82,7 @@ def journal_table(ov: Overview) -> Table | Text:
         return Text("no operation journaled yet", style="dim")
     t = _table(("ended", "text"), ("op", "text"), ("queue", "text"), ("result", "text"), ("moved", "num"),
                ("of", "num"), ("skip", "num"), ("fail", "num"))
-    style = {"ok": "green", "interrupted": "yellow", "failed": "bold red"}
+    style = OUTCOME_STYLES  # as the CLI's journal
     for e in ov.journal:
         t.add_row(fmt.clock(e.ended_ms), e.operation, e.queue, Text(e.result, style=style.get(e.result, "")),
                   fmt.count(e.moved), fmt.count(e.planned), fmt.count(e.skipped), fmt.count(e.failed))

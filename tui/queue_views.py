@@ -235,8 +235,8 @@ def jobs_view(page: JobPage, selection: set[str]) -> tuple[list, Text]:
 DROP_ORDER = {"proc": (7, 6, 3, 2), "groups": (6, 4, 3), "jobs-table": (7, 3, 5, 2), "journal-table": (8, 3, 2)}
 
 
-#: Colours of a journal entry's result (:func:`jobctl.humanize.outcome`).
-_OUTCOME_STYLE = {"ok": "green", "interrupted": "bold yellow", "failed": "bold red"}
+#: Colours of a journal entry's result (:func:`jobctl.humanize.outcome`), as the CLI's.
+_OUTCOME_STYLE = thresholds.OUTCOME_STYLES
 
 
 def journal_view(entries: list[dict], now: int) -> tuple[list, Text]:

@@ -8,6 +8,7 @@ import click
 
 from ..exitcodes import ExitCode
 from ..session import Session
+from ..thresholds import OUTCOME_STYLES
 from . import options, render
 
 __all__ = ["COMMANDS"]
@@ -172,8 +173,8 @@ def journal(session: Session, queues: tuple[str, ...], limit: int, local: bool, 
     return int(ExitCode.OK)
 
 
-#: Result words of :func:`jobctl.humanize.outcome`, coloured.
-_OUTCOME_STYLE = {"ok": "green", "interrupted": "yellow", "failed": "bold red"}
+#: Result words of :func:`jobctl.humanize.outcome`, coloured as in the TUI.
+_OUTCOME_STYLE = OUTCOME_STYLES
 
 
 def _journal_table(entries: list[dict], *, server: bool):
