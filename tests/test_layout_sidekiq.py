@@ -426,3 +426,19 @@ def test_a_running_job_reads_as_processing(run, worker, redis_client, redis_url,
         redis_client.rpush("sktest:release", 1)
         pubsub.close()
     assert worker.wait(redis_client, "sktest:ran", 1) == ["held-0"]
+
+
+@pytest.mark.parametrize("desc", [True, False])
+def test_the_sets_are_walked_by_score_so_concurrent_deaths_and_trims_shift_nothing(redis_client, desc):
+    from jobctl.layouts.sidekiq.walk import walk_by_score
+
+    redis_client.zadd("z", {f"m{i}": 100 + i // 3 for i in range(300)})  # ties, as equal failure times
+    seen: list[bytes] = []
+    for n, (_, pairs) in enumerate(walk_by_score(redis_client, "z", desc=desc, batch=7)):
+        seen += [m for m, _ in pairs]
+        redis_client.zadd("z", {f"new{n}": 1000 + n})  # a death meanwhile (newest)
+        redis_client.zpopmin("z")  # the cap trims the oldest
+    kept = [m for m in seen if not m.startswith(b"new")]
+    assert len(kept) == len(set(kept))  # never one member twice
+    left = {m for m in redis_client.zrange("z", 0, -1) if not m.startswith(b"new")}
+    assert left <= set(kept)  # every member there from start to end was seen

@@ -30,6 +30,7 @@ from jobctl.layouts.facts import StrOption
 from jobctl.layouts.sidekiq.job import job_record
 from jobctl.layouts.sidekiq.keys import SidekiqKeys
 from jobctl.layouts.sidekiq.ops import TRANSITIONS
+from jobctl.layouts.sidekiq.walk import walk_by_score
 from jobctl.layouts.walks import walk_list, walk_zset
 from jobctl.model import JobRecord, QueueStatus, State
 
@@ -130,8 +131,9 @@ class Sidekiq(KeyedLayout):
 
     def iter_batches(self, state: State, batch: int = 1000,
                      sample: tuple[int, int] | None = None) -> Iterator[list[JobRecord]]:
-        """Walk ``state`` in batches: one ``LRANGE``/``ZRANGE`` each
-        (processing: one read of every live process's work hash)."""
+        """Walk ``state`` in batches: one ``LRANGE``/``ZRANGE`` each (the
+        sets by score: :mod:`~jobctl.layouts.sidekiq.walk`; processing: one
+        read of every live process's work hash)."""
         self.check_supported(state)
         if state is State.PROCESSING:
             yield self.processing(10 ** 6)
@@ -143,7 +145,10 @@ class Sidekiq(KeyedLayout):
                     yield [job_record(self, r, state, position=start + n, key=key) for n, r in enumerate(chunk)]
             return
         for key in self.zset_keys(state):
-            for start, pairs in walk_zset(self.client, key, desc=state is State.DEAD, batch=batch, sample=sample):
+            desc = state is State.DEAD
+            windows = (walk_by_score(self.client, key, desc=desc, batch=batch) if sample is None else
+                       walk_zset(self.client, key, desc=desc, batch=batch, sample=sample))
+            for start, pairs in windows:
                 yield self._zset_records(state, key, pairs, start)
 
     def inspect(self, job_id: str) -> JobRecord:
