@@ -79,3 +79,17 @@ def test_queue_names_complete_from_the_config(tmp_path) -> None:
     bad = tmp_path / "bad.toml"
     bad.write_text("[queues\n")
     assert [c.value for c in comp.get_completions(["--config", str(bad), "redrive"], "")] == []
+
+
+def test_journal_table_shows_filters_as_typed() -> None:
+    """Square brackets in a journaled filter or operator are text, not rich markup."""
+    from rich.console import Console
+
+    from jobctl.cli.admin_cmds import _journal_table
+
+    e = {"operation": "redrive", "queue": "email", "ended_ms": 10 ** 12, "id": "redrive-1",
+         "operator": "ops[bot]", "filter": 'error = "[bold]"'}
+    con = Console(width=300, record=True)
+    con.print(_journal_table([e], server=False))
+    text = con.export_text()
+    assert 'error = "[bold]"' in text and "ops[bot]" in text

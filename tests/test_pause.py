@@ -458,3 +458,14 @@ def test_hold_ls_has_a_header_and_the_age_of_each_hold(redis_client, run):
     for word in ("id", "filter", "by", "since", "age", "reason", "tenant = t1", "noisy", "hold-"):
         assert word in out
     assert " ms " in out or " s " in out  # the age, in the shared formatter's words
+
+
+def test_hold_ls_shows_filter_and_reason_as_typed(redis_client, run):
+    """Square brackets in a filter or a reason are text, not rich markup."""
+    enqueue(redis_client, "email", 3)
+    code, _, err = run("pause", "email", "--filter", 'error = "[bold]"', "--reason", "see [red] ticket",
+                       "--hold", "--cycles", "0", "--yes")
+    assert code == 0, err
+    code, out, err = run("hold", "ls", "email")
+    assert code == 0, err
+    assert 'error = "[bold]"' in out and "see [red] ticket" in out

@@ -180,6 +180,7 @@ _OUTCOME_STYLE = OUTCOME_STYLES
 def _journal_table(entries: list[dict], *, server: bool):
     """The ``journal`` table: result, counts with separators, and the
     server of each entry when they may differ (``--local``)."""
+    from rich.markup import escape
     from rich.table import Table
 
     from .. import humanize
@@ -194,8 +195,8 @@ def _journal_table(entries: list[dict], *, server: bool):
         word = humanize.outcome(e)
         n = {c: humanize.count(e.get("moved" if c == "done" else c)) for c in counts}
         t.add_row(render.fmt_ms(e.get("ended_ms")), f"[{_OUTCOME_STYLE[word]}]{word}[/]", str(e.get("operation")),
-                  str(e.get("queue")), *((str(e.get("server") or "-"),) if server else ()), str(e.get("operator")),
-                  *n.values(), e.get("filter") or "", str(e.get("id")))
+                  escape(str(e.get("queue"))), *((escape(str(e.get("server") or "-")),) if server else ()),
+                  escape(str(e.get("operator"))), *n.values(), escape(e.get("filter") or ""), str(e.get("id")))
     return t
 
 

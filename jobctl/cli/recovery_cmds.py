@@ -335,7 +335,9 @@ def hold_ls(session: Session, queue, as_json) -> int:
 
 
 def _holds_table(queue: str, records: list[dict], now: int):
-    """The ``hold ls`` table: one row per hold, its age beside its start."""
+    """The ``hold ls`` table: one row per hold, its age beside its start;
+    filter, operator and reason shown as typed (``[...]`` is not markup)."""
+    from rich.markup import escape
     from rich.table import Table
 
     from .. import humanize
@@ -345,8 +347,9 @@ def _holds_table(queue: str, records: list[dict], now: int):
         t.add_column(col, overflow="fold", justify="right" if col == "age" else "left")
     for h in records:
         since = h.get("since_ms")
-        t.add_row(h["id"], h.get("filter") or "(every job)", str(h.get("by") or "-"), humanize.stamp(since),
-                  humanize.duration(now - since) if isinstance(since, int) else "-", str(h.get("reason") or ""))
+        t.add_row(escape(str(h["id"])), escape(h.get("filter") or "(every job)"), escape(str(h.get("by") or "-")),
+                  humanize.stamp(since), humanize.duration(now - since) if isinstance(since, int) else "-",
+                  escape(str(h.get("reason") or "")))
     return t
 
 
