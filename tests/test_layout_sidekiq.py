@@ -138,6 +138,7 @@ def test_status_ls_and_inspect_read_sidekiq_keys(run, failed, redis_url):
     assert doc["state"] == "dead" and doc["envelope"]["args"] == ["even-0", BIG]
     assert doc["envelope"]["error_class"] == "ArgumentError" and doc["meta"]["sidekiq_queue"] == "work"
     assert abs(doc["meta"]["dead_since_ms"] - doc["envelope"]["failed_at"] * 1000) < 1  # seconds shown as ms
+    assert _json(run, "attempts", "sk", "--state", "dead")["counts"] == {"0": 8}  # retry_count of a first failure
     later = _json(run, "ls", "sk", "--state", "scheduled")["jobs"]
     assert {j["meta"]["state_key"] for j in later} == {"schedule"} and len(later) == 2
 
