@@ -54,7 +54,8 @@ KEYS: list[tuple[str, list[tuple[str, str]]]] = [
     ]),
     ("job inspector", [
         ("escape / h", "back"),
-        (_OP_KEYS, "this job"),
+        (f"{_OP_KEYS} N", "this job: only the keys of its state (dead R S X, suppressed N unsuppress and X, "
+                           "scheduled P, processing U once past its deadline, ready none)"),
     ]),
     ("operations", [
         ("", "every operation shows its plan first (count, breakdown, sample ids); focus is on Cancel"),
