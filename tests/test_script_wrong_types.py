@@ -554,6 +554,27 @@ def _bullmq_move(mode: str):
     return build
 
 
+def bull_fence(finished: str, reason: str, parent: str, deid: str) -> str:
+    """The fence of ``jobctl/lua/prelude/bullmq_fence.lua``."""
+    return sha("\0".join([finished, parent, deid, reason]))
+
+
+def _bullmq_redrive(priority: str):
+    """One failed job "a" (no parent; prioritized when ``priority``), for the unfiltered redrive."""
+    def build(c):
+        c.zadd(BULL[0], {"a": 5})
+        c.hset("bull:q:a", mapping={"finishedOn": "10", "failedReason": "boom", "atm": "2", "priority": priority,
+                                    "opts": '{"lifo":true}'})
+        return BULL + ["bull:q:a"], ["0", 1, "a", "5", bull_fence("10", "boom", "", "")]
+    return build
+
+
+def _bullmq_fence(c):
+    c.hset("bull:q:a", mapping={"finishedOn": "10", "failedReason": "boom"})
+    c.set("bull:q:b", "not a hash")
+    return ["bull:q:a", "bull:q:b", "bull:q:c"], []
+
+
 SK_JOB = '{"class":"A","queue":"work","args":[9223372036854775807],"jid":"j1","retry_count":0}'
 
 
@@ -770,6 +791,12 @@ SCRIPTS: dict[str, tuple[Call, ...] | ReadOnly] = {
     "cel_requeue": (C("requeue", _cel_requeue, {1, 2, 3}, {1: "hash", 2: "zset", 3: "list"}, {3: "wrongtype"}),),
     "cel_purge": (C("purge", _cel_purge, {1}, {1: "list"}),),
     "bullmq_read": ReadOnly(_bullmq_read),
+    "bullmq_redrive": (
+        C("redrive", _bullmq_redrive("0"), {1, 2, 5, 7, 10}, {**BULL_TYPES, 10: "hash"}, {10: "wrongtype"}),
+        C("redrive-prioritized", _bullmq_redrive("4"), {1, 3, 4, 5, 7, 10}, {**BULL_TYPES, 10: "hash"},
+          {10: "wrongtype"}),
+    ),
+    "bullmq_fence": ReadOnly(_bullmq_fence),
     "sk_move": (
         C("redrive", _sk_move("redrive"), {1, 2, 3}, {1: "zset", 2: "set", 3: "list"}, {3: "wrongtype"}),
         C("purge", _sk_move("purge"), {1}, {1: "zset", 2: "set"}),
@@ -928,6 +955,9 @@ BAD_ARGS = [
     ("bullmq_move", _bullmq_move("redrive"), lambda a: _with(a, 7, "PUSH"), "BADARG push"),
     ("bullmq_move", _bullmq_move("purge"), lambda a: _with(a, 4, "x"), "BADARG score"),
     ("bullmq_move", _bullmq_move("redrive-child"), lambda a: _with(a, 2, 2), "BADARG job count"),
+    ("bullmq_redrive", _bullmq_redrive("0"), lambda a: _with(a, 0, "yes"), "BADARG reset"),
+    ("bullmq_redrive", _bullmq_redrive("0"), lambda a: _with(a, 3, "x"), "BADARG score"),
+    ("bullmq_redrive", _bullmq_redrive("0"), lambda a: _with(a, 1, 2), "BADARG job count"),
     ("cel_requeue", _cel_requeue, lambda a: _with(a, 0, "-1"), "BADARG visibility timeout"),
     ("cel_requeue", _cel_requeue, lambda a: _with(a, 4, "x"), "BADARG score"),
     ("cel_requeue", _cel_requeue, lambda a: _with(a, 6, "x"), "BADARG first byte"),

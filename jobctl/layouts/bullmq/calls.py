@@ -1,0 +1,94 @@
+"""Script calls of a BullMQ redrive or purge, sent several to a round trip.
+
+Each call is bounded on its own (:data:`jobctl.layouts.bullmq.ops.DEFAULT_BATCH`
+jobs at most); :data:`DEPTH` of them go in one pipelined round trip, and the
+engine gets one :class:`~jobctl.ops.result.BatchResult` per call (``more``
+set on all but the last of a round trip: those calls already ran).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from itertools import islice
+from typing import Any
+
+from jobctl.cluster import is_cluster
+from jobctl.errors import DataError, JobctlError
+from jobctl.layouts.moves import move_result
+from jobctl.ops.result import BatchResult
+from jobctl.ops.walk.flight import is_noscript
+from jobctl.scripts import script
+
+__all__ = ["DEPTH", "run_calls", "read_calls"]
+
+#: Script calls per round trip: several bounded calls back to back keep the
+#: server busy without one long call (another client waits at most one call).
+DEPTH = 8
+
+
+def _checked(name: str, reply: Any) -> Any:
+    """``reply`` of ``jobctl/lua/<name>.lua``, or the jobctl error an error reply stands for
+    (:func:`jobctl.layouts.moves.call_move`'s mapping)."""
+    if not isinstance(reply, Exception):
+        return reply
+    msg = str(reply).splitlines()[0] if str(reply) else ""
+    if msg.startswith("WRONGTYPE key "):
+        raise DataError(f"{msg[len('WRONGTYPE '):]}: stopped, this call moved nothing "
+                        "(fix the key's type, then run the same command again)")
+    if msg.startswith("BADARG"):
+        raise JobctlError(f"internal error: {name}.lua refused its arguments ({msg}); nothing moved")
+    raise reply
+
+
+def _send(client, calls: list[tuple[str, list, list]]) -> list[Any]:
+    """One round trip of ``calls`` (``(script name, keys, args)``); each reply
+    or error.  A call refused with ``NOSCRIPT`` did not run: it is sent again,
+    in order, once its script is loaded."""
+    pipe = client.pipeline(transaction=False)
+    cluster = is_cluster(client)
+    for name, keys, args in calls:
+        s = script(client, name)
+        if cluster:
+            s(keys=keys, args=args, client=pipe)  # a raw EVAL, routed by slot
+        else:
+            pipe.evalsha(s.sha, len(keys), *keys, *args)
+    out = pipe.execute(raise_on_error=False)
+    refused = [i for i, r in enumerate(out) if is_noscript(r)]
+    if refused:
+        pipe = client.pipeline(transaction=False)
+        for name in {calls[i][0] for i in refused}:
+            client.script_load(script(client, name).script)
+        for i in refused:
+            name, keys, args = calls[i]
+            pipe.evalsha(script(client, name).sha, len(keys), *keys, *args)
+        for i, r in zip(refused, pipe.execute(raise_on_error=False)):
+            out[i] = r
+    return out
+
+
+def run_calls(client, calls: Iterable[tuple[str, list, list]]) -> Iterator[BatchResult]:
+    """Run ``calls`` :data:`DEPTH` to a round trip; one :class:`BatchResult`
+    per call, in order.  Raises :class:`DataError` / :class:`JobctlError`
+    for a ``WRONGTYPE`` / ``BADARG`` reply (that call wrote nothing), after
+    the results of the calls before it."""
+    calls = iter(calls)
+    while True:
+        trip = list(islice(calls, DEPTH))
+        if not trip:
+            return
+        replies = _send(client, trip)
+        for n, ((name, _, _), reply) in enumerate(zip(trip, replies)):
+            res = move_result(_checked(name, reply))
+            res.more = n < len(trip) - 1
+            yield res
+
+
+def read_calls(client, name: str, key_lists: list[list[str]], args: list) -> list[Any]:
+    """The read-only script ``jobctl/lua/<name>.lua`` once per list of
+    ``key_lists`` (with ``args``), :data:`DEPTH` calls a round trip; the
+    replies joined in order.  An error reply is raised."""
+    out: list[Any] = []
+    for i in range(0, len(key_lists), DEPTH):
+        for reply in _send(client, [(name, keys, args) for keys in key_lists[i:i + DEPTH]]):
+            out += _checked(name, reply)
+    return out
