@@ -107,14 +107,17 @@ REGISTRY_SAMPLE = 1000
 REGISTRY_WINDOW = 1000
 
 
-def registry_window(client, key: str, start: int, size: int) -> tuple[list[bytes], list[bytes]]:
+def registry_window(client, key: str, start: int, size: int) -> tuple[list[bytes], list[str]]:
     """``(members, scores)`` of ranks ``start..start+size-1`` of the zset
-    ``key``, each score as the server wrote it (the text ``ZSCORE`` answers
-    in the move script), read in one ``ZRANGE ... WITHSCORES``."""
+    ``key`` in one ``ZRANGE ... WITHSCORES``; a score as the server wrote it
+    when the client passes the reply through, else the ``repr`` of its float
+    (the move script compares both as text, then as numbers)."""
+    from jobctl.ops.walk.wire import texts
+
     raw = client.execute_command("ZRANGE", key, start, start + size - 1, "WITHSCORES")
-    if raw and isinstance(raw[0], list):  # RESP3: [member, score] pairs, the score a double
-        return [m for m, _ in raw], [repr(float(sc)).encode() for _, sc in raw]
-    return raw[0::2], raw[1::2]
+    if raw and isinstance(raw[0], (list, tuple)):  # paired (and the score cast) by the client
+        return [m for m, _ in raw], [sc.decode() if isinstance(sc, bytes) else repr(float(sc)) for _, sc in raw]
+    return raw[0::2], texts(raw[1::2])
 
 
 def plan_registry(layout, plan: Plan) -> Plan:
@@ -136,7 +139,7 @@ def plan_registry(layout, plan: Plan) -> Plan:
     for start in range(0, total, REGISTRY_WINDOW):
         members, scores = registry_window(client, key, start, min(REGISTRY_WINDOW, total - start))
         append, n = plan.jobs.append, len(plan.jobs)
-        for i, (job_id, score) in enumerate(zip(texts(members), texts(scores)), n):
+        for i, (job_id, score) in enumerate(zip(texts(members), scores), n):
             append(RqPlannedJob(job_id, 0, i, None, score, origin))
     plan.scanned = len(plan.jobs)
     head = [j.job_id for j in plan.jobs[:REGISTRY_SAMPLE]]
