@@ -1,40 +1,34 @@
-"""A walk over several shards keeps every shard's lease while it runs: a
-shard that waits for its turn, or one already walked, never looks
-abandoned (its hold is given back as soon as its own walk ends), and the
-last shard's walk still holds its lease however long the first took."""
+"""A one-server walk over many shards takes every shard's lease first and
+walks the shards in turn: the leases still waiting are renewed on the
+run's clock, across shards, not per shard walk (a run of 8 short shard
+walks that together outlast the lease's TTL once lost the last shard's
+lease and stopped with exit 11).  The clock is stepped, no sleeps."""
 
 from __future__ import annotations
 
-import pytest
+import itertools
 
-from jobctl.config import QueueConfig
-from jobctl.filter import compile_filter
-from jobctl.keys import shard_tags
-from jobctl.layouts.reliable_list.layout import ReliableList
-from jobctl.model import State
-from jobctl.ops import lease, orphan_holds
-from jobctl.ops.walk import lifecycle, per_job, tail
-from jobctl.ops.engine import run_plan
-from jobctl.ops.spec import Operation, OpSpec
-from jobctl_fixtures.ids import shard_index
-from test_operations import dead_letter_jobs
-
-SHARDS = 2
-TTL_MS = 1000  # scaled down from 30 s: each shard's walk below takes longer than this
+from helpers import queues_toml, wall_ms, write_config
+from jobctl.cli.main import main
+from jobctl.ops.walk import lifecycle
+from jobctl_fixtures.scenarios import load_scenario
 
 
-@pytest.mark.parametrize("flt", [None, "error = HTTP_503"], ids=["tail", "filtered"])
-def test_every_lease_lives_while_other_shards_are_walked(redis_client, monkeypatch, flt):
-    for module in (lease, lifecycle, per_job, tail):
-        monkeypatch.setattr(module, "LEASE_TTL_MS", TTL_MS)
-    specs = [(f"job_{i:04d}", "webhook.deliver", "tenant_1", ("HTTP_503", "HTTP_400")[i % 2]) for i in range(160)]
-    for n, tag in enumerate(shard_tags("email", SHARDS)):
-        dead_letter_jobs(redis_client, tag, [s for s in specs if shard_index(s[0], SHARDS) == n])
-    lay = ReliableList(redis_client, QueueConfig("email", shards=SHARDS))
-    extra = {"filter": compile_filter(flt)} if flt else {}
-    plan = lay.plan(OpSpec(Operation.REDRIVE, "email", State.DEAD, State.READY, **extra))
-    seen: list[list] = []
-    res = run_plan(lay, plan, batch=5, rate=25, journal=False,  # 1.6-3.2 s a shard
-                   progress=lambda done, total: seen.append(orphan_holds.find(lay)))
-    assert (res.moved, res.failed, res.error) == (plan.planned, 0, None), res.to_json()
-    assert not any(seen), [s for s in seen if s][:2]
+def test_waiting_leases_are_renewed_across_short_shard_walks(redis_client, redis_url, tmp_path, monkeypatch, capsys):
+    truth = load_scenario(redis_client, "dlq-spike", queue="rn", shards=8, size=240, seed=4, now_ms=wall_ms())
+    cfg = write_config(tmp_path, queues_toml(rn={"layout": "reliable-list", "tag": "rn", "shards": 8}))
+    ticks = itertools.count(step=4.0)  # every look at the clock: 4 s later
+    monkeypatch.setattr(lifecycle, "monotonic", lambda: next(ticks))
+    renewed: list[list[str]] = []
+    renew = lifecycle.Renewal.renew
+
+    def spy(self, taken, value):
+        renewed.append([src.lease for src in taken])
+        renew(self, taken, value)
+
+    monkeypatch.setattr(lifecycle.Renewal, "renew", spy)
+    code = main(["--url", redis_url, "--config", cfg, "redrive", "rn", "--yes", "--batch", "1000"])
+    assert code == 0, capsys.readouterr().err
+    last = "queue:{rn:07}:jobctl:lease"
+    assert sum(last in leases for leases in renewed) >= 2, renewed  # the last shard's lease, while it waited
+    assert redis_client.llen("queue:{rn:07}:dead") == 0 and truth.expected["dead"] > 0

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from ..lease import acquire, lease_value
 from ..plan import Plan, PredicateRange, TailRange
 from ..result import BatchResult
-from .lifecycle import done_with, give_back, renewing
+from .lifecycle import Renewal, done_with, give_back, renewing
 from .parallel import by_primary, walk_in_parallel
 from .per_job import Jobs, PerJobWalk, shard_orders
 from .source import ListSource
@@ -133,8 +133,9 @@ def _walk_all(todo: list[ListSource], walk, value: str, queue: str,
         for src in todo:
             acquire(src, value, queue)
             taken.append(src)
+        renewal = Renewal()  # one for the run: the waiting leases are renewed across shards
         for src in todo:
-            yield from renewing(iter(walk(src)), taken, value)
+            yield from renewing(iter(walk(src)), taken, value, renewal)
             done_with(src, taken, value, give_back)
     finally:
         give_back(taken, value)

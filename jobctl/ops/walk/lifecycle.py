@@ -7,6 +7,7 @@ release the lease however the walk ends (:func:`give_back`,
 from __future__ import annotations
 
 from collections.abc import Iterator
+from time import monotonic
 
 from ...errors import Busy, DataError
 from ...scripts import script
@@ -16,7 +17,7 @@ from ..result import BatchResult
 from .source import RESTORE_MAX, ListSource, call_error
 from .wire import text
 
-__all__ = ["finish_hold", "begin_walk", "give_back", "renewing", "done_with"]
+__all__ = ["finish_hold", "begin_walk", "give_back", "Renewal", "renewing", "done_with"]
 
 
 def finish_hold(client, kind: str, dead: str, hold: str, walk: str) -> int:
@@ -54,21 +55,39 @@ def give_back(taken: list[ListSource], value: str) -> None:
             pass
 
 
-def renewing(results: Iterator[BatchResult], taken: list[ListSource], value: str) -> Iterator[BatchResult]:
+class Renewal:
+    """When the leases of the shards still waiting were last renewed: one per
+    run, shared by every shard's walk, so a run of many short shard walks
+    renews them as one long walk would."""
+
+    def __init__(self) -> None:
+        self.last = monotonic()
+        self.side = None
+
+    def due(self) -> bool:
+        """About a third of :data:`LEASE_TTL_MS` passed since the last renewal."""
+        return monotonic() - self.last >= LEASE_TTL_MS / 3000
+
+    def renew(self, taken: list[ListSource], value: str) -> None:
+        """Renew every lease ``taken`` holds, on a connection of its own."""
+        self.side = self.side or _side_client(taken[0].client)
+        for src in taken:
+            script(self.side, "lease")(keys=[src.lease, src.walk], args=["acquire", value, LEASE_TTL_MS, ""])
+        self.last = monotonic()
+
+
+def renewing(results: Iterator[BatchResult], taken: list[ListSource], value: str,
+             renewal: Renewal | None = None) -> Iterator[BatchResult]:
     """``results`` (one shard's walk), renewing every lease ``taken`` holds
-    about every third of :data:`LEASE_TTL_MS` on a connection of its own
+    about every third of :data:`LEASE_TTL_MS` (``renewal``: the run's, shared
+    by its shards' walks; a new one when ``None``) on a connection of its own
     (the walk's has replies in flight): a shard that waits for its walk, or
     whose hold waits to be given back, never looks abandoned."""
-    import time
-
-    every, last, side = LEASE_TTL_MS / 3000, time.monotonic(), None
+    renewal = renewal or Renewal()
     for br in results:
         yield br
-        if taken and time.monotonic() - last >= every:
-            side = side or _side_client(taken[0].client)
-            for src in taken:
-                script(side, "lease")(keys=[src.lease, src.walk], args=["acquire", value, LEASE_TTL_MS, ""])
-            last = time.monotonic()
+        if taken and renewal.due():
+            renewal.renew(taken, value)
 
 
 def _side_client(client):
