@@ -7,11 +7,13 @@ count afterwards.  Skipped without ruby and sidekiq, except in CI."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -313,11 +315,20 @@ def test_promote_a_retry_runs_it_now(run, worker, redis_client, redis_url, key_e
 def test_malformed_members_are_reported_and_never_pushed(run, failed, redis_client):
     code, out, err = run("check", "sk", "--json")
     assert code == 0 and json.loads(out)["queues"][0]["ok"], err
-    redis_client.zadd("dead", {b"not json {": 1.0})
+    died = time.time()  # Sidekiq trims dead entries older than 180 days on every death
+    redis_client.zadd("dead", {b"not json {": died})
     code, out, _ = run("check", "sk", "--json")
     assert code != 0 and json.loads(out)["queues"][0]["counts"] == {"malformed": 1}
     doc = _json(run, "redrive", "sk", "--filter", EVEN, "--yes")
-    assert doc["moved"] == 4 and redis_client.zscore("dead", b"not json {") == 1.0
+    assert doc["moved"] == 4 and redis_client.zscore("dead", b"not json {") == died
+    from jobctl.model import State
+    from jobctl.ops.spec import Operation, OpSpec
+
+    lay = _layout(redis_client)
+    plan = lay.plan(OpSpec(Operation.REDRIVE, "sk", State.DEAD, State.READY))  # unfiltered: the lean walk
+    assert plan.malformed == ["sha1:" + hashlib.sha1(b"not json {").hexdigest()] and plan.planned >= 4
+    purge = lay.plan(OpSpec(Operation.PURGE, "sk", State.DEAD, None))  # a purge takes it (by its exact bytes)
+    assert plan.malformed[0] in {j.job_id for j in purge.jobs}
 
 
 def test_discover_recognises_sidekiq_keys(run, failed):
@@ -398,8 +409,6 @@ def _key_event(pubsub, event: bytes, n: int = 1) -> None:
     """Wait (keyspace notifications, at most WAIT_S) for ``n`` ``event`` s
     on the keys ``pubsub`` subscribed to: e.g. Sidekiq's heartbeat writing
     a work hash (``hset``), its retry handler adding a job to ``retry`` (``zadd``)."""
-    import time
-
     deadline = time.monotonic() + WAIT_S
     while n and time.monotonic() < deadline:
         msg = pubsub.get_message(ignore_subscribe_messages=True, timeout=1.0)

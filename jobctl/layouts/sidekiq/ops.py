@@ -1,8 +1,8 @@
 """Redrive (dead -> queue), promote (schedule or retry -> queue) and purge
 of Sidekiq jobs.
 
-Plan: walk the source set(s) in bounded ``ZRANGE`` windows, filter, and
-keep per job the exact member bytes and its score as stored (the fence:
+Plan: walk the source set(s) in bounded ``ZRANGE`` windows, filter (an
+unfiltered plan: :mod:`~jobctl.layouts.sidekiq.lean`), and keep per job the exact member bytes and its score as stored (the fence:
 a job that failed again since the plan is another member, so it is never
 moved twice).  The plan (hence the journal) names the Sidekiq version.
 
@@ -68,14 +68,19 @@ def plan_operation(layout, spec, now: int) -> Plan:
     ms).  Reads only.  Raises :class:`~jobctl.errors.UsageError` for another operation."""
     check_operation(layout.name, TRANSITIONS, spec)
     plan = Plan(spec=spec, now_ms=now)
-    batches = records_by_ids(layout, spec) if spec.ids else layout.iter_batches(spec.source)
     moving = spec.operation is not Operation.PURGE
+    if spec.filter.is_match_all and not spec.ids and spec.fence is None:
+        from jobctl.layouts.sidekiq.lean import plan_all
 
-    def keep(rec, job: PlannedJob) -> None:
-        doc = rec.envelope.document or {}
-        queue = doc.get("queue") if isinstance(doc.get("queue"), str) and doc.get("queue") else "default"
-        plan.jobs[-1] = SkPlannedJob(job, rec.raw, rec.meta["state_key"], queue)
-    plan_from_walk(plan, batches, lambda rec: rec.meta.get("set_score", ""), on_match=keep)
+        plan_all(layout, plan, moving)
+    else:
+        batches = records_by_ids(layout, spec) if spec.ids else layout.iter_batches(spec.source)
+
+        def keep(rec, job: PlannedJob) -> None:
+            doc = rec.envelope.document or {}
+            queue = doc.get("queue") if isinstance(doc.get("queue"), str) and doc.get("queue") else "default"
+            plan.jobs[-1] = SkPlannedJob(job, rec.raw, rec.meta["state_key"], queue)
+        plan_from_walk(plan, batches, lambda rec: rec.meta.get("set_score", ""), on_match=keep)
     first = plan.jobs[0].member if len(plan.jobs) else None
     if moving:
         attempts = "retry_count removed" if spec.reset_attempts else "retry_count - 1"
