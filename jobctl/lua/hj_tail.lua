@@ -8,7 +8,8 @@
 -- payload (one HMGET) and sets aside, as the plan does, an id whose hash
 -- has no payload ("dangling": the workers' TTL ran out) and, for a
 -- redrive, a payload cjson refuses ("malformed"; cjson reads every
--- document orjson reads, so none the plan planned); then the fence: the
+-- document orjson reads, so none the plan planned; the few orjson refuses
+-- and cjson reads, NaN or bytes not UTF-8, move); then the fence: the
 -- status is still "failed" (what the plan counted), else "changed".  Those,
 -- and a job key of the wrong type ("wrongtype"), go to jobctl's hold list
 -- in order (list_restore.lua puts them back in place).  The writes per job
