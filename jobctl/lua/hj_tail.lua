@@ -5,11 +5,12 @@
 -- KEYS[10+i] = ARGV[15] .. its id.  The walk pops the tail (the right end)
 -- up to position ARGV[6], in runs of at most JC_WIN_BULK (one RPOP with a
 -- count).  As the script pops each job it reads the hash's status and
--- payload (one HMGET) and sets aside, as the plan does, an id whose hash
--- has no payload ("dangling": the workers' TTL ran out) and, for a
--- redrive, a payload cjson refuses ("malformed"; cjson reads every
--- document orjson reads, so none the plan planned; the few orjson refuses
--- and cjson reads, NaN or bytes not UTF-8, move); then the fence: the
+-- payload (redrive: one HMGET; else HGET status, HEXISTS payload) and
+-- sets aside, as the plan does, an id whose hash has no payload
+-- ("dangling": the workers' TTL ran out) and, for a redrive, a payload
+-- cjson refuses ("malformed"; cjson reads every document orjson reads, so
+-- none the plan planned; the few orjson refuses and cjson reads, NaN or
+-- bytes not UTF-8, move); then the fence: the
 -- status is still "failed" (what the plan counted), else "changed".  Those,
 -- and a job key of the wrong type ("wrongtype"), go to jobctl's hold list
 -- in order (list_restore.lua puts them back in place).  The writes per job
@@ -37,9 +38,10 @@
 --          entry popped and not moved: "not at its planned position",
 --          "dangling", "malformed" (set aside: the caller counts neither),
 --          "changed", "wrongtype", "error:<msg>"
--- Cost: per job one HMGET, (redrive) a cjson decode of the payload, PTTL,
---          HSET; per run one RPOP and one LPUSH/UNLINK; at most ARGV[12]
---          entries a call.
+-- Cost: per job one HMGET, a cjson decode of the payload, PTTL, HSET
+--          (redrive); HGET, HEXISTS (purge; suppress: + PTTL, ZADD, HSET);
+--          per run one RPOP and one LPUSH/UNLINK; at most ARGV[12] entries
+--          a call.
 
 --@prelude
 --@prelude window
@@ -70,20 +72,27 @@ local plen = #prefix
 
 -- the fields a redrive rewrites, status first (the fence); their old values undo it
 local REDRIVE = { 'status', 'claim_token', 'claimed_at_ms', 'redriven_at_ms', 'redrive_operation', 'redrive_count' }
--- the fields one HMGET reads: status, payload, then (redrive) the rest of REDRIVE
+-- the fields a redrive's HMGET reads: status, payload, then the rest of REDRIVE
 local READ = { 'status', 'payload' }
-if mode == 'ready' then for j = 2, #REDRIVE do READ[#READ + 1] = REDRIVE[j] end end
+for j = 2, #REDRIVE do READ[#READ + 1] = REDRIVE[j] end
 -- where REDRIVE[j]'s old value is in an HMGET reply of READ
 local function old(vals, j) return vals[j == 1 and 1 or j + 1] end
 
--- the codes of one job hash, in the plan's order: nil and its READ values
--- when it moves, else "wrongtype", "dangling" (no payload), "malformed"
--- (redrive), "changed"
+-- the codes of one job hash, in the plan's order: nil (and, redrive, its
+-- READ values) when it moves, else "wrongtype", "dangling" (no payload),
+-- "malformed" (redrive), "changed"
 local function fence(key)
+  if mode ~= 'ready' then  -- the payload's presence only (HEXISTS: its bytes not copied)
+    local status = redis.pcall('HGET', key, 'status')
+    if type(status) == 'table' and status['err'] then return 'wrongtype' end
+    if redis.call('HEXISTS', key, 'payload') == 0 then return 'dangling' end
+    if status ~= 'failed' then return 'changed' end
+    return nil
+  end
   local vals = redis.pcall('HMGET', key, unpack(READ))
   if vals['err'] then return 'wrongtype' end
   if not vals[2] then return 'dangling' end
-  if mode == 'ready' and not pcall(cjson.decode, vals[2]) then return 'malformed' end
+  if not pcall(cjson.decode, vals[2]) then return 'malformed' end
   if vals[1] ~= 'failed' then return 'changed' end
   return nil, vals
 end
