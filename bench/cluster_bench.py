@@ -11,8 +11,12 @@ Starts, from the same server binary, one server and a 3-primary cluster
    pipeline to one node counts once) and wall time, median of ``--runs``
    in-process runs after one warm-up.
 2. ``redrive bench --yes --json`` of ``--jobs`` dead jobs spread over 8 shard
-   tags (:func:`bulkload.load_dead`): jobs/s (moved / wall seconds), median
-   of ``--runs`` runs, each on a freshly loaded dead list.
+   tags (:func:`bulkload.load_dead`), unfiltered and filtered (about half of
+   each shard): jobs/s (moved / wall seconds), median of ``--runs`` runs, each
+   on a freshly loaded dead list; and the jobs/s modelled for a machine with a
+   core per process from the CPU seconds the client and each primary used
+   (``INFO cpu``): on a shared machine the wall time measures contention, the
+   CPU seconds what each process needs.
 
     python3 bench/cluster_bench.py [--jobs 50000] [--depth 2000] [--runs 3] [--server redis|valkey]
 
@@ -105,24 +109,53 @@ def measure(url: str, cfg: str, args, counter) -> dict:
         refresh_t.append(time.perf_counter() - t0)
         refresh_rt.append(counter.count)
     session.close()
-    redrive = []
-    for run in range(args.runs):
-        for n, tag in enumerate(shard_tags("bench", 8)):
-            load_dead(client, tag, args.jobs // 8 + (1 if n < args.jobs % 8 else 0), now_ms=now, seed=run * 8 + n)
-        t0 = time.perf_counter()
-        _, out = _quiet([*base, "redrive", "bench", "--yes", "--json"])
-        wall = time.perf_counter() - t0
-        doc = orjson.loads(out)
-        moved = (doc.get("result") or doc).get("moved", 0)
-        if moved != args.jobs:
-            raise RuntimeError(f"redrive moved {moved}, expected {args.jobs}")
-        redrive.append(moved / wall)
-        for tag in shard_tags("bench", 8):  # clear for the next run
-            client.delete(f"queue:{{{tag}}}:ready")
+    runs = {kind: _redrives(client, base, args, now, flt) for kind, flt in REDRIVES.items()}
     client.close()
     return {"status_s": statistics.median(times), "status_round_trips": statistics.median(trips),
             "refresh_s": statistics.median(refresh_t), "refresh_round_trips": statistics.median(refresh_rt),
-            "redrive_jobs_per_s": statistics.median(redrive), "status_samples": times, "redrive_samples": redrive}
+            "status_samples": times, "redrive": runs}
+
+
+#: the redrives measured: every job, and about half of each shard's (an id filter: a per-job walk)
+REDRIVES = {"unfiltered": None, "filtered": "id ~ '*[02468ACEGJMPRTVXZ]'"}
+
+
+def _redrives(client, base: list[str], args, now: int, flt: str | None) -> dict:
+    """``--runs`` redrives of ``--jobs`` freshly loaded dead jobs: jobs/s
+    (moved / wall seconds), and the CPU seconds of the client and of each
+    primary, from which the jobs/s with a core per process is modelled."""
+    measured, modelled, cpu = [], [], []
+    for run in range(args.runs):
+        for n, tag in enumerate(shard_tags("bench", 8)):
+            load_dead(client, tag, args.jobs // 8 + (1 if n < args.jobs % 8 else 0), now_ms=now, seed=run * 8 + n)
+        argv = [*base, "redrive", "bench", "--yes", "--json", *(["--filter", flt] if flt else [])]
+        servers0, t0, cpu0 = _server_cpu(client), time.perf_counter(), time.process_time()
+        _, out = _quiet(argv)
+        wall, client_cpu = time.perf_counter() - t0, time.process_time() - cpu0
+        servers = {n: v - servers0[n] for n, v in _server_cpu(client).items()}
+        doc = orjson.loads(out)
+        moved = (doc.get("result") or doc).get("moved", 0)
+        if moved != args.jobs and not flt or not moved:
+            raise RuntimeError(f"redrive moved {moved} of {args.jobs}")
+        measured.append(moved / wall)
+        # a core each: the walk keeps calls in flight, so the busiest process sets the pace
+        modelled.append(moved / max(client_cpu, *servers.values()))
+        cpu.append({"moved": moved, "client_s": client_cpu, "servers_s": servers})
+        for tag in shard_tags("bench", 8):  # clear for the next run
+            client.delete(f"queue:{{{tag}}}:ready", f"queue:{{{tag}}}:dead")
+    return {"jobs_per_s": statistics.median(measured), "modelled_jobs_per_s": statistics.median(modelled),
+            "samples": measured, "cpu": cpu}
+
+
+def _server_cpu(client) -> dict[str, float]:
+    """CPU seconds (user + system, ``INFO cpu``) each primary has used so far, by address."""
+    nodes = ([(n.name, client.get_redis_connection(n)) for n in client.get_primaries()]
+             if hasattr(client, "get_primaries") else [("server", client)])
+    out = {}
+    for name, conn in nodes:
+        info = conn.info("cpu")
+        out[name] = float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
+    return out
 
 
 def main_() -> int:
@@ -150,11 +183,21 @@ def main_() -> int:
     load = os.getloadavg()[0]
     print(f"\n{args.server}, status: 10 queues (2 x 8 shards + 8 single), {args.depth:,} jobs per tag; "
           f"redrive: {args.jobs:,} dead jobs over 8 shards; median of {args.runs}; load {load:.1f}\n")
-    print("| topology | `status --json` round trips | ms | refresh (connected) round trips | ms | redrive jobs/s |\n"
-          "|---|---:|---:|---:|---:|---:|")
+    print("| topology | `status --json` round trips | ms | refresh (connected) round trips | ms |\n"
+          "|---|---:|---:|---:|---:|")
     for name, r in results.items():
         print(f"| {name} | {r['status_round_trips']:.0f} | {r['status_s'] * 1000:.1f} | "
-              f"{r['refresh_round_trips']:.0f} | {r['refresh_s'] * 1000:.1f} | {r['redrive_jobs_per_s']:,.0f} |")
+              f"{r['refresh_round_trips']:.0f} | {r['refresh_s'] * 1000:.1f} |")
+    print("\n| redrive | one server jobs/s | cluster jobs/s | cluster / one server | modelled, a core per process: "
+          "one server | cluster | cluster / one server |\n|---|---:|---:|---:|---:|---:|---:|")
+    one, three = results["one server"]["redrive"], results["3-primary cluster"]["redrive"]
+    for kind in REDRIVES:
+        a, b = one[kind], three[kind]
+        print(f"| {kind} | {a['jobs_per_s']:,.0f} | {b['jobs_per_s']:,.0f} | {b['jobs_per_s'] / a['jobs_per_s']:.2f}x | "
+              f"{a['modelled_jobs_per_s']:,.0f} | {b['modelled_jobs_per_s']:,.0f} | "
+              f"{b['modelled_jobs_per_s'] / a['modelled_jobs_per_s']:.2f}x |")
+    print("\nmodelled: jobs moved / the busiest process's CPU seconds (the client's, or one primary's), "
+          "what the run would take with a core per process")
     out = HERE / "results"
     out.mkdir(exist_ok=True)
     path = out / f"cluster-{args.server}-{time.strftime('%Y%m%dT%H%M%S')}.json"
