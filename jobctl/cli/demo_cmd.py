@@ -187,14 +187,16 @@ def _show(session: Session, nqueues: int, workers: bool, duration: float, refres
         from .read_cmds import collect_status
 
         # one at the start, one each refresh, the last at the end (a slow
-        # snapshot shortens the wait, never the count of snapshots)
+        # snapshot shortens the wait, never drops the last one)
         end = deadline or (time.monotonic() + 3 * refresh)
+        shown = 0
         while True:
             render.console().print(render.status_table(collect_status(session, ())))
+            shown += 1
             left = end - time.monotonic()
-            if left <= 0:
+            if left <= 0 and shown > 1:
                 break
-            time.sleep(min(refresh, left))
+            time.sleep(max(0.0, min(refresh, left)))
         return int(ExitCode.OK)
     if tui:
         from jobctl_tui import run_tui
