@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from jobctl.layouts.bullmq.ops import BullFencedJob, BullPlannedJob, plan_fields
 from jobctl.layouts.planning import breakdown_key
-from jobctl.layouts.walks import walk_zset
 from jobctl.model import State
 from jobctl.ops.plan import Plan, PlannedJob
 from jobctl.ops.spec import Operation
@@ -79,15 +78,29 @@ def _fenced(layout, plan: Plan, jobs: list[PlannedJob]) -> list[PlannedJob]:
     return out
 
 
+def _windows(client, key: str):
+    """``failed``'s ``(member, score text)`` pairs, :data:`ZSET_WINDOW` a ``ZRANGE``
+    (raw: no per-score conversion by the client library)."""
+    total = client.zcard(key)
+    for start in range(0, total, ZSET_WINDOW):
+        reply = client.execute_command("ZRANGE", key, start, start + ZSET_WINDOW - 1, "WITHSCORES")
+        if not reply:
+            return
+        if isinstance(reply[0], list):  # RESP3: [member, score] pairs, the score a double
+            yield [(m, repr(sc)) for m, sc in reply]
+        else:
+            yield [(m, sc.decode("ascii")) for m, sc in zip(reply[0::2], reply[1::2])]
+
+
 def plan_failed(layout, plan: Plan) -> Plan:
     """Fill ``plan`` (unfiltered, no ids or fence) with every failed job and return it."""
     limit = plan.spec.limit
     per_window = _full if plan.spec.operation is Operation.PURGE else _fenced
-    for _, pairs in walk_zset(layout.client, layout.keys.failed, batch=ZSET_WINDOW):
+    for pairs in _windows(layout.client, layout.keys.failed):
+        jobs = [PlannedJob(m.decode("utf-8", "surrogateescape"), 0, None, None, sc) for m, sc in pairs]
         if limit is not None:
-            pairs = pairs[:limit - len(plan.jobs)]
-        plan.scanned += len(pairs)
-        jobs = [PlannedJob(m.decode("utf-8", "surrogateescape"), 0, None, None, repr(float(sc))) for m, sc in pairs]
+            jobs = jobs[:limit - len(plan.jobs)]
+        plan.scanned += len(jobs)
         plan.jobs.extend(per_window(layout, plan, jobs))
         if limit is not None and len(plan.jobs) >= limit:
             plan.truncated = True
