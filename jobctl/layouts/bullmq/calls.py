@@ -23,7 +23,7 @@ __all__ = ["DEPTH", "run_calls", "read_calls"]
 
 #: Script calls per round trip: several bounded calls back to back keep the
 #: server busy without one long call (another client waits at most one call).
-DEPTH = 8
+DEPTH = 12
 
 
 def _checked(name: str, reply: Any) -> Any:
