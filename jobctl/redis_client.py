@@ -151,10 +151,13 @@ def make_client(target: Target, *, timeout_s: float = 5.0, replicas: bool = Fals
             from redis.cluster import ClusterNode
 
             # RedisCluster runs the connection's own handshake, then this
-            return cluster_class()(
-                startup_nodes=[ClusterNode(h, p) for h, p in topo.nodes], username=topo.username,
-                password=topo.password, ssl=bool(tls), **tls, retry=Retry(NoBackoff(), 0),
-                **_replica_reads(replicas), **{**common, "redis_connect_func": name_connection})
+            try:
+                return cluster_class()(
+                    startup_nodes=[ClusterNode(h, p) for h, p in topo.nodes], username=topo.username,
+                    password=topo.password, ssl=bool(tls), **tls, retry=Retry(NoBackoff(), 0),
+                    **_replica_reads(replicas), **{**common, "redis_connect_func": name_connection})
+            except redis.exceptions.RedisClusterException as exc:
+                raise _slot_map_refusal(topo, tls, timeout_s) or exc
         if topo.kind == "sentinel":
             from redis.sentinel import Sentinel
 
@@ -174,3 +177,23 @@ def make_client(target: Target, *, timeout_s: float = 5.0, replicas: bool = Fals
         return server_class().from_url(url, **tls, retry=Retry(NoBackoff(), 0), command_packer=packer(), **common)
     except (ValueError, TypeError) as exc:
         raise UsageError(scrub(f"{target.source}: {exc}", target).splitlines()[0]) from None
+
+
+def _slot_map_refusal(topo, tls: dict, timeout_s: float) -> BaseException | None:
+    """redis-py words every refused ``CLUSTER SLOTS`` "Cluster mode is not
+    enabled": the ACL's refusal (``NoPermissionError``) when the first seed
+    node refuses it to this user, else ``None``."""
+    import redis
+
+    host, port = topo.nodes[0]
+    probe = redis.Redis(host=host, port=port, username=topo.username, password=topo.password,
+                        socket_timeout=timeout_s, socket_connect_timeout=timeout_s, ssl=bool(tls), **tls)
+    try:
+        probe.execute_command("CLUSTER SLOTS")
+    except redis.exceptions.NoPermissionError as refused:
+        return refused
+    except redis.exceptions.RedisError:
+        return None
+    finally:
+        probe.close()
+    return None
