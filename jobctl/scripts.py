@@ -43,7 +43,8 @@ SCRIPT_NAMES += ("rl_window", "rl_tail", "jl_window", "hj_window", "hj_tail")
 SCRIPT_NAMES += ("jl_tail",)  # json-list: an unfiltered redrive or purge (tail walk)
 SCRIPT_NAMES += ("list_scan",)  # a filtered dead-list plan's server-side rule-out (jobctl.layouts.reliable_list.predicate_plan)
 SCRIPT_NAMES += ("jl_requeue", "jl_suppressed_move", "jl_repair")  # json-list
-SCRIPT_NAMES += ("rq_move", "rq_suppress", "bullmq_move", "bullmq_read")  # rq (failed registry), bullmq (failed jobs)
+SCRIPT_NAMES += ("rq_move", "rq_suppress", "bullmq_move", "bullmq_read", "bullmq_fence",
+                 "bullmq_redrive")  # rq (failed registry), bullmq (failed jobs)
 SCRIPT_NAMES += ("cel_requeue", "cel_purge")  # celery: overdue unacked messages back to their list; purge of ready ones
 SCRIPT_NAMES += ("sk_move",)  # sidekiq: dead, retry and schedule sets
 
