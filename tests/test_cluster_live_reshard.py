@@ -1,11 +1,13 @@
-"""A redrive while the queue's own slot is resharded live (what
+"""Reads and a redrive while the queue's own slot is resharded live (what
 ``redis-cli --cluster reshard`` does: IMPORTING / MIGRATING, then
 ``MIGRATE`` of the slot's keys a few at a time, then ``SETSLOT NODE``),
-on a 3-primary cluster: every run ends with exit 0, or exit 3 naming the
-slot and a rerun finishes; every job exactly once."""
+on a 3-primary cluster: status, check and export count every job once; a
+redrive ends with exit 0, or exit 3 naming the slot and a rerun finishes;
+every job exactly once."""
 
 from __future__ import annotations
 
+import json
 import threading
 from collections import Counter
 
@@ -38,6 +40,14 @@ def test_a_redrive_during_a_live_reshard_of_its_slot_keeps_every_job(cc, cluster
     mover = threading.Thread(target=_reshard, args=(migration, halfway), daemon=True)
     mover.start()
     assert halfway.wait(timeout=60)
+    base = ["--url", cluster_url, "--config", cfg]
+    assert main([*base, "status", "--json"]) == 0  # reads while the keys move: every job counted once
+    assert json.loads(capsys.readouterr().out)["queues"][0]["dead"] == truth.expected["dead"]
+    code = main([*base, "check", "lr"])
+    assert code == 0, capsys.readouterr().err
+    capsys.readouterr()
+    assert main([*base, "export", "lr", "--out", str(tmp_path / "x"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["rows"] == truth.expected["dead"]
     codes, errors = [], []
     for _ in range(6):
         code = main(["--url", cluster_url, "--config", cfg, "redrive", "lr", "--yes", "--batch", "20"])
