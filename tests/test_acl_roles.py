@@ -121,3 +121,25 @@ def test_exporter(redis_client, as_role, tmp_path):
     assert refused(redis_client, run, "journal", "email") == "run XREVRANGE"
     assert refused(redis_client, run, "status", "email").startswith("run ")
     assert refused(redis_client, run, "redrive", "email", "--yes").startswith("run ")
+
+
+def test_status_watch_names_each_refused_queue_and_goes_on(as_role, monkeypatch):
+    """``status --watch`` over a granted and a refused queue: every refresh
+    shows the granted one and names the refused one; Ctrl-C ends it, exit 0."""
+    from jobctl.cli import read_cmds
+
+    run = as_role("reader")
+    refreshes = iter(range(2))
+
+    def sleep(_seconds):
+        if next(refreshes, None) is None:
+            raise KeyboardInterrupt  # Ctrl-C after the second refresh
+
+    monkeypatch.setattr(read_cmds.time, "sleep", sleep)
+    code, out, err = run("status", "email", "other", "--watch", "1", "--json")
+    docs = [json.loads(line) for line in out.splitlines() if line.strip()]
+    assert code == 0 and len(docs) == 3, (code, err)
+    for doc in docs:
+        assert [q["queue"] for q in doc["queues"]] == ["email"]
+        [refusal] = doc["refused"]
+        assert refusal["queue"] == "other" and NAMED.search(refusal["error"]), refusal

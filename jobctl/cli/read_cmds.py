@@ -144,14 +144,16 @@ def status(session: Session, queues: tuple[str, ...], as_json: bool, watch: floa
 
 def watch_status(session: Session, queues: tuple[str, ...], interval: float, *, as_json: bool = False,
                  stop=None, header=None) -> int:
-    """Refresh the status table every ``interval`` s until Ctrl-C or ``stop()``."""
+    """Refresh the status table every ``interval`` s until Ctrl-C or ``stop()``;
+    each refresh names the queues the ACL refuses (``refused`` in JSON) and
+    shows the others."""
     from rich.live import Live
 
     if as_json:
         try:
             while stop is None or not stop():
-                statuses = collect_status(session, queues)
-                render.print_json(status_document(session, statuses), compact=True)
+                statuses, refused = status_per_queue(session, queues)
+                render.print_json(status_document(session, statuses, refused), compact=True)
                 time.sleep(interval)
         except KeyboardInterrupt:  # Ctrl-C is how --watch ends
             pass
@@ -163,13 +165,15 @@ def watch_status(session: Session, queues: tuple[str, ...], interval: float, *, 
         from rich.console import Group
         from rich.text import Text
 
-        statuses = collect_status(session, queues)
+        statuses, refused = status_per_queue(session, queues)
         stamp = time.strftime("%H:%M:%S")
         title = f"{session.target.display}  {stamp}  (every {interval:g}s, Ctrl-C to stop)"
         parts = [render.status_table(statuses, title=title, slos=queue_slos(session))]
         for s in statuses:
             for w in s.warnings + s.errors:
                 parts.append(Text(f"{s.queue}: {w}", style="yellow"))
+        for name, err in refused:  # a queue the ACL refuses is named in each frame; the others go on
+            parts.append(Text(f"{name}: {err}", style="red"))
         if header is not None:
             parts.insert(0, header())
         return Group(*parts)
