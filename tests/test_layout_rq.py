@@ -285,3 +285,25 @@ def test_redrive_while_the_worker_runs(cfg, redis_url, failed, redis_client):
     assert sorted(registry.get_job_ids()) == sorted(i for n, i in ids.items() if n.startswith("even-"))
     assert q.count == 0 and redis_client.zcard("rq:wip:work") == 0  # no in-flight structure left dirty
     assert redis_client.llen("rq:queue:work:intermediate") == 0
+
+
+def test_an_id_planned_twice_is_pushed_once(redis_client, failed):
+    """A registry window that shifted at plan time can list an id twice: a
+    second copy in the same call is ``gone`` (the call reads every fence
+    before it removes any), and so is a third in the next call of the same
+    round trip."""
+    from jobctl.model import State
+    from jobctl.ops.engine import run_plan
+    from jobctl.ops.spec import Operation, OpSpec
+
+    q, ids = failed
+    lay = _layout(redis_client)
+    plan = lay.plan(OpSpec(Operation.REDRIVE, "work", State.DEAD, State.READY))
+    first = plan.jobs[0]
+    plan.jobs.append(first)
+    plan.jobs.append(first)
+    res = run_plan(lay, plan, journal=False, batch=13)  # 0..12: the id twice; 13: once more
+    assert res.moved == 12 and res.skipped_reasons == {"gone": 2}
+    queued = [x.decode() for x in redis_client.lrange(lay.keys.queue, 0, -1)]
+    assert len(queued) == 12 and queued.count(first.job_id) == 1
+    assert FailedJobRegistry(queue=q).count == 0
