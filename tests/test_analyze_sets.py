@@ -109,3 +109,15 @@ def test_a_cut_table_says_exactly_what_it_leaves_out():
         "(4 more row(s) holding 9 job(s) not shown here; report.json lists 2 of them; 2 row(s) holding "
         "4 job(s) are beyond the cap of 3 and listed nowhere)", ""]
     assert _more(rows, 3, 0, top=3) == []
+
+
+def test_a_partitioned_export_reads_whole_with_its_partition_column(spark, redis_url, redis_client, tmp_path):
+    ids = [f"p{i:03d}" for i in range(120)]
+    for job_id in ids:
+        redis_client.set(K.job(job_id), _job(job_id))
+    redis_client.lpush(K.dead, *ids)
+    out = tmp_path / "dlq"
+    assert main(["--url", redis_url, "export", "dups", "--out", str(out), "--partition-by", "day"]) == 0
+    df = spark.read.parquet(str(out))
+    assert df.count() == 120 and "day" in df.columns
+    assert sorted(r["job_id"] for r in df.select("job_id").collect()) == ids

@@ -50,9 +50,13 @@ def _progress_bar(total: int):
               help="Rows per part file.")
 @click.option("--batch", type=options.Count(1, 10_000), default=1000, show_default=True,
               help="Jobs read per Redis round trip.")
+@click.option("--partition-by", type=click.Choice(["day", "type"]),
+              help="Parts in one directory per UTC day the job died (day=2026-11-28/) or per job type "
+                   "(type=webhook.deliver/), which Spark, pandas, pyarrow and DuckDB read as a column.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @pass_session
-def export(session: Session, queue, states, filter_text, out_dir, fmt, part_rows, batch, as_json) -> int:
+def export(session: Session, queue, states, filter_text, out_dir, fmt, part_rows, batch, partition_by,
+           as_json) -> int:
     """Export every matching job of QUEUE to part files plus _manifest.json.
 
     \b
@@ -82,7 +86,8 @@ def export(session: Session, queue, states, filter_text, out_dir, fmt, part_rows
         started = time.monotonic()
         try:
             res = run_export(layout, out_dir, states=wanted, flt=flt, fmt=fmt, server=session.target.display,
-                             part_rows=part_rows, batch=batch, progress=progress, note=render.note)
+                             part_rows=part_rows, batch=batch, progress=progress, note=render.note,
+                             partition_by=partition_by)
         except KeyboardInterrupt:
             finish()
             render.note(f"interrupted: the parts written so far are kept; run the same command again "

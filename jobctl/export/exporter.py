@@ -48,12 +48,12 @@ from ..escape import json_safe
 from ..filter import MATCH_ALL, Filter
 from ..model import State
 from . import FORMATS
-from .manifest import MANIFEST_NAMES, Manifest, PartInfo, find_manifest
+from .manifest import Manifest, find_manifest
 from .columns import ColumnBatch, rows_columns, window_columns
 from .rows import record_row
 from .source import selects, walk
 from .window_runs import window_runs
-from .writer import PartWriter, open_writer
+from .partitions import PARTITIONS, OpenParts
 
 if TYPE_CHECKING:
     from ..layouts.base import Layout
@@ -94,10 +94,12 @@ class ExportResult:
                 "restarted": self.restarted}
 
 
-def selector_of(layout: "Layout", states: list[State], flt: Filter, fmt: str) -> dict:
+def selector_of(layout: "Layout", states: list[State], flt: Filter, fmt: str, partition_by: str | None = None
+                ) -> dict:
     """The selector recorded in (and compared against) the manifest."""
-    return {"queue": layout.queue_name, "layout": layout.name, "states": [s.value for s in states],
-            "filter": flt.text, "format": fmt}
+    sel = {"queue": layout.queue_name, "layout": layout.name, "states": [s.value for s in states],
+           "filter": flt.text, "format": fmt}
+    return {**sel, "partition_by": partition_by} if partition_by else sel
 
 
 def _source_of(layout: "Layout", server: str | None) -> dict:
@@ -137,9 +139,11 @@ def _describe(sel: dict) -> str:
 
 
 def _clean(out: Path, keep: set[str]) -> None:
-    """Delete temporary files and parts the manifest does not list."""
-    for p in out.iterdir():
-        if p.name in MANIFEST_NAMES or p.name in keep:
+    """Delete temporary files and parts the manifest does not list (in
+    partition directories too)."""
+    for p in [*out.glob("*part-*"), *out.glob("*=*/*part-*")]:
+        name = p.relative_to(out).as_posix()
+        if name in keep or not p.is_file():
             continue
         if (p.name.startswith(".part-") and p.name.endswith(".tmp")) or p.name.startswith("part-"):
             p.unlink()
@@ -151,11 +155,13 @@ def run_export(layout: "Layout", out_dir: str | Path, *, states: list[State] | t
                snapshot_ms: int | None = None, checkpoint_batches: int = 100,
                progress: Callable[[int, int], None] | None = None,
                note: Callable[[str], None] | None = None,
-               writer_options: dict | None = None) -> ExportResult:
+               writer_options: dict | None = None, partition_by: str | None = None) -> ExportResult:
     """Export every job of ``states`` in ``layout`` matching ``flt`` to ``out_dir``.
 
     ``snapshot_ms`` (default: now) is the instant the filter is evaluated at
     (``age``, ``dead_for``); a resumed export keeps the first run's.
+    ``partition_by`` (``day`` or ``type``): parts in one directory per
+    partition (:mod:`jobctl.export.partitions`).
     ``server`` is the secret-free server name for the manifest
     (``session.target.display``).  ``progress(scanned, exported)`` is called
     after each batch; ``note(text)`` gets diagnostics (resume, restart).
@@ -174,7 +180,9 @@ def run_export(layout: "Layout", out_dir: str | Path, *, states: list[State] | t
     for s in states:
         layout.check_supported(s)
     out = Path(out_dir)
-    selector = selector_of(layout, states, flt, fmt)
+    if partition_by not in (None, *PARTITIONS):
+        raise UsageError(f"unknown partitioning {partition_by!r} (choose from {', '.join(PARTITIONS)})")
+    selector = selector_of(layout, states, flt, fmt, partition_by)
     source = _source_of(layout, server)
     say = note or (lambda _text: None)
     result_flags: dict = {}
@@ -267,9 +275,7 @@ class _ExportWalk:
         self.progress, self.writer_options = progress, writer_options
         self.skip = int(m.progress.get("batches") or 0)
         self.expected_last = m.progress.get("last_id")
-        self.writer: PartWriter | None = None
-        self.part_counts: Counter = Counter()
-        self.part_malformed = 0
+        self.parts = OpenParts(fmt, out, m.selector.get("partition_by"), writer_options)
         self.scanned: Counter = Counter(m.scanned)
         self.exported = m.rows
         self.since_checkpoint = 0
@@ -286,9 +292,7 @@ class _ExportWalk:
 
     def abort(self) -> None:
         """Delete the part being written, if any."""
-        if self.writer is not None:
-            self.writer.abort()
-            self.writer = None
+        self.parts.abort()
 
     def walk(self, batch: int) -> None:
         """Write every batch past the resume point, then complete the manifest.
@@ -339,11 +343,7 @@ class _ExportWalk:
     def _write(self, sb, cols: ColumnBatch) -> None:
         if not cols.n:
             return
-        if self.writer is None:
-            self.writer = open_writer(self.fmt, self.out, len(self.m.parts), **self.writer_options)
-        self.writer.write_batch(cols)
-        self.part_counts[sb.state.value] += cols.n
-        self.part_malformed += cols.malformed
+        self.parts.write(self.m, sb.state.value, cols)
         self.exported += cols.n
 
     def _after(self, sb) -> None:
@@ -352,21 +352,18 @@ class _ExportWalk:
         self.last_seen_id = sb.last_id if sb.size else self.last_seen_id
         self.last_ordinal = sb.ordinal
         self.since_checkpoint += 1
-        if self.writer is not None and self.writer.rows >= self.part_rows:
-            _commit(self.writer, self.m, self.part_counts, self.part_malformed)
-            self.writer, self.part_counts, self.part_malformed = None, Counter(), 0
+        if self.parts.open and self.parts.rows >= self.part_rows:
+            self.parts.commit(self.m)
             self.checkpoint(sb.ordinal, self.last_seen_id)
             self.since_checkpoint = 0
-        elif self.writer is None and self.since_checkpoint >= self.checkpoint_batches:
+        elif not self.parts.open and self.since_checkpoint >= self.checkpoint_batches:
             self.checkpoint(sb.ordinal, self.last_seen_id)
             self.since_checkpoint = 0
 
     def _finish(self) -> None:
         if self.skip and self.res.skipped_batches < self.skip:
             raise _Shifted("the source now has fewer batches than the export had covered")
-        if self.writer is not None:
-            _commit(self.writer, self.m, self.part_counts, self.part_malformed)
-            self.writer = None
+        self.parts.commit(self.m)
         m = self.m
         m.complete = True
         m.finished_ms = _now_ms()
@@ -376,9 +373,3 @@ class _ExportWalk:
 
 class _Shifted(Exception):
     """The source no longer matches the manifest's resume point."""
-
-
-def _commit(writer: PartWriter, m: Manifest, counts: Counter, malformed: int) -> None:
-    size, digest = writer.commit()
-    m.parts.append(PartInfo(file=writer.final, rows=writer.rows, bytes=size, sha256=digest,
-                            counts=dict(counts), malformed=malformed))
