@@ -21,14 +21,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from jobctl.errors import NotFound
-from jobctl.layouts.base import KeyedLayout, now_ms
+from jobctl.layouts.package_layout import PackageModules
+from jobctl.layouts.base import KeyedLayout
 from jobctl.layouts.bullmq.job import BullJobs
 from jobctl.layouts.bullmq.keys import DEFAULT_PREFIX, BullKeys
 from jobctl.layouts.bullmq.ops import TRANSITIONS
 from jobctl.layouts.common import score_ms, text
 from jobctl.layouts.facts import StrOption
 from jobctl.layouts.walks import walk_list, walk_zset
-from jobctl.model import JobRecord, QueueStatus, State
+from jobctl.model import JobRecord, State
 
 __all__ = ["BullMQ"]
 
@@ -36,7 +37,7 @@ __all__ = ["BullMQ"]
 _ZSET_STATES = {State.SCHEDULED: "delayed", State.DEAD: "failed", State.HISTORY: "completed"}
 
 
-class BullMQ(BullJobs, KeyedLayout):
+class BullMQ(PackageModules, BullJobs, KeyedLayout):
     """A BullMQ queue; see the module docstring."""
 
     name = "bullmq"
@@ -48,31 +49,8 @@ class BullMQ(BullJobs, KeyedLayout):
         super().__init__(client, queue)
         self.keys = BullKeys(str(queue.options.get("prefix") or DEFAULT_PREFIX), queue.base_tag)
 
-    @classmethod
-    def recognizer(cls):
-        from jobctl.layouts.bullmq.discover import recognize
-
-        return recognize
-
     # -- operations (jobctl.layouts.bullmq.ops) ------------------------------------
-    def plan(self, spec, now: int | None = None):
-        """The plan of a redrive or purge of failed jobs (reads only)."""
-        from jobctl.layouts.bullmq.ops import plan_operation
-
-        return plan_operation(self, spec, now_ms() if now is None else now)
-
-    def apply(self, plan, *, batch: int | None = None):
-        """One fenced script call per batch (:func:`jobctl.layouts.bullmq.ops.apply_plan`)."""
-        from jobctl.layouts.bullmq.ops import DEFAULT_BATCH, apply_plan
-
-        return apply_plan(self, plan, batch=min(batch or DEFAULT_BATCH, DEFAULT_BATCH))
-
     # -- the read model ----------------------------------------------------------
-    def status(self, now: int | None = None) -> QueueStatus:
-        from jobctl.layouts.bullmq.status import queue_status
-
-        return queue_status(self, now_ms() if now is None else now)
-
     def depth(self, state: State) -> int:
         """``LLEN``/``ZCARD`` of the state's keys."""
         self.check_supported(state)

@@ -23,12 +23,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from jobctl.errors import NotFound
-from jobctl.layouts.base import KeyedLayout, now_ms
+from jobctl.layouts.package_layout import PackageModules
+from jobctl.layouts.base import KeyedLayout
 from jobctl.layouts.celery.keys import CeleryKeys
 from jobctl.layouts.celery.ops import TRANSITIONS
 from jobctl.layouts.celery.records import first_ready, walk_ready, walk_unacked
 from jobctl.layouts.facts import StrOption
-from jobctl.model import JobRecord, QueueStatus, State
+from jobctl.model import JobRecord, State
 
 __all__ = ["Celery", "VISIBILITY_DEFAULT_MS"]
 
@@ -36,7 +37,7 @@ __all__ = ["Celery", "VISIBILITY_DEFAULT_MS"]
 VISIBILITY_DEFAULT_MS = 3_600_000
 
 
-class Celery(KeyedLayout):
+class Celery(PackageModules, KeyedLayout):
     """A Celery queue; see the module docstring."""
 
     name = "celery"
@@ -50,25 +51,7 @@ class Celery(KeyedLayout):
         self.keys = CeleryKeys(queue.base_tag, str(queue.options.get("key_prefix") or ""))
         self.visibility_ms = queue.visibility_timeout_ms or VISIBILITY_DEFAULT_MS
 
-    @classmethod
-    def recognizer(cls):
-        from jobctl.layouts.celery.discover import recognize
-
-        return recognize
-
     # -- operations (jobctl.layouts.celery.ops) ----------------------------------
-    def plan(self, spec, now: int | None = None):
-        """The plan of a requeue of overdue unacked messages or a purge of ready ones (reads only)."""
-        from jobctl.layouts.celery.ops import plan_operation
-
-        return plan_operation(self, spec, now_ms() if now is None else now)
-
-    def apply(self, plan, *, batch: int | None = None):
-        """One fenced ``cel_requeue.lua`` / ``cel_purge.lua`` call per batch."""
-        from jobctl.layouts.celery.ops import DEFAULT_BATCH, apply_plan
-
-        return apply_plan(self, plan, batch=batch or DEFAULT_BATCH)
-
     def check(self, *, repair: bool = False):
         """kombu's invariants, report only (:mod:`jobctl.layouts.celery.check`)."""
         from jobctl.layouts.celery.check import check_queue
@@ -76,11 +59,6 @@ class Celery(KeyedLayout):
         return check_queue(self, repair=repair)
 
     # -- the read model ----------------------------------------------------------
-    def status(self, now: int | None = None) -> QueueStatus:
-        from jobctl.layouts.celery.status import queue_status
-
-        return queue_status(self, now_ms() if now is None else now)
-
     def depth(self, state: State) -> int:
         """Ready: one ``LLEN`` per priority list; processing: this queue's unacked entries (walked)."""
         self.check_supported(state)

@@ -22,14 +22,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from jobctl.errors import NotFound
-from jobctl.layouts.base import KeyedLayout, now_ms
+from jobctl.layouts.base import KeyedLayout
 from jobctl.layouts.common import score_ms, text
+from jobctl.layouts.package_layout import PackageModules
 from jobctl.layouts.rq.job import FAILED_AT_NOTE, RqJobs
 from jobctl.layouts.rq.keys import RqKeys
 from jobctl.layouts.rq.inspect import suppressed_records
 from jobctl.layouts.rq.ops import TRANSITIONS
 from jobctl.layouts.walks import walk_list, walk_zset
-from jobctl.model import JobRecord, QueueStatus, State
+from jobctl.model import JobRecord, State
 
 __all__ = ["Rq"]
 
@@ -43,7 +44,7 @@ def _sec_ms(score) -> int | None:
     return None if score is None else score_ms(float(score) * 1000)
 
 
-class Rq(RqJobs, KeyedLayout):
+class Rq(PackageModules, RqJobs, KeyedLayout):
     """An RQ queue; see the module docstring."""
 
     name = "rq"
@@ -54,25 +55,7 @@ class Rq(RqJobs, KeyedLayout):
         super().__init__(client, queue)
         self.keys = RqKeys(queue.base_tag)
 
-    @classmethod
-    def recognizer(cls):
-        from jobctl.layouts.rq.discover import recognize
-
-        return recognize
-
     # -- operations: the failed registry (jobctl.layouts.rq.ops) ------------------
-    def plan(self, spec, now: int | None = None):
-        """The plan of a redrive or purge of the failed registry (reads only)."""
-        from jobctl.layouts.rq.ops import plan_operation
-
-        return plan_operation(self, spec, now_ms() if now is None else now)
-
-    def apply(self, plan, *, batch: int | None = None):
-        """One fenced script call per batch (:func:`jobctl.layouts.rq.ops.apply_plan`)."""
-        from jobctl.layouts.rq.ops import DEFAULT_BATCH, apply_plan
-
-        return apply_plan(self, plan, batch=batch or DEFAULT_BATCH)
-
     def check(self, *, repair: bool = False):
         """RQ's invariants, report only (:mod:`jobctl.layouts.rq.check`)."""
         from jobctl.layouts.rq.check import check_queue
@@ -80,11 +63,6 @@ class Rq(RqJobs, KeyedLayout):
         return check_queue(self, repair=repair)
 
     # -- the read model ----------------------------------------------------------
-    def status(self, now: int | None = None) -> QueueStatus:
-        from jobctl.layouts.rq.status import queue_status
-
-        return queue_status(self, now_ms() if now is None else now)
-
     def depth(self, state: State) -> int:
         """One ``LLEN``/``ZCARD`` (processing: both of its keys)."""
         self.check_supported(state)

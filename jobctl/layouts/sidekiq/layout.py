@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from jobctl.errors import NotFound
+from jobctl.layouts.package_layout import PackageModules
 from jobctl.layouts.base import KeyedLayout, now_ms
 from jobctl.layouts.common import text
 from jobctl.layouts.facts import StrOption
@@ -37,7 +38,7 @@ from jobctl.model import JobRecord, QueueStatus, State
 __all__ = ["Sidekiq"]
 
 
-class Sidekiq(KeyedLayout):
+class Sidekiq(PackageModules, KeyedLayout):
     """A Sidekiq instance; see the module docstring."""
 
     name = "sidekiq"
@@ -49,19 +50,7 @@ class Sidekiq(KeyedLayout):
         super().__init__(client, queue)
         self.keys = SidekiqKeys(str(queue.options.get("namespace") or ""))
 
-    @classmethod
-    def recognizer(cls):
-        from jobctl.layouts.sidekiq.discover import recognize
-
-        return recognize
-
     # -- operations (jobctl.layouts.sidekiq.ops) -----------------------------------
-    def plan(self, spec, now: int | None = None):
-        """The plan of a redrive, promote or purge (reads only)."""
-        from jobctl.layouts.sidekiq.ops import plan_operation
-
-        return plan_operation(self, spec, now_ms() if now is None else now)
-
     def apply(self, plan, *, batch: int | None = None):
         """One fenced script call per batch (:func:`jobctl.layouts.sidekiq.ops.apply_plan`)."""
         from jobctl.layouts.sidekiq.ops import DEFAULT_BATCH, apply_plan
