@@ -33,7 +33,8 @@ from ..ops.spec import Operation, OpSpec
 from ..scripts import script
 from .common import text
 
-__all__ = ["call_move", "move_result", "requeue_calls", "shard_chunks", "window_mode", "REQUEUE_BUDGET", "FAILED_CODES"]
+__all__ = ["call_move", "move_error", "move_result", "requeue_calls", "shard_chunks", "window_mode", "REQUEUE_BUDGET",
+           "FAILED_CODES"]
 
 #: Elements of a processing list one requeue call may search (LPOS MAXLEN
 #: from the tail, then LREM -1 over the same elements: at most twice this
@@ -59,13 +60,23 @@ def call_move(client, name: str, keys: list, args: list) -> list[Any]:
     try:
         return script(client, name)(keys=keys, args=args)
     except redis.exceptions.ResponseError as exc:
-        msg = str(exc).splitlines()[0] if str(exc) else ""
-        if msg.startswith("WRONGTYPE key "):
-            raise DataError(f"{msg[len('WRONGTYPE '):]}: stopped, this call moved nothing "
-                            "(fix the key's type, then run the same command again)") from None
-        if msg.startswith("BADARG"):
-            raise JobctlError(f"internal error: {name}.lua refused its arguments ({msg}); nothing moved") from None
-        raise
+        err = move_error(name, exc)
+        if err is exc:
+            raise
+        raise err from None
+
+
+def move_error(name: str, exc: Exception) -> Exception:
+    """The jobctl error of a move script's error reply ``exc``: ``WRONGTYPE key``
+    (nothing written by that call) -> :class:`DataError`, ``BADARG`` ->
+    :class:`JobctlError`, anything else ``exc`` itself."""
+    msg = str(exc).splitlines()[0] if str(exc) else ""
+    if msg.startswith("WRONGTYPE key "):
+        return DataError(f"{msg[len('WRONGTYPE '):]}: stopped, this call moved nothing "
+                         "(fix the key's type, then run the same command again)")
+    if msg.startswith("BADARG"):
+        return JobctlError(f"internal error: {name}.lua refused its arguments ({msg}); nothing moved")
+    return exc
 
 
 def move_result(reply: Sequence[Any]) -> BatchResult:

@@ -13,8 +13,7 @@ from itertools import islice
 from typing import Any
 
 from jobctl.cluster import is_cluster
-from jobctl.errors import DataError, JobctlError
-from jobctl.layouts.moves import move_result
+from jobctl.layouts.moves import move_error, move_result
 from jobctl.ops.result import BatchResult
 from jobctl.ops.walk.flight import is_noscript
 from jobctl.scripts import script
@@ -27,17 +26,11 @@ DEPTH = 12
 
 
 def _checked(name: str, reply: Any) -> Any:
-    """``reply`` of ``jobctl/lua/<name>.lua``, or the jobctl error an error reply stands for
-    (:func:`jobctl.layouts.moves.call_move`'s mapping)."""
+    """``reply`` of ``jobctl/lua/<name>.lua``, or the jobctl error an error reply
+    stands for raised (:func:`jobctl.layouts.moves.move_error`)."""
     if not isinstance(reply, Exception):
         return reply
-    msg = str(reply).splitlines()[0] if str(reply) else ""
-    if msg.startswith("WRONGTYPE key "):
-        raise DataError(f"{msg[len('WRONGTYPE '):]}: stopped, this call moved nothing "
-                        "(fix the key's type, then run the same command again)")
-    if msg.startswith("BADARG"):
-        raise JobctlError(f"internal error: {name}.lua refused its arguments ({msg}); nothing moved")
-    raise reply
+    raise move_error(name, reply)
 
 
 def _send(client, calls: list[tuple[str, list, list]]) -> list[Any]:

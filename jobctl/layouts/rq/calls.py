@@ -14,29 +14,16 @@ from collections.abc import Iterable, Iterator
 from itertools import islice
 from typing import Any
 
-from jobctl.errors import DataError, JobctlError
+from jobctl.layouts.moves import move_error
 from jobctl.ops.result import BatchResult
 from jobctl.ops.walk.flight import Flight, Trip
 from jobctl.ops.walk.wire import Wire, packed_evalsha, texts
 from jobctl.scripts import script
 
-__all__ = ["CALLS_PER_TRIP", "pipelined_moves", "reply_result", "move_error"]
+__all__ = ["CALLS_PER_TRIP", "pipelined_moves", "reply_result"]
 
 #: Script calls sent in one round trip (each bounded on its own by its job count).
 CALLS_PER_TRIP = 16
-
-
-def move_error(name: str, exc: Exception) -> Exception:
-    """The jobctl error of a move script's error reply ``exc``: ``WRONGTYPE key``
-    (nothing written by that call) -> :class:`DataError`, ``BADARG`` ->
-    :class:`JobctlError`, anything else as it is."""
-    msg = str(exc).splitlines()[0] if str(exc) else ""
-    if msg.startswith("WRONGTYPE key "):
-        return DataError(f"{msg[len('WRONGTYPE '):]}: stopped, this call moved nothing "
-                         "(fix the key's type, then run the same command again)")
-    if msg.startswith("BADARG"):
-        return JobctlError(f"internal error: {name}.lua refused its arguments ({msg}); nothing moved")
-    return exc
 
 
 def reply_result(reply: list[Any]) -> BatchResult:
@@ -54,7 +41,7 @@ def pipelined_moves(client, name: str, calls: Iterable[tuple[list, list]],
                     per_trip: int = CALLS_PER_TRIP) -> Iterator[BatchResult]:
     """Run the move script ``name`` once per ``(keys, args)`` of ``calls``,
     ``per_trip`` calls a round trip; one :class:`BatchResult` a call, in
-    order.  An error reply is raised (:func:`move_error`) after the results
+    order.  An error reply is raised (:func:`jobctl.layouts.moves.move_error`) after the results
     of the other calls of its round trip (they ran) have been yielded."""
     s = script(client, name)
     flight = Flight(Wire(client), s)
