@@ -32,19 +32,21 @@ class TailRange:
     no column per job, so its memory does not grow with the DLQ.  The window
     engine reads the ids of each window just before moving it (identity by
     position: workers only push at the head).  ``len`` is the sum of the
-    ``W``; ``sample`` holds a few ids from the bounded envelope sample
-    (:attr:`Plan.breakdown_sampled`).  Indexing and iteration are refused
-    (``TypeError``): no per-job data is kept.
+    ``W``, less the ``excluded`` positions (jobs the walk leaves where they
+    are, e.g. dangling ids, that the plan's sample saw); ``sample`` holds a
+    few ids from the bounded envelope sample (:attr:`Plan.breakdown_sampled`).
+    Indexing and iteration are refused (``TypeError``): no per-job data is kept.
     """
 
-    __slots__ = ("walked", "sample")
+    __slots__ = ("walked", "sample", "excluded")
 
-    def __init__(self, walked: dict[int, int], sample: list[str] | None = None) -> None:
+    def __init__(self, walked: dict[int, int], sample: list[str] | None = None, excluded: int = 0) -> None:
         self.walked = dict(walked)
         self.sample = list(sample or [])
+        self.excluded = excluded
 
     def __len__(self) -> int:
-        return sum(self.walked.values())
+        return sum(self.walked.values()) - self.excluded
 
     def __getitem__(self, key):
         if isinstance(key, slice):

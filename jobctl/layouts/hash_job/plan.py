@@ -144,19 +144,11 @@ def tail_failed_plan(spec: OpSpec) -> bool:
 
 
 class HashJobTailRange(TailRange):
-    """A :class:`~jobctl.ops.plan.TailRange` whose ``excluded`` positions
-    (the dangling ids and a redrive's malformed payloads the plan's sample
-    saw) are walked but not planned: ``len`` is the walked positions minus
-    them."""
+    """The :class:`~jobctl.ops.plan.TailRange` of a hash-job plan; its
+    ``excluded`` positions are the dangling ids and a redrive's malformed
+    payloads the plan's sample saw."""
 
-    __slots__ = ("excluded",)
-
-    def __init__(self, walked: dict[int, int], sample: list[str] | None = None, excluded: int = 0) -> None:
-        super().__init__(walked, sample)
-        self.excluded = excluded
-
-    def __len__(self) -> int:
-        return sum(self.walked.values()) - self.excluded
+    __slots__ = ()
 
 
 class TailPlan(Plan):

@@ -33,18 +33,10 @@ READ_WINDOW = 1000
 
 
 class JsonTailRange(TailRange):
-    """A :class:`~jobctl.ops.plan.TailRange` whose ``excluded`` positions
-    (malformed strings a redrive leaves dead) are walked but not planned:
-    ``len`` is the walked positions minus them."""
+    """The :class:`~jobctl.ops.plan.TailRange` of a json-list plan; its
+    ``excluded`` positions are the malformed strings a redrive leaves dead."""
 
-    __slots__ = ("excluded",)
-
-    def __init__(self, walked: dict[int, int], sample: list[str] | None = None, excluded: int = 0) -> None:
-        super().__init__(walked, sample)
-        self.excluded = excluded
-
-    def __len__(self) -> int:
-        return sum(self.walked.values()) - self.excluded
+    __slots__ = ()
 
 
 def tail_applies(spec: OpSpec) -> bool:
