@@ -47,6 +47,9 @@ MIN = 60_000
 FIXED = with_behaviour("healthy", ack=1.0, retry=0.0, dead=0.0, crash=0.0, delayed=0.0)
 #: The same, slow enough (20-40 ms a job) that a backlog lasts through a run.
 SLOW = with_behaviour("healthy", ack=1.0, retry=0.0, dead=0.0, crash=0.0, delayed=0.0, run_ms=(20, 40))
+#: one worker of this takes about 3 jobs/s: it cannot empty a 300-job queue before a loaded machine's
+#: runbook reaches its split step (SLOW's 30 jobs/s did, and the step was rightly skipped)
+CRAWL = with_behaviour("healthy", ack=1.0, retry=0.0, dead=0.0, crash=0.0, delayed=0.0, run_ms=(250, 400))
 
 
 @dataclass
@@ -323,7 +326,7 @@ CASES: dict[str, Case] = {
     "retire-or-split-queue": Case(
         "healthy", size=300,
         prepare=lambda ctx: ctx.params.update(tenant="tenant_1"),
-        pool=dict(behaviour=SLOW, rate=0, workers=1), others=(("email-v2", dict(behaviour=FIXED, rate=0)),),
+        pool=dict(behaviour=CRAWL, rate=0, workers=1), others=(("email-v2", dict(behaviour=FIXED, rate=0)),),
         declared=("email", "email-v2"), manual=(("retire", None),), goal=_retire_goal),
     "unsupported-payload-version": Case(
         "dlq-spike", size=600, prepare=_upv_prepare,
