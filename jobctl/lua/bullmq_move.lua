@@ -36,6 +36,7 @@
 --          or an error reply "BADARG ..." / "WRONGTYPE ..." (nothing written)
 
 --@prelude checks
+--@prelude bullmq_queue
 
 local mode, err = jc_one_of(ARGV[1], 'mode', { redrive = true, purge = true })
 if err then return redis.error_reply(err) end
@@ -51,16 +52,10 @@ for i = 1, n do
   local push = ARGV[4 + 7 * (i - 1) + 4]
   if push ~= 'LPUSH' and push ~= 'RPUSH' then return redis.error_reply('BADARG push of job ' .. i) end
 end
-err = jc_job_numbers(3, 7, 2, 'score', false) or jc_check_types({
-  { KEYS[1], 'zset' }, { KEYS[2], 'list' }, { KEYS[3], 'zset' }, { KEYS[4], 'string' }, { KEYS[5], 'zset' },
-  { KEYS[6], 'hash' }, { KEYS[7], 'stream' }, { KEYS[8], 'list' }, { KEYS[9], 'list' } })
+err = jc_job_numbers(3, 7, 2, 'score', false) or jc_bull_queue_types()
 if err then return redis.error_reply(err) end
 
-local meta = redis.call('HMGET', KEYS[6], 'paused', 'concurrency', 'opts.maxLenEvents')
-local held = meta[1] ~= false
-if not held and meta[2] then held = redis.call('LLEN', KEYS[8]) >= tonumber(meta[2]) end
-local maxlen = tonumber(meta[3]) or 10000
-local target = (meta[1] and redis.call('EXISTS', KEYS[9]) == 1) and KEYS[9] or KEYS[2]
+local held, maxlen, target = jc_bull_queue_state()
 
 -- (redrive) a parent's bookkeeping keys of another type: the job is skipped
 local function parent_wrongtype(base)

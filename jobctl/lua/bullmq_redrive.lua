@@ -33,6 +33,7 @@
 --          or an error reply "BADARG ..." / "WRONGTYPE ..." (nothing written)
 
 --@prelude checks
+--@prelude bullmq_queue
 --@prelude bullmq_fence
 
 local reset, err = jc_one_of(ARGV[1], 'reset', { ['0'] = true, ['1'] = true })
@@ -41,16 +42,10 @@ local n
 n, err = jc_job_count(2, 3, 9)
 if err then return redis.error_reply(err) end
 if n > 1000 then return redis.error_reply('BADARG job count ' .. tostring(ARGV[2])) end
-err = jc_job_numbers(2, 3, 2, 'score', false) or jc_check_types({
-  { KEYS[1], 'zset' }, { KEYS[2], 'list' }, { KEYS[3], 'zset' }, { KEYS[4], 'string' }, { KEYS[5], 'zset' },
-  { KEYS[6], 'hash' }, { KEYS[7], 'stream' }, { KEYS[8], 'list' }, { KEYS[9], 'list' } })
+err = jc_job_numbers(2, 3, 2, 'score', false) or jc_bull_queue_types()
 if err then return redis.error_reply(err) end
 
-local meta = redis.call('HMGET', KEYS[6], 'paused', 'concurrency', 'opts.maxLenEvents')
-local held = meta[1] ~= false
-if not held and meta[2] then held = redis.call('LLEN', KEYS[8]) >= tonumber(meta[2]) end
-local maxlen = tonumber(meta[3]) or 10000
-local target = (meta[1] and redis.call('EXISTS', KEYS[9]) == 1) and KEYS[9] or KEYS[2]
+local held, maxlen, target = jc_bull_queue_state()
 
 -- opts.lifo as the client-side plan read it (a truthy JSON value); opts is
 -- decoded only when it names lifo at all
