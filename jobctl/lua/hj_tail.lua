@@ -52,18 +52,9 @@ local redriven, info_hash = KEYS[6], KEYS[7]
 local a, err = jc_win_args('hj', { ready = true, suppressed = true, purge = true }, { ['0'] = true })
 if not a then return redis.error_reply(err) end
 local mode, n = a.mode, a.n
-err = jc_win_counts(15, 10 + n)
-if err then return redis.error_reply(err) end
-local first
-first, err = jc_int(ARGV[14], 'first', 0)
-if not first then return redis.error_reply(err) end
+local w, first = jc_win_tail_open(a, 15, 10 + n)
+if not w then return redis.error_reply(first) end
 local prefix = ARGV[15]
-err = jc_check_types({ { dead, 'list' }, { hold, 'list' }, { walk, 'hash' }, { lease, 'string' },
-                       { target, jc_win_target(mode) }, { redriven, 'hash' }, { info_hash, 'hash' } })
-if err then return redis.error_reply(err) end
-local w
-w, err = jc_win_begin(a, walk, lease)
-if not w then return redis.error_reply(err) end
 
 local popped, limit, met = w.popped, w.limit, w.met
 local this, ended, moved, held = 0, 0, 0, 0
@@ -200,13 +191,12 @@ local function run_from(i, k)
 end
 
 while popped < limit do
-  local i = popped - first + 1
+  local i, k = jc_win_tail_run(w, popped, first, n)
   local got
   if i < 1 or i > n then  -- before or past this call's entries: held uncoded
     got = redis.call('LMOVE', dead, hold, 'RIGHT', 'LEFT') and 1 or 0
     held = held + got
   else
-    local k = math.min(limit - popped, n - i + 1, JC_WIN_BULK)
     got = run_from(i, k)
     if got < k then ended = 1 end
   end

@@ -31,22 +31,12 @@ local redriven, info_hash, raw_hash, attempts, errors = KEYS[6], KEYS[7], KEYS[8
 local a, err = jc_win_args('jl', { ready = true, purge = true }, { ['0'] = true })
 if not a then return redis.error_reply(err) end
 local mode, n = a.mode, a.n
-err = jc_win_counts(15 + 2 * n, 10)
-if err then return redis.error_reply(err) end
-local first
-first, err = jc_int(ARGV[14], 'first', 0)
-if not first then return redis.error_reply(err) end
-err = jc_check_types({ { dead, 'list' }, { hold, 'list' }, { walk, 'hash' }, { lease, 'string' },
-                       { target, jc_win_target(mode) }, { redriven, 'hash' }, { info_hash, 'hash' },
-                       { raw_hash, 'hash' }, { attempts, 'hash' }, { errors, 'hash' } })
-if err then return redis.error_reply(err) end
-local w
-w, err = jc_win_begin(a, walk, lease)
-if not w then return redis.error_reply(err) end
+local w, first = jc_win_tail_open(a, 15 + 2 * n, 10,
+                                  { { raw_hash, 'hash' }, { attempts, 'hash' }, { errors, 'hash' } })
+if not w then return redis.error_reply(first) end
 
 local popped, limit, met, moved_ids = w.popped, w.limit, w.met, w.moved_ids
 local this, ended, moved, held = 0, 0, 0, 0
-local BULK = JC_WIN_BULK
 
 local function expected(i) return ARGV[14 + 2 * i], ARGV[15 + 2 * i] end
 
@@ -77,9 +67,7 @@ end
 -- the per-job loop takes the rest of the call.
 local bulk_on = true
 local function bulk_step()
-  local i = popped - first + 1
-  if i < 1 or i > n then return 0 end
-  local k = math.min(limit - popped, n - i + 1, BULK)
+  local i, k = jc_win_tail_run(w, popped, first, n)
   if k < 1 then return 0 end
   local els = redis.call('LPOP', dead, k)
   if not els then return 0 end

@@ -45,24 +45,15 @@ local a, err = jc_win_args('rl', { ready = true, stream = true, scheduled = true
 if not a then return redis.error_reply(err) end
 local mode, n = a.mode, a.n
 local nargs = #ARGV == 17 and 17 or 15
-err = jc_win_counts(nargs, 10 + n)
-if err then return redis.error_reply(err) end
 local prog, bits = nil, ''
 if nargs == 17 then
   bits, prog = ARGV[16], ARGV[17]
   if mode ~= 'ready' then return redis.error_reply('BADARG a filtered tail plan needs mode ready') end
   if #bits < math.ceil(n / 8) then return redis.error_reply('BADARG bitmap shorter than the entries') end
 end
-local first
-first, err = jc_int(ARGV[14], 'first', 0)
-if not first then return redis.error_reply(err) end
+local w, first = jc_win_tail_open(a, nargs, 10 + n)
+if not w then return redis.error_reply(first) end
 local prefix = ARGV[15]
-err = jc_check_types({ { dead, 'list' }, { hold, 'list' }, { walk, 'hash' }, { lease, 'string' },
-                       { target, jc_win_target(mode) }, { redriven, 'hash' }, { info_hash, 'hash' } })
-if err then return redis.error_reply(err) end
-local w
-w, err = jc_win_begin(a, walk, lease)
-if not w then return redis.error_reply(err) end
 
 local popped, limit, met, moved_ids = w.popped, w.limit, w.met, w.moved_ids
 local this, ended, moved, held = 0, 0, 0, 0
@@ -122,9 +113,7 @@ local function bulk_run(els, i)
 end
 
 local function bulk_step()
-  local i = popped - first + 1
-  if i < 1 or i > n then return 0 end
-  local k = math.min(limit - popped, n - i + 1, BULK)
+  local i, k = jc_win_tail_run(w, popped, first, n)
   if k < 1 then return 0 end
   local els = redis.call('RPOP', dead, k)
   if not els then return 0 end

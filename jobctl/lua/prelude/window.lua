@@ -19,6 +19,17 @@
 --        returns the walk state { total, popped, record_ttl, limit, this,
 --        ended, moved, held, met, moved_ids } or nil and "LEASE ..." /
 --        "WALK ..."
+--   jc_win_tail_open(a, nargs, nkeys, extra_types)
+--        a tail call's opening after jc_win_args (rl_tail, hj_tail, jl_tail):
+--        jc_win_counts, ARGV[14] the tail position of entry 1 (an integer
+--        >= 0), the types of KEYS[1..7] (dead list, hold list, walk hash,
+--        lease, the mode's target, redrive record hash, suppressed-info hash)
+--        and of extra_types ({ {key, type}, ... }), then jc_win_begin;
+--        returns w, first or nil and the first error (nothing written)
+--   jc_win_tail_run(w, popped, first, n)
+--        entry index i of the walk's position and k, how many elements one
+--        bulk pop may take from it (<= JC_WIN_BULK, within the call's limit
+--        and its entries); k < 1 when none
 --   jc_win_met_before(walk)  the walk hash's "met" positions, as a set
 --   jc_win_planned(a, keyed) the planned entries by identity (ARGV[14..],
 --        a.width a job), each { i, pos, id, payload, sha, key = KEYS[10+i]
@@ -87,6 +98,29 @@ local function jc_win_begin(a, walk, lease)
   local total = tonumber(h[2])
   return { total = total, popped = tonumber(h[3]), record_ttl = tonumber(h[4]), limit = math.min(a.upto, total),
            this = 0, ended = 0, moved = 0, held = 0, met = {}, moved_ids = {} }
+end
+
+local function jc_win_tail_open(a, nargs, nkeys, extra_types)
+  local err = jc_win_counts(nargs, nkeys)
+  if err then return nil, err end
+  local first
+  first, err = jc_int(ARGV[14], 'first', 0)
+  if not first then return nil, err end
+  local specs = { { KEYS[1], 'list' }, { KEYS[2], 'list' }, { KEYS[3], 'hash' }, { KEYS[4], 'string' },
+                  { KEYS[5], jc_win_target(a.mode) }, { KEYS[6], 'hash' }, { KEYS[7], 'hash' } }
+  for j = 1, #(extra_types or {}) do specs[#specs + 1] = extra_types[j] end
+  err = jc_check_types(specs)
+  if err then return nil, err end
+  local w
+  w, err = jc_win_begin(a, KEYS[3], KEYS[4])
+  if not w then return nil, err end
+  return w, first
+end
+
+local function jc_win_tail_run(w, popped, first, n)
+  local i = popped - first + 1
+  if i < 1 or i > n then return i, 0 end
+  return i, math.min(w.limit - popped, n - i + 1, JC_WIN_BULK)
 end
 
 -- planned positions of entries an earlier call met before their position
