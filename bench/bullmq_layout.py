@@ -16,7 +16,10 @@ command).  Prints one JSON object: per variant the median jobs/s, script
 calls and mean usec per call (``INFO commandstats``), the slowest script
 call (``SLOWLOG``, calls over 1 ms) and the calls over 5 ms; the ratios of
 medians (and, as ``ratio_unfiltered_whole_commands``, jobctl's command
-against node's whole ``retryJobs`` process); the load average.  1M jobs
+against node's whole ``retryJobs`` process); per run the CPU seconds of
+redis-server and of the client process (``ratio_unfiltered_cpu_model``:
+node's whole ``retryJobs`` over jobctl's, client + server: the ratio
+without the noise of a shared core); the load average.  1M jobs
 (``--jobs 1000000``) take ~15 min.
 Needs node and ``npm ci`` in bench/bullmq (run on demand).
 """
@@ -26,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -78,6 +82,18 @@ class FailedSet:
         pipe.execute()
 
 
+def _server_cpu_s(pid: int) -> float:
+    """redis-server's user + system CPU seconds so far (``/proc/<pid>/stat``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _child_cpu_s() -> float:
+    """User + system CPU seconds of every waited-for child process so far."""
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
 def _script_stats(admin) -> dict:
     evalsha = admin.info("commandstats").get("cmdstat_evalsha", {})
     slow = [e for e in admin.slowlog_get(10000) if e["command"].split(b" ", 1)[0].upper() in (b"EVALSHA", b"EVAL")]
@@ -86,7 +102,7 @@ def _script_stats(admin) -> dict:
             "script_calls_over_5ms": sum(e["duration"] > SLOW_US for e in slow)}
 
 
-def _one(fs: FailedSet, url: str, variant: str, jobctl: list[str], env: dict[str, str]) -> dict:
+def _one(fs: FailedSet, srv, variant: str, jobctl: list[str], env: dict[str, str]) -> dict:
     fs.lay()
     admin = fs.admin
     admin.config_resetstat()
@@ -94,7 +110,8 @@ def _one(fs: FailedSet, url: str, variant: str, jobctl: list[str], env: dict[str
     admin.config_set("slowlog-max-len", 10000)
     admin.slowlog_reset()
     moved = fs.n // 2 if variant == "jobctl_redrive_filtered" else fs.n
-    extra = {}
+    url, extra = srv.url, {}
+    cpu0 = (_server_cpu_s(srv.pid), _child_cpu_s())
     if variant == "bullmq_retryJobs":
         t0 = time.perf_counter()
         out = _node("retry", url, QUEUE, "1000")
@@ -111,6 +128,9 @@ def _one(fs: FailedSet, url: str, variant: str, jobctl: list[str], env: dict[str
         if run.returncode != 0:
             raise RuntimeError(f"{variant} exited {run.returncode}: {run.stderr.strip()[-500:]}")
         counts = None
+    # CPU seconds of the run (the client's whole process): the model of the ratio on a shared core
+    extra["server_cpu_s"] = round(_server_cpu_s(srv.pid) - cpu0[0], 3)
+    extra["client_cpu_s"] = round(_child_cpu_s() - cpu0[1], 3)
     stats = _script_stats(admin)
     counts = counts or _node("counts", url, QUEUE)
     ready = counts.get("waiting", counts.get("wait", 0)) + counts.get("prioritized", 0)
@@ -121,6 +141,8 @@ def _one(fs: FailedSet, url: str, variant: str, jobctl: list[str], env: dict[str
 
 def _summary(runs: list[dict]) -> dict:
     return {"jobs_per_s": round(statistics.median(r["jobs_per_s"] for r in runs)),
+            "server_cpu_s": statistics.median(r["server_cpu_s"] for r in runs),
+            "client_cpu_s": statistics.median(r["client_cpu_s"] for r in runs),
             "slowest_call_us": max((r["slowest_call_us"] or 0) for r in runs) or None,
             "script_calls_over_5ms": sum(r["script_calls_over_5ms"] for r in runs), "runs": runs}
 
@@ -152,7 +174,7 @@ def main() -> int:
         runs: dict[str, list] = {v: [] for v in variants}
         for _ in range(rounds):
             for v in variants:
-                runs[v].append(_one(fs, srv.url, v, jobctl, env))
+                runs[v].append(_one(fs, srv, v, jobctl, env))
     out = {"jobs": n, "rounds": rounds, "seed_s": round(fs.seed_s, 1), "loadavg": os.getloadavg(),
            **{v: _summary(r) for v, r in runs.items()}}
     base = out["bullmq_retryJobs"]["jobs_per_s"]
@@ -161,6 +183,9 @@ def main() -> int:
     whole = statistics.median(r["process_wall_s"] for r in runs["bullmq_retryJobs"])
     jobctl_wall = statistics.median(r["wall_s"] for r in runs["jobctl_redrive"])
     out["ratio_unfiltered_whole_commands"] = round(whole / jobctl_wall, 2)
+    # on one shared core: the CPU seconds (client process + redis-server) of node's whole retryJobs over jobctl's
+    cpu = {v: out[v]["server_cpu_s"] + out[v]["client_cpu_s"] for v in variants}
+    out["ratio_unfiltered_cpu_model"] = round(cpu["bullmq_retryJobs"] / cpu["jobctl_redrive"], 2)
     print(json.dumps(out, indent=2))
     return 0
 

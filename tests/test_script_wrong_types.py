@@ -570,9 +570,10 @@ def _bullmq_redrive(priority: str):
 
 
 def _bullmq_fence(c):
+    c.zadd(BULL[0], {"a": 5, "b": 6, "c": 7})
     c.hset("bull:q:a", mapping={"finishedOn": "10", "failedReason": "boom"})
     c.set("bull:q:b", "not a hash")
-    return ["bull:q:a", "bull:q:b", "bull:q:c"], []
+    return [BULL[0]], [0, 10, "bull:q:"]
 
 
 SK_JOB = '{"class":"A","queue":"work","args":[9223372036854775807],"jid":"j1","retry_count":0}'
@@ -611,6 +612,16 @@ def _cel_purge(c):
     """One ready message of the queue celery."""
     c.rpush("celery", CEL_MSG)
     return ["celery"], [0, 5, "jobctl:purge-tombstone:x", 1, CEL_MSG]
+
+
+CEL_RECORD = b'{"status": "FAILURE", "name": "a", "args": [9223372036854775807], "kwargs": {}, "queue": "celery"}'
+
+
+def _cel_replay(c):
+    """One failed task "t1"'s result record, replayed as "t2" to the queue celery."""
+    c.set("celery-task-meta-t1", CEL_RECORD)
+    return (["jobctl:celery:celery:replayed", "celery", "celery-task-meta-t1"],
+            [1, "t1", sha(CEL_RECORD), "t2", CEL_MSG])
 
 
 # -- the table ------------------------------------------------------------------------------------------------
@@ -790,6 +801,7 @@ SCRIPTS: dict[str, tuple[Call, ...] | ReadOnly] = {
     ),
     "cel_requeue": (C("requeue", _cel_requeue, {1, 2, 3}, {1: "hash", 2: "zset", 3: "list"}, {3: "wrongtype"}),),
     "cel_purge": (C("purge", _cel_purge, {1}, {1: "list"}),),
+    "cel_replay": (C("replay", _cel_replay, {1, 2}, {1: "hash", 2: "list", 3: "string"}, {3: "wrongtype"}),),
     "bullmq_read": ReadOnly(_bullmq_read),
     "bullmq_redrive": (
         C("redrive", _bullmq_redrive("0"), {1, 2, 5, 7, 10}, {**BULL_TYPES, 10: "hash"}, {10: "wrongtype"}),
@@ -958,6 +970,8 @@ BAD_ARGS = [
     ("bullmq_redrive", _bullmq_redrive("0"), lambda a: _with(a, 0, "yes"), "BADARG reset"),
     ("bullmq_redrive", _bullmq_redrive("0"), lambda a: _with(a, 3, "x"), "BADARG score"),
     ("bullmq_redrive", _bullmq_redrive("0"), lambda a: _with(a, 1, 2), "BADARG job count"),
+    ("bullmq_fence", _bullmq_fence, lambda a: _with(a, 0, "x"), "BADARG first rank"),
+    ("bullmq_fence", _bullmq_fence, lambda a: _with(a, 1, 1001), "BADARG count"),
     ("cel_requeue", _cel_requeue, lambda a: _with(a, 0, "-1"), "BADARG visibility timeout"),
     ("cel_requeue", _cel_requeue, lambda a: _with(a, 4, "x"), "BADARG score"),
     ("cel_requeue", _cel_requeue, lambda a: _with(a, 6, "x"), "BADARG first byte"),
@@ -968,6 +982,9 @@ BAD_ARGS = [
     ("cel_purge", _cel_purge, lambda a: _with(a, 1, 0), "BADARG hi"),
     ("cel_purge", _cel_purge, lambda a: _with(a, 2, ""), "BADARG tombstone"),
     ("cel_purge", _cel_purge, lambda a: a[:-1], "BADARG job count"),
+    ("cel_replay", _cel_replay, lambda a: a[:-1], "BADARG job count"),
+    ("cel_replay", _cel_replay, lambda a: _with(a, 2, "x" * 40), "BADARG sha1"),
+    ("cel_replay", _cel_replay, lambda a: _with(a, 4, ""), "BADARG empty id or message"),
     ("bullmq_read", _bullmq_read, lambda a: [], "BADARG no fields"),
     ("sk_move", _sk_move("redrive"), lambda a: _with(a, 0, "retry"), "BADARG mode"),
     ("sk_move", _sk_move("redrive"), lambda a: _with(a, 1, 2), "BADARG job count"),

@@ -4,6 +4,11 @@ Each call is bounded on its own (:data:`jobctl.layouts.bullmq.ops.DEFAULT_BATCH`
 jobs at most); :data:`DEPTH` of them go in one pipelined round trip, and the
 engine gets one :class:`~jobctl.ops.result.BatchResult` per call (``more``
 set on all but the last of a round trip: those calls already ran).
+
+A call is ``(script name, keys, args, ids)``: ``ids`` ``None`` for a script
+that answers ``{id1, code1, ...}`` per job (``bullmq_move.lua``), else the
+call's job ids in ARGV order for one that names only the jobs it did not
+move, by place (``bullmq_redrive.lua``: ``{i1, code1, ...}``).
 """
 
 from __future__ import annotations
@@ -13,12 +18,13 @@ from itertools import islice
 from typing import Any
 
 from jobctl.cluster import is_cluster
-from jobctl.layouts.moves import move_error, move_result
+from jobctl.layouts.common import text
+from jobctl.layouts.moves import FAILED_CODES, move_error, move_result
 from jobctl.ops.result import BatchResult
 from jobctl.ops.walk.flight import is_noscript
 from jobctl.scripts import script
 
-__all__ = ["DEPTH", "run_calls", "read_calls"]
+__all__ = ["DEPTH", "run_calls", "read_calls", "read_trips", "short_result"]
 
 #: Script calls per round trip: several bounded calls back to back keep the
 #: server busy without one long call (another client waits at most one call).
@@ -33,13 +39,13 @@ def _checked(name: str, reply: Any) -> Any:
     raise move_error(name, reply)
 
 
-def _send(client, calls: list[tuple[str, list, list]]) -> list[Any]:
-    """One round trip of ``calls`` (``(script name, keys, args)``); each reply
+def _send(client, calls: list[tuple]) -> list[Any]:
+    """One round trip of ``calls`` (``(script name, keys, args, ...)``); each reply
     or error.  A call refused with ``NOSCRIPT`` did not run: it is sent again,
     in order, once its script is loaded."""
     pipe = client.pipeline(transaction=False)
     cluster = is_cluster(client)
-    for name, keys, args in calls:
+    for name, keys, args, *_ in calls:
         s = script(client, name)
         if cluster:
             s(keys=keys, args=args, client=pipe)  # a raw EVAL, routed by slot
@@ -52,14 +58,35 @@ def _send(client, calls: list[tuple[str, list, list]]) -> list[Any]:
         for name in {calls[i][0] for i in refused}:
             client.script_load(script(client, name).script)
         for i in refused:
-            name, keys, args = calls[i]
+            name, keys, args = calls[i][:3]
             pipe.evalsha(script(client, name).sha, len(keys), *keys, *args)
         for i, r in zip(refused, pipe.execute(raise_on_error=False)):
             out[i] = r
     return out
 
 
-def run_calls(client, calls: Iterable[tuple[str, list, list]]) -> Iterator[BatchResult]:
+def short_result(ids: list[bytes], reply: list) -> BatchResult:
+    """A ``{i1, code1, ...}`` reply (1-based places in ``ids`` of the jobs not
+    moved) as a :class:`BatchResult`: every other id moved, in order."""
+    if not reply:
+        return BatchResult(moved=[i.decode("utf-8", "surrogateescape") for i in ids])
+    codes = {int(reply[n]) - 1: text(reply[n + 1]) for n in range(0, len(reply), 2)}
+    out = BatchResult()
+    for n, raw in enumerate(ids):
+        job_id = raw.decode("utf-8", "surrogateescape")
+        code = codes.get(n)
+        if code is None:
+            out.moved.append(job_id)
+        elif code in FAILED_CODES:
+            out.failed.append(job_id)
+            out.reasons[job_id] = code
+        else:
+            out.skipped.append(job_id)
+            out.reasons[job_id] = code
+    return out
+
+
+def run_calls(client, calls: Iterable[tuple[str, list, list, Any]]) -> Iterator[BatchResult]:
     """Run ``calls`` :data:`DEPTH` to a round trip; one :class:`BatchResult`
     per call, in order.  Raises :class:`DataError` / :class:`JobctlError`
     for a ``WRONGTYPE`` / ``BADARG`` reply (that call wrote nothing), after
@@ -70,8 +97,9 @@ def run_calls(client, calls: Iterable[tuple[str, list, list]]) -> Iterator[Batch
         if not trip:
             return
         replies = _send(client, trip)
-        for n, ((name, _, _), reply) in enumerate(zip(trip, replies)):
-            res = move_result(_checked(name, reply))
+        for n, ((name, _, _, ids), reply) in enumerate(zip(trip, replies)):
+            reply = _checked(name, reply)
+            res = move_result(reply) if ids is None else short_result(ids, reply)
             res.more = n < len(trip) - 1
             yield res
 
@@ -81,7 +109,19 @@ def read_calls(client, name: str, key_lists: list[list[str]], args: list) -> lis
     ``key_lists`` (with ``args``), :data:`DEPTH` calls a round trip; the
     replies joined in order.  An error reply is raised."""
     out: list[Any] = []
-    for i in range(0, len(key_lists), DEPTH):
-        for reply in _send(client, [(name, keys, args) for keys in key_lists[i:i + DEPTH]]):
-            out += _checked(name, reply)
+    for replies in read_trips(client, name, [(keys, args) for keys in key_lists]):
+        for reply in replies:
+            out += reply
     return out
+
+
+def read_trips(client, name: str, calls: Iterable[tuple[list, list]]) -> Iterator[list[Any]]:
+    """The read-only script ``jobctl/lua/<name>.lua`` once per ``(keys,
+    args)`` of ``calls``, :data:`DEPTH` calls a round trip: each round trip's
+    replies, in order.  An error reply is raised."""
+    calls = iter(calls)
+    while True:
+        trip = list(islice(calls, DEPTH))
+        if not trip:
+            return
+        yield [_checked(name, r) for r in _send(client, [(name, keys, args) for keys, args in trip])]

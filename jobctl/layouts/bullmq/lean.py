@@ -1,13 +1,14 @@
-"""The unfiltered plan of a BullMQ redrive or purge of failed jobs: ids and
-scores in bounded ``ZRANGE`` windows, and per window read-only script calls
-(several a round trip) for only what the move needs:
+"""The unfiltered plan of a BullMQ redrive or purge of failed jobs:
 
-* redrive: ``jobctl/lua/bullmq_fence.lua``, one SHA1 per job of the fields
-  the move re-checks (finishedOn, failedReason, parentKey, deid) and its
-  parentKey: a :class:`~jobctl.layouts.bullmq.ops.BullFencedJob` each; a
-  flow child (its parent's keys go in the move's ``KEYS``) is read as for
-  a purge;
-* purge: ``jobctl/lua/bullmq_read.lua``, ``HMGET`` of :data:`FIELDS`: a
+* redrive: ``jobctl/lua/bullmq_fence.lua`` reads ``failed`` in windows of
+  :data:`READ_BATCH` ranks (several calls a round trip) and answers per job
+  its id, failed score and one SHA1 of the fields the move re-checks
+  (finishedOn, failedReason, parentKey, deid) and its parentKey, kept as
+  returned in a :class:`~jobctl.layouts.bullmq.columns.FencedColumns` (no
+  object per job); a flow child (its parent's keys go in the move's
+  ``KEYS``) is read as for a purge;
+* purge: ids and scores in bounded ``ZRANGE`` windows, then
+  ``jobctl/lua/bullmq_read.lua``, ``HMGET`` of :data:`FIELDS`: a
   :class:`~jobctl.layouts.bullmq.ops.BullPlannedJob` each.
 
 No ``data``, ``stacktrace`` or envelope is read; the breakdown comes from
@@ -15,7 +16,8 @@ the first :data:`SAMPLE` jobs (``plan.breakdown_sampled``)."""
 
 from __future__ import annotations
 
-from jobctl.layouts.bullmq.ops import BullFencedJob, BullPlannedJob, plan_fields
+from jobctl.layouts.bullmq.columns import FencedColumns
+from jobctl.layouts.bullmq.ops import BullPlannedJob, plan_fields
 from jobctl.layouts.planning import breakdown_key
 from jobctl.model import State
 from jobctl.ops.plan import Plan, PlannedJob
@@ -62,20 +64,53 @@ def _full(layout, plan: Plan, jobs: list[PlannedJob]) -> list[PlannedJob]:
     return out
 
 
-def _fenced(layout, plan: Plan, jobs: list[PlannedJob]) -> list[PlannedJob]:
-    """``jobs`` as :class:`BullFencedJob`, in order; a flow child as :class:`BullPlannedJob`."""
-    flat = _calls(layout, "bullmq_fence", [j.job_id for j in jobs], [])
-    children = [job for job, fence, parent in zip(jobs, flat[0::2], flat[1::2]) if fence and parent]
+def _fence_windows(layout, total: int):
+    """``(ids, scores, fences, parents)`` of each :data:`READ_BATCH`-rank
+    window of ``failed`` up to ``total`` ranks (``bullmq_fence.lua``, several
+    calls a round trip), as the server returned them; stops at a short window."""
+    from jobctl.layouts.bullmq.calls import read_trips
+
+    k = layout.keys
+    calls = (([k.failed], [first, READ_BATCH, k.base]) for first in range(0, total, READ_BATCH))
+    for replies in read_trips(layout.client, "bullmq_fence", calls):
+        for flat in replies:
+            if flat:
+                yield flat[0::4], flat[1::4], flat[2::4], flat[3::4]
+            if len(flat) < 4 * READ_BATCH:
+                return
+
+
+def _plan_fenced(layout, plan: Plan, limit: int | None) -> None:
+    """Fill ``plan`` (a redrive) from :func:`_fence_windows`: ``plan.jobs`` a
+    :class:`FencedColumns`; a job without a hash is dangling."""
+    cols = plan.jobs = FencedColumns()
+    for ids, scores, fences, parents in _fence_windows(layout, layout.client.zcard(layout.keys.failed)):
+        if limit is not None:
+            ids = ids[:limit - len(cols)]
+        plan.scanned += len(ids)
+        if None not in fences[:len(ids)] and not any(parents[:len(ids)]):  # no dangling job, no flow child
+            cols.extend(ids, scores[:len(ids)], fences[:len(ids)])
+        else:
+            _add_window(layout, plan, cols, list(zip(ids, scores, fences, parents)))
+        if limit is not None and len(cols) >= limit:
+            plan.truncated = True
+            return
+
+
+def _add_window(layout, plan: Plan, cols: FencedColumns, rows: list[tuple]) -> None:
+    """Add one window's ``(id, score, fence, parentKey)`` rows in order: a flow
+    child read whole (dropped if its hash went meanwhile), a job without a hash dangling."""
+    children = [PlannedJob(i.decode("utf-8", "surrogateescape"), 0, None, None, sc.decode("ascii"))
+                for i, sc, fence, parent in rows if fence is not None and parent]
     full = {j.job_id: j for j in _full(layout, plan, children)} if children else {}
-    out: list[PlannedJob] = []
-    for job, fence, parent in zip(jobs, flat[0::2], flat[1::2]):
-        if not fence:
-            plan.dangling.append(job.job_id)  # no hash (or not a hash): the move would skip it
+    for raw, score, fence, parent in rows:
+        job_id = raw.decode("utf-8", "surrogateescape")
+        if fence is None:
+            plan.dangling.append(job_id)  # no hash (or not a hash): the move would skip it
         elif not parent:
-            out.append(BullFencedJob(job, fence.decode("ascii")))
-        elif job.job_id in full:
-            out.append(full[job.job_id])
-    return out
+            cols.extend([raw], [score], [fence])
+        elif job_id in full:
+            cols.add_child(raw, full[job_id])
 
 
 def _windows(client, key: str):
@@ -92,21 +127,27 @@ def _windows(client, key: str):
             yield [(m, sc.decode("ascii")) for m, sc in zip(reply[0::2], reply[1::2])]
 
 
-def plan_failed(layout, plan: Plan) -> Plan:
-    """Fill ``plan`` (unfiltered, no ids or fence) with every failed job and return it."""
-    limit = plan.spec.limit
-    per_window = _full if plan.spec.operation is Operation.PURGE else _fenced
+def _plan_purge(layout, plan: Plan, limit: int | None) -> None:
+    """Fill ``plan`` (a purge) from ``failed``'s ``ZRANGE`` windows: a :class:`BullPlannedJob` each."""
     for pairs in _windows(layout.client, layout.keys.failed):
         jobs = [PlannedJob(m.decode("utf-8", "surrogateescape"), 0, None, None, sc) for m, sc in pairs]
         if limit is not None:
             jobs = jobs[:limit - len(plan.jobs)]
         plan.scanned += len(jobs)
-        plan.jobs.extend(per_window(layout, plan, jobs))
+        plan.jobs.extend(_full(layout, plan, jobs))
         if limit is not None and len(plan.jobs) >= limit:
             plan.truncated = True
             break
     for n, job in enumerate(plan.jobs):
         job.position = n
+
+
+def plan_failed(layout, plan: Plan) -> Plan:
+    """Fill ``plan`` (unfiltered, no ids or fence) with every failed job and return it."""
+    if plan.spec.operation is Operation.PURGE:
+        _plan_purge(layout, plan, plan.spec.limit)
+    else:
+        _plan_fenced(layout, plan, plan.spec.limit)
     head = [j.job_id for j in plan.jobs[:SAMPLE]]
     for rec in layout.records(head, State.DEAD, [{} for _ in head]):
         if rec.raw is not None:

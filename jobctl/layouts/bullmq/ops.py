@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from itertools import groupby
 
 from jobctl.errors import DataError
 from jobctl.layouts.bullmq.job import TESTED_MAJORS, version_major
@@ -129,33 +128,52 @@ def _job_keys(k, job: BullPlannedJob, purge: bool) -> list[str]:
     return [key, parent, f"{parent}:unsuccessful", f"{parent}:failed", f"{parent}:dependencies"]
 
 
+def _fenced_calls(layout, cols, start: int, stop: int, reset: str, fixed: list[str]):
+    """``bullmq_redrive.lua`` calls of places ``start..stop`` of a
+    :class:`~jobctl.layouts.bullmq.columns.FencedColumns`, :data:`FENCED_BATCH`
+    a call, ids, scores and fences passed on as the plan holds them."""
+    prefix = layout.keys.base.encode("utf-8", "surrogateescape")
+    for i in range(start, stop, FENCED_BATCH):
+        j = min(i + FENCED_BATCH, stop)
+        ids = cols.ids[i:j]
+        per_job: list = [None] * (3 * len(ids))
+        per_job[0::3], per_job[1::3], per_job[2::3] = ids, cols.scores[i:j], cols.fences[i:j]
+        yield "bullmq_redrive", fixed + [prefix + x for x in ids], [reset, len(ids), *per_job], ids
+
+
+def _move_calls(k, jobs: list, batch: int, purge: bool, reset: str, fixed: list[str]):
+    """``bullmq_move.lua`` calls of ``jobs`` (:class:`BullPlannedJob`), ``batch`` a call."""
+    for i in range(0, len(jobs), batch):
+        chunk = jobs[i:i + batch]
+        keys = list(fixed)
+        args = ["purge" if purge else "redrive", reset, len(chunk)]
+        for job in chunk:
+            keys += _job_keys(k, job, purge)
+            args += [job.job_id, job.sha1, *job.fields]
+        yield "bullmq_move", keys, args, None
+
+
 def _calls(layout, plan: Plan, batch: int):
-    """``(script name, keys, args)`` per call, in plan order: a run of
-    :class:`BullFencedJob` (the unfiltered redrive) goes to
-    ``bullmq_redrive.lua`` (:data:`FENCED_BATCH` a call), any other run to
-    ``bullmq_move.lua`` (``batch`` a call)."""
+    """``(script name, keys, args, ids)`` per call, in plan order
+    (:mod:`jobctl.layouts.bullmq.calls`): the jobs of an unfiltered
+    redrive's :class:`~jobctl.layouts.bullmq.columns.FencedColumns` go to
+    ``bullmq_redrive.lua`` (:data:`FENCED_BATCH` a call), flow children and
+    any other plan's jobs to ``bullmq_move.lua`` (``batch`` a call)."""
+    from jobctl.layouts.bullmq.columns import FencedColumns
+
     k = layout.keys
     purge = plan.spec.operation is Operation.PURGE
     reset = "1" if plan.spec.reset_attempts else "0"
     fixed = [k.failed, k.wait, k.prioritized, k.pc, k.marker, k.meta, k.events, k.active, k.paused]
-    for fenced, run in groupby(plan.jobs, key=lambda j: isinstance(j, BullFencedJob)):
-        jobs = list(run)
-        size = FENCED_BATCH if fenced else batch
-        for i in range(0, len(jobs), size):
-            chunk = jobs[i:i + size]
-            keys = list(fixed)
-            if fenced:
-                args: list = [reset, len(chunk)]
-                for job in chunk:
-                    keys.append(k.job(job.job_id))
-                    args += [job.job_id, job.sha1, job.fence]
-                yield "bullmq_redrive", keys, args
-                continue
-            args = ["purge" if purge else "redrive", reset, len(chunk)]
-            for job in chunk:
-                keys += _job_keys(k, job, purge)
-                args += [job.job_id, job.sha1, *job.fields]
-            yield "bullmq_move", keys, args
+    cols = plan.jobs
+    if not isinstance(cols, FencedColumns):
+        yield from _move_calls(k, list(cols), batch, purge, reset, fixed)
+        return
+    for start, stop, child in cols.runs():
+        if child:
+            yield from _move_calls(k, [cols.children[p] for p in range(start, stop)], batch, purge, reset, fixed)
+        else:
+            yield from _fenced_calls(layout, cols, start, stop, reset, fixed)
 
 
 def apply_plan(layout, plan: Plan, *, batch: int = DEFAULT_BATCH):
