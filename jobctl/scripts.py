@@ -46,6 +46,7 @@ SCRIPT_NAMES += ("jl_requeue", "jl_suppressed_move", "jl_repair")  # json-list
 SCRIPT_NAMES += ("rq_move", "rq_suppress", "bullmq_move", "bullmq_read", "bullmq_fence",
                  "bullmq_redrive")  # rq (failed registry), bullmq (failed jobs)
 SCRIPT_NAMES += ("cel_requeue", "cel_purge")  # celery: overdue unacked messages back to their list; purge of ready ones
+SCRIPT_NAMES += ("cel_replay",)  # celery: replay of failed tasks from their result records, once each
 SCRIPT_NAMES += ("sk_move",)  # sidekiq: dead, retry and schedule sets
 
 _REGISTERED: "weakref.WeakKeyDictionary[redis.Redis, dict[str, Script]]" = weakref.WeakKeyDictionary()

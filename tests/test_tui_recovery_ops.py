@@ -103,7 +103,7 @@ def test_replay_from_the_queue_screen_twice_replays_once(redis_url, redis_client
             await pilot.press("Y")
             await settle(pilot)
             assert not isinstance(app.screen, ReplayModal)
-            assert notices(app)[-1] == ("replay is for the stream-group layout; email is reliable-list (no "
+            assert notices(app)[-1] == ("replay is for the stream-group or celery layout; email is reliable-list (no "
                                         "acknowledged history to replay)")
         app.session.close()
 

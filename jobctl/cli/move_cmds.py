@@ -130,14 +130,17 @@ def drain(session: Session, queue, to, export_to, export_format, state, limit, r
 
 @click.command()
 @click.argument("queue", shell_complete=options.complete_queue)
-@click.option("--from", "from_", metavar="TIME|ID", required=True,
-              help="First entry: an entry id, epoch ms, ISO-8601 time or a duration ago (2h).")
+@click.option("--from", "from_", metavar="TIME|ID", default=None,
+              help="First entry: an entry id, epoch ms, ISO-8601 time or a duration ago (2h); stream-group: "
+                   "required.")
 @click.option("--to", "to", metavar="TIME|ID", default=None, help="Last entry (default: the newest acknowledged).")
 @filter_option()
 @common_options
 @pass_session
 def replay(session: Session, queue, from_, to, filter_text, limit, rate, batch, dry_run, yes, as_json) -> int:
-    """Re-add acknowledged stream entries as new entries (stream-group layout).
+    """Re-add acknowledged stream entries as new entries (stream-group
+    layout), or send failed Celery tasks again from their result records
+    (celery layout, opt-in: replay_results = 1; see docs/layouts.md).
 
     Each replayed entry keeps its fields and gets replayOf = the original
     entry id.  Each original is replayed once, whatever the runs (one after
@@ -148,9 +151,9 @@ def replay(session: Session, queue, from_, to, filter_text, limit, rate, batch, 
     """
     from ..ops.stream_bounds import replay_range
 
-    start, end = replay_range(from_, to)
+    bounds = replay_range(from_, to) if from_ is not None or to is not None else None
     req = OpRequest(Operation.REPLAY, queue, source=State.HISTORY, target=State.READY, filter_text=filter_text,
-                    limit=limit, dry_run=dry_run, replay_range=(start, end))
+                    limit=limit, dry_run=dry_run, replay_range=bounds)
     return execute(session, req, yes=yes, as_json=as_json, rate=rate, batch=batch)
 
 

@@ -1,10 +1,12 @@
 """Where a Celery message is: ``unacked`` (by delivery tag, or by task id
 in this queue's entries) or a ready list (by task id or delivery tag),
-read in bounded windows."""
+read in bounded windows; else, when the queue opted in, the task's failed
+result record (dead)."""
 
 from __future__ import annotations
 
 from jobctl.layouts.celery.records import Router, unacked_records, walk_ready, walk_unacked
+from jobctl.layouts.celery.results import RecordTally, failed_of_queue, failed_record, opted_in
 from jobctl.model import JobRecord
 
 __all__ = ["find_message"]
@@ -26,4 +28,15 @@ def find_message(layout, ident: str) -> JobRecord | None:
             for rec in recs:
                 if _matches(rec, ident):
                     return rec
-    return None
+    return _failed_record(layout, ident) if opted_in(layout) else None
+
+
+def _failed_record(layout, task_id: str) -> JobRecord | None:
+    """Task ``task_id``'s failed result record when it belongs to this queue (one ``GET``, one ``HGET``)."""
+    key = layout.keys.result_record(task_id)
+    raw = layout.client.get(key)
+    found = failed_of_queue(layout, [(key, raw)], RecordTally()) if raw is not None else []
+    if not found:
+        return None
+    replayed = layout.client.hget(layout.keys.replayed, task_id)
+    return failed_record(layout, key, raw, found[0][2], None if replayed is None else replayed.decode())

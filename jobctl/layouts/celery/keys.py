@@ -11,12 +11,18 @@ messages).  Bindings: ``_kombu.binding.<exchange>`` SETs of
 ``routing_key\\x06\\x16pattern\\x06\\x16queue``.  ``key_prefix`` is kombu's
 ``global_keyprefix`` transport option (default none).
 
+Celery's Redis result backend (read only with the ``replay_results``
+option) keeps one STRING ``celery-task-meta-<task id>`` per task result;
+jobctl reads them on the queue's own connection (the backend must be the
+broker's database) and records its replays in its own HASH
+``jobctl:celery:<queue>:replayed`` (original task id -> new task id).
+
 None of these names carries a hash tag: a queue's keys span Redis Cluster
 slots, so Cluster mode refuses the moves."""
 
 from __future__ import annotations
 
-__all__ = ["CeleryKeys", "SEP", "PRIORITY_STEPS", "BINDING_PREFIX"]
+__all__ = ["CeleryKeys", "SEP", "PRIORITY_STEPS", "BINDING_PREFIX", "RESULT_PREFIX"]
 
 #: kombu's separator in priority list names and binding members.
 SEP = "\x06\x16"
@@ -24,6 +30,8 @@ SEP = "\x06\x16"
 PRIORITY_STEPS = (0, 3, 6, 9)
 #: The prefix of kombu's binding sets (one per exchange).
 BINDING_PREFIX = "_kombu.binding."
+#: The prefix of Celery's Redis result backend records (``celery-task-meta-<task id>``).
+RESULT_PREFIX = "celery-task-meta-"
 
 
 class CeleryKeys:
@@ -69,3 +77,18 @@ class CeleryKeys:
     def journal(self) -> str:
         """jobctl's audit stream of this queue."""
         return f"jobctl:celery:{self.name}:journal"
+
+    @property
+    def result_pattern(self) -> str:
+        """The SCAN pattern of Celery's result records (every queue's: a record names its queue inside)."""
+        return f"{RESULT_PREFIX}*"
+
+    @staticmethod
+    def result_record(task_id: str) -> str:
+        """The STRING of task ``task_id``'s result record."""
+        return f"{RESULT_PREFIX}{task_id}"
+
+    @property
+    def replayed(self) -> str:
+        """jobctl's HASH of this queue's replayed result records: original task id -> new task id."""
+        return f"jobctl:celery:{self.name}:replayed"

@@ -6,7 +6,10 @@ States: ready = the queue's priority lists (``LPUSH`` by producers,
 queue's entries of kombu's global ``unacked`` hash, deadline = delivery
 time (``unacked_index`` score) + the visibility timeout (the catalogue's
 ``visibility_timeout_ms``, default kombu's 3600 s).  There is no dead
-state: Celery keeps no dead-letter store in Redis.
+state in the broker: Celery keeps no dead-letter store in Redis; with
+``replay_results = 1`` the dead state is Celery's failed result records
+(``result_extended`` data, :mod:`.results`), which ``jobctl replay`` sends
+again, once each (:mod:`.replay`).
 
 Message bodies are JSON by default and decoded as such; any other content
 type (pickle) is shown as opaque bytes, never decoded.
@@ -15,7 +18,9 @@ Operations: requeue of unacked messages past their visibility timeout
 (``requeue --stuck`` or ``--ids``), what kombu's ``restore_visible`` does,
 fenced and bounded (:mod:`.ops`); purge of ready messages, each by its
 exact bytes (:mod:`.purge`).  Config: ``tag`` = the Celery queue name
-(default the catalogue name), ``key_prefix`` = kombu's ``global_keyprefix``.
+(default the catalogue name), ``key_prefix`` = kombu's ``global_keyprefix``,
+``replay_results`` = 0 (default) or 1: read Celery's result records (a
+SCAN of ``celery-task-meta-*``) and allow ``replay``.
 """
 
 from __future__ import annotations
@@ -28,7 +33,8 @@ from jobctl.layouts.base import KeyedLayout
 from jobctl.layouts.celery.keys import CeleryKeys
 from jobctl.layouts.celery.ops import TRANSITIONS
 from jobctl.layouts.celery.records import first_ready, walk_ready, walk_unacked
-from jobctl.layouts.facts import StrOption
+from jobctl.layouts.celery.results import walk_failed
+from jobctl.layouts.facts import IntOption, StrOption
 from jobctl.model import JobRecord, State
 
 __all__ = ["Celery", "VISIBILITY_DEFAULT_MS"]
@@ -41,10 +47,10 @@ class Celery(PackageModules, KeyedLayout):
     """A Celery queue; see the module docstring."""
 
     name = "celery"
-    states = (State.READY, State.PROCESSING)
+    states = (State.READY, State.PROCESSING, State.DEAD)
     operations = frozenset(op for op, _ in TRANSITIONS)
     visibility_default_ms = VISIBILITY_DEFAULT_MS
-    config_options = {"key_prefix": StrOption(512)}
+    config_options = {"key_prefix": StrOption(512), "replay_results": IntOption(0, 1)}
 
     def __init__(self, client, queue) -> None:
         super().__init__(client, queue)
@@ -67,15 +73,19 @@ class Celery(PackageModules, KeyedLayout):
             for _, key in self.keys.ready_lists():
                 pipe.llen(key)
             return sum(pipe.execute())
+        if state is State.DEAD:
+            return sum(len(recs) for recs in walk_failed(self))
         return sum(len(recs) for recs in walk_unacked(self, 1000))
 
     def list_jobs(self, state: State, limit: int = 20, now: int | None = None) -> list[JobRecord]:
-        """Ready: the next served first; processing: the earliest deadline first."""
+        """Ready: the next served first; processing: the earliest deadline
+        first; dead: failed result records in SCAN order (none unless opted in)."""
         self.check_supported(state)
         if state is State.READY:
             return first_ready(self, limit)
         out: list[JobRecord] = []
-        for recs in walk_unacked(self, max(limit, 100)):
+        walk = walk_failed(self) if state is State.DEAD else walk_unacked(self, max(limit, 100))
+        for recs in walk:
             out += recs
             if len(out) >= limit:
                 break
@@ -85,6 +95,9 @@ class Celery(PackageModules, KeyedLayout):
                      sample: tuple[int, int] | None = None) -> Iterator[list[JobRecord]]:
         """Walk ``state`` in windows (ready: each priority list, oldest first)."""
         self.check_supported(state)
+        if state is State.DEAD:  # SCAN steps of the result records (``batch`` and ``sample`` do not apply)
+            yield from walk_failed(self)
+            return
         walk = walk_ready if state is State.READY else walk_unacked
         yield from walk(self, batch, sample)
 

@@ -21,7 +21,8 @@ moves the bytes unchanged and journals the requeue instead.
 A worker that still runs a requeued message (a task longer than the
 visibility timeout, or an ETA task it holds) would run it twice: kombu's
 own restore does the same; that is what the visibility timeout means.
-Purge of ready messages: :mod:`.purge`.
+Purge of ready messages: :mod:`.purge`; replay of failed tasks from
+Celery's result records (opt-in): :mod:`.replay`.
 """
 
 from __future__ import annotations
@@ -38,13 +39,15 @@ from jobctl.ops.spec import Operation
 __all__ = ["TRANSITIONS", "DEFAULT_BATCH", "plan_operation", "apply_plan", "CeleryPlannedJob", "CeleryPlan"]
 
 #: ``(operation, source) -> targets``.
-TRANSITIONS = {(Operation.REQUEUE, State.PROCESSING): (State.READY,), (Operation.PURGE, State.READY): (None,)}
+TRANSITIONS = {(Operation.REQUEUE, State.PROCESSING): (State.READY,), (Operation.PURGE, State.READY): (None,),
+               (Operation.REPLAY, State.HISTORY): (State.READY,)}
 #: Messages per script call (a few commands each, plus the copy of the message's bytes).
 DEFAULT_BATCH = 100
 #: Said in every plan.
 NOTE = ("each overdue message's stored bytes pushed back to its priority list, where kombu's own restore puts "
         "them (served next), and removed from unacked; a worker still running one would run it again")
-NO_DEAD_REFUSAL = "layout celery has no dead-letter store in Redis (Celery acks a failed task and drops it)"
+NO_DEAD_REFUSAL = ("layout celery has no dead-letter store in Redis (Celery acks a failed task and drops it; "
+                   "its failed result records are Celery's: jobctl replays them, never deletes them)")
 
 
 class CeleryPlannedJob(PlannedJob):
@@ -80,6 +83,10 @@ def plan_operation(layout, spec, now: int) -> Plan:
     what to use instead) or without ``--stuck``/``--ids``."""
     if spec.operation is Operation.PURGE and spec.source is not State.READY:
         raise UsageError(NO_DEAD_REFUSAL)
+    if spec.operation is Operation.REPLAY:
+        from jobctl.layouts.celery.replay import plan_replay
+
+        return plan_replay(layout, spec, now)
     check_operation(layout.name, TRANSITIONS, spec)
     if spec.operation is Operation.PURGE:
         from jobctl.layouts.celery.purge import plan_purge
@@ -105,6 +112,11 @@ def apply_plan(layout, plan: Plan, *, batch: int = DEFAULT_BATCH):
         from jobctl.layouts.celery.purge import apply_purge
 
         yield from apply_purge(layout, plan, batch=batch)
+        return
+    if plan.spec.operation is Operation.REPLAY:
+        from jobctl.layouts.celery.replay import apply_replay
+
+        yield from apply_replay(layout, plan, batch=batch)
         return
     k = layout.keys
     vt_s = repr(layout.visibility_ms / 1000)

@@ -7,6 +7,9 @@ entries; stuck = those past delivery time + visibility timeout (kombu's own
 restore would redeliver them).  Celery keeps no dead-letter store in Redis
 (a failed task is acked and dropped): status says so, dead stays 0.
 Celery messages carry no enqueue time: the oldest ready age is unknown.
+With ``replay_results = 1``, dead = this queue's failed result records not
+yet replayed (:mod:`.results`; at most :data:`RESULT_SCAN_CAP` keys
+examined), with a line for each kind of record replay cannot use.
 """
 
 from __future__ import annotations
@@ -14,15 +17,18 @@ from __future__ import annotations
 from redis.exceptions import ResponseError
 
 from jobctl.layouts.celery.records import walk_unacked
+from jobctl.layouts.celery.results import NOT_OPTED_IN, RecordTally, opted_in, walk_failed
 from jobctl.layouts.common import status_replies
 from jobctl.model import QueueStatus
 
-__all__ = ["queue_status", "UNACKED_CAP", "NO_DEAD_NOTE", "AGE_BUCKETS"]
+__all__ = ["queue_status", "UNACKED_CAP", "NO_DEAD_NOTE", "AGE_BUCKETS", "RESULT_SCAN_CAP"]
 
 #: Unacked entries (all queues) status reads at most.
 UNACKED_CAP = 10_000
 #: Said in every status of the layout.
 NO_DEAD_NOTE = "dead n/a: Celery keeps no dead-letter store in Redis (a failed task is acked and dropped)"
+#: Keys status examines at most when it SCANs for result records (about 100 SCAN steps).
+RESULT_SCAN_CAP = 100_000
 #: The unacked age histogram's buckets: (label, upper bound in ms).
 AGE_BUCKETS = (("<1m", 60_000), ("1-10m", 600_000), ("10-60m", 3_600_000), (">1h", None))
 
@@ -83,5 +89,25 @@ def queue_status(layout, now: int) -> QueueStatus:
         st.errors.append(f"{k.unacked} / {k.unacked_index}: wrong Redis type, unacked messages not read")
     if replies[-1]:
         st.warnings.append("kombu's unacked_mutex is held: a worker is restoring overdue messages now")
-    st.warnings.append(NO_DEAD_NOTE)
+    if opted_in(layout):
+        _fold_results(layout, st)
+    else:
+        st.warnings += [NO_DEAD_NOTE, NOT_OPTED_IN]
     return st
+
+
+def _fold_results(layout, st: QueueStatus) -> None:
+    """Dead = this queue's failed result records not yet replayed, with what replay cannot use."""
+    tally = RecordTally()
+    try:
+        st.dead = sum(len(recs) for recs in walk_failed(layout, tally, cap=RESULT_SCAN_CAP))
+    except ResponseError as exc:  # a wrong-typed replay hash: said, the rest still shown
+        if "WRONGTYPE" not in str(exc):
+            raise
+        st.errors.append(f"{layout.keys.replayed}: wrong Redis type, failed result records not read")
+        return
+    st.warnings.append(f"dead = Celery's failed result records of this queue (replay_results = 1), not a "
+                       f"dead-letter store; {tally.replayed:,} more already replayed by jobctl")
+    st.warnings += tally.notes()
+    if tally.partial:
+        st.warnings.append(f"result records: only the first {RESULT_SCAN_CAP:,} keys of the keyspace were scanned")

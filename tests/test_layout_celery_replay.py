@@ -1,0 +1,172 @@
+"""Replay of failed Celery tasks from their result records (layout
+``celery``, opt-in ``replay_results = 1``), against Celery itself,
+unmodified: its producer (``apply_async``), its worker (``celery worker -P
+solo``, ``tests/celery_results_app.py``, ``result_extended = True``) and its
+Redis result backend write every key; jobctl reads the failed records as the
+queue's dead state and replays them through the CLI while the worker runs.
+Every replayed task runs exactly once more (a per-task counter), a second
+replay moves nothing, racing plans replay each task once, a pickled record
+is never decoded, a dry run writes nothing, and the journal has the entry."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("celery")
+import celery_results_app as capp  # noqa: E402
+from helpers import config_fixtures, queues_toml  # noqa: E402
+
+BIG = 2 ** 63 - 1
+TESTS = Path(__file__).resolve().parent
+NAMES = [f"t{i}" for i in range(6)]
+#: Tasks with tag "a" (replayed by the filtered runs) and "b" (left failed).
+TAGS = {n: "a" if i % 2 == 0 else "b" for i, n in enumerate(NAMES)}
+cfg, run = config_fixtures(queues_toml(celery={"layout": "celery", "replay_results": 1},
+                                       plain={"layout": "celery", "tag": "celery"}))
+
+
+@pytest.fixture
+def app(redis_url):
+    """The Celery app of tests/celery_results_app.py on the fixture's server (broker and results)."""
+    capp.app.conf.broker_url = redis_url
+    capp.app.conf.result_backend = redis_url
+    return capp.app
+
+
+@pytest.fixture
+def worker(redis_url):
+    """``start()`` -> a running ``celery worker`` subprocess; every one started is killed at the end."""
+    procs: list[subprocess.Popen] = []
+    env = {**os.environ, "CELTEST_BROKER": redis_url,
+           "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])}
+
+    def start() -> subprocess.Popen:
+        cmd = [sys.executable, "-m", "celery", "-A", "celery_results_app", "worker", "-P", "solo", "-c", "1",
+               "--without-heartbeat", "--without-mingle", "--without-gossip", "-l", "warning"]
+        procs.append(subprocess.Popen(cmd, env=env, cwd=str(TESTS), stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.DEVNULL))
+        return procs[-1]
+
+    yield start
+    for p in procs:
+        if p.poll() is None:
+            p.send_signal(signal.SIGKILL)
+        p.wait(timeout=30)
+
+
+def _until(check, what: str, limit_s: float = 60.0):
+    """Poll ``check()`` until it returns a true value (a hang guard, not a timing assertion)."""
+    end = time.monotonic() + limit_s
+    while time.monotonic() < end:
+        got = check()
+        if got:
+            return got
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def _json(run, *args, codes=(0,)) -> dict:
+    code, out, err = run(*args, "--json")
+    assert code in codes, err
+    return json.loads(out)
+
+
+def _count(r, name: str) -> int:
+    return int(r.get(f"celres:count:{name}") or 0)
+
+
+def _states(r, ids: dict) -> dict:
+    """Celery's own view: ``{name: status}`` of each original task's result record."""
+    return {n: json.loads(r.get(f"celery-task-meta-{i}") or b"{}").get("status") for n, i in ids.items()}
+
+
+def _failed_tasks(app, worker, r) -> dict:
+    """Six ``flaky`` tasks (a 64-bit integer argument) run once by the worker and failed; ``{name: task id}``."""
+    r.set(capp.FAIL, 1)
+    ids = {n: capp.flaky.apply_async((n, BIG), {"tag": TAGS[n]}).id for n in NAMES}
+    worker()
+    _until(lambda: set(_states(r, ids).values()) == {"FAILURE"}, "every task to fail")
+    r.delete(capp.FAIL)
+    return ids
+
+
+def test_failed_records_are_the_dead_state_and_replay_runs_each_once(run, app, worker, redis_client):
+    r = redis_client
+    ids = _failed_tasks(app, worker, r)
+    st = _json(run, "status", "celery")["queues"][0]
+    assert st["dead"] == 6 and any("Celery's failed result records" in w for w in st["warnings"]), st
+    dead = _json(run, "ls", "celery", "--state", "dead", "--limit", "50")["jobs"]
+    assert sorted(j["id"] for j in dead) == sorted(ids.values())
+    doc = _json(run, "inspect", "celery", ids["t0"])
+    assert doc["state"] == "dead" and doc["meta"]["source"].startswith("Celery result record")
+    code, out, err = run("replay", "plain")  # the same Celery queue without the opt-in: one line, nothing read
+    assert code == 2 and err.count("\n") == 1 and "replay_results = 1" in err, err
+
+    filt = ("--filter", 'payload.kwargs.tag = "a"')
+    before = {k: r.dump(k) for k in r.keys("*")}
+    plan = _json(run, "replay", "celery", *filt, "--dry-run")["plan"]
+    assert plan["planned"] == 3
+    assert {k: r.dump(k) for k in r.keys("*")} == before  # a dry run writes nothing
+    res = _json(run, "replay", "celery", *filt, "--yes")
+    assert (res["planned"], res["moved"]) == (3, 3), res
+    replayed = {n for n in NAMES if TAGS[n] == "a"}
+    _until(lambda: all(_count(r, n) == 2 for n in replayed), "the worker to run the replayed tasks")
+    marks = {k.decode(): v.decode() for k, v in r.hgetall("jobctl:celery:celery:replayed").items()}
+    assert set(marks) == {ids[n] for n in replayed}
+    _until(lambda: all(_states(r, {n: marks[ids[n]]})[n] == "SUCCESS" for n in replayed), "the new results")
+    assert _states(r, ids) == {n: "FAILURE" for n in NAMES}  # the originals stay as they were: the fence
+    assert all(r.get(f"celres:arg:{n}") == f"int:{BIG}".encode() for n in replayed)  # 64-bit integer exact
+
+    again = _json(run, "replay", "celery", *filt, "--yes", codes=(0, 8))
+    assert (again["planned"], again["moved"]) == (0, 0), again
+    assert _json(run, "status", "celery")["queues"][0]["dead"] == 3  # the "b" tasks, never replayed
+    assert r.llen("celery") == 0 and all(_count(r, n) == (2 if n in replayed else 1) for n in NAMES)
+    entries = [json.loads(f[b"entry"]) for _, f in r.xrange("jobctl:celery:celery:journal")]
+    assert [(e["operation"], e["queue"]) for e in entries] == [("replay", "celery")]  # an empty plan: no entry
+
+
+def test_racing_replays_send_each_task_once_and_pickle_is_never_decoded(redis_url, app, worker, redis_client):
+    """Two plans made before either applies (two operators at once): the
+    second's calls skip every task as already replayed.  A pickled record and
+    one without result_extended data are counted, never replayed."""
+    from celery import Celery
+    from celery.app.task import Context
+
+    from jobctl.config import QueueConfig
+    from jobctl.layouts import layout_for
+    from jobctl.model import State
+    from jobctl.ops.engine import run_plan
+    from jobctl.ops.spec import Operation, OpSpec
+
+    r = redis_client
+    _failed_tasks(app, worker, r)
+    req = dict(task="celres.flaky", args=["p", BIG], kwargs={}, delivery_info={"routing_key": "celery"},
+               hostname="h", retries=0)
+    pickled = Celery("p", backend=redis_url, result_serializer="pickle", result_accept_content=["pickle"],
+                     result_extended=True)
+    pickled.backend.mark_as_failure("pickled-1", RuntimeError("x"), request=Context(id="pickled-1", **req))
+    plain = Celery("n", backend=redis_url)  # result_extended off: no name, arguments or queue
+    plain.backend.mark_as_failure("plain-1", RuntimeError("x"), request=Context(id="plain-1", **req))
+    stored = r.get("celery-task-meta-pickled-1")
+
+    lay = layout_for(r, QueueConfig(name="celery", layout="celery", options={"replay_results": 1}))
+    spec = OpSpec(Operation.REPLAY, "celery", State.HISTORY, State.READY)
+    first, second = lay.plan(spec), lay.plan(spec)
+    assert first.planned == second.planned == 6 and first.malformed == ["pickled-1"]
+    assert "not JSON (pickle" in first.describe() and "without result_extended data" in first.describe()
+    res = run_plan(lay, first, journal=False)
+    assert res.moved == 6
+    res = run_plan(lay, second, journal=False)
+    assert res.moved == 0 and res.skipped_reasons == {"replayed": 6}
+    _until(lambda: all(_count(r, n) == 2 for n in NAMES), "the worker to run every replayed task")
+    assert r.hlen("jobctl:celery:celery:replayed") == 6 and all(_count(r, n) == 2 for n in NAMES)
+    assert r.get("celery-task-meta-pickled-1") == stored and stored.startswith(b"\x80")  # never decoded
+    assert lay.plan(spec).planned == 0
