@@ -614,6 +614,16 @@ def _cel_purge(c):
     return ["celery"], [0, 5, "jobctl:purge-tombstone:x", 1, CEL_MSG]
 
 
+CEL_RECORD = b'{"status": "FAILURE", "name": "a", "args": [9223372036854775807], "kwargs": {}, "queue": "celery"}'
+
+
+def _cel_replay(c):
+    """One failed task "t1"'s result record, replayed as "t2" to the queue celery."""
+    c.set("celery-task-meta-t1", CEL_RECORD)
+    return (["jobctl:celery:celery:replayed", "celery", "celery-task-meta-t1"],
+            [1, "t1", sha(CEL_RECORD), "t2", CEL_MSG])
+
+
 # -- the table ------------------------------------------------------------------------------------------------
 
 def C(label, build, writes, types, per_job=None, untyped=None) -> Call:  # noqa: N802 - a table row
@@ -791,6 +801,7 @@ SCRIPTS: dict[str, tuple[Call, ...] | ReadOnly] = {
     ),
     "cel_requeue": (C("requeue", _cel_requeue, {1, 2, 3}, {1: "hash", 2: "zset", 3: "list"}, {3: "wrongtype"}),),
     "cel_purge": (C("purge", _cel_purge, {1}, {1: "list"}),),
+    "cel_replay": (C("replay", _cel_replay, {1, 2}, {1: "hash", 2: "list", 3: "string"}, {3: "wrongtype"}),),
     "bullmq_read": ReadOnly(_bullmq_read),
     "bullmq_redrive": (
         C("redrive", _bullmq_redrive("0"), {1, 2, 5, 7, 10}, {**BULL_TYPES, 10: "hash"}, {10: "wrongtype"}),
@@ -971,6 +982,9 @@ BAD_ARGS = [
     ("cel_purge", _cel_purge, lambda a: _with(a, 1, 0), "BADARG hi"),
     ("cel_purge", _cel_purge, lambda a: _with(a, 2, ""), "BADARG tombstone"),
     ("cel_purge", _cel_purge, lambda a: a[:-1], "BADARG job count"),
+    ("cel_replay", _cel_replay, lambda a: a[:-1], "BADARG job count"),
+    ("cel_replay", _cel_replay, lambda a: _with(a, 2, "x" * 40), "BADARG sha1"),
+    ("cel_replay", _cel_replay, lambda a: _with(a, 4, ""), "BADARG empty id or message"),
     ("bullmq_read", _bullmq_read, lambda a: [], "BADARG no fields"),
     ("sk_move", _sk_move("redrive"), lambda a: _with(a, 0, "retry"), "BADARG mode"),
     ("sk_move", _sk_move("redrive"), lambda a: _with(a, 1, 2), "BADARG job count"),
