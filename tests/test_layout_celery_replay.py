@@ -110,6 +110,9 @@ def test_failed_records_are_the_dead_state_and_replay_runs_each_once(run, app, w
     code, out, err = run("replay", "plain")  # the same Celery queue without the opt-in: one line, nothing read
     assert code == 2 and err.count("\n") == 1 and "replay_results = 1" in err, err
 
+    by_error = ("--filter", "error = 'RuntimeError' and message ~ 'flag set*' and type = 'celres.flaky' and "
+                            "dead_for < 1h and attempts = 0")
+    assert _json(run, "replay", "celery", *by_error, "--dry-run")["plan"]["planned"] == 6
     filt = ("--filter", 'payload.kwargs.tag = "a"')
     before = {k: r.dump(k) for k in r.keys("*")}
     plan = _json(run, "replay", "celery", *filt, "--dry-run")["plan"]
