@@ -293,3 +293,29 @@ def test_check_repairs_deleted_pending_entries(redis_client):
     report = layout(redis_client).check(repair=True)
     assert [p.kind for p in report.remaining] == ["dangling"]
     assert layout(redis_client).status().processing == 0
+
+
+def test_refused_xadd_leaves_every_dead_job_dead_once(redis_client, redis_url, tmp_path, capsys):
+    """An unfiltered redrive (the tail walk's bulk path) whose stream refuses
+    every XADD (its last id is the largest there is): no entry is added, each
+    job is reported failed and stays on the dead list exactly once, in its
+    place; once the stream takes entries again, a rerun moves them all, in
+    tail order."""
+    expected = ADAPTER.load(redis_client, "dlq-spike", queue="email", size=SIZE, seed=6)
+    keys = StreamGroupKeys("email")
+    dead_before = [x.decode() for x in redis_client.lrange(keys.dead, 0, -1)]
+    assert len(dead_before) == expected["dead"] > 0
+    top = "18446744073709551615-18446744073709551615"
+    redis_client.xadd(keys.stream, {"jobId": "top"}, id=top)
+    length = redis_client.xlen(keys.stream)
+    cfg = _config(tmp_path)
+    code, res, err = run(capsys, redis_url, cfg, "redrive", "email", "--yes", "--json")
+    assert code == 8 and res["moved"] == 0 and res["failed"] == len(dead_before), err
+    assert redis_client.xlen(keys.stream) == length
+    assert [x.decode() for x in redis_client.lrange(keys.dead, 0, -1)] == dead_before
+    redis_client.delete(keys.stream)  # a stream that takes entries again (its group recreated)
+    StreamProducer(redis_client, keys).ensure_group()
+    code, res, err = run(capsys, redis_url, cfg, "redrive", "email", "--yes", "--json")
+    assert code == 0 and res["moved"] == len(dead_before), err
+    added = [f[b"jobId"].decode() for _, f in redis_client.xrange(keys.stream)]
+    assert added == dead_before[::-1] and redis_client.llen(keys.dead) == 0

@@ -76,16 +76,18 @@ local function hold_it(code, i)
   if i then met[#met + 1] = i; met[#met + 1] = code end
 end
 
--- ready and purge, unfiltered: the bulk path.  From the walk's position on,
--- the run of entries whose element is the expected id (and, to ready, whose
--- payload key exists: one EXISTS over the run) leaves the tail in one RPOP
--- with a count (<= BULK) and reaches the target in one LPUSH of the run
--- (the order of one LMOVE each) / has its payload keys unlinked in one
--- UNLINK (purge).  The LPUSH runs under redis.pcall: if it fails (OOM) the
--- run goes back to the tail as it was and the per-job loops below take the
--- rest of the call (each job's error then moves nothing of that job).  An
--- element that ends the run is left to the per-job loops for one position.
-local bulk_on = (mode == 'ready' or mode == 'purge') and not prog
+-- ready, stream and purge, unfiltered: the bulk path.  From the walk's
+-- position on, the run of entries whose element is the expected id (and,
+-- to ready or stream, whose payload key exists: one EXISTS over the run)
+-- leaves the tail in one RPOP with a count (<= BULK) and reaches the target
+-- in one LPUSH of the run (the order of one LMOVE each) / one XADD each, in
+-- tail order (stream) / has its payload keys unlinked in one UNLINK
+-- (purge).  The LPUSH / XADDs run under redis.pcall: if one fails (OOM) the
+-- run's entries are taken back, the run goes back to the tail as it was and
+-- the per-job loops below take the rest of the call (each job's error then
+-- moves nothing of that job).  An element that ends the run is left to the
+-- per-job loops for one position.
+local bulk_on = (mode == 'ready' or mode == 'stream' or mode == 'purge') and not prog
 
 local function push_back(els, from, to)
   -- els[from..to] back at the tail, els[from] the tail again
@@ -101,7 +103,7 @@ local function bulk_run(els, i)
     if KEYS[9 + i + j] ~= prefix .. els[j] then break end
     run = j
   end
-  if run > 0 and mode == 'ready' and redis.call('EXISTS', unpack(KEYS, 10 + i, 9 + i + run)) ~= run then
+  if run > 0 and mode ~= 'purge' and redis.call('EXISTS', unpack(KEYS, 10 + i, 9 + i + run)) ~= run then
     local ok = 0
     for j = 1, run do
       if redis.call('EXISTS', KEYS[9 + i + j]) == 0 then break end
@@ -112,6 +114,25 @@ local function bulk_run(els, i)
   return run
 end
 
+-- the run's ids written to the target (ready: one LPUSH; stream: one XADD
+-- each, taken back with XDEL when one is refused); false when refused
+local function land_run(els, run)
+  if mode == 'ready' then
+    local r = redis.pcall('LPUSH', target, unpack(els, 1, run))
+    return not (type(r) == 'table' and r['err'])
+  end
+  local added = {}
+  for j = 1, run do
+    local r = redis.pcall('XADD', target, '*', 'jobId', els[j])
+    if type(r) == 'table' and r['err'] then
+      if #added > 0 then redis.pcall('XDEL', target, unpack(added)) end
+      return false
+    end
+    added[j] = r
+  end
+  return true
+end
+
 local function bulk_step()
   local i, k = jc_win_tail_run(w, popped, first, n)
   if k < 1 then return 0 end
@@ -120,9 +141,8 @@ local function bulk_step()
   local run = bulk_run(els, i)
   push_back(els, run + 1, #els)
   if run == 0 then return 0 end
-  if mode == 'ready' then
-    local r = redis.pcall('LPUSH', target, unpack(els, 1, run))
-    if type(r) == 'table' and r['err'] then
+  if mode ~= 'purge' then
+    if not land_run(els, run) then
       push_back(els, 1, run)
       bulk_on = false
       return 0
