@@ -11,8 +11,8 @@ nor placed in a queue (counted, never guessed); a record that is not JSON
 (``result_serializer = "pickle"``) is never decoded (counted as refused).
 
 There is no index of failures: the records are found with ``SCAN MATCH
-celery-task-meta-*`` (:data:`SCAN_COUNT` keys a step) and read with one
-``MGET`` per step.  Each record's replay, when jobctl made one, is read from
+celery-task-meta-*`` (:data:`SCAN_COUNT` keys a step, every primary of a
+cluster) and read with one pipelined round trip of ``GET`` s per step.  Each record's replay, when jobctl made one, is read from
 jobctl's replay hash with one ``HMGET`` per step.
 """
 
@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from jobctl.cluster import scan_pages
 from jobctl.layouts.celery.keys import RESULT_PREFIX
 from jobctl.layouts.celery.message import iso_ms
 from jobctl.layouts.common import text
@@ -142,23 +143,32 @@ def walk_failed(layout, tally: RecordTally | None = None, *, cap: int | None = N
     if not opted_in(layout):
         return
     tally = tally if tally is not None else RecordTally()
-    client, cursor, seen = layout.client, 0, 0
-    while True:
-        cursor, names = client.scan(cursor, match=layout.keys.result_pattern, count=SCAN_COUNT)
-        names = [text(n) for n in names]
-        seen += SCAN_COUNT
-        if names:
-            pairs = [(k, v) for k, v in zip(names, client.mget(names)) if v is not None]
-            found = failed_of_queue(layout, pairs, tally)
-            ids = [str(doc.get("task_id") or key[len(RESULT_PREFIX):]) for key, _, doc in found]
-            replays = client.hmget(layout.keys.replayed, ids) if ids else []
-            recs = [failed_record(layout, key, raw, doc, None if r is None else text(r))
-                    for (key, raw, doc), r in zip(found, replays)]
-            tally.failed += len(recs)
-            tally.replayed += sum(r.meta["replayed_as"] is not None for r in recs)
-            yield [r for r in recs if r.meta["replayed_as"] is None]
-        if cursor == 0:
-            return
+    client, seen = layout.client, 0
+    for page in scan_pages(client, layout.keys.result_pattern, SCAN_COUNT):
         if cap is not None and seen >= cap:
             tally.partial = True
             return
+        seen += SCAN_COUNT
+        names = [text(n) for n in page]
+        if names:
+            yield _window(layout, names, tally)
+
+
+def _window(layout, names: list[str], tally: RecordTally) -> list[JobRecord]:
+    """The dead records among the result records ``names``: their bytes in
+    one pipelined round trip of GETs (the keys may span Cluster slots), the
+    replay hash in one ``HMGET``."""
+    client = layout.client
+    pipe = client.pipeline(transaction=False)
+    for name in names:
+        pipe.get(name)
+    values = pipe.execute(raise_on_error=False)
+    pairs = [(k, v) for k, v in zip(names, values) if isinstance(v, bytes)]  # a wrong-typed key: not a record
+    found = failed_of_queue(layout, pairs, tally)
+    ids = [str(doc.get("task_id") or key[len(RESULT_PREFIX):]) for key, _, doc in found]
+    replays = client.hmget(layout.keys.replayed, ids) if ids else []
+    recs = [failed_record(layout, key, raw, doc, None if r is None else text(r))
+            for (key, raw, doc), r in zip(found, replays)]
+    tally.failed += len(recs)
+    tally.replayed += sum(r.meta["replayed_as"] is not None for r in recs)
+    return [r for r in recs if r.meta["replayed_as"] is None]
