@@ -136,7 +136,7 @@ def test_failed_records_are_the_dead_state_and_replay_runs_each_once(run, app, w
     assert [(e["operation"], e["queue"]) for e in entries] == [("replay", "celery")]  # an empty plan: no entry
 
 
-def test_racing_replays_send_each_task_once_and_pickle_is_never_decoded(redis_url, app, worker, redis_client):
+def test_racing_replays_send_each_task_once_and_pickle_is_never_decoded(run, redis_url, app, worker, redis_client):
     """Two plans made before either applies (two operators at once): the
     second's calls skip every task as already replayed.  A pickled record and
     one without result_extended data are counted, never replayed."""
@@ -159,6 +159,9 @@ def test_racing_replays_send_each_task_once_and_pickle_is_never_decoded(redis_ur
     plain = Celery("n", backend=redis_url)  # result_extended off: no name, arguments or queue
     plain.backend.mark_as_failure("plain-1", RuntimeError("x"), request=Context(id="plain-1", **req))
     stored = r.get("celery-task-meta-pickled-1")
+    st = _json(run, "status", "celery")["queues"][0]
+    assert st["dead"] == 6 and sum("without result_extended data" in w or "not JSON (pickle" in w
+                                   for w in st["warnings"]) == 2, st["warnings"]
 
     lay = layout_for(r, QueueConfig(name="celery", layout="celery", options={"replay_results": 1}))
     spec = OpSpec(Operation.REPLAY, "celery", State.HISTORY, State.READY)
