@@ -54,7 +54,7 @@ def test_unfiltered_redrive_in_pipelined_calls_keeps_order_priority_and_lifo(red
     plan = _plan(lay)
     assert plan.planned == N and plan.dangling == ["99"]
     redis_client.hset("bull:work:3", "failedReason", "failed again")  # after the plan: fenced out
-    redis_client.script_flush()  # the calls are refused, then sent again once loaded
+    redis_client.script_flush()  # the move loads its script again (or is refused, then sent again)
     res = run_plan(lay, plan, journal=False)
     assert res.moved == N - 1 and res.skipped_reasons == {"changed": 1}
     plain = [i for i in range(1, N + 1) if i % 5 and i % 7 and i != 3]
@@ -82,3 +82,72 @@ def test_a_queue_key_of_the_wrong_type_stops_the_redrive_with_nothing_moved(redi
     with pytest.raises(DataError, match="bull:work:wait"):
         run_plan(lay, plan, journal=False)
     assert redis_client.zcard("bull:work:failed") == N and redis_client.zcard("bull:work:prioritized") == 0
+
+
+@pytest.fixture
+def small_windows(monkeypatch, small_calls):
+    """4 ranks a plan window as well: a plan of :data:`N` jobs takes 6 fence calls."""
+    from jobctl.layouts.bullmq import lean
+
+    monkeypatch.setattr(lean, "READ_BATCH", 4)
+
+
+def _with_child_and_dangling(client) -> None:
+    """:func:`_failed`, then job 9 a flow child of ``p`` and job 13's hash gone (dangling)."""
+    _failed(client)
+    client.hset("bull:work:9", "parentKey", "bull:work:p")
+    client.hset("bull:work:p", "name", "parent")
+    client.zadd("bull:work:p:unsuccessful", {"bull:work:9": 1})
+    client.delete("bull:work:13")
+
+
+def test_plan_windows_keep_order_with_a_flow_child_and_a_dangling_job(redis_client, small_windows):
+    from jobctl.layouts.bullmq.ops import BullFencedJob, BullPlannedJob
+    from jobctl.ops.engine import run_plan
+
+    _with_child_and_dangling(redis_client)
+    lay = _layout(redis_client)
+    plan = _plan(lay)
+    kept = [str(i) for i in range(1, N + 1) if i != 13]
+    assert [j.job_id for j in plan.jobs] == kept and plan.dangling == ["13"] and plan.scanned == N
+    assert isinstance(plan.jobs[8], BullPlannedJob) and plan.jobs[8].fields[3] == "bull:work:p"
+    assert all(isinstance(j, BullFencedJob) for n, j in enumerate(plan.jobs) if n != 8)
+    assert plan.jobs[-1].sha1 == str(1700000001000 + N)  # the failed score as stored
+    res = run_plan(lay, plan, journal=False)
+    assert res.moved == N - 1 and not res.skipped_reasons
+    assert redis_client.zrange("bull:work:failed", 0, -1) == [b"13"]
+    assert redis_client.sismember("bull:work:p:dependencies", "bull:work:9")
+    plain = [i for i in range(1, N + 1) if i % 5 and i % 7 and i != 13]
+    lifo = [i for i in range(1, N + 1) if i % 7 == 0 and i % 5]
+    assert [int(x) for x in redis_client.lrange("bull:work:wait", 0, -1)] == list(reversed(plain)) + lifo
+
+
+def test_a_limit_cuts_the_plan_inside_a_window(redis_client, small_windows):
+    from jobctl.model import State
+    from jobctl.ops.engine import run_plan
+    from jobctl.ops.spec import Operation, OpSpec
+
+    _with_child_and_dangling(redis_client)
+    lay = _layout(redis_client)
+    plan = lay.plan(OpSpec(Operation.REDRIVE, "work", State.DEAD, State.READY, limit=10))
+    assert [j.job_id for j in plan.jobs] == [str(i) for i in range(1, 11)] and plan.truncated
+    res = run_plan(lay, plan, journal=False)
+    assert res.moved == 10 and redis_client.zcard("bull:work:failed") == N - 10
+
+
+def test_calls_refused_after_a_script_flush_are_sent_again(redis_client, small_windows):
+    """The scripts flushed between two redrives on one client: the plan's and
+    the move's calls are refused NOSCRIPT, then sent again once loaded."""
+    from jobctl.model import State
+    from jobctl.ops.engine import run_plan
+    from jobctl.ops.spec import Operation, OpSpec
+
+    _failed(redis_client)
+    lay = _layout(redis_client)
+    first = lay.plan(OpSpec(Operation.REDRIVE, "work", State.DEAD, State.READY, limit=5))
+    assert run_plan(lay, first, journal=False).moved == 5
+    redis_client.script_flush()
+    plan = _plan(lay)
+    assert plan.planned == N - 5
+    redis_client.script_flush()
+    assert run_plan(lay, plan, journal=False).moved == N - 5 and redis_client.zcard("bull:work:failed") == 0

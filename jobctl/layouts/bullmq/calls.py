@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from itertools import islice
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from jobctl.cluster import is_cluster
 from jobctl.layouts.common import text
@@ -39,12 +40,23 @@ def _checked(name: str, reply: Any) -> Any:
     raise move_error(name, reply)
 
 
+#: client -> the script names this module has loaded on it (each is loaded
+#: before its first round trip, so a call refused NOSCRIPT ahead of calls
+#: that then run is left to a server whose scripts were flushed meanwhile)
+_LOADED: WeakKeyDictionary = WeakKeyDictionary()
+
+
 def _send(client, calls: list[tuple]) -> list[Any]:
     """One round trip of ``calls`` (``(script name, keys, args, ...)``); each reply
     or error.  A call refused with ``NOSCRIPT`` did not run: it is sent again,
     in order, once its script is loaded."""
-    pipe = client.pipeline(transaction=False)
     cluster = is_cluster(client)
+    if not cluster:
+        loaded = _LOADED.setdefault(client, set())
+        for name in {c[0] for c in calls} - loaded:
+            client.script_load(script(client, name).script)
+            loaded.add(name)
+    pipe = client.pipeline(transaction=False)
     for name, keys, args, *_ in calls:
         s = script(client, name)
         if cluster:
