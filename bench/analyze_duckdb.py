@@ -38,15 +38,15 @@ def _parts(export_dir: Path) -> list[str]:
     return sorted(glob.glob(str(export_dir / "**" / "part-*.parquet"), recursive=True))
 
 
-def duckdb_seconds(export_dir: Path) -> tuple[float, dict[str, int]] | None:
-    """``(seconds, {query: result rows})`` of every :data:`QUERIES` rollup
+def duckdb_seconds(export_dir: Path) -> tuple[float, dict[str, int], float] | None:
+    """``(seconds, {query: result rows}, CPU seconds of this process)`` of every :data:`QUERIES` rollup
     over the export's part files in one DuckDB connection (``threads`` left
     at DuckDB's default: every core); ``None`` when duckdb is not installed."""
     try:
         import duckdb
     except ImportError:
         return None
-    t0 = time.monotonic()
+    t0, cpu0 = time.monotonic(), time.process_time()
     con = duckdb.connect()
     try:
         parts = ", ".join("'" + p.replace("'", "''") + "'" for p in _parts(export_dir))
@@ -54,7 +54,7 @@ def duckdb_seconds(export_dir: Path) -> tuple[float, dict[str, int]] | None:
         rows = {name: len(con.execute(sql).fetchall()) for name, sql in QUERIES.items()}
     finally:
         con.close()
-    return time.monotonic() - t0, rows
+    return time.monotonic() - t0, rows, time.process_time() - cpu0
 
 
 def event_log_conf(directory: Path) -> str:

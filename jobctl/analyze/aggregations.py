@@ -9,7 +9,8 @@ from typing import Any
 
 from jobctl.analyze.rules import CLASSES, UNCLASSIFIED, RuleSet, rule_index_column
 
-__all__ = ["group_counts", "fingerprints", "attempt_histogram", "age_buckets", "age_stats", "deaths_per_hour",
+__all__ = ["group_counts", "fingerprints", "attempt_histogram", "age_bucket_column", "age_buckets", "age_stats",
+           "age_stats_frame", "age_stats_of", "deaths_per_hour",
            "classify", "class_counts", "redrive_plan", "AGE_BUCKETS"]
 
 #: Age-at-death buckets: (label, upper bound in ms, exclusive; None: no bound).
@@ -90,10 +91,9 @@ def _age_ms():
     return _ms(F.col("last_attempt_at")) - _ms(F.col("created_at"))
 
 
-def age_buckets(df):
-    """DataFrame ``bucket_index, bucket, jobs``: age at death
-    (``lastAttemptAt - createdAt``) in :data:`AGE_BUCKETS`; index
-    ``len(AGE_BUCKETS)`` is ``unknown``.  Only non-empty buckets."""
+def age_bucket_column():
+    """Spark column: the :data:`AGE_BUCKETS` index of the age at death
+    (``lastAttemptAt - createdAt``); ``len(AGE_BUCKETS)`` when unknown."""
     from pyspark.sql import functions as F
 
     age = _age_ms()
@@ -104,29 +104,46 @@ def age_buckets(df):
             break
         cond = age < F.lit(upper)
         idx = F.when(cond, F.lit(i)) if idx is None else idx.when(cond, F.lit(i))
-    idx = F.when(age.isNull(), F.lit(len(AGE_BUCKETS))).otherwise(idx)
+    return F.when(age.isNull(), F.lit(len(AGE_BUCKETS))).otherwise(idx)
+
+
+def age_buckets(df):
+    """DataFrame ``bucket_index, bucket, jobs``: age at death
+    (``lastAttemptAt - createdAt``) in :data:`AGE_BUCKETS`; index
+    ``len(AGE_BUCKETS)`` is ``unknown``.  Only non-empty buckets."""
+    from pyspark.sql import functions as F
+
     labels = F.array(*[F.lit(label) for label, _ in AGE_BUCKETS], F.lit("unknown"))
-    return (df.select(idx.alias("bucket_index"))
+    return (df.select(age_bucket_column().alias("bucket_index"))
             .groupBy("bucket_index").agg(F.count(F.lit(1)).alias("jobs"))
             .select("bucket_index", F.element_at(labels, F.col("bucket_index") + 1).alias("bucket"), "jobs")
             .orderBy("bucket_index"))
+
+
+def age_stats_frame(df):
+    """One-row DataFrame ``known, min_ms, max_ms, avg_ms, pct`` (``pct``: the
+    approximate 50th, 90th, 99th percentiles) of the age at death."""
+    from pyspark.sql import functions as F
+
+    return df.select(_age_ms().alias("age")).where(F.col("age").isNotNull()).agg(
+        F.count(F.lit(1)).alias("known"), F.min("age").alias("min_ms"), F.max("age").alias("max_ms"),
+        F.avg("age").alias("avg_ms"),
+        F.percentile_approx("age", [0.5, 0.9, 0.99], 10_000).alias("pct"))
+
+
+def age_stats_of(row: dict[str, Any]) -> dict[str, Any]:
+    """The :func:`age_stats` dict of an :func:`age_stats_frame` row (as a dict)."""
+    pct = row["pct"] or [None, None, None]
+    return {"known": row["known"], "min_ms": row["min_ms"], "max_ms": row["max_ms"],
+            "avg_ms": None if row["avg_ms"] is None else round(row["avg_ms"]),
+            "p50_ms": pct[0], "p90_ms": pct[1], "p99_ms": pct[2]}
 
 
 def age_stats(df) -> dict[str, Any]:
     """``{"known", "min_ms", "max_ms", "avg_ms", "p50_ms", "p90_ms", "p99_ms"}``
     of the age at death; percentiles are ``percentile_approx`` (accuracy
     10,000: within 0.01 % of the rank), the rest exact."""
-    from pyspark.sql import functions as F
-
-    age = _age_ms()
-    row = df.select(age.alias("age")).where(F.col("age").isNotNull()).agg(
-        F.count(F.lit(1)).alias("known"), F.min("age").alias("min_ms"), F.max("age").alias("max_ms"),
-        F.avg("age").alias("avg_ms"),
-        F.percentile_approx("age", [0.5, 0.9, 0.99], 10_000).alias("pct")).first()
-    pct = row["pct"] or [None, None, None]
-    return {"known": row["known"], "min_ms": row["min_ms"], "max_ms": row["max_ms"],
-            "avg_ms": None if row["avg_ms"] is None else round(row["avg_ms"]),
-            "p50_ms": pct[0], "p90_ms": pct[1], "p99_ms": pct[2]}
+    return age_stats_of(age_stats_frame(df).first().asDict())
 
 
 def deaths_per_hour(df):

@@ -16,8 +16,12 @@ built-in functions only (no Python UDF, so executors need nothing but Spark):
 * the classification by rules (:func:`classify`, :mod:`jobctl.analyze.rules`)
   and the redrive plan (:func:`redrive_plan`).
 
-:func:`run_analysis` writes ``report.json``, ``report.md`` and
-``redrive-plan.jsonl`` (each under a temporary name, then renamed).
+The report runs these over one cached scan of the export, every table in
+one Spark action (:mod:`jobctl.analyze.onepass`: grouping sets, then one
+collect of bounded aggregates), plus the plan's write (and, when a table is
+capped, its whole Parquet copy).  :func:`run_analysis` writes
+``report.json``, ``report.md`` and ``redrive-plan.jsonl`` (each under a
+temporary name, then renamed).
 
 Run on a cluster with ``spark-submit`` (this file is the application)::
 
@@ -43,8 +47,9 @@ import orjson
 from jobctl import __version__
 from jobctl.analyze.aggregations import (AGE_BUCKETS, age_buckets, age_stats, attempt_histogram, class_counts,
                                         classify, deaths_per_hour, fingerprints, group_counts, redrive_plan)
-from jobctl.analyze.rollups import capped_table, fine_groups, order_groups, tenant_rollup, type_code_rollup, whole_table
-from jobctl.analyze.trend import TREND_GROUPS, group_trend, spike
+from jobctl.analyze.onepass import collect_tables
+from jobctl.analyze.rollups import whole_table
+from jobctl.analyze.trend import spike
 from jobctl.analyze.rules import CLASSES, RuleSet, load_rules
 from jobctl.errors import DataError, JobctlError, UsageError
 from jobctl.exitcodes import ExitCode
@@ -152,12 +157,6 @@ def _first_line(exc: BaseException) -> str:
     return lines[0][:300]
 
 
-def _rows(df, limit: int | None = None) -> list[dict[str, Any]]:
-    if limit is not None:
-        df = df.limit(limit)
-    return [r.asDict(recursive=True) for r in df.collect()]
-
-
 def _write_atomic(path: Path, data: bytes) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     with open(tmp, "wb") as f:
@@ -215,8 +214,6 @@ def analyse(spark, export_dir: str, out_dir: str | Path, *, rules: RuleSet, top:
     Raises :class:`DataError` (unreadable or incomplete export),
     :class:`~jobctl.errors.NotFound` (no manifest).
     """
-    from pyspark.sql import functions as F
-
     from .report import render_markdown
     from .report_html import render_html
 
@@ -228,20 +225,18 @@ def analyse(spark, export_dir: str, out_dir: str | Path, *, rules: RuleSet, top:
     snapshot = m.snapshot_ms
     # one scan of the export, classified once and cached (without the bulky raw and payload
     # columns no aggregate reads): every table below reads the cache
-    df = classified = classify(exported.drop(*_UNREAD), rules, snapshot).cache()
-
-    per_state = _rows(df.groupBy("state").agg(
-        F.count(F.lit(1)).alias("jobs"), F.countDistinct("job_id").alias("ids"),
-        F.sum(F.when(F.col("malformed"), 1).otherwise(0)).alias("malformed"),
-        F.sum(F.when(F.coalesce(F.col("attempt") >= F.col("max_attempts"), F.lit(False)), 1).otherwise(0))
-        .alias("exhausted")).orderBy("state"))
+    df = classify(exported.drop(*_UNREAD), rules, snapshot).cache()
+    tables, whole = collect_tables(df, {"by_type_code": _MAX_GROUPS, "by_tenant": _MAX_GROUPS,
+                                        "groups": _MAX_GROUPS, "fingerprints": _MAX_FINGERPRINTS})
+    for name, table in whole.items():  # a capped table is also written whole, as Parquet
+        whole_table(table, tables[name], out, name)
+    per_state = tables["per_state"]
     by_state = {r["state"]: r["jobs"] for r in per_state}
     # entries beyond the first of one id in one state (a dead list holding X twice): planned once
     duplicates = {r["state"]: r["jobs"] - r["ids"] for r in per_state if r["jobs"] > r["ids"]}
-    by_type_code, by_tenant, groups, fps = _tables(df, out)
-    hours = _rows(deaths_per_hour(df))
-    trend = _trend(df, by_type_code["rows"][:TREND_GROUPS])
-    classes = _rows(class_counts(classified))
+    by_type_code, by_tenant, groups, fps = (tables[n] for n in ("by_type_code", "by_tenant", "groups",
+                                                                   "fingerprints"))
+    hours, trend, classes = tables["hours"], tables["trend"], tables["classes"]
     descriptions = {r.name: r.description for r in rules.rules}
     for c in classes:
         c["description"] = descriptions.get(c["rule"], "no rule matched" if c["rule"] is None else "")
@@ -249,7 +244,7 @@ def analyse(spark, export_dir: str, out_dir: str | Path, *, rules: RuleSet, top:
     for c in classes:
         class_totals[c["class"]] = class_totals.get(c["class"], 0) + c["jobs"]
     plan_path = out / "redrive-plan.jsonl"
-    planned = _write_plan(plan_path, redrive_plan(classified))
+    planned = _write_plan(plan_path, redrive_plan(df))
     report: dict[str, Any] = {
         "kind": "jobctl-analyze-report", "schema_version": REPORT_SCHEMA_VERSION, "jobctl_version": __version__,
         "generated_ms": time.time_ns() // 1_000_000,
@@ -266,10 +261,10 @@ def analyse(spark, export_dir: str, out_dir: str | Path, *, rules: RuleSet, top:
         "groups_file": groups.get("file"),
         "fingerprints": fps["rows"], "fingerprints_total": fps["total"], "fingerprints_more_jobs": fps["more_jobs"],
         "fingerprints_file": fps.get("file"),
-        "attempts": _rows(attempt_histogram(df)),
+        "attempts": tables["attempts"],
         "attempts_exhausted": sum(r["exhausted"] or 0 for r in per_state),
-        "age_at_death": {"buckets": [{"bucket": r["bucket"], "jobs": r["jobs"]} for r in _rows(age_buckets(df))],
-                         **age_stats(df)},
+        "age_at_death": {"buckets": [{"bucket": r["bucket"], "jobs": r["jobs"]} for r in tables["age"]],
+                         **tables["age_stats"]},
         "deaths_per_hour": hours, "group_trend": trend, "spike": spike(hours, trend),
         "classes": classes, "class_totals": class_totals,
         "redrive": {"planned": planned, "file": plan_path.name,
@@ -282,25 +277,6 @@ def analyse(spark, export_dir: str, out_dir: str | Path, *, rules: RuleSet, top:
     _write_atomic(out / "report.md", render_markdown(report, top=top).encode("utf-8"))
     _write_atomic(out / "report.html", render_html(report, top=top).encode("utf-8"))
     return report
-
-
-def _tables(df, out: Path) -> tuple[dict, dict, dict, dict]:
-    """The type x code, tenant, fine-group and fingerprint tables of the
-    cached scan ``df`` (:func:`~.rollups.capped_table`; a capped one also
-    written whole as Parquet: :func:`~.rollups.whole_table`)."""
-    fine = fine_groups(df).cache()  # one aggregation of the export; every rollup below reads it
-    out_tables = [whole_table(t, capped_table(t, _MAX_GROUPS), out, name) for name, t in
-                  (("by_type_code", type_code_rollup(fine)), ("by_tenant", tenant_rollup(fine)),
-                   ("groups", order_groups(fine)))]
-    fine.unpersist()
-    fp = fingerprints(df)
-    return (*out_tables, whole_table(fp, capped_table(fp, _MAX_FINGERPRINTS), out, "fingerprints"))
-
-
-def _trend(df, groups: list[dict]) -> list[dict]:
-    """Deaths per hour of ``groups`` (:func:`~.trend.group_trend`), as rows."""
-    trend = group_trend(df, groups)
-    return [] if trend is None else _rows(trend)
 
 
 def summary_of(report: dict[str, Any], out_dir: str | Path) -> dict[str, Any]:
