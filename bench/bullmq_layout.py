@@ -17,9 +17,10 @@ calls and mean usec per call (``INFO commandstats``), the slowest script
 call (``SLOWLOG``, calls over 1 ms) and the calls over 5 ms; the ratios of
 medians (and, as ``ratio_unfiltered_whole_commands``, jobctl's command
 against node's whole ``retryJobs`` process); per run the CPU seconds of
-redis-server and of the client process (``ratio_unfiltered_cpu_model``:
-node's whole ``retryJobs`` over jobctl's, client + server: the ratio
-without the noise of a shared core); the load average.  1M jobs
+redis-server and of the client process (``wait4``) and the client's peak
+RSS (``ratio_unfiltered_cpu_model``: node's whole ``retryJobs`` over
+jobctl's, client + server: the ratio without the noise of a shared core);
+the load average.  1M jobs
 (``--jobs 1000000``) take ~15 min.
 Needs node and ``npm ci`` in bench/bullmq (run on demand).
 """
@@ -29,10 +30,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -47,11 +48,27 @@ SLOW_US, LOGGED_US = 5000, 1000
 FILTER = "type = 'invoice.email.send'"
 
 
-def _node(*args: str) -> dict:
-    run = subprocess.run(["node", JS, *args], capture_output=True, text=True)
-    if run.returncode != 0:
-        raise RuntimeError(f"layout_ops.js {args[0]} exited {run.returncode}: {run.stderr.strip()[-500:]}")
-    return json.loads(run.stdout.strip().splitlines()[-1])
+def _run(argv: list[str], env: dict[str, str] | None = None) -> tuple[int, str, str, float, float]:
+    """Run ``argv`` to its end: its exit code, stdout, stderr, CPU seconds
+    (user + system) and peak RSS in MiB, of that process alone (``wait4``)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(argv, env=env, stdout=out, stderr=err)
+        _, status, ru = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        return (proc.returncode, out.read().decode(), err.read().decode(), ru.ru_utime + ru.ru_stime,
+                ru.ru_maxrss / 1024)
+
+
+def _node(*args: str, usage: dict | None = None) -> dict:
+    """``layout_ops.js`` with ``args``: its JSON line; its CPU seconds and peak RSS go in ``usage``."""
+    code, stdout, stderr, cpu, rss = _run(["node", JS, *args])
+    if code != 0:
+        raise RuntimeError(f"layout_ops.js {args[0]} exited {code}: {stderr.strip()[-500:]}")
+    if usage is not None:
+        usage.update(client_cpu_s=round(cpu, 3), client_peak_rss_mib=round(rss))
+    return json.loads(stdout.strip().splitlines()[-1])
 
 
 class FailedSet:
@@ -65,6 +82,9 @@ class FailedSet:
         pairs = admin.zrange(base + "failed", 0, -1, withscores=True)
         self.templates = [(admin.hgetall(base + m.decode()), score) for m, score in pairs]
         self.meta = admin.hgetall(base + "meta")
+        # the jobs FILTER matches (half of them when n is a multiple of the templates)
+        names = [fields.get(b"name") for fields, _ in self.templates]
+        self.matching = sum(names[i % len(names)] == b"invoice.email.send" for i in range(1, n + 1))
 
     def lay(self) -> None:
         """FLUSHALL, then ``meta`` and ``n`` failed jobs (ids 1..n), cloned from the templates."""
@@ -88,12 +108,6 @@ def _server_cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _child_cpu_s() -> float:
-    """User + system CPU seconds of every waited-for child process so far."""
-    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return ru.ru_utime + ru.ru_stime
-
-
 def _script_stats(admin) -> dict:
     evalsha = admin.info("commandstats").get("cmdstat_evalsha", {})
     slow = [e for e in admin.slowlog_get(10000) if e["command"].split(b" ", 1)[0].upper() in (b"EVALSHA", b"EVAL")]
@@ -109,12 +123,12 @@ def _one(fs: FailedSet, srv, variant: str, jobctl: list[str], env: dict[str, str
     admin.config_set("slowlog-log-slower-than", LOGGED_US)
     admin.config_set("slowlog-max-len", 10000)
     admin.slowlog_reset()
-    moved = fs.n // 2 if variant == "jobctl_redrive_filtered" else fs.n
+    moved = fs.matching if variant == "jobctl_redrive_filtered" else fs.n
     url, extra = srv.url, {}
-    cpu0 = (_server_cpu_s(srv.pid), _child_cpu_s())
+    cpu0 = _server_cpu_s(srv.pid)
     if variant == "bullmq_retryJobs":
         t0 = time.perf_counter()
-        out = _node("retry", url, QUEUE, "1000")
+        out = _node("retry", url, QUEUE, "1000", usage=extra)
         # node's start-up, connect and getJobCounts included: the whole command, as for jobctl
         extra["process_wall_s"] = round(time.perf_counter() - t0, 3)
         wall, counts = out["seconds"], out["counts"]
@@ -123,14 +137,14 @@ def _one(fs: FailedSet, srv, variant: str, jobctl: list[str], env: dict[str, str
         if variant == "jobctl_redrive_filtered":
             argv[-1:-1] = ["--filter", FILTER]
         t0 = time.perf_counter()
-        run = subprocess.run(argv, env=env, capture_output=True, text=True)
+        code, _, stderr, cpu, rss = _run(argv, env)
         wall = time.perf_counter() - t0
-        if run.returncode != 0:
-            raise RuntimeError(f"{variant} exited {run.returncode}: {run.stderr.strip()[-500:]}")
+        if code != 0:
+            raise RuntimeError(f"{variant} exited {code}: {stderr.strip()[-500:]}")
         counts = None
+        extra.update(client_cpu_s=round(cpu, 3), client_peak_rss_mib=round(rss))
     # CPU seconds of the run (the client's whole process): the model of the ratio on a shared core
-    extra["server_cpu_s"] = round(_server_cpu_s(srv.pid) - cpu0[0], 3)
-    extra["client_cpu_s"] = round(_child_cpu_s() - cpu0[1], 3)
+    extra["server_cpu_s"] = round(_server_cpu_s(srv.pid) - cpu0, 3)
     stats = _script_stats(admin)
     counts = counts or _node("counts", url, QUEUE)
     ready = counts.get("waiting", counts.get("wait", 0)) + counts.get("prioritized", 0)
@@ -143,6 +157,7 @@ def _summary(runs: list[dict]) -> dict:
     return {"jobs_per_s": round(statistics.median(r["jobs_per_s"] for r in runs)),
             "server_cpu_s": statistics.median(r["server_cpu_s"] for r in runs),
             "client_cpu_s": statistics.median(r["client_cpu_s"] for r in runs),
+            "client_peak_rss_mib": max(r["client_peak_rss_mib"] for r in runs),
             "slowest_call_us": max((r["slowest_call_us"] or 0) for r in runs) or None,
             "script_calls_over_5ms": sum(r["script_calls_over_5ms"] for r in runs), "runs": runs}
 
