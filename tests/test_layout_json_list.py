@@ -382,3 +382,22 @@ def test_a_key_of_the_wrong_type(redis_client):
     assert st.ready == 1 and st.errors == [f"key {JsonListKeys(P).dead} holds the wrong Redis type"]
     with pytest.raises(DataError):
         lay.inspect("a")
+
+
+def test_unfiltered_redrive_leaves_malformed_strings_past_the_plans_scan_dead_uncounted(redis_client):
+    """The plan lists the malformed strings among the oldest MALFORMED_SCAN
+    only; one beyond that is left dead by the apply all the same, counted
+    neither moved, skipped nor failed, and a rerun moves nothing."""
+    from jobctl.layouts.json_list.tail_plan import MALFORMED_SCAN
+
+    before = make_dead(redis_client, MALFORMED_SCAN + 5)
+    redis_client.rpush(JsonListKeys(P).dead, MALFORMED_DEAD)   # the newest: past the scan
+    lay = layout(redis_client)
+    plan = lay.plan(OpSpec(Operation.REDRIVE, P, State.DEAD, State.READY))
+    assert isinstance(plan.jobs, JsonTailRange) and not plan.malformed
+    assert "malformed job strings stay dead" in plan.describe()
+    res = run_plan(lay, plan, journal=False)
+    assert res.moved == len(before) and not res.skipped and not res.failed
+    assert dead_list(redis_client) == [MALFORMED_DEAD] and not redis_client.exists(JsonListKeys(P).hold)
+    again = lay.plan(OpSpec(Operation.REDRIVE, P, State.DEAD, State.READY))
+    assert again.malformed == [MALFORMED_ID_PREFIX + raw_sha1(MALFORMED_DEAD)] and again.planned == 0

@@ -85,8 +85,9 @@ class JsonListPlan(Plan):
         text_ = text_.split(f"; the {self.planned:,} oldest dead job(s) by position")[0]
         text_ += (f"; the {self.planned:,} oldest dead job(s) by position, each moved only while its string is "
                   f"the one read just before (breakdown from a sample of {self.breakdown_sampled:,})")
-        if self.malformed:
-            text_ += f"; {len(self.malformed):,} malformed job string(s) stay dead"
+        if self.spec.skips_malformed:
+            seen = f" ({len(self.malformed):,} among the oldest)" if self.malformed else ""
+            text_ += f"; malformed job strings{seen} stay dead, not counted"
         return text_
 
 

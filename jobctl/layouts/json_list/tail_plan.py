@@ -6,9 +6,10 @@ The walk driver then takes those positions in tail mode
 dead list's oldest end (the left), and the script moves a string only if
 it is still the byte-identical string read there; anything else is held
 and stays dead.  A redrive still excludes malformed strings, as the
-per-job plan does: the plan reads every string once to list them
-(``plan.malformed``), and the apply passes such a string with the id ""
-so the script leaves it dead, uncounted.
+per-job plan does: the plan lists those among the :data:`MALFORMED_SCAN`
+oldest strings (``plan.malformed``; reading every string would double the
+bytes the command reads), and the apply passes every malformed string it
+reads with the id "" so the script leaves it dead, uncounted.
 """
 
 from __future__ import annotations
@@ -24,17 +25,20 @@ from jobctl.layouts.walks import walk_list
 if TYPE_CHECKING:
     from jobctl.layouts.json_list.layout import JsonList
 
-__all__ = ["JsonTailRange", "tail_applies", "plan_tail", "TAIL_SAMPLE", "READ_WINDOW"]
+__all__ = ["JsonTailRange", "tail_applies", "plan_tail", "TAIL_SAMPLE", "READ_WINDOW", "MALFORMED_SCAN"]
 
 #: (windows, size) of the job strings sampled for an unfiltered plan's breakdown
 TAIL_SAMPLE = (4, 250)
 #: Strings one LRANGE of the redrive plan's malformed scan reads.
 READ_WINDOW = 1000
+#: The oldest dead strings a redrive plan reads to list the malformed ones.
+MALFORMED_SCAN = 1000
 
 
 class JsonTailRange(TailRange):
     """The :class:`~jobctl.ops.plan.TailRange` of a json-list plan; its
-    ``excluded`` positions are the malformed strings a redrive leaves dead."""
+    ``excluded`` positions are the malformed strings a redrive leaves dead
+    that the plan's scan saw."""
 
     __slots__ = ()
 
@@ -70,9 +74,10 @@ def plan_tail(layout: "JsonList", plan: Plan) -> Plan:
     ``W`` = the dead list's length plus jobctl's hold, capped by
     ``spec.limit`` (``plan.truncated``); the breakdown and sample ids from a
     bounded sample of :data:`TAIL_SAMPLE` strings
-    (``plan.breakdown_sampled``); a redrive's malformed strings listed
-    (``plan.malformed``) and excluded.  Memory does not grow with the DLQ
-    (but for the malformed ids)."""
+    (``plan.breakdown_sampled``); a redrive's malformed strings among the
+    :data:`MALFORMED_SCAN` oldest listed (``plan.malformed``) and excluded
+    (the apply leaves the later ones dead too, uncounted).  Memory and
+    reads do not grow with the DLQ."""
     spec, k = plan.spec, layout.keys
     pipe = layout.client.pipeline(transaction=False)
     pipe.llen(k.dead)
@@ -90,7 +95,7 @@ def plan_tail(layout: "JsonList", plan: Plan) -> Plan:
             plan.breakdown[breakdown_key(rec)] += 1
             if len(sample) < 10:
                 sample.append(rec.job_id)
-    plan.malformed = _malformed(layout, w) if skip and w else []
+    plan.malformed = _malformed(layout, min(w, MALFORMED_SCAN)) if skip and w else []
     plan.jobs = JsonTailRange({0: w} if w else {}, sample, len(plan.malformed))
     plan.walked = {0: w} if w else {}
     plan.scanned = w
