@@ -1,8 +1,8 @@
 """The app's operation flow (:class:`ActionFlow`, mixed into
 :class:`~.app.JobctlApp`): ask what is missing (a reason, where the jobs go,
-a replay range or a transformation), plan in a worker, confirm in
-:class:`~.plan_modal.PlanModal`, apply in :class:`~.run_modal.RunModal`,
-then report the result.  Every check is the core's
+a replay range where the layout's replay takes one, a transformation), plan
+in a worker, confirm in :class:`~.plan_modal.PlanModal`, apply in
+:class:`~.run_modal.RunModal`, then report the result.  Every check is the core's
 (:func:`jobctl.ops.core.check_layout`, :func:`~jobctl.ops.core.check_request`),
 run before anything is asked.
 """
@@ -100,7 +100,8 @@ class ActionFlow:
 
             self.push_screen(ReasonModal(req), got_reason)
             return True
-        if req.operation in (Operation.REPLAY, Operation.TRANSFORM) and not (req.replay_range or req.transform):
+        if (req.operation is Operation.TRANSFORM and not req.transform) or \
+                (req.operation is Operation.REPLAY and not req.replay_range and self._replay_by_range(req)):
             ask_recovery(self, req, after)  # the range or the transformation first
             return True
         if (req.operation is Operation.MIGRATE and not req.destination) or \
@@ -109,11 +110,11 @@ class ActionFlow:
             return True
         return False
 
-
-        def failed(_exc: BaseException) -> None:
-            self.activity = ""
-
-        self.read(lambda: self.dash.prepare(request), planned, key="plan", failed=failed)
+    def _replay_by_range(self, req: ActionRequest) -> bool:
+        """Whether ``req``'s layout replays a stream range (asked first);
+        else the replay takes the filter alone, like the CLI's."""
+        with self.session.errors():
+            return self.session.layout(req.queue).replay_by_range
 
     def _ask_target(self, req: ActionRequest, after: Callable[[], None] | None) -> None:
         """:class:`TargetModal`: the destination queue of a migrate, the

@@ -48,7 +48,7 @@ KEYS: list[tuple[str, list[tuple[str, str]]]] = [
         ("Z / W", "pause / resume (W lifts the holds of the filter); triage: the ready jobs of the group's job type or one of its tenants"),
         ("M", "migrate the ready jobs passing the filter to another queue (no filter: drain --to); asks which"),
         ("D", "drain the ready jobs into an export (drain --export-to); asks the directory"),
-        ("Y", "replay a stream-group queue's acknowledged history (asks --from / --to)"),
+        ("Y", "replay once: stream entries (asks --from / --to) or Celery failed tasks"),
         ("T", "migrate envelopes: asks a transformation file (or a transform-… id to roll back); sample diff"),
         ("H", "reshard a sharded reliable-list queue (asks --shards N)"),
     ]),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from jobctl.errors import JobctlError
 from jobctl.model import State
 from jobctl.ops.catalog import OpInfo
 from jobctl.ops.spec import Operation
@@ -26,9 +27,9 @@ def request_for(screen: QueueScreen, operation: Operation) -> ActionRequest | No
     """What ``operation`` applies to on ``screen``'s active tab (None: not here)."""
     tab = screen.active_tab
     flt_text = "" if screen.filter.is_match_all else screen.filter.text
-    if operation is Operation.REPLAY:  # the acknowledged history, whatever the tab
+    if operation is Operation.REPLAY:  # what the layout replays (its history), whatever the tab
         return ActionRequest(operation, screen.queue, State.HISTORY,
-                             "acknowledged entries" + (f" matching {flt_text}" if flt_text else ""), flt_text)
+                             _replay_source(screen) + (f" matching {flt_text}" if flt_text else ""), flt_text)
     if tab == "overview" and operation is Operation.TRANSFORM:
         return ActionRequest(operation, screen.queue, State.READY,
                              "every ready job" + (f" matching {flt_text}" if flt_text else ""), flt_text)
@@ -40,6 +41,17 @@ def request_for(screen: QueueScreen, operation: Operation) -> ActionRequest | No
     if tab == "triage":
         return _triage_request(screen, operation, OPERATIONS[operation], flt_text)
     return _list_request(screen, operation, OPERATIONS[operation], flt_text)
+
+
+def _replay_source(screen: QueueScreen) -> str:
+    """What the queue's layout replays, in words (its declaration; "history"
+    when the queue cannot be resolved: the flow then refuses with the core's words)."""
+    session = screen.app.session
+    try:
+        with session.errors():
+            return session.layout(screen.queue).replay_source
+    except JobctlError:
+        return "history"
 
 
 def _highlighted_group(screen: QueueScreen):

@@ -62,7 +62,7 @@ class QueueScreen(Screen):
         Binding("W", "op('resume')", "resume (wake)", show=False),
         Binding("M", "op('migrate')", "migrate / drain to a queue", show=False),
         Binding("D", "op('drain')", "drain to an export", show=False),
-        Binding("Y", "op('replay')", "replay history (stream-group)", show=False),
+        Binding("Y", "op('replay')", "replay history", show=False),
         Binding("T", "op('transform')", "migrate envelopes (--transform / --rollback)", show=False),
         Binding("H", "reshard", "reshard (--shards N)", show=False),
         *operation_bindings(),

@@ -26,7 +26,7 @@ PALETTE_OPS = (
     ("drain", "Drain {queue} into an export (D)",
      "Every ready job (jobs tab: the listed state); asks the directory, exports first"),
     ("replay", "Replay {queue}'s history (Y)",
-     "Stream-group: re-add acknowledged entries once (asks --from/--to; jobctl replay)"),
+     "Send its history again once: stream-group entries (asks --from/--to), Celery failed tasks (opt-in)"),
     ("transform", "Migrate {queue}'s envelopes (T)",
      "Asks a transformation file (or an operation id to roll back); shows a sample diff"),
 )

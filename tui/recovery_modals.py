@@ -197,8 +197,8 @@ def then_start(app, req: "ActionRequest", after: Callable[[], None] | None, fill
 
 
 def ask_recovery(app, req: "ActionRequest", after: Callable[[], None] | None) -> None:
-    """Replay: :class:`ReplayModal` (from/to), after the layout check
-    (the core's refusal, before asking); migrate --transform:
+    """Replay of a layout whose replay takes a stream range: :class:`ReplayModal`
+    (from/to), after the layout check (the core's refusal, before asking); migrate --transform:
     :class:`TransformModal` (file or operation id to roll back).  Then
     :meth:`JobctlApp.start_action` again."""
     from jobctl.ops.core import check_layout

@@ -78,6 +78,11 @@ class LayoutFacts:
     recognize_last: ClassVar[bool] = False
     #: ``SCAN MATCH`` pattern of its keys, for discovery without a catalogue.
     scan_pattern: ClassVar[str | None] = None
+    #: Its ``replay`` selects a stream range (``--from``/``--to``, which the TUI
+    #: asks first); ``False``: the filter alone selects (only where it supports replay).
+    replay_by_range: ClassVar[bool] = False
+    #: What its ``replay`` sends again, in words (the TUI's scope of a replay).
+    replay_source: ClassVar[str] = "history"
 
     @classmethod
     def supports(cls, operation: Operation) -> bool:

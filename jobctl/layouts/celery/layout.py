@@ -51,6 +51,7 @@ class Celery(PackageModules, KeyedLayout):
     operations = frozenset(op for op, _ in TRANSITIONS)
     visibility_default_ms = VISIBILITY_DEFAULT_MS
     config_options = {"key_prefix": StrOption(512), "replay_results": IntOption(0, 1)}
+    replay_source = "failed tasks of Celery's result records"  # selected by the filter alone
 
     def __init__(self, client, queue) -> None:
         super().__init__(client, queue)

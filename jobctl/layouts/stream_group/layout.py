@@ -101,6 +101,8 @@ class StreamGroup(ShardedLayout):
     visibility_default_ms = DEFAULT_VISIBILITY_TIMEOUT_MS
     braced_tag = True
     config_options = {"group": StrOption(512), "dead": StrOption(16)}
+    replay_by_range = True  # jobctl replay --from/--to: a range of the stream
+    replay_source = "acknowledged entries"
 
     @classmethod
     def recognizer(cls):
