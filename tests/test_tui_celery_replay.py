@@ -36,13 +36,13 @@ cfg, run = config_fixtures(queues_toml(celery={"layout": "celery", "replay_resul
                                        plain={"layout": "celery", "tag": "celery"}))
 
 
-def failed_records(redis_url: str) -> dict[str, str]:
-    """One FAILURE record per task of :data:`TAGS`, written by Celery's Redis
+def failed_records(redis_url: str, tags: dict[str, str] = TAGS) -> dict[str, str]:
+    """One FAILURE record per task of ``tags`` (name -> tag keyword), written by Celery's Redis
     result backend as a worker's failure writes it (``result_extended``:
     name, args, kwargs, queue); ``{name: task id}``."""
     app = Celery("celtui", backend=redis_url, result_extended=True)
     ids = {}
-    for n, tag in TAGS.items():
+    for n, tag in tags.items():
         ids[n] = f"task-{n}"
         req = Context(id=ids[n], task="celres.flaky", args=[n, BIG], kwargs={"tag": tag}, retries=0,
                       delivery_info={"routing_key": "celery"}, hostname="worker@test")
@@ -124,3 +124,22 @@ def test_celery_replay_without_the_opt_in_is_refused_like_the_cli(run, redis_url
     refusal = seen["notices"][-1]
     assert "replay_results = 1" in refusal and err.rstrip("\n").endswith(refusal), (err, refusal)
     assert snapshot(redis_client) == before             # nothing written
+
+
+# -- snapshot ------------------------------------------------------------------------------
+
+from helpers import snap  # noqa: E402,F401 - the fixture
+
+
+def test_celery_replay_plan_modal(snap, redis_url, redis_client) -> None:  # noqa: F811
+    failed_records(redis_url, {"t0": "a", "t1": "b"})  # one planned: SCAN's order does not show
+    app = celery_app(redis_url, None)
+
+    async def before(pilot):
+        screen = await _open(pilot, "celery")
+        screen.filter = compile_filter(FILTER)
+        await pilot.press("Y")
+        await settle(pilot)
+        assert isinstance(pilot.app.screen, PlanModal)
+
+    assert snap(app, before, size=(130, 36))
