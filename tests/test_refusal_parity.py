@@ -42,7 +42,8 @@ from test_replay import history
 from test_transform import TRANSFORM
 
 TOML = queues_toml(email={"layout": "reliable-list"}, other={"layout": "reliable-list"},
-                   ev={"layout": "stream-group", "tag": "ev"})  # ev: visibility timeout only a default
+                   ev={"layout": "stream-group", "tag": "ev"},  # ev: visibility timeout only a default
+                   cel={"layout": "celery", "tag": "celery"})  # cel: result records not opted in
 
 #: What only the read-only refusal of a runbook (``runbook run --yes``) and of an operation share.
 READ_ONLY = "refused: read-only mode (--read-only or profile setting)"
@@ -124,7 +125,9 @@ OWN: dict[Operation, list[Case]] = {
     Operation.TRANSFORM: [Case("stream-group layout", ["migrate", "ev", "--transform", "{tmp}/t.toml"],
                                lambda tmp: _transform(tmp, "ev"))],
     Operation.REPLAY: [Case("not a stream-group queue", ["replay", "email", "--from", "0-1"],
-                            _act(Operation.REPLAY, "email", State.HISTORY, replay_range=("0-1", "+")))],
+                            _act(Operation.REPLAY, "email", State.HISTORY, replay_range=("0-1", "+"))),
+                       Case("celery result records not opted in", ["replay", "cel"],
+                            _act(Operation.REPLAY, "cel", State.HISTORY))],
 }
 
 
