@@ -6,9 +6,10 @@ code x hour, and rule) is the source of the rollups, the trend and the
 histograms; the fingerprints, the per-state counts and the age statistics are
 aggregations of the scan beside it.  Each table becomes rows ``(t, j)`` (its
 name, one row as JSON) and their union is collected once
-(:func:`collect_tables`): aggregates only, at most a cap of rows for the
-tables that grow with the data, plus each capped table's exact row and job
-count.  The driver then splits and orders the rows (bounded: no per-job work).
+(:func:`collect_tables`): aggregates only, at most one row past a cap for the
+tables that grow with the data (a table past its cap is then counted whole:
+one more job, only then).  The driver splits and orders the rows (bounded:
+no per-job work).
 """
 
 from __future__ import annotations
@@ -93,9 +94,8 @@ def _trend(g, by_type_code, listed: int):
 
 
 def _tables(df, caps: dict[str, int]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``(listed, capped)``: name -> DataFrame collected whole, and the capped
-    tables (name -> ordered DataFrame; listed as ``name`` up to its cap and
-    counted whole as ``name#whole``)."""
+    """``(listed, capped)``: name -> DataFrame to collect, and the capped
+    tables (name -> ordered DataFrame; listed up to one row past its cap)."""
     from pyspark.sql import functions as F
 
     g = grouped(df)
@@ -113,15 +113,15 @@ def _tables(df, caps: dict[str, int]) -> tuple[dict[str, Any], dict[str, Any]]:
         .where(F.col("hour_ms").isNotNull()),
         "classes": _set(g, "classes", "class", "rule", "redrive", "jobs"),
     }
-    for name, table in capped.items():
-        listed[name] = table.limit(caps[name])
-        listed[name + "#whole"] = table.agg(F.count(F.lit(1)).alias("n"), F.sum("jobs").alias("jobs"))
+    for name, table in capped.items():  # one row past the cap tells a capped table
+        listed[name] = table.limit(caps[name] + 1)
     return listed, capped
 
 
 def collect_tables(df, caps: dict[str, int]) -> tuple[dict[str, Any], dict[str, Any]]:
     """Every table of the report from the cached, classified scan ``df`` in
-    one Spark action.  ``caps``: the row cap of ``by_type_code``,
+    one Spark action (and one more for each table longer than its cap, to
+    count it).  ``caps``: the row cap of ``by_type_code``,
     ``by_tenant``, ``groups`` and ``fingerprints``.
 
     Returns ``(tables, capped)``: ``tables`` maps ``per_state``,
@@ -141,7 +141,7 @@ def collect_tables(df, caps: dict[str, int]) -> tuple[dict[str, Any], dict[str, 
     rows: dict[str, list[dict[str, Any]]] = {name: [] for name in listed}
     for r in _collect(df.sparkSession, reduce(DataFrame.unionByName, as_json)):
         rows[r["t"]].append(orjson.loads(r["j"]))
-    return split(rows, caps), capped
+    return split(rows, caps, capped), capped
 
 
 def _collect(spark, union) -> list:
@@ -165,16 +165,23 @@ def _last(v):
     return (1, 0) if v is None else (0, v)
 
 
-def _capped(rows: list[dict], whole: list[dict], cap: int) -> dict[str, Any]:
-    total = whole[0]["n"] if whole else 0
+def _capped(rows: list[dict], table, cap: int) -> dict[str, Any]:
+    """``{"rows", "total", "listed", "more_jobs"}`` of a table listed up to
+    one row past ``cap``; only a capped one is counted whole (a Spark job)."""
+    if len(rows) <= cap:
+        return {"rows": rows, "total": len(rows), "listed": len(rows), "more_jobs": 0}
+    from pyspark.sql import functions as F
+
+    whole = table.agg(F.count(F.lit(1)).alias("n"), F.sum("jobs").alias("jobs")).first()
     listed = rows[:cap]
-    return {"rows": listed, "total": total, "listed": len(listed),
-            "more_jobs": int((whole[0]["jobs"] if whole else 0) or 0) - sum(r["jobs"] for r in listed)}
+    return {"rows": listed, "total": whole["n"], "listed": cap,
+            "more_jobs": int(whole["jobs"] or 0) - sum(r["jobs"] for r in listed)}
 
 
-def split(rows: dict[str, list[dict]], caps: dict[str, int]) -> dict[str, Any]:
+def split(rows: dict[str, list[dict]], caps: dict[str, int], capped: dict[str, Any]) -> dict[str, Any]:
     """The tables of :func:`collect_tables` from its rows by table name, in
-    the report's order (Spark's: binary string order, nulls last unless said)."""
+    the report's order (Spark's: binary string order, nulls last unless
+    said); ``capped``: the capped tables' DataFrames, counted when capped."""
     keys = {
         "by_type_code": lambda r: (-r["jobs"], _last(r["job_type"]), _last(r["error_code"])),
         "by_tenant": lambda r: (-r["jobs"], _last(r["tenant"])),
@@ -198,5 +205,5 @@ def split(rows: dict[str, list[dict]], caps: dict[str, int]) -> dict[str, Any]:
                   for r in out["age"]]
     out["age_stats"] = age_stats_of(rows["age_stats"][0])
     for name in _CAPPED:
-        out[name] = _capped(out[name], rows[name + "#whole"], caps[name])
+        out[name] = _capped(out[name], capped[name], caps[name])
     return out
