@@ -105,3 +105,21 @@ def test_a_target_of_the_wrong_type_moves_nothing(redis_client):
         run_plan(lay, plan, journal=False)
     assert redis_client.lrange(k.failed, 0, -1) == before
     assert all(redis_client.hget(k.job(j.decode()), "status") in (b"failed", None) for j in before)
+
+
+def test_an_id_twice_on_the_failed_list_moves_once(redis_client):
+    """The second copy of an id fences after the first copy's writes (as one
+    job at a time would): it is changed, stays dead, and the job is
+    redriven once."""
+    exp, lay, k = _setup(redis_client)
+    live = [x.decode() for x in redis_client.lrange(k.failed, 0, -1)[::-1] if x.decode() not in exp["dangling_ids"]]
+    twice = live[2]
+    redis_client.rpush(k.failed, twice)  # at the tail: popped in the same run as its first copy
+    pending = redis_client.llen(k.pending)
+    res = run_plan(lay, lay.plan(OpSpec(Operation.REDRIVE, Q, State.DEAD, State.READY, reason="r")), journal=False)
+    assert res.moved == len(live) and dict(res.skipped_reasons) == {"changed": 1}
+    left = sorted(x.decode() for x in redis_client.lrange(k.failed, 0, -1))
+    assert left == sorted([twice, *exp["dangling_ids"]])
+    ready = [x.decode() for x in redis_client.lrange(k.pending, 0, -1)]
+    assert ready.count(twice) == 1 and len(ready) == pending + len(live)
+    assert redis_client.hget(k.job(twice), "redrive_count") == b"1"

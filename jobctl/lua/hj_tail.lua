@@ -17,14 +17,17 @@
 -- are hj_window.lua's:
 --   ready       HSET status pending, claim_token "", claimed_at_ms 0,
 --               redriven_at_ms now, redrive_operation op, redrive_count +1;
---               PERSIST; the run's ids reach the pending head in one LPUSH
---               (the order of one LMOVE each)
+--               PERSIST; the run's fenced ids reach the pending head first,
+--               in one LPUSH (the order of one LMOVE each), then each hash
+--               is written
 --   suppressed  ZADD suppressed now id; HSET info id (ARGV[10] + "ttl_ms");
 --               PERSIST (a step of its own under pcall, undone on an error)
 --   purge       the run's job hashes in one UNLINK, their info in one HDEL
 -- Each job's writes run under redis.pcall: a refused write leaves that job
--- as it was (its earlier writes undone) with code "error:<msg>", held.  A
--- refused LPUSH of a run undoes the run's hash writes and holds the run.
+-- as it was with code "error:<msg>", held (a redrive: a refused LPUSH has
+-- written nothing and holds the run; a refused PERSIST or HSET takes the
+-- id off the pending list again, and a PERSIST before a refused HSET is
+-- taken back; HSET writes all its fields or none).
 -- Walk hash, lease and the checks of every argument and fixed key's type
 -- before the first write are those of hj_window.lua (prelude/window.lua).
 -- KEYS[1..10] as hj_window.lua; KEYS[10+i] job hash of entry i
@@ -38,10 +41,10 @@
 --          entry popped and not moved: "not at its planned position",
 --          "dangling", "malformed" (set aside: the caller counts neither),
 --          "changed", "wrongtype", "error:<msg>"
--- Cost: per job one HMGET, a cjson decode of the payload, PTTL, HSET
---          (redrive); HGET, HEXISTS (purge; suppress: + PTTL, ZADD, HSET);
---          per run one RPOP and one LPUSH/UNLINK; at most ARGV[12] entries
---          a call.
+-- Cost: per job one HMGET (status, payload, redrive_count), a cjson decode
+--          of the payload, PTTL, HSET (redrive); HGET, HEXISTS (purge;
+--          suppress: + PTTL, ZADD, HSET); per run one RPOP and one
+--          LPUSH/UNLINK; at most ARGV[12] entries a call.
 
 --@prelude
 --@prelude window
@@ -61,17 +64,12 @@ local this, ended, moved, held = 0, 0, 0, 0
 local now, op, score, info, try = a.now, a.op, a.score, a.info, jc_win_try
 local plen = #prefix
 
--- the fields a redrive rewrites, status first (the fence); their old values undo it
-local REDRIVE = { 'status', 'claim_token', 'claimed_at_ms', 'redriven_at_ms', 'redrive_operation', 'redrive_count' }
--- the fields a redrive's HMGET reads: status, payload, then the rest of REDRIVE
-local READ = { 'status', 'payload' }
-for j = 2, #REDRIVE do READ[#READ + 1] = REDRIVE[j] end
--- where REDRIVE[j]'s old value is in an HMGET reply of READ
-local function old(vals, j) return vals[j == 1 and 1 or j + 1] end
+-- the redrive's redriven_at_ms: the string Lua would send, made once
+local now_s = tostring(now)
 
--- the codes of one job hash, in the plan's order: nil (and, redrive, its
--- READ values) when it moves, else "wrongtype", "dangling" (no payload),
--- "malformed" (redrive), "changed"
+-- the codes of one job hash, in the plan's order: nil (and, redrive, the
+-- old redrive_count) when it moves, else "wrongtype", "dangling" (no
+-- payload), "malformed" (redrive), "changed"
 local function fence(key)
   if mode ~= 'ready' then  -- the payload's presence only (HEXISTS: its bytes not copied)
     local status = redis.pcall('HGET', key, 'status')
@@ -80,34 +78,29 @@ local function fence(key)
     if status ~= 'failed' then return 'changed' end
     return nil
   end
-  local vals = redis.pcall('HMGET', key, unpack(READ))
+  local vals = redis.pcall('HMGET', key, 'status', 'payload', 'redrive_count')
   if vals['err'] then return 'wrongtype' end
   if not vals[2] then return 'dangling' end
   if not pcall(cjson.decode, vals[2]) then return 'malformed' end
   if vals[1] ~= 'failed' then return 'changed' end
-  return nil, vals
+  return nil, vals[3] or false
 end
 
--- the writes a redrive's hash takes back, newest first
-local function undo_redrive(key, vals, ttl)
-  if ttl > 0 then redis.pcall('PEXPIRE', key, ttl) end
-  local back, gone = { 'HSET', key }, { 'HDEL', key }
-  for j = 1, #REDRIVE do
-    local v = old(vals, j)
-    if v then back[#back + 1] = REDRIVE[j]; back[#back + 1] = v else gone[#gone + 1] = REDRIVE[j] end
-  end
-  if #back > 2 then redis.pcall(unpack(back)) end
-  if #gone > 2 then redis.pcall(unpack(gone)) end
-end
-
--- ready: the job hash rewritten (the list move is the run's LPUSH); nil or an error code
-local function redrive(key, vals, ttl)
-  local r = redis.pcall('HSET', key, 'status', 'pending', 'claim_token', '', 'claimed_at_ms', 0, 'redriven_at_ms', now,
-                        'redrive_operation', op, 'redrive_count', (tonumber(old(vals, 6)) or 0) + 1)
-  if type(r) == 'table' and r['err'] then return 'error:' .. tostring(r['err']) end
+-- ready: a fenced job hash rewritten once its id is on the pending list;
+-- nil or an error code (a refused HSET writes nothing: only the PERSIST
+-- before it is taken back)
+local function redrive(key, count)
+  local ttl = redis.call('PTTL', key)
+  local r
   if ttl > 0 then
     r = redis.pcall('PERSIST', key)
-    if type(r) == 'table' and r['err'] then undo_redrive(key, vals, 0); return 'error:' .. tostring(r['err']) end
+    if type(r) == 'table' and r['err'] then return 'error:' .. tostring(r['err']) end
+  end
+  r = redis.pcall('HSET', key, 'status', 'pending', 'claim_token', '', 'claimed_at_ms', 0, 'redriven_at_ms', now_s,
+                  'redrive_operation', op, 'redrive_count', (tonumber(count) or 0) + 1)
+  if type(r) == 'table' and r['err'] then
+    if ttl > 0 then redis.pcall('PEXPIRE', key, ttl) end
+    return 'error:' .. tostring(r['err'])
   end
   return nil
 end
@@ -122,70 +115,72 @@ local function suppress(e, _, undo)
   return 'moved'
 end
 
--- one popped element (entry i): nil when it moves, else its code;
+-- one popped element (entry i, els[j]): nil when it moves, else its code;
 -- `run` collects what the run's bulk commands need
-local function take(i, el, run)
+local function take(i, j, el, run)
   local key = KEYS[10 + i]
   if string.sub(key, plen + 1) ~= el then return 'not at its planned position' end
-  local code, vals = fence(key)
+  local code, count = fence(key)
   if code then return code end
-  if mode == 'purge' then
-    run.keys[#run.keys + 1] = key
-    return nil
-  end
   if mode == 'suppressed' then
     code = jc_win_run_step(suppress, { id = el, key = key }, el)
     if code == 'moved' then return nil end
     return code
   end
-  local ttl = redis.call('PTTL', key)
-  code = redrive(key, vals, ttl)
-  if code then return code end
-  run.undo[#run.undo + 1] = { key, vals, ttl }
+  run.keys[#run.keys + 1] = key; run.ids[#run.ids + 1] = el; run.js[#run.js + 1] = j
+  if mode == 'ready' then run.counts[#run.counts + 1] = count; run.seen[el] = true end
   return nil
 end
 
--- the run's moved ids to their place in one command; false when refused (a
--- redrive's hash writes then undone: the caller holds the run)
-local function land(run, mv)
-  if #mv == 0 then return true end
+local function new_run() return { keys = {}, ids = {}, js = {}, counts = {}, seen = {} } end
+
+-- the run's fenced ids to their place in one command, then (redrive) each
+-- job hash rewritten; codes[j] set for els[j] when refused.  A refused
+-- LPUSH has written nothing (the run's jobs held with its code); a job
+-- whose hash write is refused is taken off the pending list again (LREM
+-- from the head: the run's ids are distinct, its push the nearest)
+local function land(run, codes)
+  if #run.ids == 0 then return end
   if mode == 'purge' then
     redis.pcall('UNLINK', unpack(run.keys))
-    redis.pcall('HDEL', info_hash, unpack(mv))
-    return true
+    redis.pcall('HDEL', info_hash, unpack(run.ids))
+    return
   end
-  if mode ~= 'ready' then return true end
-  local r = redis.pcall('LPUSH', target, unpack(mv))
+  local r = redis.pcall('LPUSH', target, unpack(run.ids))
   if type(r) == 'table' and r['err'] then
-    for j = #run.undo, 1, -1 do undo_redrive(run.undo[j][1], run.undo[j][2], run.undo[j][3]) end
-    return false, 'error:' .. tostring(r['err'])
+    for m = 1, #run.js do codes[run.js[m]] = 'error:' .. tostring(r['err']) end
+    return
   end
-  return true
+  for m = 1, #run.ids do
+    local code = redrive(run.keys[m], run.counts[m])
+    if code then
+      redis.pcall('LREM', target, 1, run.ids[m])
+      codes[run.js[m]] = code
+    end
+  end
 end
 
--- one run of entries from entry i: popped in one RPOP, each element taken
--- or held, the moved ones landed in one command and the held ones pushed
--- to the hold in one LPUSH (each list in the order of one LMOVE each)
+-- one run of entries from entry i: popped in one RPOP, each element fenced
+-- or held, the fenced ones landed in one command and the held ones pushed
+-- to the hold in one LPUSH (each list in the order of one LMOVE each).  A
+-- redrive lands the run so far before an id it already fenced, so the
+-- second fence sees the first's writes (as one job at a time would)
 local function run_from(i, k)
   local els = redis.call('RPOP', dead, k)
   if not els then return 0 end
-  local run, mv, mi, hd = { keys = {}, undo = {} }, {}, {}, {}
+  local run, codes, hd = new_run(), {}, {}
   for j = 1, #els do
-    local code = take(i + j - 1, els[j], run)
-    if code then
-      hd[#hd + 1] = els[j]; met[#met + 1] = i + j - 1; met[#met + 1] = code
-    else
-      mv[#mv + 1] = els[j]; mi[#mi + 1] = i + j - 1
+    if run.seen[els[j]] then land(run, codes); run = new_run() end
+    codes[j] = take(i + j - 1, j, els[j], run)
+  end
+  land(run, codes)
+  for j = 1, #els do
+    if codes[j] then
+      hd[#hd + 1] = els[j]; met[#met + 1] = i + j - 1; met[#met + 1] = codes[j]
     end
   end
-  local ok, code = land(run, mv)
-  if ok then
-    moved = moved + #mv
-  else  -- the whole run held, in order, each taken job with the refusal's code
-    hd = els
-    for j = 1, #mi do met[#met + 1] = mi[j]; met[#met + 1] = code end
-  end
   if #hd > 0 then redis.call('LPUSH', hold, unpack(hd)) end
+  moved = moved + #els - #hd
   held = held + #hd
   return #els
 end
