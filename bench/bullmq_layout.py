@@ -181,7 +181,7 @@ def main() -> int:
     with bench_session(args.server) as (srv, work):
         work.config.write_text(f'[queues.{QUEUE}]\nlayout = "bullmq"\n')
         env = work.env()
-        admin = redis.Redis.from_url(srv.url)
+        admin = redis.Redis.from_url(srv.url, socket_timeout=600)  # FLUSHALL of 1M jobs outlasts the 5 s default
         fs = FailedSet(admin, srv.url, n, args.seed)
         jobctl = jobctl_argv() + ["--url", srv.url]
         # fills the private bytecode cache, as after a pip install: no run pays the compile

@@ -49,6 +49,7 @@ err = jc_job_numbers(2, 3, 2, 'score', false) or jc_bull_queue_types()
 if err then return redis.error_reply(err) end
 
 local held, maxlen, target = jc_bull_queue_state()
+maxlen = tostring(maxlen)  -- once: a number argument is formatted again by every XADD
 
 -- opts.lifo as the client-side plan read it (a truthy JSON value); opts is
 -- decoded only when it names lifo at all
@@ -69,7 +70,8 @@ if reset == '1' then
   for _, f in ipairs({ 'atm', 'ats', 'attemptsMade' }) do cleared[#cleared + 1] = f end
 end
 -- first the checks (reads only), then the writes of the jobs that passed
-local out, pass, seen = {}, {}, {}
+-- the jobs that pass in parallel arrays (no table per job): ids, hashes, HMGET replies
+local out, seen, gone, pjob, pf, np = {}, {}, {}, {}, {}, 0
 for i = 1, n do
   local a = 3 * i
   local id, score, fence, job = ARGV[a], ARGV[a + 1], ARGV[a + 2], KEYS[9 + i]
@@ -82,27 +84,25 @@ for i = 1, n do
   elseif f['err'] then code = 'wrongtype'
   elseif not f[1] and not f[2] and redis.call('EXISTS', job) == 0 then code = 'gone'
   elseif jc_bull_fence(f) ~= fence then code = 'changed'
-  else pass[#pass + 1] = { id, job, f } end
+  else np = np + 1; gone[np], pjob[np], pf[np] = id, job, f end
   seen[id] = true
   if code then
     out[#out + 1] = i
     out[#out + 1] = code
   end
 end
-if #pass == 0 then return out end
+if np == 0 then return out end
 
 -- the passed ids are in failed (ZMSCORE above, nothing ran since): one ZREM
 -- removes exactly them, checked before anything else is written
-local gone = {}
-for j = 1, #pass do gone[j] = pass[j][1] end
-if redis.call('ZREM', KEYS[1], unpack(gone)) ~= #pass then
+if redis.call('ZREM', KEYS[1], unpack(gone)) ~= np then
   return redis.error_reply('BADSTATE failed lost a checked job: only the ZREM ran')
 end
 -- the pushes in job order: one variadic command each (the same lists and order
 -- as one push per job)
 local left, right, prio = {}, {}, {}
-for j = 1, #pass do
-  local id, job, f = pass[j][1], pass[j][2], pass[j][3]
+for j = 1, np do
+  local id, job, f = gone[j], pjob[j], pf[j]
   redis.call('HDEL', job, unpack(cleared))
   local p = tonumber(f[5]) or 0
   if p > 0 then prio[#prio + 1] = { p, id }
