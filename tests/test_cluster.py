@@ -550,3 +550,20 @@ def test_tls_options_on_every_topology_build_a_client(tls_server, capsys, url):
     err = capsys.readouterr().err
     _one_line(code, err, 3)
     assert "cannot reach" in err
+
+
+@pytest.mark.parametrize("layout", ["rq", "sidekiq", "celery", "bullmq"])
+def test_foreign_layout_across_slots_reads_and_refuses_operations(layout, cc, cluster_url, tmp_path, capsys):
+    """A library's queue whose keys carry no common hash tag (RQ, Sidekiq,
+    Celery; BullMQ without a ``{prefix}``): status works and names the
+    spread; a redrive is refused at plan time with one line, nothing written."""
+    cfg = config(tmp_path, {"fq": {"layout": layout}})
+    cc.set("unrelated", "1")
+    before = {key: cc.dump(key) for key in cc.scan_iter()}
+    code, doc, err = run(capsys, cluster_url, cfg, "status", "--json")
+    assert code == 0, err
+    assert any("span" in w and "slots" in w for w in status_of(doc, "fq")["warnings"]), doc
+    code, _, err = run(capsys, cluster_url, cfg, "redrive", "fq", "--yes")
+    errors = [line for line in err.splitlines() if line and "warning:" not in line]
+    assert code == 2 and len(errors) == 1 and "Redis Cluster" in errors[0] and "CROSSSLOT" not in err, err
+    assert {key: cc.dump(key) for key in cc.scan_iter()} == before

@@ -118,11 +118,12 @@ class Layout(LayoutFacts, ABC):
 
     def __init_subclass__(cls, **kwargs) -> None:
         # Redis Cluster: a queue whose keys span slots is noted in status and
-        # refused by plan and check --repair (:mod:`jobctl.cluster`).
+        # refused by plan and check --repair (:mod:`jobctl.cluster`); a method
+        # a mixin brings (layouts.package_layout) is guarded too
         super().__init_subclass__(**kwargs)
         for name, guard in (("status", _noted_status), ("plan", _slot_guarded_plan), ("check", _slot_guarded_check)):
-            fn = cls.__dict__.get(name)
-            if fn is not None and not getattr(fn, "_slot_guard", False):
+            fn = getattr(cls, name, None)
+            if fn is not None and not getattr(fn, "_slot_guard", False) and not getattr(fn, "__isabstractmethod__", 0):
                 setattr(cls, name, guard(fn))
 
     @property
