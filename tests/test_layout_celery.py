@@ -202,6 +202,8 @@ def test_purge_of_dead_says_there_is_no_dead_store_and_discover_finds_the_queue(
     st = _status(run)  # dead is Celery's failed result records, read only on opt-in (not here): said
     assert st["dead"] == 0 and any(w.startswith("dead n/a") for w in st["warnings"])
     assert any("opt-in (replay_results = 1" in w for w in st["warnings"]), st["warnings"]
+    code, out, err = run("status", "celery")
+    assert code == 0 and "n/a" in out.split("\n")[-3], out  # the queue's row: no dead store, not 0 dead
     found = _json(run, "discover")
     assert any(q["queue"] == "celery" and q["layout"] == "celery" for q in found["queues"]), found
 
@@ -220,7 +222,8 @@ def test_the_dashboard_and_check_read_a_celery_queue(cfg, redis_url, run, app, w
         dash = Dashboard(s)
         row = dash.refresh().row("celery").status
         assert (row.ready, row.processing, row.dead) == (1, 1, 0)
-        dash.queue_detail("celery")
+        detail = dash.queue_detail("celery")  # no dead state without the opt-in: no triage tab
+        assert State.DEAD not in detail.states and State.DEAD not in s.layout("celery").states
         assert [r.job_id for r in dash.jobs("celery", State.PROCESSING).records] == [task_id]
     finally:
         s.close()

@@ -107,10 +107,13 @@ STATUS_RANK = ("queue", "dead", "stuck", "oldest ready", "ready", "processing", 
 
 
 def _dead_count(s: QueueStatus) -> str:
-    """The dead count as shown: "n/a" for a layout without a dead state (Celery keeps none in Redis)."""
+    """The dead count as shown: "n/a" for a layout without a dead state, or a
+    queue whose status says it has none ("dead n/a": Celery without the opt-in)."""
     from ..layouts import layout_class
     from ..model import State
 
+    if any(w.startswith("dead n/a") for w in s.warnings):
+        return "n/a"
     try:
         has_dead = State.DEAD in layout_class(s.layout).states
     except (KeyError, ImportError):  # a layout this process does not know: show the count

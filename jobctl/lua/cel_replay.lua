@@ -2,27 +2,32 @@
 -- (jobctl.layouts.celery.replay), one call per batch, each record at most
 -- once whatever the runs.
 --
--- Per record: skipped "replayed" when jobctl's replay hash already names its
--- task id (an earlier or concurrent run replayed it), "gone" when the record
+-- Per record: skipped "is-replay" when jobctl's replay hash names its task
+-- id as a task jobctl sent (value "^" .. original id: a replay is never
+-- replayed, else a failing replay would be sent again at every run),
+-- "replayed" when the hash names it otherwise (an earlier or concurrent run
+-- replayed it), "gone" when the record
 -- no longer exists, "wrongtype" when its key holds another type, "changed"
 -- when its bytes no longer have the SHA1 the plan saw; else LPUSH of the
 -- message bytes the caller built (where Celery's producers push: the
 -- workers' BRPOP serves it after the messages already queued) and HSET of
--- the task id -> new task id in the replay hash, in this one atomic call.
+-- the task id -> new task id and new task id -> "^" .. task id in the
+-- replay hash, in this one atomic call.
 -- The record is never written; the message bytes are moved, never decoded.
 --
 -- Never a partial batch: every ARGV and the TYPE of the fixed keys are
 -- checked before the first write (a WRONGTYPE / BADARG error reply,
 -- nothing written).  At most 1000 records per call.
 --
--- KEYS[1]  jobctl's replay hash (hash)  original task id -> new task id
+-- KEYS[1]  jobctl's replay hash (hash)  original task id -> new task id,
+--          new task id -> "^" .. original task id
 -- KEYS[2]  the queue's ready list (list)
 -- KEYS[2+i] record i's result record (string)
 -- ARGV[1]  N (0 .. 1000)
 -- ARGV[2+4(i-1)..5+4(i-1)] per record i: original task id, SHA1 of the
 --          record's bytes at plan time, the new task id, the new message's bytes
 -- returns  { id1, code1, ... }: "moved", "replayed", "gone", "wrongtype",
---          "changed", or an error reply "BADARG ..." / "WRONGTYPE ..."
+--          "changed", "is-replay", or an error reply "BADARG ..." / "WRONGTYPE ..."
 
 --@prelude checks
 
@@ -48,13 +53,15 @@ for i = 1, n do
   local key = KEYS[2 + i]
   local code = 'moved'
   local t = redis.call('TYPE', key)['ok']
-  if redis.call('HEXISTS', KEYS[1], id) == 1 then code = 'replayed'
+  local mark = redis.call('HGET', KEYS[1], id)
+  if mark and string.sub(mark, 1, 1) == '^' then code = 'is-replay'
+  elseif mark then code = 'replayed'
   elseif t == 'none' then code = 'gone'
   elseif t ~= 'string' then code = 'wrongtype'
   elseif redis.sha1hex(redis.call('GET', key)) ~= sha then code = 'changed'
   else
     redis.call('LPUSH', KEYS[2], msg)
-    redis.call('HSET', KEYS[1], id, new_id)
+    redis.call('HSET', KEYS[1], id, new_id, new_id, '^' .. id)
   end
   out[#out + 1] = id
   out[#out + 1] = code

@@ -38,5 +38,5 @@ def _failed_record(layout, task_id: str) -> JobRecord | None:
     found = failed_of_queue(layout, [(key, raw)], RecordTally()) if raw is not None else []
     if not found:
         return None
-    replayed = layout.client.hget(layout.keys.replayed, task_id)
-    return failed_record(layout, key, raw, found[0][2], None if replayed is None else replayed.decode())
+    mark = layout.client.hget(layout.keys.replayed, task_id)
+    return failed_record(layout, key, raw, found[0][2], None if mark is None else mark.decode())

@@ -33,7 +33,7 @@ from jobctl.layouts.base import KeyedLayout
 from jobctl.layouts.celery.keys import CeleryKeys
 from jobctl.layouts.celery.ops import TRANSITIONS
 from jobctl.layouts.celery.records import first_ready, walk_ready, walk_unacked
-from jobctl.layouts.celery.results import walk_failed
+from jobctl.layouts.celery.results import RESULT_SCAN_CAP, opted_in, walk_failed
 from jobctl.layouts.facts import IntOption, StrOption
 from jobctl.model import JobRecord, State
 
@@ -47,6 +47,8 @@ class Celery(PackageModules, KeyedLayout):
     """A Celery queue; see the module docstring."""
 
     name = "celery"
+    #: DEAD only for a queue that opted in (``replay_results = 1``: set per instance); the class names it
+    #: as a state the layout can have.
     states = (State.READY, State.PROCESSING, State.DEAD)
     operations = frozenset(op for op, _ in TRANSITIONS)
     visibility_default_ms = VISIBILITY_DEFAULT_MS
@@ -57,6 +59,8 @@ class Celery(PackageModules, KeyedLayout):
         super().__init__(client, queue)
         self.keys = CeleryKeys(queue.base_tag, str(queue.options.get("key_prefix") or ""))
         self.visibility_ms = queue.visibility_timeout_ms or VISIBILITY_DEFAULT_MS
+        if not opted_in(self):  # no dead state: status shows "n/a", the TUI no triage
+            self.states = (State.READY, State.PROCESSING)
 
     # -- operations (jobctl.layouts.celery.ops) ----------------------------------
     def check(self, *, repair: bool = False):
@@ -67,7 +71,9 @@ class Celery(PackageModules, KeyedLayout):
 
     # -- the read model ----------------------------------------------------------
     def depth(self, state: State) -> int:
-        """Ready: one ``LLEN`` per priority list; processing: this queue's unacked entries (walked)."""
+        """Ready: one ``LLEN`` per priority list; processing: this queue's
+        unacked entries (walked); dead: the failed result records among the
+        first :data:`RESULT_SCAN_CAP` keys (status' bound)."""
         self.check_supported(state)
         if state is State.READY:
             pipe = self.client.pipeline(transaction=False)
@@ -75,7 +81,7 @@ class Celery(PackageModules, KeyedLayout):
                 pipe.llen(key)
             return sum(pipe.execute())
         if state is State.DEAD:
-            return sum(len(recs) for recs in walk_failed(self))
+            return sum(len(recs) for recs in walk_failed(self, cap=RESULT_SCAN_CAP))
         return sum(len(recs) for recs in walk_unacked(self, 1000))
 
     def list_jobs(self, state: State, limit: int = 20, now: int | None = None) -> list[JobRecord]:
@@ -94,10 +100,13 @@ class Celery(PackageModules, KeyedLayout):
 
     def iter_batches(self, state: State, batch: int = 1000,
                      sample: tuple[int, int] | None = None) -> Iterator[list[JobRecord]]:
-        """Walk ``state`` in windows (ready: each priority list, oldest first)."""
+        """Walk ``state`` in windows (ready: each priority list, oldest first;
+        dead: one window per SCAN step over the first :data:`RESULT_SCAN_CAP`
+        keys, ``batch`` does not apply, ``sample=(windows, size)``: the
+        first ``windows`` steps, SCAN's hash order being no order of time)."""
         self.check_supported(state)
-        if state is State.DEAD:  # SCAN steps of the result records (``batch`` and ``sample`` do not apply)
-            yield from walk_failed(self)
+        if state is State.DEAD:
+            yield from walk_failed(self, cap=RESULT_SCAN_CAP, steps=sample[0] if sample else None)
             return
         walk = walk_ready if state is State.READY else walk_unacked
         yield from walk(self, batch, sample)

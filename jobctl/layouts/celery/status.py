@@ -17,7 +17,7 @@ from __future__ import annotations
 from redis.exceptions import ResponseError
 
 from jobctl.layouts.celery.records import walk_unacked
-from jobctl.layouts.celery.results import NOT_OPTED_IN, RecordTally, opted_in, walk_failed
+from jobctl.layouts.celery.results import NOT_OPTED_IN, RESULT_SCAN_CAP, RecordTally, opted_in, walk_failed
 from jobctl.layouts.common import status_replies
 from jobctl.model import QueueStatus
 
@@ -27,8 +27,6 @@ __all__ = ["queue_status", "UNACKED_CAP", "NO_DEAD_NOTE", "AGE_BUCKETS", "RESULT
 UNACKED_CAP = 10_000
 #: Said in every status of the layout.
 NO_DEAD_NOTE = "dead n/a: Celery keeps no dead-letter store in Redis (a failed task is acked and dropped)"
-#: Keys status examines at most when it SCANs for result records (about 100 SCAN steps).
-RESULT_SCAN_CAP = 100_000
 #: The unacked age histogram's buckets: (label, upper bound in ms).
 AGE_BUCKETS = (("<1m", 60_000), ("1-10m", 600_000), ("10-60m", 3_600_000), (">1h", None))
 
