@@ -86,12 +86,13 @@ class Celery(PackageModules, KeyedLayout):
 
     def list_jobs(self, state: State, limit: int = 20, now: int | None = None) -> list[JobRecord]:
         """Ready: the next served first; processing: the earliest deadline
-        first; dead: failed result records in SCAN order (none unless opted in)."""
+        first; dead: failed result records in SCAN order, among the first
+        :data:`RESULT_SCAN_CAP` keys."""
         self.check_supported(state)
         if state is State.READY:
             return first_ready(self, limit)
         out: list[JobRecord] = []
-        walk = walk_failed(self) if state is State.DEAD else walk_unacked(self, max(limit, 100))
+        walk = walk_failed(self, cap=RESULT_SCAN_CAP) if state is State.DEAD else walk_unacked(self, max(limit, 100))
         for recs in walk:
             out += recs
             if len(out) >= limit:
