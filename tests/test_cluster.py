@@ -567,3 +567,20 @@ def test_foreign_layout_across_slots_reads_and_refuses_operations(layout, cc, cl
     errors = [line for line in err.splitlines() if line and "warning:" not in line]
     assert code == 2 and len(errors) == 1 and "Redis Cluster" in errors[0] and "CROSSSLOT" not in err, err
     assert {key: cc.dump(key) for key in cc.scan_iter()} == before
+
+
+def test_bullmq_with_a_hash_tagged_prefix_redrives_on_a_cluster(cc, cluster_url, tmp_path, capsys):
+    """BullMQ's ``{prefix}`` puts a queue in one slot: the plan's fence reads
+    and the moves (every key in KEYS) run there, each failed job moved once."""
+    p = "{bq}:work:"
+    cc.hset(p + "meta", mapping={"version": "bullmq:6.7.0", "opts.maxLenEvents": "10000"})
+    for i in range(1, 31):
+        cc.hset(f"{p}{i}", mapping={"name": "send", "data": '{"id64":9223372036854775807}', "opts": "{}",
+                                    "timestamp": "1700000000000", "priority": "0", "atm": "1",
+                                    "finishedOn": str(1700000001000 + i), "failedReason": "boom"})
+        cc.zadd(p + "failed", {str(i): 1700000001000 + i})
+    cfg = config(tmp_path, {"work": {"layout": "bullmq", "prefix": "{bq}"}})
+    code, doc, err = run(capsys, cluster_url, cfg, "redrive", "work", "--yes", "--json")
+    assert code == 0 and doc["moved"] == 30, err
+    assert sorted(int(x) for x in cc.lrange(p + "wait", 0, -1)) == list(range(1, 31))
+    assert cc.zcard(p + "failed") == 0 and cc.hget(p + "1", "data") == b'{"id64":9223372036854775807}'

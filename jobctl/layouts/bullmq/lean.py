@@ -1,12 +1,13 @@
 """The unfiltered plan of a BullMQ redrive or purge of failed jobs:
 
-* redrive: ``jobctl/lua/bullmq_fence.lua`` reads ``failed`` in windows of
-  :data:`READ_BATCH` ranks (several calls a round trip) and answers per job
-  its id, failed score and one SHA1 of the fields the move re-checks
-  (finishedOn, failedReason, parentKey, deid) and its parentKey, kept as
-  returned in a :class:`~jobctl.layouts.bullmq.columns.FencedColumns` (no
-  object per job); a flow child (its parent's keys go in the move's
-  ``KEYS``) is read as for a purge;
+* redrive: ids and failed scores in raw ``ZRANGE`` windows of
+  :data:`ZSET_WINDOW`, then ``jobctl/lua/bullmq_fence.lua`` on their job
+  hashes (:data:`READ_BATCH` a call, several calls a round trip) answers per
+  job one SHA1 of the fields the move re-checks (finishedOn, failedReason,
+  parentKey, deid) and its parentKey, kept as returned in a
+  :class:`~jobctl.layouts.bullmq.columns.FencedColumns` (no object per
+  job); a flow child (its parent's keys go in the move's ``KEYS``) is read
+  as for a purge;
 * purge: ids and scores in bounded ``ZRANGE`` windows, then
   ``jobctl/lua/bullmq_read.lua``, ``HMGET`` of :data:`FIELDS`: a
   :class:`~jobctl.layouts.bullmq.ops.BullPlannedJob` each.
@@ -65,19 +66,18 @@ def _full(layout, plan: Plan, jobs: list[PlannedJob]) -> list[PlannedJob]:
 
 
 def _fence_windows(layout, total: int):
-    """``(ids, scores, fences, parents)`` of each :data:`READ_BATCH`-rank
-    window of ``failed`` up to ``total`` ranks (``bullmq_fence.lua``, several
-    calls a round trip), as the server returned them; stops at a short window."""
-    from jobctl.layouts.bullmq.calls import read_trips
+    """``(ids, scores, fences, parents)`` of each :data:`ZSET_WINDOW`-rank
+    window of ``failed`` up to ``total`` ranks: ids and scores from a raw
+    ``ZRANGE``, fences and parentKeys from ``bullmq_fence.lua`` on the job
+    hashes (every key in ``KEYS``), all as the server returned them."""
+    from jobctl.layouts.bullmq.calls import read_calls
 
-    k = layout.keys
-    calls = (([k.failed], [first, READ_BATCH, k.base]) for first in range(0, total, READ_BATCH))
-    for replies in read_trips(layout.client, "bullmq_fence", calls):
-        for flat in replies:
-            if flat:
-                yield flat[0::4], flat[1::4], flat[2::4], flat[3::4]
-            if len(flat) < 4 * READ_BATCH:
-                return
+    base = layout.keys.job("").encode()
+    for ids, scores in _raw_windows(layout.client, layout.keys.failed, total):
+        keys = [base + i for i in ids]
+        flat = read_calls(layout.client, "bullmq_fence",
+                          [keys[n:n + READ_BATCH] for n in range(0, len(keys), READ_BATCH)], [])
+        yield ids, scores, flat[0::2], flat[1::2]
 
 
 def _plan_fenced(layout, plan: Plan, limit: int | None) -> None:
@@ -113,18 +113,25 @@ def _add_window(layout, plan: Plan, cols: FencedColumns, rows: list[tuple]) -> N
             cols.add_child(raw, full[job_id])
 
 
-def _windows(client, key: str):
-    """``failed``'s ``(member, score text)`` pairs, :data:`ZSET_WINDOW` a ``ZRANGE``
-    (raw: no per-score conversion by the client library)."""
-    total = client.zcard(key)
+def _raw_windows(client, key: str, total: int):
+    """``(members, score texts)`` of ``key``'s first ``total`` ranks,
+    :data:`ZSET_WINDOW` a raw ``ZRANGE`` (no per-score conversion by the
+    client library; under RESP3 a score's ``%.17g``: an integral score
+    as its digits, as RESP2 gives it)."""
     for start in range(0, total, ZSET_WINDOW):
-        reply = client.execute_command("ZRANGE", key, start, start + ZSET_WINDOW - 1, "WITHSCORES")
+        reply = client.execute_command("ZRANGE", key, start, min(start + ZSET_WINDOW, total) - 1, "WITHSCORES")
         if not reply:
             return
         if isinstance(reply[0], list):  # RESP3: [member, score] pairs, the score a double
-            yield [(m, repr(sc)) for m, sc in reply]
+            yield [m for m, _ in reply], [b"%.17g" % sc for _, sc in reply]
         else:
-            yield [(m, sc.decode("ascii")) for m, sc in zip(reply[0::2], reply[1::2])]
+            yield reply[0::2], reply[1::2]
+
+
+def _windows(client, key: str):
+    """``failed``'s ``(member, score text)`` pairs, window by window (:func:`_raw_windows`)."""
+    for members, scores in _raw_windows(client, key, client.zcard(key)):
+        yield [(m, sc.decode("ascii")) for m, sc in zip(members, scores)]
 
 
 def _plan_purge(layout, plan: Plan, limit: int | None) -> None:
