@@ -33,7 +33,7 @@ from ..ops.spec import Operation, OpSpec
 from ..scripts import script
 from .common import text
 
-__all__ = ["call_move", "move_error", "move_result", "requeue_calls", "shard_chunks", "window_mode", "REQUEUE_BUDGET",
+__all__ = ["call_move", "count_code", "move_error", "move_result", "requeue_calls", "shard_chunks", "window_mode", "REQUEUE_BUDGET",
            "FAILED_CODES"]
 
 #: Elements of a processing list one requeue call may search (LPOS MAXLEN
@@ -79,20 +79,21 @@ def move_error(name: str, exc: Exception) -> Exception:
     return exc
 
 
+def count_code(out: BatchResult, job_id: str, code: str) -> None:
+    """Count ``job_id`` in ``out`` by its script code: ``"moved"``, a
+    :data:`FAILED_CODES` code as failed, any other as a skip reason."""
+    if code == "moved":
+        out.moved.append(job_id)
+        return
+    (out.failed if code in FAILED_CODES else out.skipped).append(job_id)
+    out.reasons[job_id] = code
+
+
 def move_result(reply: Sequence[Any]) -> BatchResult:
-    """A ``{id1, code1, ...}`` reply as a :class:`BatchResult`: ``moved``,
-    :data:`FAILED_CODES` as failed, any other code as a skip reason."""
+    """A ``{id1, code1, ...}`` reply as a :class:`BatchResult` (:func:`count_code`)."""
     out = BatchResult()
     for i in range(0, len(reply), 2):
-        job_id, code = text(reply[i]), text(reply[i + 1])
-        if code == "moved":
-            out.moved.append(job_id)
-        elif code in FAILED_CODES:
-            out.failed.append(job_id)
-            out.reasons[job_id] = code
-        else:
-            out.skipped.append(job_id)
-            out.reasons[job_id] = code
+        count_code(out, text(reply[i]), text(reply[i + 1]))
     return out
 
 

@@ -20,7 +20,7 @@ from weakref import WeakKeyDictionary
 
 from jobctl.cluster import is_cluster
 from jobctl.layouts.common import text
-from jobctl.layouts.moves import FAILED_CODES, move_error, move_result
+from jobctl.layouts.moves import count_code, move_error, move_result
 from jobctl.ops.result import BatchResult
 from jobctl.ops.walk.flight import is_noscript
 from jobctl.scripts import script
@@ -85,16 +85,7 @@ def short_result(ids: list[bytes], reply: list) -> BatchResult:
     codes = {int(reply[n]) - 1: text(reply[n + 1]) for n in range(0, len(reply), 2)}
     out = BatchResult()
     for n, raw in enumerate(ids):
-        job_id = raw.decode("utf-8", "surrogateescape")
-        code = codes.get(n)
-        if code is None:
-            out.moved.append(job_id)
-        elif code in FAILED_CODES:
-            out.failed.append(job_id)
-            out.reasons[job_id] = code
-        else:
-            out.skipped.append(job_id)
-            out.reasons[job_id] = code
+        count_code(out, raw.decode("utf-8", "surrogateescape"), codes.get(n, "moved"))
     return out
 
 
