@@ -9,21 +9,16 @@ kombu's own view agrees on the counts."""
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
-import sys
-import time
-from pathlib import Path
 
 import pytest
 
 pytest.importorskip("celery")
 import celery_app  # noqa: E402
+from celery_workers import until, worker_starter  # noqa: E402
 from helpers import config_fixtures, queues_toml  # noqa: E402
 
 BIG = 2 ** 63 - 1
-TESTS = Path(__file__).resolve().parent
 #: The worker's visibility timeout (s) and the catalogue's (ms): the same.
 VT_S = 1
 cfg, run = config_fixtures(queues_toml(celery={"layout": "celery", "visibility_timeout_ms": VT_S * 1000}))
@@ -39,35 +34,8 @@ def app(redis_url):
 
 @pytest.fixture
 def worker(redis_url):
-    """``start()`` -> a running ``celery worker`` subprocess (Celery's own CLI);
-    every one started is stopped (SIGKILL) at the end."""
-    procs: list[subprocess.Popen] = []
-    env = {**os.environ, "CELTEST_BROKER": redis_url, "CELTEST_VISIBILITY_S": str(VT_S),
-           "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])}
-
-    def start() -> subprocess.Popen:
-        cmd = [sys.executable, "-m", "celery", "-A", "celery_app", "worker", "-P", "solo", "-c", "1",
-               "--without-heartbeat", "--without-mingle", "--without-gossip", "-l", "warning"]
-        procs.append(subprocess.Popen(cmd, env=env, cwd=str(TESTS), stdout=subprocess.DEVNULL,
-                                      stderr=subprocess.DEVNULL))
-        return procs[-1]
-
-    yield start
-    for p in procs:
-        if p.poll() is None:
-            p.send_signal(signal.SIGKILL)
-        p.wait(timeout=30)
-
-
-def _until(check, what: str, limit_s: float = 60.0):
-    """Poll ``check()`` until it returns a true value (bounded); that value."""
-    end = time.monotonic() + limit_s
-    while time.monotonic() < end:
-        got = check()
-        if got:
-            return got
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
+    """``start()`` -> a running ``celery worker`` subprocess (Celery's own CLI); every one started is killed at the end."""
+    yield from worker_starter("celery_app", {"CELTEST_BROKER": redis_url, "CELTEST_VISIBILITY_S": str(VT_S)})
 
 
 def _json(run, *args) -> dict:
@@ -104,8 +72,8 @@ def test_status_ls_inspect_then_the_worker_consumes(run, app, worker, redis_clie
     assert doc["state"] == "ready" and doc["envelope"]["body"][0] == ["n0", BIG]
     assert doc["envelope"]["headers"]["task"] == "celtest.count"
     worker()
-    _until(lambda: all(_count(redis_client, n) for n in ids), "the worker to run every task")
-    _until(lambda: _status(run)["processing"] == 0, "the last ack")
+    until(lambda: all(_count(redis_client, n) for n in ids), "the worker to run every task")
+    until(lambda: _status(run)["processing"] == 0, "the last ack")
     st = _status(run)
     assert (st["ready"], st["processing"]) == (0, 0) == (_kombu_ready(app), 0)
     assert all(_count(redis_client, n) == 1 for n in ids)
@@ -122,7 +90,7 @@ def _killed_mid_task(worker, redis_client, name: str) -> str:
     redis_client.set(celery_app.HANG, 1)
     task_id = celery_app.hang.apply_async((name, BIG)).id
     proc = worker()
-    _until(lambda: _count(redis_client, name) == 1, "the worker to start the task")
+    until(lambda: _count(redis_client, name) == 1, "the worker to start the task")
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
     redis_client.delete(celery_app.HANG)
@@ -132,7 +100,7 @@ def _killed_mid_task(worker, redis_client, name: str) -> str:
 def _overdue(redis_client) -> float:
     """Wait (bounded poll of the server's clock) until every unacked entry is past the visibility timeout."""
     newest = redis_client.zrange("unacked_index", -1, -1, withscores=True)[0][1]
-    _until(lambda: _server_s(redis_client) > newest + VT_S, "the visibility timeout to pass", 30)
+    until(lambda: _server_s(redis_client) > newest + VT_S, "the visibility timeout to pass", 30)
     return newest
 
 
@@ -160,8 +128,8 @@ def test_killed_worker_leaves_unacked_that_jobctl_requeues_and_a_fresh_worker_ru
     assert pushed in stored and json.loads(stored)[0] == json.loads(pushed)  # the stored bytes, unchanged
     assert _kombu_ready(app) == 1
     worker()
-    _until(lambda: _count(redis_client, "h") == 2, "the fresh worker to run the requeued task")
-    _until(lambda: redis_client.hlen("unacked") == 0, "the fresh worker's ack")
+    until(lambda: _count(redis_client, "h") == 2, "the fresh worker to run the requeued task")
+    until(lambda: redis_client.hlen("unacked") == 0, "the fresh worker's ack")
     st = _status(run)
     assert (st["ready"], st["processing"], st["stuck"]) == (0, 0, 0)
     assert _count(redis_client, "h") == 2  # the killed run and one more: never twice after the requeue
@@ -249,8 +217,8 @@ def test_purge_removes_exactly_the_planned_messages_and_the_worker_runs_the_rest
     st = _status(run)
     assert st["ready"] == _kombu_ready(app) == 3 and st["ready_by_priority"] == {"0": 2, "6": 1}
     worker()
-    _until(lambda: all(_count(redis_client, n) for n in names if n.startswith("odd-")), "the odd tasks")
-    _until(lambda: _status(run)["processing"] == 0, "the last ack")
+    until(lambda: all(_count(redis_client, n) for n in names if n.startswith("odd-")), "the odd tasks")
+    until(lambda: _status(run)["processing"] == 0, "the last ack")
     assert {n: _count(redis_client, n) for n in names} == {n: int(n.startswith("odd-")) for n in names}
 
 
@@ -261,7 +229,7 @@ def test_an_eta_beyond_the_visibility_timeout_is_flagged(run, app, worker, redis
     def flagged():
         st = _status(run)
         return st["processing"] == 1 and [w for w in st["warnings"] if "beyond the visibility timeout" in w]
-    assert _until(flagged, "the worker to hold the ETA task")
+    assert until(flagged, "the worker to hold the ETA task")
     [rec] = _json(run, "ls", "celery", "--state", "processing")["jobs"]
     assert rec["id"] == task_id and rec["meta"]["eta_beyond_visibility"] is True
 

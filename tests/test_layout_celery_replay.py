@@ -12,21 +12,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import signal
-import subprocess
-import sys
-import time
-from pathlib import Path
 
 import pytest
 
 pytest.importorskip("celery")
 import celery_results_app as capp  # noqa: E402
+from celery_workers import until, worker_starter  # noqa: E402
 from helpers import config_fixtures, queues_toml  # noqa: E402
 
 BIG = 2 ** 63 - 1
-TESTS = Path(__file__).resolve().parent
 NAMES = [f"t{i}" for i in range(6)]
 #: Tasks with tag "a" (replayed by the filtered runs) and "b" (left failed).
 TAGS = {n: "a" if i % 2 == 0 else "b" for i, n in enumerate(NAMES)}
@@ -44,34 +38,8 @@ def app(redis_url):
 
 @pytest.fixture
 def worker(redis_url):
-    """``start()`` -> a running ``celery worker`` subprocess; every one started is killed at the end."""
-    procs: list[subprocess.Popen] = []
-    env = {**os.environ, "CELTEST_BROKER": redis_url,
-           "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])}
-
-    def start() -> subprocess.Popen:
-        cmd = [sys.executable, "-m", "celery", "-A", "celery_results_app", "worker", "-P", "solo", "-c", "1",
-               "--without-heartbeat", "--without-mingle", "--without-gossip", "-l", "warning"]
-        procs.append(subprocess.Popen(cmd, env=env, cwd=str(TESTS), stdout=subprocess.DEVNULL,
-                                      stderr=subprocess.DEVNULL))
-        return procs[-1]
-
-    yield start
-    for p in procs:
-        if p.poll() is None:
-            p.send_signal(signal.SIGKILL)
-        p.wait(timeout=30)
-
-
-def _until(check, what: str, limit_s: float = 60.0):
-    """Poll ``check()`` until it returns a true value (a hang guard, not a timing assertion)."""
-    end = time.monotonic() + limit_s
-    while time.monotonic() < end:
-        got = check()
-        if got:
-            return got
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
+    """``start()`` -> a running ``celery worker`` subprocess (Celery's own CLI); every one started is killed at the end."""
+    yield from worker_starter("celery_results_app", {"CELTEST_BROKER": redis_url})
 
 
 def _json(run, *args, codes=(0,)) -> dict:
@@ -99,7 +67,7 @@ def _failed_tasks(app, worker, r) -> dict:
     r.set(capp.FAIL, 1)
     ids = {n: capp.flaky.apply_async((n, BIG), {"tag": TAGS[n]}).id for n in NAMES}
     worker()
-    _until(lambda: set(_states(r, ids).values()) == {"FAILURE"}, "every task to fail")
+    until(lambda: set(_states(r, ids).values()) == {"FAILURE"}, "every task to fail")
     r.delete(capp.FAIL)
     return ids
 
@@ -127,11 +95,11 @@ def test_failed_records_are_the_dead_state_and_replay_runs_each_once(run, app, w
     res = _json(run, "replay", "celery", *filt, "--yes")
     assert (res["planned"], res["moved"]) == (3, 3), res
     replayed = {n for n in NAMES if TAGS[n] == "a"}
-    _until(lambda: all(_count(r, n) == 2 for n in replayed), "the worker to run the replayed tasks")
+    until(lambda: all(_count(r, n) == 2 for n in replayed), "the worker to run the replayed tasks")
     marks = {k.decode(): v.decode() for k, v in r.hgetall("jobctl:celery:celery:replayed").items()
              if not v.startswith(b"^")}  # original -> new id (new id -> ^original: the replay's own)
     assert set(marks) == {ids[n] for n in replayed}
-    _until(lambda: all(_states(r, {n: marks[ids[n]]})[n] == "SUCCESS" for n in replayed), "the new results")
+    until(lambda: all(_states(r, {n: marks[ids[n]]})[n] == "SUCCESS" for n in replayed), "the new results")
     assert _states(r, ids) == {n: "FAILURE" for n in NAMES}  # the originals stay as they were: the fence
     assert all(r.get(f"celres:arg:{n}") == f"int:{BIG}".encode() for n in replayed)  # 64-bit integer exact
 
@@ -182,7 +150,7 @@ def test_racing_replays_send_each_task_once_and_pickle_is_never_decoded(run, red
     res = run_plan(lay, second, journal=False)
     assert res.moved == 0 and res.skipped_reasons == {"replayed": 5, "changed": 1}
     again = NAMES[:5]
-    _until(lambda: all(_count(r, n) == 2 for n in again), "the worker to run every replayed task")
+    until(lambda: all(_count(r, n) == 2 for n in again), "the worker to run every replayed task")
     assert r.hlen("jobctl:celery:celery:replayed") == 2 * 5 and _count(r, "t5") == 1  # both ways per task
     assert r.get("celery-task-meta-pickled-1") == stored and stored.startswith(b"\x80")  # never decoded
     assert lay.plan(spec).planned == 0  # t5 succeeded: no longer a failed record
@@ -202,7 +170,7 @@ def test_a_replay_that_fails_is_never_replayed_again(run, app, worker, redis_cli
     marks = {k.decode(): v.decode() for k, v in r.hgetall("jobctl:celery:celery:replayed").items()}
     new = {n: marks[ids[n]] for n in NAMES}
     assert {marks[t] for t in new.values()} == {"^" + t for t in ids.values()}  # each new id names its original
-    _until(lambda: set(_states(r, new).values()) == {"FAILURE"}, "every replay to fail")
+    until(lambda: set(_states(r, new).values()) == {"FAILURE"}, "every replay to fail")
     st = _json(run, "status", "celery")["queues"][0]
     assert st["dead"] == 0 and any("sent by jobctl replay themselves" in w for w in st["warnings"]), st
     again = _json(run, "replay", "celery", "--yes", codes=(0, 8))
