@@ -144,20 +144,31 @@ def collect_tables(df, caps: dict[str, int]) -> tuple[dict[str, Any], dict[str, 
     return split(rows, caps, capped), capped
 
 
+#: Shuffle partitions at most for the one query: its shuffles carry aggregates
+#: (bounded by the groups), and without adaptive execution nothing coalesces
+#: Spark's default 200 (a standalone master ran 200 tasks a stage).
+QUERY_PARTITIONS = 16
+
+
 def _collect(spark, union) -> list:
     """``union.collect()`` as one Spark job: adaptive execution off for it
     (it would run each of the union's shuffles as a job of its own, all at
-    once), the identical shuffles reused; the session's setting restored."""
-    key = "spark.sql.adaptive.enabled"
-    before = spark.conf.get(key, None)
-    spark.conf.set(key, "false")
+    once), the identical shuffles reused, at most :data:`QUERY_PARTITIONS`
+    shuffle partitions; the session's settings restored."""
+    parts = spark.conf.get("spark.sql.shuffle.partitions", "200")
+    settings = {"spark.sql.adaptive.enabled": "false",
+                "spark.sql.shuffle.partitions": str(min(int(parts), QUERY_PARTITIONS))}
+    before = {key: spark.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
     try:
         return union.collect()
     finally:
-        if before is None:
-            spark.conf.unset(key)
-        else:
-            spark.conf.set(key, before)
+        for key, value in before.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
 
 
 def _last(v):
