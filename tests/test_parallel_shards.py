@@ -1,11 +1,11 @@
 """The shards of a queue on a Redis Cluster are walked in parallel, one
-thread per primary (jobctl.ops.walk.parallel): one result and exit code,
+process per primary (jobctl.ops.walk.parallel): one result and exit code,
 every job moved exactly once, and on an error in one shard the others stop,
 their moves are counted and every hold is given back."""
 
 from __future__ import annotations
 
-import threading
+import os
 from collections import Counter
 
 from test_cluster import all_ids, config, run, status_of
@@ -15,17 +15,19 @@ from jobctl.ops.walk import parallel
 from jobctl_fixtures.scenarios import load_scenario
 
 
-def _spy(monkeypatch) -> list[set[str]]:
-    """The thread names that built each parallel run's shard walks."""
-    runs: list[set[str]] = []
+def _spy(monkeypatch, tmp_path) -> list:
+    """Per parallel run, a file that gets the pid of each process that built
+    one of its shard walks (they are children: only a file reaches back)."""
+    runs: list = []
     real = parallel.walk_in_parallel
 
     def spied(groups, make_walk, *args):
-        names: set[str] = set()
-        runs.append(names)
+        log = tmp_path / f"walkers-{len(runs)}"
+        runs.append(log)
 
         def recording(src, halted):
-            names.add(threading.current_thread().name)
+            with open(log, "a") as f:
+                f.write(f"{os.getpid()}\n")
             return make_walk(src, halted)
 
         return real(groups, recording, *args)
@@ -34,16 +36,17 @@ def _spy(monkeypatch) -> list[set[str]]:
     return runs
 
 
-def test_each_primary_walks_its_shards_in_a_thread_of_its_own(cc, cluster_url, tmp_path, capsys, monkeypatch):
+def test_each_primary_walks_its_shards_in_a_process_of_its_own(cc, cluster_url, tmp_path, capsys, monkeypatch):
     truth = load_scenario(cc, "dlq-spike", queue="email", shards=8, size=240, seed=7, now_ms=wall_ms())
     tags = shard_tags("email", 8)
     every = set().union(*truth.ids_by_state.values())
     cfg = config(tmp_path, {"email": {"layout": "reliable-list", "tag": "email", "shards": 8}})
-    runs = _spy(monkeypatch)
+    runs = _spy(monkeypatch, tmp_path)
     for args in (("--filter", "id ~ '*[02468ACEGJMPRTVXZ]'"), ()):  # per job (about half, every shard), then tail mode
         code, doc, err = run(capsys, cluster_url, cfg, "redrive", "email", "--yes", "--json", "--batch", "5", *args)
         assert code == 0, err
-    assert len(runs) == 2 and all(len(names) == 3 for names in runs), runs
+    pids = [set(log.read_text().split()) for log in runs]
+    assert len(pids) == 2 and all(len(p) == 3 and str(os.getpid()) not in p for p in pids), pids
     st = status_of(run(capsys, cluster_url, cfg, "status", "--json")[1], "email")
     assert (st["dead"], st["ready"]) == (0, truth.expected["ready"] + truth.expected["dead"])
     assert all_ids(cc, tags) == Counter({i: 1 for i in every})
@@ -68,3 +71,33 @@ def test_an_error_in_one_shard_stops_the_others_and_counts_their_moves(cc, clust
     st = status_of(run(capsys, cluster_url, cfg, "status", "--json")[1], "email")
     assert (st["dead"], st["ready"]) == (0, truth.expected["ready"] + truth.expected["dead"])
     assert all_ids(cc, tags) == Counter({i: 1 for i in every})
+
+
+def test_a_walker_killed_mid_walk_ends_with_exit_3_and_the_rerun_finishes(cc, cluster_url, tmp_path, capsys,
+                                                                            monkeypatch):
+    truth = load_scenario(cc, "dlq-spike", queue="email", shards=8, size=240, seed=9, now_ms=wall_ms())
+    tags = shard_tags("email", 8)
+    every = set().union(*truth.ids_by_state.values())
+    real = parallel.walk_in_parallel
+
+    def killing(groups, make_walk, *args):
+        def walk(src, halted):  # the walker of shard 2 dies (kill -9) after its first call's result
+            for n, br in enumerate(make_walk(src, halted)):
+                if src.shard == 2 and n == 1:
+                    os.kill(os.getpid(), 9)
+                yield br
+
+        return real(groups, walk, *args)
+
+    monkeypatch.setattr("jobctl.ops.walk.driver.walk_in_parallel", killing)
+    cfg = config(tmp_path, {"email": {"layout": "reliable-list", "tag": "email", "shards": 8}})
+    code, doc, err = run(capsys, cluster_url, cfg, "redrive", "email", "--yes", "--json", "--batch", "5")
+    assert code == 3 and "rerun" in err and "Traceback" not in err, err
+    assert all_ids(cc, tags) == Counter({i: 1 for i in every}), "no job lost or duplicated"
+    monkeypatch.setattr("jobctl.ops.walk.driver.walk_in_parallel", real)
+    code, doc, err = run(capsys, cluster_url, cfg, "redrive", "email", "--yes", "--json")  # the rerun finishes
+    assert code == 0, err
+    st = status_of(run(capsys, cluster_url, cfg, "status", "--json")[1], "email")
+    assert (st["dead"], st["ready"]) == (0, truth.expected["ready"] + truth.expected["dead"])
+    assert all_ids(cc, tags) == Counter({i: 1 for i in every})
+    assert not any(cc.exists(ReliableListKeys(t).hold) for t in tags), "every hold given back"

@@ -1,14 +1,16 @@
 """The shards of a queue on several Redis Cluster primaries walked at once:
-one thread per primary walks that primary's shards in turn, each shard's
-lease taken when its walk starts and its hold given back when it ends;
-their results reach the caller on one iterator (one progress, one stop,
-one rate: the caller's), through a bounded queue, so a caller that paces
-or stops holds every walk back.  The first error stops the other walks at
-their next round trip; their results still reach the caller, then the
-error is raised."""
+one process per primary (forked: :mod:`.processes`; a thread where fork is
+not used) walks that primary's shards in turn, each shard's lease taken
+when its walk starts and its hold given back when it ends; their results
+reach the caller on one iterator (one progress, one stop, one rate: the
+caller's), through a bounded pipe or queue, so a caller that paces or stops
+holds every walk back.  The first error stops the other walks at their next
+round trip; their results still reach the caller, then the error is
+raised."""
 
 from __future__ import annotations
 
+import functools
 import queue as queue_mod
 import threading
 from collections.abc import Callable, Iterator
@@ -17,9 +19,10 @@ from typing import Any
 from ..lease import acquire
 from ..result import BatchResult
 from .lifecycle import done_with, give_back, renewing
+from .processes import FORKS, run_forked
 from .source import ListSource
 
-__all__ = ["by_primary", "walk_in_parallel", "RESULTS_WAITING"]
+__all__ = ["by_primary", "walk_in_parallel", "primary_name", "pinned_client", "RESULTS_WAITING"]
 
 #: Results a walk may have waiting for the caller before it waits itself.
 RESULTS_WAITING = 16
@@ -41,57 +44,74 @@ def by_primary(sources: list[ListSource]) -> list[list[ListSource]]:
 
     groups: dict[str, list[ListSource]] = {}
     for src in sources:
-        name = src.client.get_node_from_key(src.dead).name if is_cluster(src.client) else ""
+        name = primary_name(src) if is_cluster(src.client) else ""
         groups.setdefault(name, []).append(src)
     return list(groups.values())
 
 
-def _pinned_on_primary(group: list[ListSource]) -> tuple[list[ListSource], Any]:
-    """``group`` (one primary's shards) on one connection of its own to that
-    primary, so the walk keeps calls in flight as on one server (a
-    redirection during a resharding then ends the walk: the rerun finishes)."""
-    import dataclasses
+def primary_name(src: ListSource) -> str:
+    """``host:port`` of the primary that owns ``src``'s dead list."""
+    return src.client.get_node_from_key(src.dead).name
 
+
+def pinned_client(client, key: str):
+    """A client on one connection of its own to the primary that owns
+    ``key``, from a pool of its own (nothing shared with ``client``'s pools,
+    whose locks another thread may hold when a process forks): calls stay in
+    flight as on one server (a redirection during a resharding then ends the
+    walk: the rerun finishes)."""
     import redis
 
-    first = group[0]
-    node = first.client.get_redis_connection(first.client.get_node_from_key(first.dead))
-    pinned = redis.Redis(connection_pool=node.connection_pool, single_connection_client=True)
-    return [dataclasses.replace(src, client=pinned) for src in group], pinned
+    pool = client.get_redis_connection(client.get_node_from_key(key)).connection_pool
+    own = redis.ConnectionPool(connection_class=pool.connection_class, **pool.connection_kwargs)
+    return redis.Redis(connection_pool=own, single_connection_client=True)
 
 
-def _walk_group(group: list[ListSource], make_walk: Callable[[ListSource, Callable[[], bool]], Any], value: str,
-                queue: str, out: queue_mod.Queue, halted: Callable[[], bool]) -> None:
-    """One primary's thread: its shards walked in turn (the body of the
-    sequential walk for one shard) on a connection of its own, every
-    result and the end put on ``out``."""
+def _group_results(group: list[ListSource], make_walk: Callable[[ListSource, Callable[[], bool]], Any], value: str,
+                   queue: str, halted: Callable[[], bool]) -> Iterator[BatchResult]:
+    """One primary's walk: its shards walked in turn (the body of the
+    sequential walk for one shard) on a connection of its own; every hold
+    given back however it ends."""
+    import dataclasses
+
     taken: list[ListSource] = []
-    pinned = None
+    pinned = pinned_client(group[0].client, group[0].dead)
     try:
-        group, pinned = _pinned_on_primary(group)
-        for src in group:
+        for src in [dataclasses.replace(s, client=pinned) for s in group]:
             if halted():
                 break
             acquire(src, value, queue)
             taken.append(src)
-            for br in renewing(iter(make_walk(src, halted)), taken, value):
-                out.put(br)
+            yield from renewing(iter(make_walk(src, halted)), taken, value)
             done_with(src, taken, value, give_back)
+    finally:
+        give_back(taken, value)
+        pinned.close()
+
+
+def _walk_group(group: list[ListSource], make_walk, value: str, queue: str, out: queue_mod.Queue,
+                halted: Callable[[], bool]) -> None:
+    """One primary's thread: :func:`_group_results` put on ``out``, then the end."""
+    try:
+        for br in _group_results(group, make_walk, value, queue, halted):
+            out.put(br)
     except BaseException as exc:  # noqa: BLE001 - carried to the caller, raised there
         out.put(_Failed(exc))
     finally:
-        give_back(taken, value)
-        if pinned is not None:
-            pinned.close()
         out.put(_DONE)
 
 
 def walk_in_parallel(groups: list[list[ListSource]], make_walk, value: str, queue: str,
                      stop: Callable[[], bool] | None) -> Iterator[BatchResult]:
-    """Walk each group of :func:`by_primary` in a thread of its own;
-    ``make_walk(src, stop)`` builds one shard's walk (an iterator of
-    :class:`BatchResult`).  Yields every walk's results as they come; raises
-    the first walk's error after every walk ended."""
+    """Walk each group of :func:`by_primary` in a process of its own
+    (:data:`~.processes.FORKS`, else a thread); ``make_walk(src, stop)``
+    builds one shard's walk (an iterator of :class:`BatchResult`).  Yields
+    every walk's results as they come; raises the first walk's error after
+    every walk ended."""
+    if FORKS:
+        tasks = [functools.partial(_group_results, g, make_walk, value, queue) for g in groups]
+        yield from run_forked(tasks, [primary_name(g[0]) for g in groups], stop)
+        return
     out: queue_mod.Queue = queue_mod.Queue(maxsize=RESULTS_WAITING)
     failed = threading.Event()
 

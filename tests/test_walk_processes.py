@@ -1,0 +1,88 @@
+"""jobctl.ops.walk.processes: tasks in forked children, their items on one
+iterator; a stop or an error reaches every child; a dead child is an error
+naming it.  No server: the tasks are plain generators."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import threading
+
+import pytest
+
+from jobctl.errors import ConnectionFailed
+from jobctl.ops.walk.processes import FORKS, run_forked
+
+pytestmark = pytest.mark.skipif(not FORKS, reason="tasks run in threads where fork is not used")
+
+
+def counting(label: str, limit: int | None = None):
+    def task(halted):
+        for n in itertools.count() if limit is None else range(limit):
+            if halted():
+                return
+            yield (label, n, os.getpid())
+
+    return task
+
+
+def test_every_item_of_every_child_reaches_the_caller_from_another_process():
+    items = list(run_forked([counting("a", 500), counting("b", 700)], ["a", "b"], None))
+    assert sorted(n for label, n, _ in items if label == "a") == list(range(500))
+    assert sorted(n for label, n, _ in items if label == "b") == list(range(700))
+    pids = {pid for *_, pid in items}
+    assert len(pids) == 2 and os.getpid() not in pids
+
+
+def test_a_stop_halts_every_child_and_the_iterator_ends():
+    seen: list = []
+    stopped = threading.Event()
+
+    def stop() -> bool:
+        return stopped.is_set()
+
+    for item in run_forked([counting("a"), counting("b")], ["a", "b"], stop):
+        seen.append(item)
+        if len(seen) == 50:
+            stopped.set()
+    assert len(seen) >= 50  # items already sent still arrive, then every child ends
+
+
+def test_the_first_error_is_raised_after_the_others_stopped():
+    def failing(halted):
+        yield ("c", 0, os.getpid())
+        raise ValueError("bad window")
+
+    with pytest.raises(ValueError, match="bad window"):
+        list(run_forked([counting("a"), failing], ["a", "c"], None))
+
+
+def test_an_error_that_does_not_pickle_arrives_as_its_message():
+    class Local(Exception):  # a local class: pickle cannot name it
+        pass
+
+    def failing(halted):
+        raise Local("no pickle")
+        yield
+
+    with pytest.raises(ConnectionFailed, match="no pickle"):
+        list(run_forked([failing], ["x"], None))
+
+
+def test_a_child_that_dies_is_an_error_naming_it():
+    def dying(halted):
+        yield ("d", 0, os.getpid())
+        os.kill(os.getpid(), 9)
+        yield ("d", 1, os.getpid())
+
+    with pytest.raises(ConnectionFailed, match="127.0.0.1:7001.*rerun"):
+        list(run_forked([dying], ["127.0.0.1:7001"], None))
+
+
+def test_closing_the_iterator_early_ends_every_child():
+    it = run_forked([counting("a"), counting("b")], ["a", "b"], None)
+    pids = {next(it)[2] for _ in range(10)}
+    it.close()
+    for pid in pids:  # reaped: no zombie left
+        with pytest.raises(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)
