@@ -15,7 +15,7 @@ from typing import Any
 from jobctl.layouts.common import hash_record, text
 from jobctl.model import Envelope, JobRecord, State
 
-__all__ = ["BullJobs", "int_field", "version_major", "TESTED_MAJORS"]
+__all__ = ["BullJobs", "int_field", "json_value", "version_major", "TESTED_MAJORS"]
 
 #: BullMQ major versions whose keys and moves jobctl follows (``meta.version``).
 TESTED_MAJORS = (5, 6)
@@ -40,7 +40,7 @@ def version_major(version: str | None) -> int | None:
     return int(head) if head.isdigit() else None
 
 
-def _json(raw: bytes | None) -> Any:
+def json_value(raw: bytes | None) -> Any:
     """``raw`` parsed as JSON (Python ints keep every digit); ``None`` when not JSON."""
     if raw is None:
         return None
@@ -75,7 +75,7 @@ class BullJobs:
             env.problems.append("missing job hash (removed or never stored)")
             return env
         doc = {k.decode("utf-8", "surrogateescape"): v.decode("utf-8", "surrogateescape") for k, v in fields.items()}
-        opts = _json(fields.get(b"opts"))
+        opts = json_value(fields.get(b"opts"))
         env.job_type = doc.get("name")
         env.created_ms = int_field(fields.get(b"timestamp"))
         env.attempt = int_field(fields.get(b"atm")) or 0
@@ -85,7 +85,7 @@ class BullJobs:
         reason = doc.get("failedReason")
         if reason:
             env.last_error_code = env.last_error_message = reason
-        env.payload = _json(fields.get(b"data"))
+        env.payload = json_value(fields.get(b"data"))
         env.document = doc
         return env
 

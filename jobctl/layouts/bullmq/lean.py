@@ -24,7 +24,7 @@ from jobctl.model import State
 from jobctl.ops.plan import Plan, PlannedJob
 from jobctl.ops.spec import Operation
 
-__all__ = ["plan_failed", "SAMPLE", "FIELDS", "READ_BATCH", "ZSET_WINDOW"]
+__all__ = ["plan_failed", "raw_windows", "SAMPLE", "FIELDS", "READ_BATCH", "ZSET_WINDOW"]
 
 #: Failed jobs read whole for the breakdown of an unfiltered plan.
 SAMPLE = 1000
@@ -73,7 +73,7 @@ def _fence_windows(layout, total: int):
     from jobctl.layouts.bullmq.calls import read_calls
 
     base = layout.keys.job("").encode()
-    for ids, scores in _raw_windows(layout.client, layout.keys.failed, total):
+    for ids, scores in raw_windows(layout.client, layout.keys.failed, total):
         keys = [base + i for i in ids]
         flat = read_calls(layout.client, "bullmq_fence",
                           [keys[n:n + READ_BATCH] for n in range(0, len(keys), READ_BATCH)], [])
@@ -113,7 +113,7 @@ def _add_window(layout, plan: Plan, cols: FencedColumns, rows: list[tuple]) -> N
             cols.add_child(raw, full[job_id])
 
 
-def _raw_windows(client, key: str, total: int):
+def raw_windows(client, key: str, total: int):
     """``(members, score texts)`` of ``key``'s first ``total`` ranks,
     :data:`ZSET_WINDOW` a raw ``ZRANGE`` (no per-score conversion by the
     client library; under RESP3 a score's ``%.17g``: an integral score
@@ -129,8 +129,8 @@ def _raw_windows(client, key: str, total: int):
 
 
 def _windows(client, key: str):
-    """``failed``'s ``(member, score text)`` pairs, window by window (:func:`_raw_windows`)."""
-    for members, scores in _raw_windows(client, key, client.zcard(key)):
+    """``failed``'s ``(member, score text)`` pairs, window by window (:func:`raw_windows`)."""
+    for members, scores in raw_windows(client, key, client.zcard(key)):
         yield [(m, sc.decode("ascii")) for m, sc in zip(members, scores)]
 
 

@@ -9,7 +9,10 @@ score (the fence) plus the hash fields the move re-checks and needs:
 untested major version is refused with one line.
 
 An unfiltered redrive plans from ``failed``'s ids and scores plus one
-fence per job computed server-side (:mod:`jobctl.layouts.bullmq.lean`).
+fence per job computed server-side (:mod:`jobctl.layouts.bullmq.lean`), a
+filtered one from the hash fields the fence and the filter read, no record
+per job (:mod:`jobctl.layouts.bullmq.filtered`); both keep their jobs
+column-wise.
 
 Apply: one call of ``jobctl/lua/bullmq_move.lua`` per
 batch of at most :data:`DEFAULT_BATCH` jobs (``bullmq_redrive.lua`` per
@@ -110,6 +113,12 @@ def plan_operation(layout, spec, now: int) -> Plan:
         from jobctl.layouts.bullmq.lean import plan_failed
 
         return plan_failed(layout, plan)
+    if spec.operation is Operation.REDRIVE and not spec.ids and spec.fence is None:
+        from jobctl.layouts.bullmq.filtered import plan_filtered, read_fields
+
+        fields = read_fields(spec.filter)
+        if fields is not None:
+            return plan_filtered(layout, plan, fields)
     batches = records_by_ids(layout, spec) if spec.ids else layout.iter_batches(spec.source)
 
     def keep(rec, job: PlannedJob) -> None:
