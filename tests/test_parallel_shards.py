@@ -101,3 +101,45 @@ def test_a_walker_killed_mid_walk_ends_with_exit_3_and_the_rerun_finishes(cc, cl
     assert (st["dead"], st["ready"]) == (0, truth.expected["ready"] + truth.expected["dead"])
     assert all_ids(cc, tags) == Counter({i: 1 for i in every})
     assert not any(cc.exists(ReliableListKeys(t).hold) for t in tags), "every hold given back"
+
+
+def test_a_filtered_plan_reads_each_primary_in_a_process_and_matches_the_plan_made_in_one(cc, cluster_url, tmp_path,
+                                                                                          capsys, monkeypatch):
+    from jobctl.layouts.reliable_list import lean_plan
+    from jobctl.ops.walk import processes
+
+    load_scenario(cc, "dlq-spike", queue="email", shards=8, size=240, seed=10, now_ms=wall_ms())
+    tags = shard_tags("email", 8)
+    cc.lpush(ReliableListKeys(tags[1]).dead, "dangling-1")  # no payload
+    bad = ReliableListKeys(tags[6])
+    cc.lpush(bad.dead, "bad-1")
+    cc.set(bad.job("bad-1"), b"{not json")
+    cfg = config(tmp_path, {"email": {"layout": "reliable-list", "tag": "email", "shards": 8}})
+    log = tmp_path / "scanners"
+    real = lean_plan._scan_shards
+
+    def recording(client, shards, *args):
+        with open(log, "a") as f:
+            f.write(f"{os.getpid()}\n")
+        return real(client, shards, *args)
+
+    monkeypatch.setattr(lean_plan, "_scan_shards", recording)
+    argv = ("redrive", "email", "--dry-run", "--json", "--filter", "type != 'nope' and attempts >= 1")
+    code, forked, err = run(capsys, cluster_url, cfg, *argv)
+    assert code == 0, err
+    pids = set(log.read_text().split())
+    assert len(pids) == 3 and str(os.getpid()) not in pids, pids
+    monkeypatch.setattr(processes, "FORKS", False)
+    monkeypatch.setattr(parallel, "FORKS", False)
+    code, alone, err = run(capsys, cluster_url, cfg, *argv)
+    assert code == 0, err
+    assert str(os.getpid()) in log.read_text().split(), "planned in this process"
+    forked, alone = forked["plan"], alone["plan"]
+    for key in ("planned", "scanned", "malformed", "dangling", "malformed_sample", "dangling_sample"):
+        assert forked[key] == alone[key], (key, forked, alone)
+    assert forked["planned"] > 0 and forked["malformed_sample"] == ["bad-1"] and forked["dangling"] == 1
+
+    def groups(plan):
+        return sorted((g["type"], g["error"], g["count"]) for g in plan["breakdown"])
+
+    assert groups(forked) == groups(alone)

@@ -92,15 +92,15 @@ class _Lean:
         self.shard = shard
 
 
-def _windows(layout, keys) -> Iterator[tuple[int, list[str], list[bytes | None]]]:
+def _windows(client, keys) -> Iterator[tuple[int, list[str], list[bytes | None]]]:
     """``(tail position of the first, ids, payloads)`` windows: the hold,
     then the dead list (positions counted on from the hold's)."""
     base = 0
     for key in (keys.hold, keys.dead):
         length = 0
-        for start, chunk in walk_list(layout.client, key, from_right=True, batch=WINDOW):
+        for start, chunk in walk_list(client, key, from_right=True, batch=WINDOW):
             ids = [text(x) for x in chunk]
-            yield base + start, ids, layout.client.mget([keys.job(i) for i in ids])
+            yield base + start, ids, client.mget([keys.job(i) for i in ids])
             length = start + len(chunk)
         base += length
 
@@ -110,38 +110,72 @@ def plan_dead_filtered(layout, spec: OpSpec, now: int) -> Plan:
     file) on the reliable-list ``layout``: the same plan
     :func:`~.planning.plan_from_walk` makes from full records (dangling and
     malformed ids set aside, the breakdown, ``walked``, ``--limit``), with
-    the payload SHA1 kept only for ``--reset-attempts``."""
+    the payload SHA1 kept only for ``--reset-attempts``.  On a Redis Cluster
+    whose shards live on several primaries (and no ``--limit``), each
+    primary's shards are read and filtered in a process of their own
+    (:func:`~jobctl.ops.walk.parallel.plan_in_parallel`); the plan then lists
+    jobs in the order they arrive."""
+    from jobctl.ops.walk.parallel import plan_in_parallel
+
     plan = Plan(spec=spec, now_ms=now, redrive_record="hash", jobs=JobColumns())
+    shards = list(enumerate(layout.shards))
+    if spec.limit is None:
+        parts = plan_in_parallel(layout.client, [(keys.dead, (n, keys)) for n, keys in shards],
+                                 lambda client, mine: _scan_shards(client, mine, spec, now))
+        if parts is not None:
+            for part in parts:
+                _merge(plan, *part)
+            return plan
+    for part in _scan_shards(layout.client, shards, spec, now):
+        if _merge(plan, *part):
+            break
+    return plan
+
+
+def _merge(plan: Plan, shard: int, start: int, count: int, set_aside: list[tuple[int, str, bool]],
+           matched: list[tuple[str, int, str, tuple]]) -> bool:
+    """One window's part of the plan (:func:`_scan_shards`) added to
+    ``plan``; ``True`` once ``--limit`` is reached (``truncated`` set: the
+    window counts up to the job that reached it)."""
+    limit, end = plan.spec.limit, start + count
+    for job_id, position, sha1, group in matched:
+        plan.jobs.append(PlannedJob(job_id=job_id, shard=shard, position=position, score=None, sha1=sha1))
+        plan.breakdown[group] += 1
+        plan.walked[shard] = position + 1
+        if limit is not None and plan.planned >= limit:
+            plan.truncated, end = True, position + 1
+            break
+    plan.scanned += end - start
+    for position, job_id, dangling in set_aside:
+        if position < end:
+            (plan.dangling if dangling else plan.malformed).append(job_id)
+    return plan.truncated
+
+
+def _scan_shards(client, shards: list[tuple[int, Any]], spec: OpSpec, now: int) -> Iterator[tuple]:
+    """Per window of each ``(shard index, keys)``: ``(shard, tail position
+    of its first id, ids read, [(position, id, dangling?)] of the ids set
+    aside (dangling, or malformed), [(job id, position, payload SHA1 or "",
+    breakdown key)] of the jobs that match)``."""
     flt = spec.filter
     skip_bad = spec.skips_malformed or flt.needs_payload
     sha = spec.reset_attempts
-    for shard, keys in enumerate(layout.shards):
-        walked = 0
-        for start, ids, raws in prefetched(_windows(layout, keys), depth=2):
-            for n, (job_id, raw) in enumerate(zip(ids, raws)):
-                plan.scanned += 1
+    for shard, keys in shards:
+        for start, ids, raws in prefetched(_windows(client, keys), depth=2):
+            set_aside: list[tuple[int, str, bool]] = []
+            matched: list[tuple[str, int, str, tuple]] = []
+            for n, (job_id, raw) in enumerate(zip(ids, raws), start):
                 if raw is None:
-                    plan.dangling.append(job_id)
+                    set_aside.append((n, job_id, True))
                     continue
                 env = doc_envelope(raw)
                 if env is None:
                     full = parse_envelope(raw)
                     if full.problems and skip_bad:
-                        plan.malformed.append(job_id)
+                        set_aside.append((n, job_id, False))
                         continue
                     env = full
-                rec = _Lean(job_id, env, start + n, keys.tag)
-                if not flt.matches(rec, now):  # type: ignore[arg-type]
-                    continue
-                plan.jobs.append(PlannedJob(job_id=job_id, shard=shard, position=start + n, score=None,
-                                            sha1=payload_sha1(raw) if sha else ""))
-                plan.breakdown[breakdown_key(rec)] += 1  # type: ignore[arg-type]
-                walked = start + n + 1
-                if spec.limit is not None and plan.planned >= spec.limit:
-                    plan.truncated = True
-                    plan.walked[shard] = walked
-                    return plan
-        if walked:
-            plan.walked[shard] = walked
-    return plan
-
+                rec = _Lean(job_id, env, n, keys.tag)
+                if flt.matches(rec, now):  # type: ignore[arg-type]
+                    matched.append((job_id, n, payload_sha1(raw) if sha else "", breakdown_key(rec)))  # type: ignore[arg-type]
+            yield shard, start, len(ids), set_aside, matched

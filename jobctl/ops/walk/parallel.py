@@ -22,7 +22,7 @@ from .lifecycle import done_with, give_back, renewing
 from .processes import FORKS, run_forked
 from .source import ListSource
 
-__all__ = ["by_primary", "walk_in_parallel", "primary_name", "pinned_client", "RESULTS_WAITING"]
+__all__ = ["by_primary", "walk_in_parallel", "plan_in_parallel", "primary_name", "pinned_client", "RESULTS_WAITING"]
 
 #: Results a walk may have waiting for the caller before it waits itself.
 RESULTS_WAITING = 16
@@ -142,3 +142,31 @@ def walk_in_parallel(groups: list[list[ListSource]], make_walk, value: str, queu
             t.join()
     if error is not None:
         raise error
+
+
+def plan_in_parallel(client, items: list[tuple[str, Any]], scan: Callable[[Any, list[Any]], Iterator[Any]]
+                     ) -> Iterator[Any] | None:
+    """A plan's reads split by primary: ``items`` are ``(a key of the
+    shard, item)``; ``scan(pinned client, that primary's items)`` runs in a
+    forked process per primary and what it yields reaches the caller as it
+    comes.  ``None`` (plan in the caller) unless ``client`` is a cluster
+    client whose items live on several primaries and fork is used."""
+    from ...cluster import is_cluster
+
+    if not FORKS or not is_cluster(client):
+        return None
+    groups: dict[str, list[tuple[str, Any]]] = {}
+    for key, item in items:
+        groups.setdefault(client.get_node_from_key(key).name, []).append((key, item))
+    if len(groups) < 2:
+        return None
+    tasks = [functools.partial(_scan_group, client, group, scan) for group in groups.values()]
+    return run_forked(tasks, list(groups), None)
+
+
+def _scan_group(client, group: list[tuple[str, Any]], scan, halted: Callable[[], bool]) -> Iterator[Any]:
+    pinned = pinned_client(client, group[0][0])
+    try:
+        yield from scan(pinned, [item for _, item in group])
+    finally:
+        pinned.close()
