@@ -21,7 +21,8 @@ FILTERS = [
     "created < 2023-11-14T22:13:21Z", "dead_for > 50s", "dead_for < 50s", "payload.n >= 7",
     "payload.id64 = 9223372036854775807", "payload.tags contains 'x'", "id = '5' or id ~ '2*'", "state = dead",
     "tenant = 'x'", "tenant != 'x'", "version = 1", "trace = 'x' or correlation != 'y'",
-    "type = 'a' and attempts = 1 and payload.n < 20 and dead_for > 1s",
+    "type = 'a' and attempts = 1 and payload.n < 20 and dead_for > 1s", "type = 'a' or error = 'boom 2 x'",
+    "(type = 'b' or max_attempts = 2) and not attempts = 3",
 ]
 
 
@@ -89,11 +90,17 @@ def _fence(client, job_id: str) -> str:
     return hashlib.sha1(b"\0".join(f)).hexdigest()
 
 
+@pytest.mark.parametrize("cap", [None, 2])
 @pytest.mark.parametrize("flt", FILTERS)
-def test_the_column_plan_is_the_record_plan(redis_client, small_windows, monkeypatch, flt):
+def test_the_column_plan_is_the_record_plan(redis_client, small_windows, monkeypatch, flt, cap):
+    """``cap``: the memo of filter results full after 2 distinct values (then every job is evaluated)."""
     from jobctl.layouts.bullmq.columns import FencedColumns
     from jobctl.layouts.bullmq.ops import BullFencedJob, BullPlannedJob
 
+    from jobctl.layouts.bullmq import filtered
+
+    if cap is not None:
+        monkeypatch.setattr(filtered, "MEMO_CAP", cap)
     _failed(redis_client)
     lay = _layout(redis_client)
     ref = _record_plan(monkeypatch, lay, _spec(flt))

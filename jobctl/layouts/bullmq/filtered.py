@@ -144,10 +144,33 @@ def _windows(layout, fields: tuple[str, ...]):
         start += len(ids)
 
 
-def _scan(plan: Plan, job: FailedJob, ids: list[bytes], flat: list, step: int, room: int | None) -> tuple[list, int]:
+#: Filter fields whose value is a function of a few low-cardinality hash
+#: fields (name, failedReason, atm, opts) or constant: their filter result is memoised.
+_MEMO_FIELDS = {"type": "name", "error": "failedReason", "message": "failedReason", "attempts": "atm",
+                "max_attempts": "opts", "state": None, "overdue_for": None, "version": None, "tenant": None,
+                "idempotency_key": None, "trace": None, "correlation": None}
+#: Distinct memo keys kept at most (past it, every job is evaluated: the values do not repeat enough).
+MEMO_CAP = 4096
+
+
+def _memo_key(flt, fields: tuple[str, ...]):
+    """``key(flat, o)``: the values a job's filter result depends on, when
+    ``flt`` reads only :data:`_MEMO_FIELDS`; else ``None``."""
+    if not flt.fields <= _MEMO_FIELDS.keys():
+        return None
+    ix = sorted({fields.index(_MEMO_FIELDS[f]) for f in flt.fields if _MEMO_FIELDS[f]})
+    if len(ix) == 1:
+        i = ix[0]
+        return lambda flat, o: flat[o + i]
+    return lambda flat, o: tuple(flat[o + i] for i in ix)
+
+
+def _scan(plan: Plan, job: FailedJob, ids: list[bytes], flat: list, step: int, room: int | None,
+          memo: dict | None, key) -> tuple[list, int]:
     """Filter one window (``job.flat`` is its reply): the places of its
     matches (at most ``room``, when given) and how many jobs were scanned;
-    dangling ids are listed in ``plan`` and counted in its breakdown's stead."""
+    dangling ids are listed in ``plan``.  With ``key`` (:func:`_memo_key`),
+    results are memoised in ``memo`` by it (at most :data:`MEMO_CAP` keys)."""
     matches, now = plan.spec.filter.matches, plan.now_ms
     hits: list[int] = []
     o = -step
@@ -156,8 +179,18 @@ def _scan(plan: Plan, job: FailedJob, ids: list[bytes], flat: list, step: int, r
         if not flat[o + step - 1]:
             plan.dangling.append(_text(raw))  # no hash (or not a hash): the move would skip it
             continue
-        job.raw_id, job.o = raw, o
-        if matches(job, now):  # type: ignore[arg-type]
+        if memo is not None:
+            k = key(flat, o)
+            hit = memo.get(k)
+            if hit is None:
+                job.raw_id, job.o = raw, o
+                hit = matches(job, now)  # type: ignore[arg-type]
+                if len(memo) < MEMO_CAP:
+                    memo[k] = hit
+        else:
+            job.raw_id, job.o = raw, o
+            hit = matches(job, now)  # type: ignore[arg-type]
+        if hit:
             hits.append(n)
             if room is not None and len(hits) >= room:
                 return hits, n + 1
@@ -166,7 +199,7 @@ def _scan(plan: Plan, job: FailedJob, ids: list[bytes], flat: list, step: int, r
 
 def _fence(fin: bytes | None, reason: bytes | None, parent: bytes | None, deid: bytes | None) -> bytes:
     """``jc_bull_fence`` of ``jobctl/lua/prelude/bullmq_fence.lua`` (40 hex digits)."""
-    joined = b"\0".join((fin or b"", parent or b"", deid or b"", reason or b""))
+    joined = b"%s\0%s\0%s\0%s" % (fin or b"", parent or b"", deid or b"", reason or b"")
     return hashlib.sha1(joined).hexdigest().encode("ascii")
 
 
@@ -214,10 +247,12 @@ def plan_filtered(layout, plan: Plan, fields: tuple[str, ...]) -> Plan:
     cols = plan.jobs = FencedColumns()
     job = _job_class(fields)()
     limit, step, types = plan.spec.limit, len(fields) + 1, {}
+    key = _memo_key(plan.spec.filter, fields)
+    memo = None if key is None else {}
     for window in prefetched(_windows(layout, fields), depth=2):
         job.flat = window[3]
         room = None if limit is None else limit - len(cols)
-        hits, scanned = _scan(plan, job, window[1], window[3], step, room)
+        hits, scanned = _scan(plan, job, window[1], window[3], step, room, memo, key)
         plan.scanned += scanned
         _keep(plan, cols, job, window, hits, step, types)
         if limit is not None and len(cols) >= limit:
