@@ -22,6 +22,7 @@ place, as ``bullmq_move.lua`` needs it.
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 
 from jobctl.layouts.bullmq.columns import FencedColumns
 from jobctl.layouts.bullmq.job import int_field, json_value
@@ -203,39 +204,60 @@ def _fence(fin: bytes | None, reason: bytes | None, parent: bytes | None, deid: 
     return hashlib.sha1(joined).hexdigest().encode("ascii")
 
 
-def _keep(plan: Plan, cols: FencedColumns, job: FailedJob, window: tuple, hits: list[int], step: int,
-          types: dict) -> None:
-    """Add one window's matches (places ``hits``) to ``cols`` in order and
-    count them in ``plan.breakdown`` (``types``: (name, failedReason) as
-    stored -> its breakdown key, filled as met)."""
-    from jobctl.layouts.bullmq.ops import BullPlannedJob
-
-    start, ids, scores, flat, child_opts = window
-    out_ids, out_scores, out_fences = [], [], []
-    for n in hits:
-        o = n * step
-        fin, reason, parent, deid, name = flat[o:o + 5]
-        pair = (name, reason)
+def _count(plan: Plan, flat: list, offsets: list[int], types: dict) -> None:
+    """Count the matches at ``offsets`` in ``plan.breakdown`` (``types``:
+    (name, failedReason) as stored -> its breakdown key, filled as met)."""
+    pairs = Counter(zip([flat[o + 4] for o in offsets], [flat[o + 1] for o in offsets]))
+    for pair, count in pairs.items():
         key = types.get(pair)
         if key is None:
-            job.raw_id, job.o = ids[n], o
-            key = types[pair] = breakdown_key(job)  # type: ignore[arg-type]
-        plan.breakdown[key] += 1
-        if not parent:
-            out_ids.append(ids[n])
-            out_scores.append(scores[n])
-            out_fences.append(_fence(fin, reason, parent, deid))
-            continue
-        cols.extend(out_ids, out_scores, out_fences)
-        out_ids, out_scores, out_fences = [], [], []
-        opts = json_value(child_opts.get(n))
-        push = "RPUSH" if isinstance(opts, dict) and bool(opts.get("lifo")) else "LPUSH"
-        planned = PlannedJob(_text(ids[n]), 0, None, None, scores[n].decode("ascii"))
-        fields = (_text(fin or b""), hashlib.sha1(reason or b"").hexdigest(), push, _text(parent), _text(deid or b""))
-        cols.add_child(ids[n], BullPlannedJob(planned, fields))
-    cols.extend(out_ids, out_scores, out_fences)
-    if hits:
-        plan.walked[0] = start + hits[-1] + 1
+            view = FailedJob()
+            view.flat, view.o = [None, pair[1], None, None, pair[0]], 0
+            key = types[pair] = breakdown_key(view)  # type: ignore[arg-type]
+        plan.breakdown[key] += count
+
+
+def _child(window: tuple, n: int, step: int):
+    """The flow child at place ``n`` of ``window`` as the move of a child needs it."""
+    from jobctl.layouts.bullmq.ops import BullPlannedJob
+
+    _, ids, scores, flat, child_opts = window
+    fin, reason, parent, deid = flat[n * step:n * step + 4]
+    opts = json_value(child_opts.get(n))
+    push = "RPUSH" if isinstance(opts, dict) and bool(opts.get("lifo")) else "LPUSH"
+    planned = PlannedJob(_text(ids[n]), 0, None, None, scores[n].decode("ascii"))
+    fields = (_text(fin or b""), hashlib.sha1(reason or b"").hexdigest(), push, _text(parent), _text(deid or b""))
+    return BullPlannedJob(planned, fields)
+
+
+def _plain(cols: FencedColumns, window: tuple, run: list[int], step: int) -> None:
+    """Add the matches at places ``run`` of ``window`` (no flow child) with their fences."""
+    _, ids, scores, flat, _ = window
+    offsets = [n * step for n in run]
+    cols.extend([ids[n] for n in run], [scores[n] for n in run],
+                [_fence(flat[o], flat[o + 1], flat[o + 2], flat[o + 3]) for o in offsets])
+
+
+def _keep(plan: Plan, cols: FencedColumns, window: tuple, hits: list[int], step: int, types: dict) -> None:
+    """Add one window's matches (places ``hits``) to ``cols`` in order, a
+    flow child whole at its place, and count them in ``plan.breakdown``."""
+    start, ids, _, flat, children = window
+    if not hits:
+        return
+    _count(plan, flat, [n * step for n in hits], types)
+    plan.walked[0] = start + hits[-1] + 1
+    if not children or children.keys().isdisjoint(hits):
+        _plain(cols, window, hits, step)
+        return
+    run: list[int] = []
+    for n in hits:
+        if n in children:
+            _plain(cols, window, run, step)
+            run = []
+            cols.add_child(ids[n], _child(window, n, step))
+        else:
+            run.append(n)
+    _plain(cols, window, run, step)
 
 
 def plan_filtered(layout, plan: Plan, fields: tuple[str, ...]) -> Plan:
@@ -254,7 +276,7 @@ def plan_filtered(layout, plan: Plan, fields: tuple[str, ...]) -> Plan:
         room = None if limit is None else limit - len(cols)
         hits, scanned = _scan(plan, job, window[1], window[3], step, room, memo, key)
         plan.scanned += scanned
-        _keep(plan, cols, job, window, hits, step, types)
+        _keep(plan, cols, window, hits, step, types)
         if limit is not None and len(cols) >= limit:
             plan.truncated = True
             break
