@@ -18,7 +18,7 @@ Starts, from the same server binary, one server and a 3-primary cluster
    (``INFO cpu``): on a shared machine the wall time measures contention, the
    CPU seconds what each process needs.
 
-    python3 bench/cluster_bench.py [--jobs 50000] [--depth 2000] [--runs 3] [--server redis|valkey]
+    python3 bench/cluster_bench.py [--jobs 50000] [--depth 2000] [--runs 3] [--server redis|valkey] [--threads]
 
 ``--jobs 1000000`` is the issue's full size (not run by default: the machine
 is shared).  Prints a Markdown table and writes
@@ -44,6 +44,7 @@ sys.path.insert(0, str(HERE.parent / "tests"))
 import orjson  # noqa: E402
 
 import cluster_servers  # noqa: E402
+from cpu_model import Recorder, modelled_seconds  # noqa: E402
 from bulkload import load_dead, load_status_queue  # noqa: E402
 from roundtrips import install  # noqa: E402
 
@@ -129,18 +130,19 @@ def _redrives(client, base: list[str], args, now: int, flt: str | None) -> dict:
         for n, tag in enumerate(shard_tags("bench", 8)):
             load_dead(client, tag, args.jobs // 8 + (1 if n < args.jobs % 8 else 0), now_ms=now, seed=run * 8 + n)
         argv = [*base, "redrive", "bench", "--yes", "--json", *(["--filter", flt] if flt else [])]
-        servers0, t0, cpu0 = _server_cpu(client), time.perf_counter(), time.process_time()
-        _, out = _quiet(argv)
-        wall, client_cpu = time.perf_counter() - t0, time.process_time() - cpu0
-        servers = {n: v - servers0[n] for n, v in _server_cpu(client).items()}
+        rec = Recorder(lambda: _server_cpu(client))
+        with rec.recording():
+            t0 = time.perf_counter()
+            _, out = _quiet(argv)
+            wall = time.perf_counter() - t0
         doc = orjson.loads(out)
         moved = (doc.get("result") or doc).get("moved", 0)
         if moved != args.jobs and not flt or not moved:
             raise RuntimeError(f"redrive moved {moved} of {args.jobs}")
         measured.append(moved / wall)
-        # a core each: the walk keeps calls in flight, so the busiest process sets the pace
-        modelled.append(moved / max(client_cpu, *servers.values()))
-        cpu.append({"moved": moved, "client_s": client_cpu, "servers_s": servers})
+        model = modelled_seconds(rec)  # a core per process: cpu_model's docstring
+        modelled.append(moved / model["seconds"])
+        cpu.append({"moved": moved, **model})
         for tag in shard_tags("bench", 8):  # clear for the next run
             client.delete(f"queue:{{{tag}}}:ready", f"queue:{{{tag}}}:dead")
     return {"jobs_per_s": statistics.median(measured), "modelled_jobs_per_s": statistics.median(modelled),
@@ -164,7 +166,13 @@ def main_() -> int:
     ap.add_argument("--depth", type=int, default=2_000, help="jobs per tag of the status queues")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--server", choices=["redis", "valkey"], default="redis")
+    ap.add_argument("--threads", action="store_true",
+                    help="walk and plan each primary's shards in threads of the command, not in processes")
     args = ap.parse_args()
+    if args.threads:
+        from jobctl.ops.walk import parallel, processes
+
+        processes.FORKS = parallel.FORKS = False
     binary = resolve_binary(kind=args.server)
     counter = install()
     os.environ.setdefault("JOBCTL_JOURNAL", str(Path(tempfile.mkdtemp()) / "journal.jsonl"))
@@ -196,8 +204,8 @@ def main_() -> int:
         print(f"| {kind} | {a['jobs_per_s']:,.0f} | {b['jobs_per_s']:,.0f} | {b['jobs_per_s'] / a['jobs_per_s']:.2f}x | "
               f"{a['modelled_jobs_per_s']:,.0f} | {b['modelled_jobs_per_s']:,.0f} | "
               f"{b['modelled_jobs_per_s'] / a['modelled_jobs_per_s']:.2f}x |")
-    print("\nmodelled: jobs moved / the busiest process's CPU seconds (the client's, or one primary's), "
-          "what the run would take with a core per process")
+    print("\nmodelled: jobs moved / the seconds the run would take with a core per process (each phase "
+          "as long as its busiest process: the command, a walker process, or a primary)")
     out = HERE / "results"
     out.mkdir(exist_ok=True)
     path = out / f"cluster-{args.server}-{time.strftime('%Y%m%dT%H%M%S')}.json"

@@ -23,7 +23,7 @@ from typing import Any
 import orjson
 
 from jobctl.model import INT_FIELDS, STR_FIELDS, ENVELOPE_FIELDS, State, parse_envelope
-from jobctl.ops.plan import JobColumns, Plan, PlannedJob, payload_sha1
+from jobctl.ops.plan import JobColumns, Plan, payload_sha1
 from jobctl.ops.spec import OpSpec
 from jobctl.layouts.common import text
 from jobctl.layouts.planning import breakdown_key
@@ -138,9 +138,13 @@ def _merge(plan: Plan, shard: int, start: int, count: int, set_aside: list[tuple
     ``plan``; ``True`` once ``--limit`` is reached (``truncated`` set: the
     window counts up to the job that reached it)."""
     limit, end = plan.spec.limit, start + count
+    add, breakdown = plan.jobs.add, plan.breakdown  # type: ignore[union-attr]
     for job_id, position, sha1, group in matched:
-        plan.jobs.append(PlannedJob(job_id=job_id, shard=shard, position=position, score=None, sha1=sha1))
-        plan.breakdown[group] += 1
+        if sha1:
+            add(job_id, shard, position, bytes.fromhex(sha1))
+        else:
+            add(job_id, shard, position)
+        breakdown[group] += 1
         plan.walked[shard] = position + 1
         if limit is not None and plan.planned >= limit:
             plan.truncated, end = True, position + 1

@@ -1,7 +1,7 @@
 """The walk driver's entry point (:func:`drive`): apply a plan on its dead
 lists, one source (shard) at a time, leases taken for all of them first and
 each hold given back as soon as its walk ends (on a Redis Cluster, the
-shards of each primary in a thread of their own: :mod:`.parallel`).  The walk mode follows the
+shards of each primary in a process of their own: :mod:`.parallel`).  The walk mode follows the
 plan: a :class:`~jobctl.ops.plan.TailRange` (unfiltered, or a
 :class:`~jobctl.ops.plan.PredicateRange`'s windows) is walked in tail mode
 (:class:`~.tail.TailWalk`), any other plan per job
@@ -122,7 +122,7 @@ def _walk_all(todo: list[ListSource], walk, value: str, queue: str,
     """Walk every source (``walk(src, stop)``).  On one server: every
     source's lease taken first, then each walked in turn, the leases of those
     waiting renewed and each hold given back as its walk ends; on a cluster
-    whose shards live on several primaries, one thread per primary
+    whose shards live on several primaries, one process per primary
     (:mod:`.parallel`).  Every hold goes back however the run ends."""
     groups = by_primary(todo)
     if len(groups) > 1:

@@ -40,7 +40,8 @@ Task = Callable[[Callable[[], bool]], Iterator[Any]]
 def _child(task: Task, flag: mmap.mmap, out: Connection) -> None:
     """The child's whole life: ``task(halted)``'s items sent one by one,
     then ``("done", None)`` or ``("error", exc)``."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    with contextlib.suppress(ValueError):  # the forking thread is the child's main thread: this holds
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         with contextlib.closing(task(lambda: flag[0] == 1)) as items:  # closed: the task's finally runs
             for item in items:
