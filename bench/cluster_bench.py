@@ -10,7 +10,7 @@ Starts, from the same server binary, one server and a 3-primary cluster
    tag): round trips (:mod:`roundtrips`: one per ``send_packed_command``, a
    pipeline to one node counts once) and wall time, median of ``--runs``
    in-process runs after one warm-up.
-2. ``redrive bench --yes --json`` of ``--jobs`` dead jobs spread over 8 shard
+2. ``redrive bench --yes --json`` of ``--jobs`` dead jobs spread over ``--shards`` (8) shard
    tags (:func:`bulkload.load_dead`), unfiltered and filtered (about half of
    each shard): jobs/s (moved / wall seconds), median of ``--runs`` runs, each
    on a freshly loaded dead list; and the jobs/s modelled for a machine with a
@@ -18,7 +18,7 @@ Starts, from the same server binary, one server and a 3-primary cluster
    (``INFO cpu``): on a shared machine the wall time measures contention, the
    CPU seconds what each process needs.
 
-    python3 bench/cluster_bench.py [--jobs 50000] [--depth 2000] [--runs 3] [--server redis|valkey] [--threads]
+    python3 bench/cluster_bench.py [--jobs 50000] [--depth 2000] [--runs 3] [--shards 8] [--server redis|valkey] [--threads]
 
 ``--jobs 1000000`` is the issue's full size (not run by default: the machine
 is shared).  Prints a Markdown table and writes
@@ -57,13 +57,13 @@ SHARDED = ("email", "webhooks")
 SINGLE = tuple(f"q{i}" for i in range(8))
 
 
-def _config(path: Path) -> str:
+def _config(path: Path, shards: int) -> str:
     lines = []
     for name in SHARDED:
         lines += [f"[queues.{name}]", 'layout = "reliable-list"', f'tag = "{name}"', "shards = 8"]
     for name in SINGLE:
         lines += [f"[queues.{name}]", 'layout = "reliable-list"', f'tag = "{name}"']
-    lines += ["[queues.bench]", 'layout = "reliable-list"', 'tag = "bench"', "shards = 8"]
+    lines += ["[queues.bench]", 'layout = "reliable-list"', 'tag = "bench"', f"shards = {shards}"]
     path.write_text("\n".join(lines) + "\n")
     return str(path)
 
@@ -127,8 +127,9 @@ def _redrives(client, base: list[str], args, now: int, flt: str | None) -> dict:
     primary, from which the jobs/s with a core per process is modelled."""
     measured, modelled, cpu = [], [], []
     for run in range(args.runs):
-        for n, tag in enumerate(shard_tags("bench", 8)):
-            load_dead(client, tag, args.jobs // 8 + (1 if n < args.jobs % 8 else 0), now_ms=now, seed=run * 8 + n)
+        for n, tag in enumerate(shard_tags("bench", args.shards)):
+            load_dead(client, tag, args.jobs // args.shards + (1 if n < args.jobs % args.shards else 0), now_ms=now,
+                      seed=run * args.shards + n)
         argv = [*base, "redrive", "bench", "--yes", "--json", *(["--filter", flt] if flt else [])]
         rec = Recorder(lambda: _server_cpu(client))
         with rec.recording():
@@ -143,7 +144,7 @@ def _redrives(client, base: list[str], args, now: int, flt: str | None) -> dict:
         model = modelled_seconds(rec)  # a core per process: cpu_model's docstring
         modelled.append(moved / model["seconds"])
         cpu.append({"moved": moved, **model})
-        for tag in shard_tags("bench", 8):  # clear for the next run
+        for tag in shard_tags("bench", args.shards):  # clear for the next run
             client.delete(f"queue:{{{tag}}}:ready", f"queue:{{{tag}}}:dead")
     return {"jobs_per_s": statistics.median(measured), "modelled_jobs_per_s": statistics.median(modelled),
             "samples": measured, "cpu": cpu}
@@ -165,6 +166,7 @@ def main_() -> int:
     ap.add_argument("--jobs", type=int, default=50_000)
     ap.add_argument("--depth", type=int, default=2_000, help="jobs per tag of the status queues")
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--shards", type=int, default=8, help="shard tags of the redriven queue")
     ap.add_argument("--server", choices=["redis", "valkey"], default="redis")
     ap.add_argument("--threads", action="store_true",
                     help="walk and plan each primary's shards in threads of the command, not in processes")
@@ -176,7 +178,7 @@ def main_() -> int:
     binary = resolve_binary(kind=args.server)
     counter = install()
     os.environ.setdefault("JOBCTL_JOURNAL", str(Path(tempfile.mkdtemp()) / "journal.jsonl"))
-    cfg = _config(Path(tempfile.mkdtemp()) / "jobctl.toml")
+    cfg = _config(Path(tempfile.mkdtemp()) / "jobctl.toml", args.shards)
     results = {}
     single = EmbeddedServer(binary=binary).start()
     try:
@@ -190,7 +192,7 @@ def main_() -> int:
         topo.stop()
     load = os.getloadavg()[0]
     print(f"\n{args.server}, status: 10 queues (2 x 8 shards + 8 single), {args.depth:,} jobs per tag; "
-          f"redrive: {args.jobs:,} dead jobs over 8 shards; median of {args.runs}; load {load:.1f}\n")
+          f"redrive: {args.jobs:,} dead jobs over {args.shards} shards; median of {args.runs}; load {load:.1f}\n")
     print("| topology | `status --json` round trips | ms | refresh (connected) round trips | ms |\n"
           "|---|---:|---:|---:|---:|")
     for name, r in results.items():
