@@ -1,8 +1,9 @@
 """Redrive (failed -> wait/prioritized) and purge of a BullMQ queue's
 failed jobs.
 
-Plan: walk ``failed`` (bounded ``ZRANGE`` windows, the jobs' hashes read
-in one pipelined round trip each), filter, and keep per job its failed
+Plan of a purge, or of a redrive of ``--ids`` or a fence file: walk
+``failed`` (bounded ``ZRANGE`` windows, the jobs' hashes read in one
+pipelined round trip each), filter, and keep per job its failed
 score (the fence) plus the hash fields the move re-checks and needs:
 ``finishedOn``, the SHA1 of ``failedReason``, ``parentKey``, ``deid`` and
 ``opts.lifo``.  The plan (hence the journal) names ``meta.version``; an
