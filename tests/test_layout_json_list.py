@@ -287,6 +287,30 @@ def test_tail_script_moves_only_the_strings_read(redis_client):
     assert not redis_client.exists(k.dead) and redis_client.hexists("jobs:redriven", "a")
 
 
+@pytest.mark.parametrize("mode", ["ready", "purge"])
+def test_tail_script_compares_every_byte_of_a_run(redis_client, mode):
+    """A string whose bytes changed since the read (same length, the middle
+    of a run) is held; the strings around it still move, in order."""
+    k = JsonListKeys(P)
+    els = [b'{"id": "%s", "n": 1}' % x for x in (b"a", b"b", b"c", b"d")]
+    changed = b'{"id": "b", "n": 2}'
+    redis_client.rpush(k.dead, els[0], changed, *els[2:])
+    redis_client.hset(k.attempts, mapping={"a": 1, "b": 1, "c": 1, "d": 1})
+    redis_client.set(k.lease, "lv", px=60_000)
+    redis_client.hset(k.walk, mapping={"op": "op1", "total": 4, "popped": 0, "record_ttl": 600_000})
+    keys = [k.dead, k.hold, k.walk, k.lease, k.pending if mode == "ready" else k.dead, "jobs:redriven",
+            k.suppressed_info, k.suppressed_raw, k.attempts, k.errors]
+    args = ["jl", mode, "op1", "lv", 50_000, 4, NOW, NOW, "0", "", 0, 4, 0, 0, "",
+            *[v for el, i in zip(els, "abcd") for v in (el, i)]]
+    reply = script(redis_client, "jl_tail")(keys=keys, args=args)
+    assert reply == [4, 4, 0, 3, 1, 2, b"not at its planned position"]
+    assert redis_client.lrange(k.hold, 0, -1) == [changed] and not redis_client.exists(k.dead)
+    if mode == "ready":
+        assert redis_client.lrange(k.pending, 0, -1) == [els[3], els[2], els[0]]
+    else:
+        assert redis_client.hkeys(k.attempts) == [b"b"]
+
+
 # -- check ------------------------------------------------------------------------------
 
 def test_check_finds_and_repairs(redis_client):
@@ -401,3 +425,28 @@ def test_unfiltered_redrive_leaves_malformed_strings_past_the_plans_scan_dead_un
     assert dead_list(redis_client) == [MALFORMED_DEAD] and not redis_client.exists(JsonListKeys(P).hold)
     again = lay.plan(OpSpec(Operation.REDRIVE, P, State.DEAD, State.READY))
     assert again.malformed == [MALFORMED_ID_PREFIX + raw_sha1(MALFORMED_DEAD)] and again.planned == 0
+
+
+@pytest.mark.parametrize("raw,expected", [
+    (b'{"id": "a1", "task": "t"}', ("a1", False)), (b'{"id": 7}', ("7", False)),
+    (b'{"id": "x", "id": "y"}', ("y", False)),  # the last of two ids, as the envelope reads it
+    (b'{"id": true}', None), (b'{"id": 1.5}', None), (b'{"id": ""}', None), (b'{"id": null}', None),
+    (b'{"task": "t"}', None), (b'["id"]', None), (b'"id"', None), (b'{"id": "a"', None), (b'\xff{}', None)])
+def test_element_id_names_what_parse_names(raw, expected):
+    """The tail walk's id of a dead string is the id the envelope parse gives
+    it: a malformed string (not a JSON object with a string or integer id)
+    gets ``sha1:<hex>``."""
+    from jobctl.layouts.json_list.layout import element_id
+
+    assert element_id(raw) == (expected or (MALFORMED_ID_PREFIX + raw_sha1(raw), True))
+    env = layout(None).parse(raw)
+    assert (env.job_id, bool(env.problems)) == element_id(raw)
+
+
+def test_tail_pairs_pack_as_one_bulk_string_each():
+    """The tail walk packs each (string, id) pair at once: the same bytes as
+    one bulk string each (an empty id, a surrogate-escaped one)."""
+    from jobctl.ops.walk.wire import bulk, pairs_blob
+
+    values, names = [b'{"id": "a"}', b"", b"\xff\r\n"], ["a", "", "x\udcff"]
+    assert pairs_blob(values, names) == b"".join(bulk(v) for pair in zip(values, names) for v in pair)

@@ -219,8 +219,9 @@ HJ_WINDOW = 20
 HJ_TAIL_WINDOW = 100
 #: Server time of a tail position relative to a reliable-list one
 #: (:attr:`~jobctl.ops.walk.source.ListSource.cost`): HMGET, a cjson decode
-#: (redrive), PTTL and HSET a job.
-HJ_TAIL_COST = 4
+#: (redrive), PTTL and HSET a job; 2.75-2.9x measured (docs/performance.md,
+#: hash-job).  It sets the calls a round trip when ``--batch`` is small.
+HJ_TAIL_COST = 3
 
 def dead_sources(layout: "HashJob", spec: OpSpec) -> list[ListSource]:
     """The window-engine source of the failed list for ``spec`` (an

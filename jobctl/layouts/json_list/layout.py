@@ -77,10 +77,14 @@ def element_id(raw: bytes) -> tuple[str, bool]:
         doc = orjson.loads(raw)  # raises JSONDecodeError on bytes that are not UTF-8, as parse() rules them out
     except orjson.JSONDecodeError:
         doc = None
-    job_id = doc.get("id") if isinstance(doc, dict) else None
-    if isinstance(job_id, bool) or not isinstance(job_id, (str, int)) or job_id == "":
-        return MALFORMED_ID_PREFIX + raw_sha1(raw), True
-    return str(job_id), False
+    # exact types (orjson builds no subclasses; a bool is not an int here): one call a job of a tail walk
+    job_id = doc.get("id") if type(doc) is dict else None
+    kind = type(job_id)
+    if kind is str and job_id:
+        return job_id, False
+    if kind is int:
+        return str(job_id), False
+    return MALFORMED_ID_PREFIX + raw_sha1(raw), True
 
 
 def _int(value: Any) -> int | None:

@@ -37,10 +37,20 @@ from jobctl.layouts.walks import WINDOW
 if TYPE_CHECKING:
     from jobctl.layouts.stream_group.layout import StreamGroup
 
-__all__ = ["StreamPlannedJob", "plan_operation", "apply_plan", "dead_sources", "TRANSITIONS"]
+__all__ = ["StreamPlannedJob", "plan_operation", "apply_plan", "dead_sources", "TRANSITIONS", "SG_WINDOW",
+           "SG_TAIL_WINDOW"]
 
 #: (operation, source) -> allowed targets (None: purge)
 TRANSITIONS = TRANSITIONS_WITH_SCHEDULED
+
+#: Dead-list positions a per-job window call takes when ``--batch`` sets none.
+SG_WINDOW = 60
+#: Positions a tail call (an unfiltered plan) takes when ``--batch`` sets
+#: none: an ``XADD`` a job makes a position ~1.6x a reliable-list one, so 80
+#: keep a call's server time near a reliable-list call of 120 (~0.4 ms); 60
+#: cost ~1 µs more server and ~0.6 µs more client CPU a job on the shared
+#: core (docs/performance.md, stream-group).
+SG_TAIL_WINDOW = 80
 
 
 @dataclass(slots=True)
@@ -123,7 +133,7 @@ def dead_sources(layout: StreamGroup, spec: OpSpec) -> list:
         return []
     from jobctl.layouts.common import suppression_record
     from jobctl.ops.redrive_record import source_fields
-    from jobctl.layouts.reliable_list.ops import reset_payloads
+    from jobctl.layouts.reliable_list.ops import reset_payloads, unfiltered_tail
 
     now = now_ms()
     out = []
@@ -145,7 +155,7 @@ def dead_sources(layout: StreamGroup, spec: OpSpec) -> list:
             new_payloads=reset_payloads(layout.client, keys, spec, mode) if reset else None,
             info=(lambda now: suppression_record(spec, now)) if mode == "suppressed" else None,
             delay_ms=spec.delay_ms if mode == "scheduled" else 0,
-            window=60, cost=2))  # an XADD a job: ~2x a reliable-list LMOVE: half a round trip's positions
+            window=SG_TAIL_WINDOW if unfiltered_tail(spec) else SG_WINDOW, cost=2))
     return out
 
 

@@ -21,7 +21,7 @@ from .flight import Flight, Trip
 from .lifecycle import begin_walk
 from .plan_windows import PlanWindows
 from .source import LOST_CONNECTION, SLACK, ListSource, call_error, record_code
-from .wire import Wire, bulk, command_blob, key_blob, text, texts
+from .wire import Wire, bulk, bulks, command_blob, key_blob, pairs_blob, text, texts
 
 __all__ = ["TailWalk"]
 
@@ -173,8 +173,10 @@ class TailWalk:
                                             self.prefix)))
             nkeys = nfixed + (0 if self.left else n)
             per_key = b"" if self.left else key_blob(self.prefix, tail[lo - g0:hi - g0])
+            # json-list: the (string, id) pairs packed a pair at a time
+            entries = pairs_blob(tail[lo - g0:hi - g0], rt.names[lo - g0:hi - g0]) if self.left else bulks(extra)
             rt.packed.append(b"".join([b"*%d\r\n" % (3 + nkeys + 15 + len(extra)), self.head, bulk(nkeys),
-                                       self.fixed_blob, per_key, self.argv_head, tail_args, *map(bulk, extra)]))
+                                       self.fixed_blob, per_key, self.argv_head, tail_args, entries]))
         if read and self.left:
             rt.after.append(command_blob("LRANGE", src.dead, read[0] - rt.g1, read[1] - rt.g1 - 1))
             rt.reads.append("LRANGE")

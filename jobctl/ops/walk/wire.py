@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["bulk", "bulks", "packed_evalsha", "key_blob", "command_blob", "keyed_command", "keyed_evalsha",
-           "per_key_blob", "texts", "text", "Wire"]
+__all__ = ["bulk", "bulks", "pairs_blob", "packed_evalsha", "key_blob", "command_blob", "keyed_command",
+           "keyed_evalsha", "per_key_blob", "texts", "text", "Wire"]
 
 
 def text(v: Any) -> str:
@@ -29,6 +29,14 @@ def bulk(value) -> bytes:
     else:
         raise TypeError(f"cannot send a {type(value).__name__} to Redis")
     return b"$%d\r\n%b\r\n" % (len(b), b)
+
+
+def pairs_blob(values: list[bytes], names: list[str]) -> bytes:
+    """The RESP bulk strings ``values[0], names[0], values[1], names[1], ...``
+    (each name UTF-8, surrogate-escaped, as :func:`bulk` sends a str): one
+    format a pair, about half the time of :func:`bulk` on each."""
+    encoded = [n.encode("utf-8", "surrogateescape") for n in names]
+    return b"".join([b"$%d\r\n%b\r\n$%d\r\n%b\r\n" % (len(v), v, len(n), n) for v, n in zip(values, encoded)])
 
 
 def command_blob(*parts) -> bytes:
