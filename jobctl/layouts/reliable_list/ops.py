@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from jobctl.layouts.reliable_list.layout import ReliableList
 
 __all__ = ["plan_operation", "apply_plan", "dead_sources", "reset_payloads", "plan_tail", "unfiltered_tail",
-           "TRANSITIONS", "DEFAULT_BATCH", "TAIL_SAMPLE"]
+           "TRANSITIONS", "DEFAULT_BATCH", "TAIL_SAMPLE", "TAIL_SAMPLE_MIN"]
 
 #: Jobs (or dead-list pops) per script call: a dead-list window call takes
 #: ~1.1-1.3 ms at 128 against ~2 ms at 256 (bench/redrive.py), so this
@@ -133,8 +133,11 @@ def plan_operation(layout: "ReliableList", spec: OpSpec, now: int) -> Plan:
     return plan_from_walk(plan, walk, lambda rec: fence(rec.raw), shard_of=shard_index(layout.shards))
 
 
-#: (windows, size) of the envelope sample behind an unfiltered plan's breakdown
+#: (windows, size) of the envelope sample behind an unfiltered plan's
+#: breakdown: the queue's, its shards sharing it (each reads ``size /
+#: shards`` a window, at least :data:`TAIL_SAMPLE_MIN`)
 TAIL_SAMPLE = (4, 250)
+TAIL_SAMPLE_MIN = 16
 
 
 def unfiltered_tail(spec: OpSpec) -> bool:
@@ -149,7 +152,7 @@ def plan_tail(layout: "ReliableList", spec: OpSpec, now: int) -> Plan:
     envelope: per shard the tail length ``W`` (``LLEN`` of the dead list
     plus jobctl's hold), capped by ``spec.limit`` (``plan.truncated``); the
     breakdown and sample ids come from a bounded sample of
-    :data:`TAIL_SAMPLE` envelopes per shard (``plan.breakdown_sampled``).
+    :data:`TAIL_SAMPLE` envelopes shared by the shards (``plan.breakdown_sampled``).
     Memory does not grow with the DLQ.  The window engine then takes
     exactly those ``W`` tail positions; dangling ids stay dead (``gone``),
     malformed envelopes move (they were dead already)."""
@@ -173,10 +176,12 @@ def plan_tail(layout: "ReliableList", spec: OpSpec, now: int) -> Plan:
         if w:
             walked[shard] = w
     sample: list[str] = []
+    windows, size = TAIL_SAMPLE
+    share = (windows, max(TAIL_SAMPLE_MIN, size // max(1, len(walked))))
     for shard, keys in enumerate(layout.shards):
         if shard not in walked:
             continue
-        for batch in layout.iter_batches_of(keys, State.DEAD, WINDOW, sample=TAIL_SAMPLE):
+        for batch in layout.iter_batches_of(keys, State.DEAD, WINDOW, sample=share):
             for rec in batch:
                 if rec.position is not None and rec.position >= walked[shard]:
                     continue
