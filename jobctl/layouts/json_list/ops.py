@@ -179,8 +179,11 @@ def _tail_id(skip_malformed: bool):
     its job id, "" for a malformed one when the operation skips those."""
     from jobctl.layouts.json_list.layout import element_id
 
+    if not skip_malformed:
+        return lambda raw: element_id(raw)[0]
+
     def name(raw: bytes) -> str:
         job_id, malformed = element_id(raw)
-        return "" if malformed and skip_malformed else job_id
+        return "" if malformed else job_id
 
     return name

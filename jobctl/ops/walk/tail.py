@@ -159,11 +159,12 @@ class TailWalk:
         nfixed, nextra = len(self.fixed), 2 if pw is not None else 0
         for lo, hi in rt.bounds:
             n = hi - lo
+            strings, names = tail[lo - g0:hi - g0], rt.names[lo - g0:hi - g0]
             extra = pw.extra(lo, hi) if pw is not None else []
-            if self.left:  # json-list: each entry's string and id in ARGV, no key per entry
-                extra = [v for x, i in zip(tail[lo - g0:hi - g0], rt.names[lo - g0:hi - g0]) for v in (x, i)]
             if not self.wire.own:
-                keys = [] if self.left else [self.prefix_s + text(x) for x in tail[lo - g0:hi - g0]]
+                if self.left:  # json-list: each entry's string and id in ARGV, no key per entry
+                    extra = [v for pair in zip(strings, names) for v in pair]
+                keys = [] if self.left else [self.prefix_s + text(x) for x in strings]
                 rt.calls.append((self.fixed + keys,
                                  [src.kind, src.mode, self.value.split(" ")[0], self.value, LEASE_TTL_MS, hi,
                                   rt.now, rt.now + src.delay_ms, "0", rt.info, SLACK, n, 0, lo, self.prefix_s,
@@ -172,10 +173,10 @@ class TailWalk:
             tail_args = b"".join(map(bulk, (hi, rt.now, rt.now + src.delay_ms, "0", rt.info, SLACK, n, 0, lo,
                                             self.prefix)))
             nkeys = nfixed + (0 if self.left else n)
-            per_key = b"" if self.left else key_blob(self.prefix, tail[lo - g0:hi - g0])
-            # json-list: the (string, id) pairs packed a pair at a time
-            entries = pairs_blob(tail[lo - g0:hi - g0], rt.names[lo - g0:hi - g0]) if self.left else bulks(extra)
-            rt.packed.append(b"".join([b"*%d\r\n" % (3 + nkeys + 15 + len(extra)), self.head, bulk(nkeys),
+            per_key = b"" if self.left else key_blob(self.prefix, strings)
+            # json-list: each entry's string and id in ARGV, packed a pair at a time
+            entries, nargs = (pairs_blob(strings, names), 2 * n) if self.left else (bulks(extra), len(extra))
+            rt.packed.append(b"".join([b"*%d\r\n" % (3 + nkeys + 15 + nargs), self.head, bulk(nkeys),
                                        self.fixed_blob, per_key, self.argv_head, tail_args, entries]))
         if read and self.left:
             rt.after.append(command_blob("LRANGE", src.dead, read[0] - rt.g1, read[1] - rt.g1 - 1))
