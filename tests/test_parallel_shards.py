@@ -81,11 +81,11 @@ def test_a_walker_killed_mid_walk_ends_with_exit_3_and_the_rerun_finishes(cc, cl
     real = parallel.walk_in_parallel
 
     def killing(groups, make_walk, *args):
-        def walk(src, halted):  # the walker of shard 2 dies (kill -9) after its first call's result
-            for n, br in enumerate(make_walk(src, halted)):
-                if src.shard == 2 and n == 1:
-                    os.kill(os.getpid(), 9)
+        def walk(src, halted):  # the walker of shard 2 dies (kill -9) once its first call's result is sent
+            for br in make_walk(src, halted):
                 yield br
+                if src.shard == 2:
+                    os.kill(os.getpid(), 9)
 
         return real(groups, walk, *args)
 

@@ -16,7 +16,7 @@ from ..lease import acquire, lease_value
 from ..plan import Plan, PredicateRange, TailRange
 from ..result import BatchResult
 from .lifecycle import Renewal, done_with, give_back, renewing
-from .parallel import by_primary, walk_in_parallel
+from .parallel import by_primary, walk_in_parallel, walk_on_primary
 from .per_job import Jobs, PerJobWalk, shard_orders
 from .source import ListSource
 from .tail import TailWalk
@@ -121,12 +121,18 @@ def _walk_all(todo: list[ListSource], walk, value: str, queue: str,
               stop: Callable[[], bool] | None) -> Iterator[BatchResult]:
     """Walk every source (``walk(src, stop)``).  On one server: every
     source's lease taken first, then each walked in turn, the leases of those
-    waiting renewed and each hold given back as its walk ends; on a cluster
-    whose shards live on several primaries, one process per primary
-    (:mod:`.parallel`).  Every hold goes back however the run ends."""
+    waiting renewed and each hold given back as its walk ends; on a cluster,
+    each primary's shards on a connection of their own, one process per
+    primary when there are several (:mod:`.parallel`).  Every hold goes back
+    however the run ends."""
+    from ...cluster import is_cluster
+
     groups = by_primary(todo)
     if len(groups) > 1:
         yield from walk_in_parallel(groups, walk, value, queue, stop)
+        return
+    if todo and is_cluster(todo[0].client):  # one primary: its own connection, calls in flight
+        yield from walk_on_primary(todo, walk, value, queue, stop)
         return
     taken: list[ListSource] = []
     try:

@@ -22,7 +22,8 @@ from .lifecycle import done_with, give_back, renewing
 from .processes import FORKS, run_forked
 from .source import ListSource
 
-__all__ = ["by_primary", "walk_in_parallel", "plan_in_parallel", "primary_name", "pinned_client", "RESULTS_WAITING"]
+__all__ = ["by_primary", "walk_in_parallel", "walk_on_primary", "plan_in_parallel", "primary_name", "pinned_client",
+           "RESULTS_WAITING"]
 
 #: Results a walk may have waiting for the caller before it waits itself.
 RESULTS_WAITING = 16
@@ -89,6 +90,13 @@ def _group_results(group: list[ListSource], make_walk: Callable[[ListSource, Cal
         pinned.close()
 
 
+def walk_on_primary(group: list[ListSource], make_walk, value: str, queue: str,
+                    stop: Callable[[], bool] | None) -> Iterator[BatchResult]:
+    """The shards of one primary of a cluster walked in the caller, on a
+    connection of its own (calls in flight as on one server)."""
+    yield from _group_results(group, make_walk, value, queue, stop or (lambda: False))
+
+
 def _walk_group(group: list[ListSource], make_walk, value: str, queue: str, out: queue_mod.Queue,
                 halted: Callable[[], bool]) -> None:
     """One primary's thread: :func:`_group_results` put on ``out``, then the end."""
@@ -149,16 +157,19 @@ def plan_in_parallel(client, items: list[tuple[str, Any]], scan: Callable[[Any, 
     """A plan's reads split by primary: ``items`` are ``(a key of the
     shard, item)``; ``scan(pinned client, that primary's items)`` runs in a
     forked process per primary and what it yields reaches the caller as it
-    comes.  ``None`` (plan in the caller) unless ``client`` is a cluster
-    client whose items live on several primaries and fork is used."""
+    comes; the items of one primary are read in the caller, on a connection
+    of its own.  ``None`` (plan with ``client`` itself) unless ``client`` is
+    a cluster client and the items live on one primary or fork is used."""
     from ...cluster import is_cluster
 
-    if not FORKS or not is_cluster(client):
+    if not is_cluster(client):
         return None
     groups: dict[str, list[tuple[str, Any]]] = {}
     for key, item in items:
         groups.setdefault(client.get_node_from_key(key).name, []).append((key, item))
-    if len(groups) < 2:
+    if len(groups) == 1:  # one primary: read in the caller, on a connection of its own
+        return _scan_group(client, next(iter(groups.values())), scan, lambda: False)
+    if not FORKS:
         return None
     tasks = [functools.partial(_scan_group, client, group, scan) for group in groups.values()]
     return run_forked(tasks, list(groups), None)
