@@ -319,3 +319,17 @@ def test_refused_xadd_leaves_every_dead_job_dead_once(redis_client, redis_url, t
     assert code == 0 and res["moved"] == len(dead_before), err
     added = [f[b"jobId"].decode() for _, f in redis_client.xrange(keys.stream)]
     assert added == dead_before[::-1] and redis_client.llen(keys.dead) == 0
+
+
+def test_tail_calls_are_wider_than_per_job_calls(redis_client):
+    """An unfiltered redrive of the dead list is walked in tail calls of
+    ``SG_TAIL_WINDOW`` positions; a filtered one per job, ``SG_WINDOW`` a call."""
+    from jobctl.filter import compile_filter
+    from jobctl.layouts.stream_group.ops import SG_TAIL_WINDOW, SG_WINDOW, dead_sources
+
+    lay = layout(redis_client)
+    spec = OpSpec(Operation.REDRIVE, "email", State.DEAD, State.READY)
+    assert [s.window for s in dead_sources(lay, spec)] == [SG_TAIL_WINDOW] * len(lay.shards)
+    spec = OpSpec(Operation.REDRIVE, "email", State.DEAD, State.READY, filter=compile_filter('type = "x"'))
+    assert [s.window for s in dead_sources(lay, spec)] == [SG_WINDOW] * len(lay.shards)
+    assert SG_TAIL_WINDOW > SG_WINDOW
