@@ -2,10 +2,12 @@
 
 One ``groupingSets`` aggregation of the scan (:func:`grouped`: jobs and
 first/last death per fine group, attempt, age bucket, hour, job type x error
-code x hour, and rule) is the source of the rollups, the trend and the
-histograms; the fingerprints, the per-state counts and the age statistics are
-aggregations of the scan beside it.  Each table becomes rows ``(t, j)`` (its
-name, one row as JSON) and their union is collected once
+code x hour, and rule), read by every table through one lazy local checkpoint
+(:func:`_shared`), is the source of the rollups, the trend and the histograms
+(one table split on the driver by grouping id); the fingerprints, the
+per-state counts and the age statistics are aggregations of the scan beside
+it.  Each table becomes rows ``(t, j)`` (its name, one row as JSON) and their
+union is collected once
 (:func:`collect_tables`): aggregates only, at most one row past a cap for the
 tables that grow with the data (a table past its cap is then counted whole:
 one more job, only then).  The driver splits and orders the rows (bounded:
@@ -37,6 +39,9 @@ GROUPING_SETS: dict[str, tuple[str, ...]] = {
 }
 _KEYS = ("job_type", "error_code", "tenant", "job_version", "attempt", "bucket_index", "hour", "class", "rule",
          "redrive")
+#: The histograms of :data:`GROUPING_SETS` collected as one table: name -> its columns (then ``jobs``).
+_HISTOGRAMS: dict[str, tuple[str, ...]] = {"attempts": ("attempt",), "age": ("bucket_index",),
+                                           "hours": ("hour_ms",), "classes": ("class", "rule", "redrive")}
 #: The capped tables (name -> the ordered DataFrame of it, from the grouped scan and the scan).
 _CAPPED = ("by_type_code", "by_tenant", "groups", "fingerprints")
 
@@ -69,6 +74,24 @@ def _set(g, name: str, *cols):
     return g.where(F.col("gid") == _gid(name)).select(*cols)
 
 
+def _shared(g):
+    """``g`` behind a lazy local checkpoint: every table reads one aggregation
+    of the scan.  Without it the optimiser pushes each table's filter on
+    ``gid`` below the aggregation and each table aggregates the scan again;
+    a cached ``g`` is not matched in the union's later branches.  Adaptive
+    execution is off while the checkpoint's RDD is made (it would run it)."""
+    spark = g.sparkSession
+    before = spark.conf.get("spark.sql.adaptive.enabled", None)
+    spark.conf.set("spark.sql.adaptive.enabled", "false")
+    try:
+        return g.localCheckpoint(eager=False)
+    finally:
+        if before is None:
+            spark.conf.unset("spark.sql.adaptive.enabled")
+        else:
+            spark.conf.set("spark.sql.adaptive.enabled", before)
+
+
 def _per_state(df):
     from pyspark.sql import functions as F
 
@@ -98,7 +121,7 @@ def _tables(df, caps: dict[str, int]) -> tuple[dict[str, Any], dict[str, Any]]:
     tables (name -> ordered DataFrame; listed up to one row past its cap)."""
     from pyspark.sql import functions as F
 
-    g = grouped(df)
+    g = _shared(grouped(df))
     fine = _set(g, "fine", "job_type", "error_code", "tenant", "job_version", "jobs", "first_death_ms",
                 "last_death_ms")
     by_type_code = type_code_rollup(fine)
@@ -107,11 +130,10 @@ def _tables(df, caps: dict[str, int]) -> tuple[dict[str, Any], dict[str, Any]]:
     listed = {
         "per_state": _per_state(df), "age_stats": age_stats_frame(df),
         "trend": _trend(g, by_type_code, caps["by_type_code"]),
-        "attempts": _set(g, "attempts", "attempt", "jobs"),
-        "age": _set(g, "age", "bucket_index", "jobs"),
-        "hours": _set(g, "hours", F.unix_millis(F.col("hour")).alias("hour_ms"), "jobs")
-        .where(F.col("hour_ms").isNotNull()),
-        "classes": _set(g, "classes", "class", "rule", "redrive", "jobs"),
+        # the small histograms as one table, split on the driver by grouping id
+        "histograms": g.where(F.col("gid").isin(*[_gid(name) for name in _HISTOGRAMS]))
+        .select("gid", "attempt", "bucket_index", F.unix_millis(F.col("hour")).alias("hour_ms"), "class", "rule",
+                "redrive", "jobs"),
     }
     for name, table in capped.items():  # one row past the cap tells a capped table
         listed[name] = table.limit(caps[name] + 1)
@@ -141,7 +163,21 @@ def collect_tables(df, caps: dict[str, int]) -> tuple[dict[str, Any], dict[str, 
     rows: dict[str, list[dict[str, Any]]] = {name: [] for name in listed}
     for r in _collect(df.sparkSession, reduce(DataFrame.unionByName, as_json)):
         rows[r["t"]].append(orjson.loads(r["j"]))
+    rows.update(_histograms(rows.pop("histograms")))
     return split(rows, caps, capped), capped
+
+
+def _histograms(rows: list[dict]) -> dict[str, list[dict]]:
+    """The :data:`_HISTOGRAMS` tables (name -> rows ``{<its columns>, jobs}``)
+    from the rows of their one table, by grouping id; the hours without one
+    (no time of death) are left out."""
+    names = {_gid(name): name for name in _HISTOGRAMS}
+    out: dict[str, list[dict]] = {name: [] for name in _HISTOGRAMS}
+    for r in rows:
+        name = names[r["gid"]]
+        if name != "hours" or r["hour_ms"] is not None:
+            out[name].append({**{k: r[k] for k in _HISTOGRAMS[name]}, "jobs": r["jobs"]})
+    return out
 
 
 #: Shuffle partitions at most for the one query: its shuffles carry aggregates

@@ -5,7 +5,8 @@ defaults (:func:`default_conf`) with the ``--conf KEY=VALUE`` settings on
 top, for every master (``local[*]``, ``spark://``, ``yarn``, ``k8s://``):
 driver memory 2g (a cluster's 1g default ran out collecting a large plan);
 the driver JVM exits on ``OutOfMemoryError`` (``-XX:+ExitOnOutOfMemoryError``)
-so a driver out of heap ends the command with an error instead of hanging;
+so a driver out of heap ends the command with an error instead of hanging,
+and compiles with C2 only its hottest methods (:data:`JIT_OPTIONS`);
 the web UI off; logs at ERROR (a shipped ``log4j2.properties``); session
 time zone UTC.  A local master also gets small shuffle partitions
 (``2 x cores``, at least 4) and the loopback interface only
@@ -44,6 +45,15 @@ def require_spark() -> None:
                          "default-jre-headless, or set JAVA_HOME")
 
 
+#: The driver JVM compiles a method with its optimising compiler (C2) only
+#: after 30x the default calls (150,000) or loop turns (1.2M): an analysis
+#: runs each of the thousands of planning and generated methods a few
+#: thousand times, and C2 compiling them cost more CPU than the query (1M rows,
+#: one core: 34 of 82 CPU s); the per-row loops still reach C2.
+JIT_OPTIONS = ("-XX:Tier4InvocationThreshold=150000 -XX:Tier4MinInvocationThreshold=20000 "
+               "-XX:Tier4CompileThreshold=200000 -XX:Tier4BackEdgeThreshold=1200000")
+
+
 def _log4j_file() -> str:
     return str(resources.files("jobctl.analyze").joinpath("log4j2.properties"))
 
@@ -58,7 +68,7 @@ def default_conf(master: str) -> dict[str, str]:
         "spark.sql.parquet.datetimeRebaseModeInRead": "CORRECTED",
         "spark.driver.memory": "2g",
         "spark.driver.extraJavaOptions": f"-Dlog4j.configurationFile=file:{_log4j_file()} "
-                                         "-XX:+ExitOnOutOfMemoryError",
+                                         f"-XX:+ExitOnOutOfMemoryError {JIT_OPTIONS}",
     }
     if master.startswith("local"):
         cores = os.cpu_count() or 2
