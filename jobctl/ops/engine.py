@@ -216,6 +216,9 @@ class _Run:
             if self.stopping() or not self._pace():
                 res.interrupted = True
                 break
+        else:  # walks that halted on the stop themselves (forked walkers) end their results
+            if self.stopping() and res.moved + res.skipped + res.failed < self.plan.planned:
+                res.interrupted = True
 
     def _pace(self) -> bool:
         """Sleep until the moved count is back under ``rate``; ``False`` when

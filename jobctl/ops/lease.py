@@ -10,10 +10,12 @@ process of this host that no longer runs (kill -9) is taken over.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import threading
 from collections import Counter
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..errors import Busy
@@ -22,7 +24,8 @@ from ..scripts import script
 if TYPE_CHECKING:
     from .walk import ListSource
 
-__all__ = ["LEASE_TTL_MS", "lease_value", "acquire", "release", "holder_gone"]
+__all__ = ["LEASE_TTL_MS", "lease_value", "acquire", "release", "holder_gone", "forked_walker",
+           "held_by_walkers"]
 
 #: Lease time to live (ms); every window call renews it.
 LEASE_TTL_MS = 30_000
@@ -38,6 +41,35 @@ def lease_value(op_id: str) -> str:
 _HELD: Counter[str] = Counter()
 #: Guards :data:`_HELD`: the shards of a cluster queue are walked in threads.
 _HELD_LOCK = threading.Lock()
+#: In a walker process jobctl forked (:mod:`jobctl.ops.walk.processes`): the
+#: pid of the process that forked it, whose lease values it holds as its own
+#: (:data:`_HELD` is inherited).
+_FORKED_FROM: int | None = None
+
+
+def forked_walker() -> None:
+    """Called first in a forked walker process: the lock anew (another
+    thread may have held it at the fork), the forking process's leases its
+    own."""
+    global _HELD_LOCK, _FORKED_FROM
+    _HELD_LOCK = threading.Lock()
+    _FORKED_FROM = os.getppid()
+
+
+@contextlib.contextmanager
+def held_by_walkers(value: str) -> Iterator[None]:
+    """Within: ``value``'s leases count as held by this process while its
+    forked walkers hold them (its own :func:`holder_gone` must not call them
+    gone)."""
+    with _HELD_LOCK:
+        _HELD[value] += 1
+    try:
+        yield
+    finally:
+        with _HELD_LOCK:
+            _HELD[value] -= 1
+            if _HELD[value] <= 0:
+                _HELD.pop(value, None)
 
 
 def holder_gone(holder: str) -> bool:
@@ -48,7 +80,7 @@ def holder_gone(holder: str) -> bool:
     parts = holder.split(" ")
     if len(parts) != 3 or parts[1] != socket.gethostname() or not parts[2].isdigit():
         return False
-    if int(parts[2]) == os.getpid():
+    if int(parts[2]) in (os.getpid(), _FORKED_FROM):
         return _HELD[holder] <= 0
     try:
         os.kill(int(parts[2]), 0)

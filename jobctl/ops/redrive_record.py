@@ -138,5 +138,7 @@ def source_fields(client: Any, keys: Any, now_ms: int) -> dict[str, Any]:
     """The redrive-record fields of a window-engine source
     (:class:`~jobctl.ops.walk.ListSource`) of a queue (shard) with window
     keys ``keys``, for an apply starting at ``now_ms``: the hash its calls
-    write (``redriven``) and its :func:`upkeep` (``record_upkeep``)."""
-    return {"redriven": record_key(keys, now_ms), "record_upkeep": lambda: upkeep(client, keys, now_ms)}
+    write (``redriven``) and its :func:`upkeep` (``record_upkeep(walk client)``:
+    on the walk's own connection, ``client`` when it passes none)."""
+    return {"redriven": record_key(keys, now_ms),
+            "record_upkeep": lambda walk_client=None: upkeep(walk_client or client, keys, now_ms)}

@@ -17,7 +17,7 @@ columns (:class:`~jobctl.ops.plan.JobColumns`).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import orjson
@@ -121,7 +121,7 @@ def plan_dead_filtered(layout, spec: OpSpec, now: int) -> Plan:
     shards = list(enumerate(layout.shards))
     if spec.limit is None:
         parts = plan_in_parallel(layout.client, [(keys.dead, (n, keys)) for n, keys in shards],
-                                 lambda client, mine: _scan_shards(client, mine, spec, now))
+                                 lambda client, mine, halted: _scan_shards(client, mine, spec, now, halted))
         if parts is not None:
             for part in parts:
                 _merge(plan, *part)
@@ -156,16 +156,19 @@ def _merge(plan: Plan, shard: int, start: int, count: int, set_aside: list[tuple
     return plan.truncated
 
 
-def _scan_shards(client, shards: list[tuple[int, Any]], spec: OpSpec, now: int) -> Iterator[tuple]:
+def _scan_shards(client, shards: list[tuple[int, Any]], spec: OpSpec, now: int,
+                 halted: Callable[[], bool] = lambda: False) -> Iterator[tuple]:
     """Per window of each ``(shard index, keys)``: ``(shard, tail position
     of its first id, ids read, [(position, id, dangling?)] of the ids set
     aside (dangling, or malformed), [(job id, position, payload SHA1 or "",
-    breakdown key)] of the jobs that match)``."""
+    breakdown key)] of the jobs that match)``; ends early once ``halted()``."""
     flt = spec.filter
     skip_bad = spec.skips_malformed or flt.needs_payload
     sha = spec.reset_attempts
     for shard, keys in shards:
         for start, ids, raws in prefetched(_windows(client, keys), depth=2):
+            if halted():
+                return
             set_aside: list[tuple[int, str, bool]] = []
             matched: list[tuple[str, int, str, tuple]] = []
             for n, (job_id, raw) in enumerate(zip(ids, raws), start):

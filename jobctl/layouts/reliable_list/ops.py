@@ -295,12 +295,13 @@ def reset_payloads(client, keys, spec: OpSpec, mode: str):
     """``new_payloads`` of a ``--reset-attempts`` redrive: the envelopes
     read now, rewritten (:func:`~.common.redrive_envelope`), fenced to the
     SHA1 the plan saw (a payload changed since is skipped as ``changed``)."""
-    def build(jobs: list[PlannedJob], now: int) -> dict[str, tuple[bytes, str]]:
+    def build(jobs: list[PlannedJob], now: int, walk_client=None) -> dict[str, tuple[bytes, str]]:
         out: dict[str, tuple[bytes, str]] = {}
         if not jobs:
             return out
         due = now + spec.delay_ms if mode == "scheduled" else None
-        for j, raw in zip(jobs, client.mget([keys.job(j.job_id) for j in jobs])):
+        reader = walk_client or client  # the walk's own connection when it passes one
+        for j, raw in zip(jobs, reader.mget([keys.job(j.job_id) for j in jobs])):
             try:
                 if raw is not None and payload_sha1(raw) == j.sha1:
                     out[j.job_id] = (redrive_envelope(raw, spec, now, due), j.sha1)

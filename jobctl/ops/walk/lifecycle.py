@@ -125,7 +125,7 @@ def begin_walk(src: ListSource, value: str, total: int, tail: bool = False):
     if int(begun[0]) != 1:
         raise Busy(f"walk of operation {text(begun[1])} still recorded in {src.walk}")
     if src.record_upkeep is not None:  # only once the walk is this operation's
-        src.record_upkeep()
+        src.record_upkeep(src.client)
     window = script(src.client, src.window_script(tail))
     src.client.script_load(window.script)
     return window

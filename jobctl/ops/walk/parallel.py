@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ..lease import acquire
+from ..lease import acquire, held_by_walkers
 from ..result import BatchResult
 from .lifecycle import done_with, give_back, renewing
 from .processes import FORKS, run_forked
@@ -118,7 +118,10 @@ def walk_in_parallel(groups: list[list[ListSource]], make_walk, value: str, queu
     every walk ended."""
     if FORKS:
         tasks = [functools.partial(_group_results, g, make_walk, value, queue) for g in groups]
-        yield from run_forked(tasks, [primary_name(g[0]) for g in groups], stop)
+        with held_by_walkers(value):
+            # once halted, every result says more follow: the caller counts them all
+            yield from run_forked(tasks, [primary_name(g[0]) for g in groups], stop,
+                                  halting=lambda br: setattr(br, "more", True))
         return
     out: queue_mod.Queue = queue_mod.Queue(maxsize=RESULTS_WAITING)
     failed = threading.Event()
@@ -155,7 +158,8 @@ def walk_in_parallel(groups: list[list[ListSource]], make_walk, value: str, queu
 def plan_in_parallel(client, items: list[tuple[str, Any]], scan: Callable[[Any, list[Any]], Iterator[Any]]
                      ) -> Iterator[Any] | None:
     """A plan's reads split by primary: ``items`` are ``(a key of the
-    shard, item)``; ``scan(pinned client, that primary's items)`` runs in a
+    shard, item)``; ``scan(pinned client, that primary's items, halted)``
+    (``halted()``: stop at the next read, e.g. on Ctrl-C) runs in a
     forked process per primary and what it yields reaches the caller as it
     comes; the items of one primary are read in the caller, on a connection
     of its own.  ``None`` (plan with ``client`` itself) unless ``client`` is
@@ -178,6 +182,6 @@ def plan_in_parallel(client, items: list[tuple[str, Any]], scan: Callable[[Any, 
 def _scan_group(client, group: list[tuple[str, Any]], scan, halted: Callable[[], bool]) -> Iterator[Any]:
     pinned = pinned_client(client, group[0][0])
     try:
-        yield from scan(pinned, [item for _, item in group])
+        yield from scan(pinned, [item for _, item in group], halted)
     finally:
         pinned.close()

@@ -139,7 +139,8 @@ class PerJobWalk:
             raise
         finally:
             flight.drain()  # stopped early: the connection clean for the restore
-        yield from self._unmet()
+        if not (self.stop and self.stop()):  # halted: the jobs not met are not reached, not gone
+            yield from self._unmet()
 
     def _trips(self, flight: Flight) -> Iterator[BatchResult]:
         starts = iter(range(0, self.total, self.batch * self.depth))
@@ -191,7 +192,7 @@ class PerJobWalk:
         a, b = _entries_for(jobs, order, g0, g1 + SLACK, self.start)
         payloads: dict[str, tuple[bytes, str]] = {}
         if src.new_payloads:
-            payloads = src.new_payloads([jobs.job(order[i]) for i in range(a, b)], now)
+            payloads = src.new_payloads([jobs.job(order[i]) for i in range(a, b)], now, src.client)
             frags.clear()  # a job's new payload is this round trip's
         fmt = 5 if payloads else (4 if src.fence_fields else 3)  # arguments a job
         positions = [self.frag(i, payloads)[0] for i in range(a, b)]

@@ -4,9 +4,10 @@ instead of sharing one interpreter lock.
 
 Each task runs in a child forked from the caller (it inherits the plan and
 the layout: nothing is pickled on the way in) and streams what it yields
-back through a pipe of its own, pickled; a full pipe holds the child back,
-so a caller that paces or stops holds every task back.  Stopping is one
-shared byte the children poll (:data:`halted`); a child ignores Ctrl-C (the
+back through a pipe of its own, pickled, at most :data:`CREDIT` items ahead
+of what the caller took (the caller grants one more per item it takes), so
+a caller that paces (``--rate``) or stops holds every task back.  Stopping is one
+shared byte the children poll (their ``halted()``); a child ignores Ctrl-C (the
 caller's handler decides) and ends when the caller's end of its pipe
 closes.  The first error a task raises stops the others; every item still
 reaches the caller, then that error is raised.  A child that dies without a
@@ -18,61 +19,83 @@ from __future__ import annotations
 import contextlib
 import mmap
 import os
+import pickle
 import signal
 import sys
 from collections.abc import Callable, Iterator
 from multiprocessing.connection import Connection, Pipe, wait
 from typing import Any
 
-from ...errors import ConnectionFailed
+from ...errors import ConnectionFailed, JobctlError
 
-__all__ = ["FORKS", "run_forked", "POLL_S"]
+__all__ = ["FORKS", "run_forked", "POLL_S", "CREDIT"]
 
 #: Whether tasks run in forked processes (Linux: fork is cheap and the
 #: children only talk to Redis); elsewhere the caller uses threads.
 FORKS = sys.platform == "linux"
 #: Seconds between two looks at the caller's ``stop()`` while no child speaks.
 POLL_S = 0.1
+#: Items a child may send before the caller has taken them.
+CREDIT = 4
 
 Task = Callable[[Callable[[], bool]], Iterator[Any]]
 
 
-def _child(task: Task, flag: mmap.mmap, out: Connection) -> None:
-    """The child's whole life: ``task(halted)``'s items sent one by one,
-    then ``("done", None)`` or ``("error", exc)``."""
-    with contextlib.suppress(ValueError):  # the forking thread is the child's main thread: this holds
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
+def _child(task: Task, flag: mmap.mmap, conn: Connection) -> None:
+    """The child's whole life: ``task(halted)``'s items sent one by one, each
+    within the credit the caller granted, then ``("done", None)`` or
+    ``("error", exc)``."""
+    from ..lease import forked_walker
+
+    forked_walker()
+    credit = CREDIT
     try:
         with contextlib.closing(task(lambda: flag[0] == 1)) as items:  # closed: the task's finally runs
             for item in items:
-                out.send(("item", item))
-        out.send(("done", None))
+                while credit == 0:
+                    credit += len(conn.recv_bytes())  # EOFError once the caller is gone
+                conn.send(("item", item))
+                credit -= 1
+        conn.send(("done", None))
     except BaseException as exc:  # noqa: BLE001 - carried to the caller, raised there
         with contextlib.suppress(BaseException):
-            try:
-                out.send(("error", exc))
-            except OSError:  # the caller is gone
-                pass
-            except Exception:  # noqa: BLE001 - an error that does not pickle: its message
-                out.send(("error", ConnectionFailed(f"{type(exc).__name__}: {exc}")))
+            _send_error(conn, exc)
+
+
+def _send_error(conn: Connection, exc: BaseException) -> None:
+    """``exc`` to the caller; one that does not pickle as its message (and
+    its exit code when it is jobctl's)."""
+    try:
+        pickle.loads(pickle.dumps(exc))
+    except Exception:  # noqa: BLE001 - any pickling failure: rebuilt below
+        code = getattr(exc, "exit_code", None)
+        exc = (JobctlError(f"{type(exc).__name__}: {exc}", exit_code=code) if isinstance(exc, JobctlError)
+               else ConnectionFailed(f"{type(exc).__name__}: {exc}"))
+    conn.send(("error", exc))
 
 
 def _fork(task: Task, flag: mmap.mmap, inherited: list[Connection]) -> tuple[Connection, int]:
-    """Start ``task`` in a child; returns the caller's end of its pipe and its pid."""
-    reader, writer = Pipe(duplex=False)
+    """Start ``task`` in a child; returns the caller's end of its pipe and its
+    pid.  SIGINT is blocked across the fork, so the child ignores it before
+    any can reach it (the caller's handler decides)."""
+    mine, theirs = Pipe(duplex=True)
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     pid = os.fork()
     if pid == 0:
         code = 0
         try:
-            for conn in (*inherited, reader):  # the other children's pipes: their ends must close with the caller
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+            for conn in (*inherited, mine):  # the other children's pipes: their ends must close with the caller
                 conn.close()
-            _child(task, flag, writer)
+            _child(task, flag, theirs)
         except BaseException:  # noqa: BLE001 - a child never returns into the caller's code
             code = 1
         finally:
             os._exit(code)
-    writer.close()
-    return reader, pid
+    signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+    theirs.close()
+    return mine, pid
 
 
 def _receive(conn: Connection, name: str) -> tuple[str, Any]:
@@ -81,14 +104,25 @@ def _receive(conn: Connection, name: str) -> tuple[str, Any]:
     except (EOFError, OSError):
         return "error", ConnectionFailed(f"the walk on {name} ended without a result (its process died); "
                                          "its jobs are held: rerun the command to finish them")
+    except Exception as exc:  # noqa: BLE001 - an error that pickled but does not unpickle
+        return "error", ConnectionFailed(f"the walk on {name} failed: {type(exc).__name__}: {exc}")
 
 
-def run_forked(tasks: list[Task], names: list[str], stop: Callable[[], bool] | None) -> Iterator[Any]:
+def _grant(conn: Connection) -> None:
+    with contextlib.suppress(OSError):  # the child has ended
+        conn.send_bytes(b"\x01")
+
+
+def run_forked(tasks: list[Task], names: list[str], stop: Callable[[], bool] | None,
+               halting: Callable[[Any], None] | None = None) -> Iterator[Any]:
     """Run each ``task(halted)`` in a forked child (``names[i]`` names it in
     errors, e.g. the primary); yields every task's items as they come.
-    ``stop()`` is polled between items and every :data:`POLL_S`; once it
-    is true, or a task raised, ``halted()`` is true in every child.  Raises
-    the first task's error after every child ended."""
+    ``stop()`` is polled before each item and every :data:`POLL_S`; once it
+    is true, or a task raised, ``halted()`` is true in every child, and each
+    item still to come is passed to ``halting(item)`` before it is yielded
+    (e.g. to say more follow).  Raises the first task's error after every
+    child ended; closed early, the children are halted and what they still
+    send is dropped."""
     flag = mmap.mmap(-1, 1)
     live: dict[Connection, tuple[int, str]] = {}
     error: BaseException | None = None
@@ -100,22 +134,33 @@ def run_forked(tasks: list[Task], names: list[str], stop: Callable[[], bool] | N
             for conn in wait(list(live), timeout=POLL_S):
                 kind, value = _receive(conn, live[conn][1])
                 if kind == "item":
+                    if not flag[0] and stop is not None and stop():
+                        _halt(flag)
+                    if flag[0] and halting is not None:
+                        halting(value)
                     yield value
+                    _grant(conn)
                     continue
                 _reap(live.pop(conn), conn)
                 if kind == "error" and error is None:
-                    error, flag[0] = value, 1
-            if stop is not None and stop():
-                flag[0] = 1
+                    error = value
+                    _halt(flag)
+            if not flag[0] and stop is not None and stop():
+                _halt(flag)
     finally:
-        flag[0] = 1  # the caller stopped early: the children end at their next round trip
-        for conn, child in list(live.items()):  # drain: a child waiting on a full pipe must reach its end
+        _halt(flag)  # the caller stopped early: the children end at their next round trip
+        for conn, child in list(live.items()):  # drain: each child must reach its end
             while _receive(conn, child[1])[0] == "item":
-                pass
+                _grant(conn)
             _reap(child, conn)
         flag.close()
     if error is not None:
         raise error
+
+
+def _halt(flag: mmap.mmap) -> None:
+    if not flag.closed and not flag[0]:
+        flag[0] = 1
 
 
 def _reap(child: tuple[int, str], conn: Connection) -> None:

@@ -89,9 +89,10 @@ class ListSource:
     info_hash: str
     target: str
     mode: str
-    #: run when the walk begins: the upkeep of jobctl's redrive record
-    #: (:func:`jobctl.ops.redrive_record.upkeep`); ``None`` for none
-    record_upkeep: Callable[[], None] | None = None
+    #: run when the walk begins, with the walk's client: the upkeep of
+    #: jobctl's redrive record (:func:`jobctl.ops.redrive_record.upkeep`);
+    #: ``None`` for none
+    record_upkeep: Callable[[Any], None] | None = None
     raw: str | None = None
     attempts: str | None = None
     errors: str | None = None
@@ -102,9 +103,10 @@ class ListSource:
     reset_attempts: bool = False
     #: the identity the window script matches a planned job by
     ident: Callable[[PlannedJob], str] = by_job_id
-    #: ``(jobs, now) -> {id: (new payload, SHA1 of the payload it replaces)}``
-    #: for the jobs of one round trip (reliable-list ``--reset-attempts``)
-    new_payloads: Callable[[list[PlannedJob], int], dict[str, tuple[bytes, str]]] | None = None
+    #: ``(jobs, now, walk's client) -> {id: (new payload, SHA1 of the payload
+    #: it replaces)}`` for the jobs of one round trip (reliable-list
+    #: ``--reset-attempts``), read on the walk's client
+    new_payloads: Callable[[list[PlannedJob], int, Any], dict[str, tuple[bytes, str]]] | None = None
     #: ``now -> suppressed-info JSON`` (suppress)
     info: Callable[[int], bytes] | None = None
     #: kind ``"hj"`` (hash-job failed list): the job-hash fields whose SHA1 is
