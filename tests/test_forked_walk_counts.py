@@ -86,3 +86,23 @@ def test_a_live_walkers_hold_is_not_an_orphan_in_the_process_that_forked_it(cc):
     assert found == [], found[:3]
 
 
+
+
+def test_a_lease_taken_by_another_operation_midway_says_what_moved(cc, cluster_url, tmp_path, capsys):
+    """Another operation (on another host) holds the lease of one shard: the
+    walkers of the others move their jobs, and the one-line error says how
+    many moved instead of "nothing was changed"; every job in one place."""
+    from test_cluster import config, run
+
+    truth = load_scenario(cc, "dlq-spike", queue="email", shards=8, size=240, seed=14, now_ms=wall_ms())
+    tags = shard_tags("email", 8)
+    every = set().union(*truth.ids_by_state.values())
+    cc.set(ReliableListKeys(tags[7]).lease, "redrive-other otherhost 1", px=60_000)
+    cfg = config(tmp_path, {"email": {"layout": "reliable-list", "tag": "email", "shards": 8}})
+    code, _, err = run(capsys, cluster_url, cfg, "redrive", "email", "--yes", "--batch", "5")
+    assert code == 11 and err.count("\n") == 1, err
+    moved = sum(cc.llen(ReliableListKeys(t).ready) for t in tags) - truth.expected["ready"]
+    if moved:
+        assert f"stopped after {moved:,} of" in err and "nothing was changed" not in err, err
+    assert all_ids(cc, tags) == Counter({i: 1 for i in every})
+    assert not any(cc.exists(ReliableListKeys(t).hold) for t in tags)

@@ -20,12 +20,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..connection import Target, translate
-from ..errors import ConnectionFailed, JobctlError
+from ..errors import Busy, ConnectionFailed, JobctlError
 from ..layouts.base import Layout, now_ms
 from .interrupt import applying, requested
 from .journal import command_line, require_journal, write_entry
 from .plan import Plan
-from .result import EXPECTED_SKIPS, BatchResult, skip_words
+from .result import EXPECTED_SKIPS, LATE_RESULTS, BatchResult, skip_words
 from .walk import drive
 
 __all__ = ["RunResult", "run_plan"]
@@ -187,6 +187,7 @@ class _Run:
     def consume(self, batches, client, target: Target | None) -> BaseException | None:
         """Read ``batches`` to the end or to a stop; the error to raise after
         journaling (``None`` when the run ended cleanly or was interrupted)."""
+        late = LATE_RESULTS.set(lambda br: _count(self.res, br))  # walkers' results after a stop
         try:
             self._loop(batches)
             # a stop between calls: let the layout finish what it does on close
@@ -202,6 +203,8 @@ class _Run:
                 pass
         except Exception as exc:  # noqa: BLE001 - translated in _failed
             return self._failed(batches, exc, client, target)
+        finally:
+            LATE_RESULTS.reset(late)
         return None
 
     def _loop(self, batches) -> None:
@@ -251,6 +254,10 @@ class _Run:
             err = ConnectionFailed(f"{spec.operation.value} {spec.queue} stopped after {res.moved:,} of "
                                    f"{self.plan.planned:,} job(s): {str(err).rstrip('.')}; every job is in one state: "
                                    "run the same command again to finish")
+        elif isinstance(err, Busy) and res.moved:  # a shard's lease taken by another operation midway
+            err = Busy(f"{spec.operation.value} {spec.queue} stopped after {res.moved:,} of {self.plan.planned:,} "
+                       f"job(s): {str(err).split('; nothing was changed')[0]}; every job is in one state: "
+                       "run the same command again when it has finished")
         res.error = str(err) if isinstance(err, JobctlError) else f"{exc.__class__.__name__}: {exc}"
         return err if isinstance(err, JobctlError) else exc
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 
-__all__ = ["BatchResult", "EXPECTED_SKIPS", "SKIP_WORDS", "skip_words"]
+__all__ = ["BatchResult", "EXPECTED_SKIPS", "SKIP_WORDS", "skip_words", "LATE_RESULTS"]
 
 #: Skip codes of the expected race, not a failure: the job left the source
 #: the plan saw it in (a live worker took it: pause, migrate, drain, a
@@ -45,3 +47,9 @@ class BatchResult:
     #: more results of the same pipelined round trip follow: the engine
     #: does not stop between them (the calls already ran)
     more: bool = False
+
+
+#: Where results that arrive after the caller stopped reading go: walks run
+#: in other processes or threads may have moved jobs by then, which the
+#: caller must still count (set by the operations engine while it applies).
+LATE_RESULTS: ContextVar[Callable[[BatchResult], None] | None] = ContextVar("late_results", default=None)

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..lease import acquire, held_by_walkers
-from ..result import BatchResult
+from ..result import LATE_RESULTS, BatchResult
 from .lifecycle import done_with, give_back, renewing
 from .processes import FORKS, run_forked
 from .source import ListSource
@@ -146,9 +146,13 @@ def walk_in_parallel(groups: list[list[ListSource]], make_walk, value: str, queu
                 yield item
     finally:
         failed.set()  # the caller stopped early: the walks end at their next round trip
+        late = LATE_RESULTS.get()
         while running:  # drain: a walk waiting on a full queue must reach its end
-            if out.get() is _DONE:
+            item = out.get()
+            if item is _DONE:
                 running -= 1
+            elif late is not None and isinstance(item, BatchResult):  # moved after the caller stopped reading
+                late(item)
         for t in threads:
             t.join()
     if error is not None:

@@ -27,6 +27,7 @@ from multiprocessing.connection import Connection, Pipe, wait
 from typing import Any
 
 from ...errors import ConnectionFailed, JobctlError
+from ..result import LATE_RESULTS
 
 __all__ = ["FORKS", "run_forked", "POLL_S", "CREDIT"]
 
@@ -122,7 +123,8 @@ def run_forked(tasks: list[Task], names: list[str], stop: Callable[[], bool] | N
     item still to come is passed to ``halting(item)`` before it is yielded
     (e.g. to say more follow).  Raises the first task's error after every
     child ended; closed early, the children are halted and what they still
-    send is dropped."""
+    send goes to :data:`~jobctl.ops.result.LATE_RESULTS` (dropped when
+    none is set)."""
     flag = mmap.mmap(-1, 1)
     live: dict[Connection, tuple[int, str]] = {}
     error: BaseException | None = None
@@ -149,8 +151,11 @@ def run_forked(tasks: list[Task], names: list[str], stop: Callable[[], bool] | N
                 _halt(flag)
     finally:
         _halt(flag)  # the caller stopped early: the children end at their next round trip
+        late = LATE_RESULTS.get()
         for conn, child in list(live.items()):  # drain: each child must reach its end
-            while _receive(conn, child[1])[0] == "item":
+            while (got := _receive(conn, child[1]))[0] == "item":
+                if late is not None:  # what moved after the caller stopped reading is still counted
+                    late(got[1])
                 _grant(conn)
             _reap(child, conn)
         flag.close()
