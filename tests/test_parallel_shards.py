@@ -8,6 +8,8 @@ from __future__ import annotations
 import os
 from collections import Counter
 
+import pytest
+
 from test_cluster import all_ids, config, run, status_of
 from helpers import wall_ms
 from jobctl.keys import ReliableListKeys, shard_tags
@@ -103,9 +105,15 @@ def test_a_walker_killed_mid_walk_ends_with_exit_3_and_the_rerun_finishes(cc, cl
     assert not any(cc.exists(ReliableListKeys(t).hold) for t in tags), "every hold given back"
 
 
+@pytest.mark.parametrize("op, scanner", [
+    (("redrive",), "predicate_plan._shard_parts"),  # the filter's rule-outs run on each primary
+    (("suppress", "--reason", "noise"), "lean_plan._scan_shards"),  # read and filtered by the client
+])
 def test_a_filtered_plan_reads_each_primary_in_a_process_and_matches_the_plan_made_in_one(cc, cluster_url, tmp_path,
-                                                                                          capsys, monkeypatch):
-    from jobctl.layouts.reliable_list import lean_plan
+                                                                                          capsys, monkeypatch, op,
+                                                                                          scanner):
+    import importlib
+
     from jobctl.ops.walk import processes
 
     load_scenario(cc, "dlq-spike", queue="email", shards=8, size=240, seed=10, now_ms=wall_ms())
@@ -116,15 +124,17 @@ def test_a_filtered_plan_reads_each_primary_in_a_process_and_matches_the_plan_ma
     cc.set(bad.job("bad-1"), b"{not json")
     cfg = config(tmp_path, {"email": {"layout": "reliable-list", "tag": "email", "shards": 8}})
     log = tmp_path / "scanners"
-    real = lean_plan._scan_shards
+    module_name, name = scanner.split(".")
+    module = importlib.import_module(f"jobctl.layouts.reliable_list.{module_name}")
+    real = getattr(module, name)
 
-    def recording(client, shards, *args):
+    def recording(*args):
         with open(log, "a") as f:
             f.write(f"{os.getpid()}\n")
-        return real(client, shards, *args)
+        return real(*args)
 
-    monkeypatch.setattr(lean_plan, "_scan_shards", recording)
-    argv = ("redrive", "email", "--dry-run", "--json", "--filter", "type != 'nope' and attempts >= 1")
+    monkeypatch.setattr(module, name, recording)
+    argv = (op[0], "email", *op[1:], "--dry-run", "--json", "--filter", "type != 'nope' and attempts >= 1")
     code, forked, err = run(capsys, cluster_url, cfg, *argv)
     assert code == 0, err
     pids = set(log.read_text().split())
@@ -133,7 +143,8 @@ def test_a_filtered_plan_reads_each_primary_in_a_process_and_matches_the_plan_ma
     monkeypatch.setattr(parallel, "FORKS", False)
     code, alone, err = run(capsys, cluster_url, cfg, *argv)
     assert code == 0, err
-    assert str(os.getpid()) in log.read_text().split(), "planned in this process"
+    if module_name == "lean_plan":
+        assert str(os.getpid()) in log.read_text().split(), "planned in this process"
     forked, alone = forked["plan"], alone["plan"]
     for key in ("planned", "scanned", "malformed", "dangling", "malformed_sample", "dangling_sample"):
         assert forked[key] == alone[key], (key, forked, alone)

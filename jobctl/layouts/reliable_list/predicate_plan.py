@@ -12,32 +12,22 @@ reads the candidates' envelopes (one ``MGET`` per round trip: about the
 matches) and decides each with jobctl's own reader and filter, exactly as
 :mod:`.lean_plan` does, so the plan is the one the client-side plan makes
 (matches, breakdown, dangling and malformed ids), with one exception: an
-envelope with a number token cjson reads and orjson refuses (hex ``0x10``,
-a leading zero ``01``, ``1.``) that the filter rules out is not listed as
-malformed, and neither is a malformed envelope that the quick rule-out of
-``prelude/predicate.lua`` drops without decoding (a filter on text values
-none of which occurs in the envelope): neither is planned either way, only
-the client's reader plans.
+envelope the filter rules out that cjson reads and orjson refuses (``0x10``,
+``01``), or that the quick rule-out drops undecoded, is not listed as
+malformed (neither plan moves it).
 
 Every call is bounded whatever the filter and the data (the limits of
-:mod:`jobctl.filter.lua_predicate`, docs/performance.md): a filter over
-the clause or program-size limit has no program (this returns ``None``), and
-each call gets its byte budget (:func:`~jobctl.filter.lua_predicate.scan_call_bytes`,
-ARGV[4]): an envelope past it is not read in Lua but comes back as a
-candidate, which the client reads and decides like any other.
+:mod:`jobctl.filter.lua_predicate`): a filter over the clause or program-size
+limit has no program (this returns ``None``), and each call gets its byte
+budget (ARGV[4]): an envelope past it comes back as a candidate.
 
 The plan is a :class:`~jobctl.ops.plan.PredicateRange`: per window the SHA1
-of its payload keys (its fence), a bitmap of its matches (one bit per
-position) and their ids in one bytes string (to name them in the report of a
-window that changed); the window engine moves the matches of each window
-still as planned.  No object per job: one bit per walked position plus the
-matches' ids as bytes, the windows kept in a :class:`~jobctl.ops.spill.SpillList`
-(past :data:`~jobctl.ops.spill.ITEM_SPILL_AT` windows in an anonymous
-temporary file, in chunks), so the plan's memory does not grow with the DLQ.
+of its payload keys (its fence), a bitmap of its matches and their ids in
+one bytes string, kept in a :class:`~jobctl.ops.spill.SpillList`: no object
+per job, and the plan's memory does not grow with the DLQ.
 
 :func:`plan_dead_predicate` returns ``None`` (the caller plans client-side)
-when jobctl's hold is not empty, the client is a cluster client, or the
-filter does not compile.
+when jobctl's hold is not empty or the filter does not compile.
 """
 
 from __future__ import annotations
@@ -58,11 +48,8 @@ from jobctl.layouts.common import text
 
 __all__ = ["plan_dead_predicate", "predicate_applies", "SCAN_WINDOW", "SCAN_DEPTH", "SCAN_AHEAD"]
 
-# SCAN_WINDOW (imported with the scan's other per-call bounds from
-# jobctl.filter.lua_predicate): the tail positions one list_scan.lua call
-# judges, ~1-2 µs of server time each with a text-only filter (the quick
-# rule-out), ~6-7 µs when the envelope is decoded by cjson, so ~0.2-0.8 ms a
-# call.  The window engine applies the plan in windows of the same size.
+# SCAN_WINDOW (jobctl.filter.lua_predicate): the tail positions one call
+# judges (~0.2-0.8 ms); the window engine applies the plan in windows of it.
 
 #: Calls per round trip (one when the filter decodes:
 #: :func:`~jobctl.filter.lua_predicate.decodes`): another client's command
@@ -87,7 +74,9 @@ def predicate_applies(spec: OpSpec) -> bool:
 def plan_dead_predicate(layout, spec: OpSpec, now: int) -> Plan | None:
     """The plan of ``spec`` (:func:`predicate_applies`) on the reliable-list
     ``layout``, or ``None`` to plan client-side.  Redis errors are raised as
-    they come (the caller translates them).
+    they come (the caller translates them).  On a Redis Cluster each
+    primary's shards are scanned in a process of their own
+    (:func:`~jobctl.ops.walk.parallel.plan_in_parallel`).
 
     Pipelined :data:`SCAN_AHEAD` round trips deep, a group of
     :data:`SCAN_DEPTH` windows each: round trip k carries the scans of group
@@ -96,34 +85,64 @@ def plan_dead_predicate(layout, spec: OpSpec, now: int) -> Plan | None:
     confirms candidates (in walk order) while the server runs the round trips
     in flight, so the client and the server work at the same time."""
     from jobctl.cluster import is_cluster
+    from jobctl.ops.walk.parallel import plan_in_parallel
 
     program = lua_program(spec.filter)
-    if program is None or is_cluster(layout.client):
-        return None
     client = layout.client
-    for keys in layout.shards:
-        if client.llen(keys.hold):
-            return None  # a hold to finish first: the client-side plan walks it
-    scan = script(client, "list_scan")
-    client.script_load(scan.script)
-    plan = Plan(spec=spec, now_ms=now, redrive_record="hash")
-    walk = _Walk(plan, spec, now)
-    own = redis_conn = None
-    if getattr(client, "connection", None) is None:
-        import redis
+    if program is None or any(client.llen(keys.hold) for keys in layout.shards):
+        return None  # a hold to finish first: the client-side plan walks it
+    shards = list(enumerate(layout.shards))
+    if is_cluster(client):
+        parts = plan_in_parallel(client, [(keys.dead, (n, keys)) for n, keys in shards],
+                                 lambda conn, mine, halted: _shard_parts(conn, mine, spec, now, program, halted, True))
+        return None if parts is None else _merged(Plan(spec=spec, now_ms=now, redrive_record="hash"), parts)
+    import redis
 
-        own = redis_conn = redis.Redis(connection_pool=client.connection_pool, single_connection_client=True)
+    conn = redis.Redis(connection_pool=client.connection_pool, single_connection_client=True)
     try:
-        for shard, keys in enumerate(layout.shards):
-            walk.shard(redis_conn or client, shard, keys, scan, program)
+        return _merged(Plan(spec=spec, now_ms=now, redrive_record="hash"),
+                       _shard_parts(conn, shards, spec, now, program, lambda: False, False))
     except BaseException:
-        (redis_conn or client).connection.disconnect()  # replies of the round trip may be unread
+        conn.connection.disconnect()  # replies of the round trip may be unread
         raise
     finally:
-        if own is not None:
-            own.close()
-    plan.jobs = PredicateRange(walk.walked, walk.count, SCAN_WINDOW, walk.windows, walk.sample)
-    plan.walked = dict(walk.walked)
+        conn.close()
+
+
+def _shard_parts(conn, shards: list, spec: OpSpec, now: int, program: bytes, halted, portable: bool):
+    """Per ``(shard index, keys)`` scanned on ``conn``: ``(shard, walked,
+    windows, matches, sample ids, scanned, dangling ids, malformed ids,
+    breakdown)``; the windows a plain list when ``portable`` (sent to
+    another process)."""
+    scan = script(conn, "list_scan")
+    conn.script_load(scan.script)
+    for shard, keys in shards:
+        if halted():
+            return
+        plan = Plan(spec=spec, now_ms=now, redrive_record="hash")
+        walk = _Walk(plan, spec, now)
+        walk.shard(conn, shard, keys, scan, program)
+        windows = walk.windows.get(shard)
+        yield (shard, walk.walked.get(shard, 0), list(windows) if portable and windows is not None else windows,
+               walk.count, walk.sample, plan.scanned, plan.dangling, plan.malformed, plan.breakdown)
+
+
+def _merged(plan: Plan, parts) -> Plan:
+    """``plan`` with every shard's part of :func:`_shard_parts` added."""
+    walked: dict[int, int] = {}
+    windows: dict[int, SpillList] = {}
+    count, sample = 0, []
+    for shard, w, wins, n, first, scanned, dangling, malformed, breakdown in parts:
+        plan.scanned += scanned
+        plan.dangling += dangling
+        plan.malformed += malformed
+        plan.breakdown.update(breakdown)
+        if w:
+            walked[shard], windows[shard] = w, wins if isinstance(wins, SpillList) else SpillList(wins)
+        count += n
+        sample += first
+    plan.jobs = PredicateRange(walked, count, SCAN_WINDOW, windows, sample[:10])
+    plan.walked = dict(walked)
     return plan
 
 
