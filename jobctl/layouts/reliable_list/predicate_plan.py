@@ -51,10 +51,8 @@ __all__ = ["plan_dead_predicate", "predicate_applies", "SCAN_WINDOW", "SCAN_DEPT
 # SCAN_WINDOW (jobctl.filter.lua_predicate): the tail positions one call
 # judges (~0.2-0.8 ms); the window engine applies the plan in windows of it.
 
-#: Calls per round trip (one when the filter decodes:
-#: :func:`~jobctl.filter.lua_predicate.decodes`): another client's command
-#: waits behind a whole round trip, and two may queue (measurements:
-#: docs/performance.md).
+#: Calls per round trip (one when the filter decodes): another client's
+#: command waits behind a whole round trip (docs/performance.md).
 SCAN_DEPTH = 1
 #: Round trips in flight: each carries the ``LRANGE`` of the ids of the group
 #: :data:`SCAN_AHEAD` groups later, so the server has the next round trip
@@ -95,7 +93,8 @@ def plan_dead_predicate(layout, spec: OpSpec, now: int) -> Plan | None:
     if is_cluster(client):
         parts = plan_in_parallel(client, [(keys.dead, (n, keys)) for n, keys in shards],
                                  lambda conn, mine, halted: _shard_parts(conn, mine, spec, now, program, halted, True))
-        return None if parts is None else _merged(Plan(spec=spec, now_ms=now, redrive_record="hash"), parts)
+        return None if parts is None else _merged(Plan(spec=spec, now_ms=now, redrive_record="hash"),
+                                                  sorted(parts, key=lambda part: part[0]))  # in shard order
     import redis
 
     conn = redis.Redis(connection_pool=client.connection_pool, single_connection_client=True)
