@@ -50,7 +50,7 @@ def test_rate_is_a_total_across_the_walkers(cc):
     from jobctl.ops.walk.driver import MAX_TAIL_DEPTH, TAIL_AHEAD
     from jobctl.ops.walk.processes import CREDIT
 
-    load_scenario(cc, "dlq-spike", queue="email", shards=8, size=12000, seed=12, now_ms=wall_ms())
+    load_scenario(cc, "dlq-spike", queue="email", shards=8, size=2400, seed=12, now_ms=wall_ms())
     tags = shard_tags("email", 8)
     lay = ReliableList(cc, QueueConfig("email", tag="email", shards=8))
     before = _dead(cc, tags)
@@ -59,10 +59,10 @@ def test_rate_is_a_total_across_the_walkers(cc):
     def progress(done, total):
         seen.append((done, before - _dead(cc, tags)))
 
-    run_plan(lay, lay.plan(OpSpec(Operation.REDRIVE, "email", State.DEAD, State.READY)), rate=20,
+    run_plan(lay, lay.plan(OpSpec(Operation.REDRIVE, "email", State.DEAD, State.READY)), rate=20, batch=5,
              stop=lambda: len(seen) >= 3, progress=progress, journal=False)
     counted, on_server = seen[1]
-    lead = 3 * (CREDIT + TAIL_AHEAD * MAX_TAIL_DEPTH) * 20  # 3 walkers, 20 jobs a call (the rate's batch)
+    lead = 3 * (CREDIT + TAIL_AHEAD * MAX_TAIL_DEPTH) * 5  # 3 walkers, 5 jobs a call
     assert on_server <= counted + lead < before, (seen, before)
 
 
