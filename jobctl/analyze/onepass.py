@@ -16,6 +16,8 @@ no per-job work).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import reduce
 from typing import Any
 
@@ -78,18 +80,10 @@ def _shared(g):
     """``g`` behind a lazy local checkpoint: every table reads one aggregation
     of the scan.  Without it the optimiser pushes each table's filter on
     ``gid`` below the aggregation and each table aggregates the scan again;
-    a cached ``g`` is not matched in the union's later branches.  Adaptive
-    execution is off while the checkpoint's RDD is made (it would run it)."""
-    spark = g.sparkSession
-    before = spark.conf.get("spark.sql.adaptive.enabled", None)
-    spark.conf.set("spark.sql.adaptive.enabled", "false")
-    try:
-        return g.localCheckpoint(eager=False)
-    finally:
-        if before is None:
-            spark.conf.unset("spark.sql.adaptive.enabled")
-        else:
-            spark.conf.set("spark.sql.adaptive.enabled", before)
+    a cached ``g`` is not matched in the union's later branches.  Made under
+    :func:`_query_settings` (adaptive execution would run it; the
+    checkpoint's RDD keeps the shuffle partitions it was made with)."""
+    return g.localCheckpoint(eager=False)
 
 
 def _per_state(df):
@@ -157,12 +151,14 @@ def collect_tables(df, caps: dict[str, int]) -> tuple[dict[str, Any], dict[str, 
     from pyspark.sql import DataFrame
     from pyspark.sql import functions as F
 
-    listed, capped = _tables(df, caps)
-    as_json = [t.select(F.lit(name).alias("t"), F.to_json(F.struct(*t.columns), {"ignoreNullFields": "false"})
-                        .alias("j")) for name, t in listed.items()]
-    rows: dict[str, list[dict[str, Any]]] = {name: [] for name in listed}
-    for r in _collect(df.sparkSession, reduce(DataFrame.unionByName, as_json)):
-        rows[r["t"]].append(orjson.loads(r["j"]))
+    with _query_settings(df.sparkSession):
+        listed, capped = _tables(df, caps)
+        as_json = [t.select(F.lit(name).alias("t"),
+                            F.to_json(F.struct(*t.columns), {"ignoreNullFields": "false"}).alias("j"))
+                   for name, t in listed.items()]
+        rows: dict[str, list[dict[str, Any]]] = {name: [] for name in listed}
+        for r in reduce(DataFrame.unionByName, as_json).collect():
+            rows[r["t"]].append(orjson.loads(r["j"]))
     rows.update(_histograms(rows.pop("histograms")))
     return split(rows, caps, capped), capped
 
@@ -186,11 +182,13 @@ def _histograms(rows: list[dict]) -> dict[str, list[dict]]:
 QUERY_PARTITIONS = 16
 
 
-def _collect(spark, union) -> list:
-    """``union.collect()`` as one Spark job: adaptive execution off for it
-    (it would run each of the union's shuffles as a job of its own, all at
-    once), the identical shuffles reused, at most :data:`QUERY_PARTITIONS`
-    shuffle partitions; the session's settings restored."""
+@contextmanager
+def _query_settings(spark) -> Iterator[None]:
+    """The settings of the one query, the session's restored after it:
+    adaptive execution off (it would run each of the union's shuffles as a
+    job of its own, all at once), so the query is one Spark job with the
+    identical shuffles reused; at most :data:`QUERY_PARTITIONS` shuffle
+    partitions."""
     parts = spark.conf.get("spark.sql.shuffle.partitions", "200")
     settings = {"spark.sql.adaptive.enabled": "false",
                 "spark.sql.shuffle.partitions": str(min(int(parts), QUERY_PARTITIONS))}
@@ -198,7 +196,7 @@ def _collect(spark, union) -> list:
     for key, value in settings.items():
         spark.conf.set(key, value)
     try:
-        return union.collect()
+        yield
     finally:
         for key, value in before.items():
             if value is None:
