@@ -86,3 +86,15 @@ def test_closing_the_iterator_early_ends_every_child():
     for pid in pids:  # reaped: no zombie left
         with pytest.raises(ChildProcessError):
             os.waitpid(pid, os.WNOHANG)
+
+
+def test_closing_right_after_an_item_with_a_credit_of_one_does_not_wait_forever(monkeypatch):
+    from jobctl.ops.walk import processes
+
+    monkeypatch.setattr(processes, "CREDIT", 1)  # the child blocks after each item until it is granted
+    it = run_forked([counting("a")], ["a"], None)
+    next(it)
+    closer = threading.Thread(target=it.close, daemon=True)
+    closer.start()
+    closer.join(timeout=30)
+    assert not closer.is_alive(), "the close waited on a child that waited for its credit"

@@ -153,6 +153,7 @@ def run_forked(tasks: list[Task], names: list[str], stop: Callable[[], bool] | N
         _halt(flag)  # the caller stopped early: the children end at their next round trip
         late = LATE_RESULTS.get()
         for conn, child in list(live.items()):  # drain: each child must reach its end
+            _grant(conn)  # for an item yielded to a caller that closed before granting it
             while (got := _receive(conn, child[1]))[0] == "item":
                 if late is not None:  # what moved after the caller stopped reading is still counted
                     late(got[1])
