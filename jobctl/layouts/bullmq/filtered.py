@@ -219,15 +219,14 @@ def _count(plan: Plan, flat: list, offsets: list[int], types: dict) -> None:
 
 def _child(window: tuple, n: int, step: int):
     """The flow child at place ``n`` of ``window`` as the move of a child needs it."""
-    from jobctl.layouts.bullmq.ops import BullPlannedJob
+    from jobctl.layouts.bullmq.ops import BullPlannedJob, plan_fields
 
     _, ids, scores, flat, child_opts = window
-    fin, reason, parent, deid = flat[n * step:n * step + 4]
-    opts = json_value(child_opts.get(n))
-    push = "RPUSH" if isinstance(opts, dict) and bool(opts.get("lifo")) else "LPUSH"
+    doc = {name: _text(value) for name, value in zip(BASE_FIELDS, flat[n * step:n * step + 4]) if value is not None}
+    if child_opts.get(n) is not None:
+        doc["opts"] = _text(child_opts[n])
     planned = PlannedJob(_text(ids[n]), 0, None, None, scores[n].decode("ascii"))
-    fields = (_text(fin or b""), hashlib.sha1(reason or b"").hexdigest(), push, _text(parent), _text(deid or b""))
-    return BullPlannedJob(planned, fields)
+    return BullPlannedJob(planned, plan_fields(doc))
 
 
 def _plain(cols: FencedColumns, window: tuple, run: list[int], step: int) -> None:
