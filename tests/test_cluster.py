@@ -246,6 +246,38 @@ def test_untagged_layout_on_a_cluster_reads_and_refuses_operations(cc, cluster_u
 # -- failover during a redrive, then a rerun: every job exactly once -------------------
 
 
+def _fire_after_first(inner, action, fired: list[bool]):
+    """``inner``'s items, ``action()`` run once (``fired``) after the first."""
+    try:
+        for result in inner:
+            yield result
+            if not fired:
+                fired.append(True)
+                action()
+    finally:
+        close = getattr(inner, "close", None)
+        if close:
+            close()
+
+
+def _in_walk_of_primary(monkeypatch, port: int, action) -> None:
+    """Run ``action()`` once, after the first batch of the walk of the
+    primary on ``port`` itself: walks forked per primary run ahead of the
+    caller (up to their credit), so a hook in the caller may come after
+    that primary's walk already ended."""
+    import jobctl.ops.walk.parallel as parallel
+
+    original = parallel._group_results
+
+    def group_results(group, *args, **kwargs):
+        results = original(group, *args, **kwargs)
+        if parallel.primary_name(group[0]).rsplit(":", 1)[1] != str(port):
+            return results
+        return _fire_after_first(results, action, [])
+
+    monkeypatch.setattr(parallel, "_group_results", group_results)
+
+
 def _after_first_batch(monkeypatch, action):
     """Run ``action()`` once, after the first script call (or pipelined round
     trip) of the next operation, whether the layout applies it itself or the
@@ -253,19 +285,10 @@ def _after_first_batch(monkeypatch, action):
     import jobctl.ops.engine as engine
     from jobctl.layouts.reliable_list.layout import ReliableList
 
-    fired = []
+    fired: list[bool] = []
 
     def once(inner):
-        try:
-            for result in inner:
-                yield result
-                if not fired:
-                    fired.append(True)
-                    action()
-        finally:
-            close = getattr(inner, "close", None)
-            if close:
-                close()
+        return _fire_after_first(inner, action, fired)
 
     original_apply, original_drive = ReliableList.apply, engine.drive
     monkeypatch.setattr(ReliableList, "apply",
@@ -330,6 +353,7 @@ def test_cluster_node_hangs_mid_redrive_exit_3_then_rerun(cluster, cc, cluster_u
     port = cc.get_node_from_key("{" + tags[0] + "}").port
     proc = next(n.proc for n in cluster.nodes if n.port == port)
     _after_first_batch(monkeypatch, lambda: os.kill(proc.pid, signal.SIGSTOP))
+    _in_walk_of_primary(monkeypatch, port, lambda: os.kill(proc.pid, signal.SIGSTOP))
     try:
         code, _, err = run(capsys, cluster_url, cfg, "--timeout", "1", "redrive", "hang", "--yes", "--batch", "2")
     finally:
