@@ -151,6 +151,20 @@ class JobColumns:
         p = self._pos[n]
         return None if p == self._NONE else p
 
+    def shards_and_positions(self) -> tuple[array, array]:
+        """Every job's shard and position (0 for none), in plan order, read
+        a column at a time (the spilled chunks included)."""
+        shards, positions = array("q"), array("q")
+        for k in range(self._base // self._chunk):
+            cols = self._file.get(k, decode_job_chunk)
+            shards += cols[2]
+            positions += cols[3]
+        shards += self._shard
+        positions += self._pos
+        if self._NONE in positions:
+            positions = array("q", [0 if p == self._NONE else p for p in positions])
+        return shards, positions
+
     def shard(self, n: int) -> int:
         return self._shard[n]
 

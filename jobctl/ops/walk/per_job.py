@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left
+from itertools import islice
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -49,23 +50,32 @@ class Jobs:
     def job(self, n: int) -> PlannedJob:
         return self.jobs[n]
 
+    def shards_and_positions(self) -> tuple[array, array]:
+        """Every job's shard and position (0 for none), in plan order."""
+        if self.columns:
+            return self.jobs.shards_and_positions()
+        return array("q", [j.shard for j in self.jobs]), array("q", [j.position or 0 for j in self.jobs])
+
 
 def shard_orders(jobs: Jobs) -> dict[int, Sequence[int]]:
     """Per shard, the indexes of its jobs sorted by position (a plan lists
     them in walk order already: sorting is then skipped).  One shard whose
     jobs are in position order (every single-server plan of a dead list) is
     ``range(len(jobs))``: no per-job memory."""
-    n = len(jobs)
-    if all(jobs.shard(i) == jobs.shard(0) for i in range(n)):
-        if all(jobs.position(i) <= jobs.position(i + 1) for i in range(n - 1)):
-            return {jobs.shard(0): range(n)} if n else {}
-        return {jobs.shard(0): array("q", sorted(range(n), key=jobs.position))}
+    shards, positions = jobs.shards_and_positions()
+    n = len(shards)
+    if not n:
+        return {}
+    if shards.count(shards[0]) == n:
+        if all(a <= b for a, b in zip(positions, islice(positions, 1, None))):
+            return {shards[0]: range(n)}
+        return {shards[0]: array("q", sorted(range(n), key=positions.__getitem__))}
     orders: dict[int, Sequence[int]] = {}
-    for i in range(n):
-        orders.setdefault(jobs.shard(i), array("q")).append(i)  # type: ignore[attr-defined]
+    for i, shard in enumerate(shards):
+        orders.setdefault(shard, array("q")).append(i)  # type: ignore[attr-defined]
     for shard, order in orders.items():
-        if any(jobs.position(order[i]) > jobs.position(order[i + 1]) for i in range(len(order) - 1)):
-            orders[shard] = array("q", sorted(order, key=jobs.position))
+        if any(positions[order[i]] > positions[order[i + 1]] for i in range(len(order) - 1)):
+            orders[shard] = array("q", sorted(order, key=positions.__getitem__))
     return orders
 
 
@@ -117,6 +127,8 @@ class PerJobWalk:
         # order index -> (position, key, arguments) of the jobs the calls of the
         # next round trip may carry: as RESP blobs on a connection of its own
         self.frags: dict[int, tuple[int, Any, Any]] = {}
+        # the common case, packed in one format a job (:meth:`_blob_frag`)
+        self.blobs = self.wire.own and self.by_id and src.kind != "jl" and self.jobs.columns
         self.ended = False
         self.start = 0
         self.failed: list[Exception] = []  # the first error reply of a call
@@ -167,6 +179,9 @@ class PerJobWalk:
         got = self.frags.get(i)
         if got is not None:
             return got
+        if self.blobs and not payloads:
+            got = self.frags[i] = self._blob_frag(self.order[i])
+            return got
         src, jobs = self.src, self.jobs
         n = self.order[i]
         job_id = jobs.job_id(n)
@@ -181,6 +196,24 @@ class PerJobWalk:
         got = (pos, b"".join(map(bulk, key)), b"".join(map(bulk, parts))) if self.wire.own else (pos, key, parts)
         self.frags[i] = got
         return got
+
+    def _blob_frag(self, n: int) -> tuple[int, bytes, bytes]:
+        """:meth:`frag` of plan job ``n`` whose id is its identity, on a
+        connection of its own, with no new payload: the same RESP as
+        :func:`~.wire.bulk` on each part, in one format (about a third of
+        the client's time a job went to packing these parts one by one)."""
+        columns = self.jobs.jobs
+        job_id = columns.job_id(n)
+        jid = job_id.encode("utf-8", "surrogateescape")
+        key = self.src.payload_key(job_id).encode("utf-8", "surrogateescape")
+        pos = columns.position(n) or 0
+        at = b"%d" % pos
+        if self.src.fence_fields:
+            sha = columns.sha1(n).encode()
+            args = b"$%d\r\n%b\r\n$%d\r\n%b\r\n$0\r\n\r\n$%d\r\n%b\r\n" % (len(jid), jid, len(at), at, len(sha), sha)
+        else:
+            args = b"$%d\r\n%b\r\n$%d\r\n%b\r\n$0\r\n\r\n" % (len(jid), jid, len(at), at)
+        return pos, b"$%d\r\n%b\r\n" % (len(key), key), args
 
     def pack(self, g0: int) -> _PerJobTrip:
         """The calls of the round trip from tail position ``g0``: up to
