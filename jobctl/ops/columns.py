@@ -111,6 +111,21 @@ class JobColumns:
         if len(self._ends) >= self._limit:
             self._spill()
 
+    def add_many(self, ids: bytes, ends: array, shard: int, positions: array, digests: bytes | None = None) -> None:
+        """Append jobs of one shard from columns (no call per job): ``ids``
+        their ids end to end (UTF-8, surrogate-escaped), ``ends[i]`` where
+        the i-th ends in ``ids``, ``positions`` theirs, ``digests`` their
+        20-byte fence SHA1s end to end (``None``: none); no score."""
+        n, base = len(positions), len(self._ids)
+        self._ids += ids
+        self._ends.extend(array("q", [e + base for e in ends]) if base else ends)
+        self._shard.extend(array("q", [shard]) * n)
+        self._pos.extend(positions)
+        self._score.extend(array("q", [self._NONE]) * n)
+        self._sha += digests if digests is not None else _NO_SHA * n
+        if len(self._ends) >= self._limit:
+            self._spill()
+
     def _spill(self) -> None:
         """Move every whole chunk of the in-memory columns to the spill file."""
         c = self._chunk

@@ -17,7 +17,10 @@ columns (:class:`~jobctl.ops.plan.JobColumns`).
 
 from __future__ import annotations
 
+from array import array
+from collections import Counter
 from collections.abc import Callable, Iterator
+from itertools import accumulate
 from typing import Any
 
 import orjson
@@ -121,10 +124,11 @@ def plan_dead_filtered(layout, spec: OpSpec, now: int) -> Plan:
     shards = list(enumerate(layout.shards))
     if spec.limit is None:
         parts = plan_in_parallel(layout.client, [(keys.dead, (n, keys)) for n, keys in shards],
-                                 lambda client, mine, halted: _scan_shards(client, mine, spec, now, halted))
+                                 lambda client, mine, halted: _as_columns(_scan_shards(client, mine, spec, now,
+                                                                                        halted)))
         if parts is not None:
             for part in parts:
-                _merge(plan, *part)
+                _merge_columns(plan, *part)
             return plan
     for part in _scan_shards(layout.client, shards, spec, now):
         if _merge(plan, *part):
@@ -154,6 +158,33 @@ def _merge(plan: Plan, shard: int, start: int, count: int, set_aside: list[tuple
         if position < end:
             (plan.dangling if dangling else plan.malformed).append(job_id)
     return plan.truncated
+
+
+def _as_columns(parts: Iterator[tuple]) -> Iterator[tuple]:
+    """Each part of :func:`_scan_shards` with its matches as columns (ids
+    end to end, their ends, positions, SHA1 digests or ``None``, a Counter
+    of breakdown keys): what a forked plan sends back, a few objects a
+    window instead of a tuple a job to pickle and add one by one."""
+    for shard, start, count, set_aside, matched in parts:
+        ids = [job_id.encode("utf-8", "surrogateescape") for job_id, _, _, _ in matched]
+        digests = (b"".join(bytes.fromhex(sha1) for _, _, sha1, _ in matched)
+                   if matched and matched[0][2] else None)
+        yield shard, start, count, set_aside, (b"".join(ids), array("q", accumulate(map(len, ids))),
+                                               array("q", [m[1] for m in matched]), digests,
+                                               Counter(m[3] for m in matched))
+
+
+def _merge_columns(plan: Plan, shard: int, start: int, count: int, set_aside: list[tuple[int, str, bool]],
+                   columns: tuple) -> None:
+    """:func:`_merge` of an :func:`_as_columns` part (no ``--limit``)."""
+    ids, ends, positions, digests, groups = columns
+    if positions:
+        plan.jobs.add_many(ids, ends, shard, positions, digests)  # type: ignore[union-attr]
+        plan.breakdown.update(groups)
+        plan.walked[shard] = positions[-1] + 1
+    plan.scanned += count
+    for _, job_id, dangling in set_aside:
+        (plan.dangling if dangling else plan.malformed).append(job_id)
 
 
 def _scan_shards(client, shards: list[tuple[int, Any]], spec: OpSpec, now: int,
