@@ -20,10 +20,11 @@ import contextlib
 import mmap
 import os
 import pickle
+import selectors
 import signal
 import sys
 from collections.abc import Callable, Iterator
-from multiprocessing.connection import Connection, Pipe, wait
+from multiprocessing.connection import Connection, Pipe
 from typing import Any
 
 from ...errors import ConnectionFailed, JobctlError
@@ -128,13 +129,15 @@ def run_forked(tasks: list[Task], names: list[str], stop: Callable[[], bool] | N
     flag = mmap.mmap(-1, 1)
     live: dict[Connection, tuple[int, str]] = {}
     error: BaseException | None = None
+    ready = selectors.DefaultSelector()  # one for the run: no selector built an item
     try:
         for task, name in zip(tasks, names):
             conn, pid = _fork(task, flag, list(live))
             live[conn] = (pid, name)
+            ready.register(conn, selectors.EVENT_READ)
         while live:
-            for conn in wait(list(live), timeout=POLL_S):
-                kind, value = _receive(conn, live[conn][1])
+            for conn in [key.fileobj for key, _ in ready.select(timeout=POLL_S)]:
+                kind, value = _receive(conn, live[conn][1])  # type: ignore[index]
                 if kind == "item":
                     if not flag[0] and stop is not None and stop():
                         _halt(flag)
@@ -143,13 +146,15 @@ def run_forked(tasks: list[Task], names: list[str], stop: Callable[[], bool] | N
                     yield value
                     _grant(conn)
                     continue
-                _reap(live.pop(conn), conn)
+                ready.unregister(conn)
+                _reap(live.pop(conn), conn)  # type: ignore[arg-type]
                 if kind == "error" and error is None:
                     error = value
                     _halt(flag)
             if not flag[0] and stop is not None and stop():
                 _halt(flag)
     finally:
+        ready.close()
         _halt(flag)  # the caller stopped early: the children end at their next round trip
         late = LATE_RESULTS.get()
         for conn, child in list(live.items()):  # drain: each child must reach its end
