@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left
-from itertools import islice
 from collections.abc import Callable, Iterator, Sequence
+from itertools import islice
 from typing import Any
 
 from ..lease import LEASE_TTL_MS

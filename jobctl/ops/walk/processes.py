@@ -129,7 +129,8 @@ def run_forked(tasks: list[Task], names: list[str], stop: Callable[[], bool] | N
     flag = mmap.mmap(-1, 1)
     live: dict[Connection, tuple[int, str]] = {}
     error: BaseException | None = None
-    ready = selectors.DefaultSelector()  # one for the run: no selector built an item
+    # one for the run, not one built for every item; poll(2): no kernel object the children inherit
+    ready = selectors.PollSelector()
     try:
         for task, name in zip(tasks, names):
             conn, pid = _fork(task, flag, list(live))
