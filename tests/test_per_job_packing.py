@@ -51,3 +51,27 @@ def test_shard_orders_read_from_columns_equal_those_read_job_by_job():
     planned = list(cols)
     assert {k: list(v) for k, v in shard_orders(Jobs(cols)).items()} == \
         {k: list(v) for k, v in shard_orders(Jobs(planned)).items()} == {2: [2, 0, 5], 0: [3, 1], 1: [4]}
+
+
+def test_one_shard_in_order_is_a_range_however_large_the_spilled_plan(monkeypatch):
+    from jobctl.ops import spill
+
+    monkeypatch.setattr(spill, "JOB_CHUNK", 4)
+    monkeypatch.setattr(spill, "JOB_SPILL_AT", 8)
+    cols = JobColumns()
+    for i in range(50):
+        cols.append(PlannedJob(job_id=f"j{i}", shard=3, position=None if i == 0 else i, score=None, sha1=""))
+    assert cols.spilled and shard_orders(Jobs(cols)) == {3: range(50)}
+
+
+def test_columns_that_do_not_match_are_refused_before_any_is_added():
+    import pytest
+    from array import array
+
+    cols = JobColumns()
+    for ids, ends, positions, digests in [(b"ab", array("q", [1]), array("q", [0, 1]), None),
+                                          (b"ab", array("q", [1, 3]), array("q", [0, 1]), None),
+                                          (b"ab", array("q", [1, 2]), array("q", [0, 1]), bytes(20))]:
+        with pytest.raises(ValueError):
+            cols.add_many(ids, ends, 0, positions, digests)
+    assert len(cols) == 0

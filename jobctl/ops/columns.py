@@ -117,6 +117,9 @@ class JobColumns:
         the i-th ends in ``ids``, ``positions`` theirs, ``digests`` their
         20-byte fence SHA1s end to end (``None``: none); no score."""
         n, base = len(positions), len(self._ids)
+        if len(ends) != n or (n and ends[-1] != len(ids)) or (digests is not None and len(digests) != 20 * n):
+            raise ValueError(f"columns of {n} jobs do not match: {len(ends)} ends, {len(ids)} id bytes, "
+                             f"{'no' if digests is None else len(digests)} digest bytes")
         self._ids += ids
         self._ends.extend(array("q", [e + base for e in ends]) if base else ends)
         self._shard.extend(array("q", [shard]) * n)
@@ -166,19 +169,21 @@ class JobColumns:
         p = self._pos[n]
         return None if p == self._NONE else p
 
-    def shards_and_positions(self) -> tuple[array, array]:
-        """Every job's shard and position (0 for none), in plan order, read
-        a column at a time (the spilled chunks included)."""
-        shards, positions = array("q"), array("q")
+    def shard_position_chunks(self) -> Iterator[tuple[array, array]]:
+        """Every job's shard and position (0 for none), in plan order, a
+        chunk at a time (the spilled chunks read back one by one, then the
+        in-memory columns): memory bounded by a chunk whatever the plan."""
         for k in range(self._base // self._chunk):
             cols = self._file.get(k, decode_job_chunk)
-            shards += cols[2]
-            positions += cols[3]
-        shards += self._shard
-        positions += self._pos
-        if self._NONE in positions:
-            positions = array("q", [0 if p == self._NONE else p for p in positions])
-        return shards, positions
+            yield cols[2], self._known(cols[3])
+        yield self._shard, self._known(self._pos)
+
+    @classmethod
+    def _known(cls, positions: array) -> array:
+        """``positions`` with 0 for none (a new array only when there is one)."""
+        if cls._NONE not in positions:
+            return positions
+        return array("q", [0 if p == cls._NONE else p for p in positions])
 
     def shard(self, n: int) -> int:
         return self._shard[n]

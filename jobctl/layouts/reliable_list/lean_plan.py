@@ -125,7 +125,7 @@ def plan_dead_filtered(layout, spec: OpSpec, now: int) -> Plan:
     if spec.limit is None:
         parts = plan_in_parallel(layout.client, [(keys.dead, (n, keys)) for n, keys in shards],
                                  lambda client, mine, halted: _as_columns(_scan_shards(client, mine, spec, now,
-                                                                                        halted)))
+                                                                                        halted), spec.reset_attempts))
         if parts is not None:
             for part in parts:
                 _merge_columns(plan, *part)
@@ -160,15 +160,15 @@ def _merge(plan: Plan, shard: int, start: int, count: int, set_aside: list[tuple
     return plan.truncated
 
 
-def _as_columns(parts: Iterator[tuple]) -> Iterator[tuple]:
+def _as_columns(parts: Iterator[tuple], sha: bool) -> Iterator[tuple]:
     """Each part of :func:`_scan_shards` with its matches as columns (ids
-    end to end, their ends, positions, SHA1 digests or ``None``, a Counter
-    of breakdown keys): what a forked plan sends back, a few objects a
-    window instead of a tuple a job to pickle and add one by one."""
+    end to end, their ends, positions, SHA1 digests (``sha``: a plan with
+    ``--reset-attempts``, else ``None``), a Counter of breakdown keys): what
+    a forked plan sends back, a few objects a window instead of a tuple a
+    job to pickle and add one by one."""
     for shard, start, count, set_aside, matched in parts:
         ids = [job_id.encode("utf-8", "surrogateescape") for job_id, _, _, _ in matched]
-        digests = (b"".join(bytes.fromhex(sha1) for _, _, sha1, _ in matched)
-                   if matched and matched[0][2] else None)
+        digests = b"".join(bytes.fromhex(sha1) for _, _, sha1, _ in matched) if sha else None
         yield shard, start, count, set_aside, (b"".join(ids), array("q", accumulate(map(len, ids))),
                                                array("q", [m[1] for m in matched]), digests,
                                                Counter(m[3] for m in matched))

@@ -50,33 +50,58 @@ class Jobs:
     def job(self, n: int) -> PlannedJob:
         return self.jobs[n]
 
-    def shards_and_positions(self) -> tuple[array, array]:
-        """Every job's shard and position (0 for none), in plan order."""
+    def shard_position_chunks(self) -> Iterator[tuple[Sequence[int], Sequence[int]]]:
+        """Every job's shard and position (0 for none), in plan order, a
+        chunk at a time (:meth:`JobColumns.shard_position_chunks`)."""
         if self.columns:
-            return self.jobs.shards_and_positions()
-        return array("q", [j.shard for j in self.jobs]), array("q", [j.position or 0 for j in self.jobs])
+            yield from self.jobs.shard_position_chunks()
+        else:
+            yield [j.shard for j in self.jobs], [j.position or 0 for j in self.jobs]
 
 
 def shard_orders(jobs: Jobs) -> dict[int, Sequence[int]]:
     """Per shard, the indexes of its jobs sorted by position (a plan lists
     them in walk order already: sorting is then skipped).  One shard whose
     jobs are in position order (every single-server plan of a dead list) is
-    ``range(len(jobs))``: no per-job memory."""
-    shards, positions = jobs.shards_and_positions()
-    n = len(shards)
+    ``range(len(jobs))``: no per-job memory.  The plan's columns are read a
+    chunk at a time."""
+    n = len(jobs)
     if not n:
         return {}
-    if shards.count(shards[0]) == n:
-        if all(a <= b for a, b in zip(positions, islice(positions, 1, None))):
-            return {shards[0]: range(n)}
-        return {shards[0]: array("q", sorted(range(n), key=positions.__getitem__))}
-    orders: dict[int, Sequence[int]] = {}
-    for i, shard in enumerate(shards):
-        orders.setdefault(shard, array("q")).append(i)  # type: ignore[attr-defined]
-    for shard, order in orders.items():
-        if any(positions[order[i]] > positions[order[i + 1]] for i in range(len(order) - 1)):
-            orders[shard] = array("q", sorted(order, key=positions.__getitem__))
-    return orders
+    if _one_shard_in_order(jobs):
+        return {jobs.shard(0): range(n)}
+    orders: dict[int, array] = {}
+    last: dict[int, int] = {}
+    unsorted: set[int] = set()
+    i = 0
+    for shards, positions in jobs.shard_position_chunks():
+        for shard, position in zip(shards, positions):
+            order = orders.get(shard)
+            if order is None:
+                order = orders[shard] = array("q")
+            elif position < last[shard]:
+                unsorted.add(shard)
+            last[shard] = position
+            order.append(i)
+            i += 1
+    for shard in unsorted:
+        orders[shard] = array("q", sorted(orders[shard], key=jobs.position))
+    return orders  # type: ignore[return-value]
+
+
+def _one_shard_in_order(jobs: Jobs) -> bool:
+    """Whether every job is on one shard, listed in position order."""
+    first = prev = None
+    for shards, positions in jobs.shard_position_chunks():
+        if not len(shards):
+            continue
+        first = shards[0] if first is None else first
+        if shards.count(first) != len(shards) or (prev is not None and positions[0] < prev):
+            return False
+        if not all(a <= b for a, b in zip(positions, islice(positions, 1, None))):
+            return False
+        prev = positions[-1]
+    return True
 
 
 def _entries_for(jobs: Jobs, order: Sequence[int], lo: int, hi: int, start: int) -> tuple[int, int]:
@@ -209,7 +234,7 @@ class PerJobWalk:
         pos = columns.position(n) or 0
         at = b"%d" % pos
         if self.src.fence_fields:
-            sha = columns.sha1(n).encode()
+            sha = columns.sha1(n).encode("utf-8", "surrogateescape")
             args = b"$%d\r\n%b\r\n$%d\r\n%b\r\n$0\r\n\r\n$%d\r\n%b\r\n" % (len(jid), jid, len(at), at, len(sha), sha)
         else:
             args = b"$%d\r\n%b\r\n$%d\r\n%b\r\n$0\r\n\r\n" % (len(jid), jid, len(at), at)
