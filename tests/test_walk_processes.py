@@ -98,3 +98,30 @@ def test_closing_right_after_an_item_with_a_credit_of_one_does_not_wait_forever(
     closer.start()
     closer.join(timeout=30)
     assert not closer.is_alive(), "the close waited on a child that waited for its credit"
+
+
+def test_merged_items_arrive_whole_in_order_and_before_the_error():
+    """With a merge, each message carries up to ITEMS_A_MESSAGE items; none
+    is lost or reordered, and those held when the task fails arrive before
+    its error."""
+    from jobctl.ops.walk.processes import ITEMS_A_MESSAGE
+
+    def listed(label: str, limit: int, fail: bool = False):
+        def task(halted):
+            for n in range(limit):
+                yield [(label, n)]
+            if fail:
+                raise ValueError("bad window")
+
+        return task
+
+    got: list = []
+    messages = 0
+    with pytest.raises(ValueError, match="bad window"):
+        for item in run_forked([listed("a", 100), listed("b", ITEMS_A_MESSAGE + 3, fail=True)], ["a", "b"], None,
+                               merge=lambda x, y: x + y):
+            got += item
+            messages += 1
+    assert [n for label, n in got if label == "a"] == list(range(100))
+    assert [n for label, n in got if label == "b"] == list(range(ITEMS_A_MESSAGE + 3))
+    assert messages < 100 + ITEMS_A_MESSAGE + 3

@@ -49,6 +49,14 @@ class BatchResult:
     more: bool = False
 
 
+def merged(first: BatchResult, later: BatchResult) -> BatchResult:
+    """One result for two consecutive ones (``later``'s ``more``): what a
+    walk in another process sends as one message."""
+    return BatchResult(moved=first.moved + later.moved, skipped=first.skipped + later.skipped,
+                       failed=first.failed + later.failed, reasons={**first.reasons, **later.reasons},
+                       more=later.more)
+
+
 #: Where results that arrive after the caller stopped reading go: walks run
 #: in other processes or threads may have moved jobs by then, which the
 #: caller must still count (set by the operations engine while it applies).

@@ -99,7 +99,7 @@ def drive(sources: list[ListSource], plan: Plan, *, batch: int | None = None, de
         return PerJobWalk(s, value, jobs, orders[s.shard], met, plan.walked.get(s.shard, 0), batch, depth, now_fn,
                           halted, ahead)
 
-    yield from _walk_all([s for s in sources if s.shard in orders], walk, value, plan.spec.queue, stop)
+    yield from _walk_all([s for s in sources if s.shard in orders], walk, value, plan.spec.queue, stop, ahead == 1)
 
 
 def drive_tail(sources: list[ListSource], walked: dict[int, int], value: str, queue: str, batch: int,
@@ -114,22 +114,23 @@ def drive_tail(sources: list[ListSource], walked: dict[int, int], value: str, qu
         return TailWalk(s, value, walked[s.shard], batch, depth, now_fn,
                         windows[s.shard] if windows is not None else None, plan_window, halted, ahead)
 
-    yield from _walk_all([s for s in sources if walked.get(s.shard)], walk, value, queue, stop)
+    yield from _walk_all([s for s in sources if walked.get(s.shard)], walk, value, queue, stop, ahead == 1)
 
 
 def _walk_all(todo: list[ListSource], walk, value: str, queue: str,
-              stop: Callable[[], bool] | None) -> Iterator[BatchResult]:
+              stop: Callable[[], bool] | None, paced: bool = False) -> Iterator[BatchResult]:
     """Walk every source (``walk(src, stop)``).  On one server: every
     source's lease taken first, then each walked in turn, the leases of those
     waiting renewed and each hold given back as its walk ends; on a cluster,
     each primary's shards on a connection of their own, one process per
-    primary when there are several (:mod:`.parallel`).  Every hold goes back
+    primary when there are several (:mod:`.parallel`; ``paced``: the caller
+    paces after each result, so none is merged).  Every hold goes back
     however the run ends."""
     from ...cluster import is_cluster
 
     groups = by_primary(todo)
     if len(groups) > 1:
-        yield from walk_in_parallel(groups, walk, value, queue, stop)
+        yield from walk_in_parallel(groups, walk, value, queue, stop, paced)
         return
     if todo and is_cluster(todo[0].client):  # one primary: its own connection, calls in flight
         yield from walk_on_primary(todo, walk, value, queue, stop)

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..lease import acquire, held_by_walkers
-from ..result import LATE_RESULTS, BatchResult
+from ..result import LATE_RESULTS, BatchResult, merged
 from .lifecycle import done_with, give_back, renewing
 from .processes import FORKS, run_forked
 from .source import ListSource
@@ -110,18 +110,19 @@ def _walk_group(group: list[ListSource], make_walk, value: str, queue: str, out:
 
 
 def walk_in_parallel(groups: list[list[ListSource]], make_walk, value: str, queue: str,
-                     stop: Callable[[], bool] | None) -> Iterator[BatchResult]:
+                     stop: Callable[[], bool] | None, paced: bool = False) -> Iterator[BatchResult]:
     """Walk each group of :func:`by_primary` in a process of its own
     (:data:`~.processes.FORKS`, else a thread); ``make_walk(src, stop)``
     builds one shard's walk (an iterator of :class:`BatchResult`).  Yields
-    every walk's results as they come; raises the first walk's error after
-    every walk ended."""
+    every walk's results as they come (a forked walk's merged a few to a
+    message unless ``paced``: the caller paces by ``--rate`` after each);
+    raises the first walk's error after every walk ended."""
     if FORKS:
         tasks = [functools.partial(_group_results, g, make_walk, value, queue) for g in groups]
         with held_by_walkers(value):
             # once halted, every result says more follow: the caller counts them all
             yield from run_forked(tasks, [primary_name(g[0]) for g in groups], stop,
-                                  halting=lambda br: setattr(br, "more", True))
+                                  halting=lambda br: setattr(br, "more", True), merge=None if paced else merged)
         return
     out: queue_mod.Queue = queue_mod.Queue(maxsize=RESULTS_WAITING)
     failed = threading.Event()
