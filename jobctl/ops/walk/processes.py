@@ -74,12 +74,14 @@ def _child(task: Task, flag: mmap.mmap, conn: Connection, merge: Merge | None) -
                     item, pending = pending, None
                 send(item)
         if pending is not None:
-            send(pending)
+            item, pending = pending, None
+            send(item)
         conn.send(("done", None))
     except BaseException as exc:  # noqa: BLE001 - carried to the caller, raised there
-        with contextlib.suppress(BaseException):
-            if pending is not None:
+        if pending is not None:
+            with contextlib.suppress(BaseException):
                 send(pending)
+        with contextlib.suppress(BaseException):
             _send_error(conn, exc)
 
 
