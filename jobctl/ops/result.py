@@ -49,9 +49,13 @@ class BatchResult:
     more: bool = False
 
 
-def merged(first: BatchResult, later: BatchResult) -> BatchResult:
+def merged(first: BatchResult, later: BatchResult) -> BatchResult | None:
     """One result for two consecutive ones (``later``'s ``more``): what a
-    walk in another process sends as one message."""
+    walk in another process sends as one message.  ``None`` when a job id
+    has a reason in both (``reasons`` keeps one a job id: merged, one of
+    its outcomes would be counted wrong)."""
+    if first.reasons and later.reasons and not first.reasons.keys().isdisjoint(later.reasons):
+        return None
     return BatchResult(moved=first.moved + later.moved, skipped=first.skipped + later.skipped,
                        failed=first.failed + later.failed, reasons={**first.reasons, **later.reasons},
                        more=later.more)

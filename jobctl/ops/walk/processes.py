@@ -39,8 +39,9 @@ FORKS = sys.platform == "linux"
 POLL_S = 0.1
 #: Items a child may send before the caller has taken them.
 CREDIT = 4
-#: Items a child merges into one message when the caller gives a merge
-#: (walks not paced by ``--rate``): fewer pickles, pipe writes and wake-ups.
+#: Items a child merges into one message at most, when the caller gives a
+#: merge (walks not paced by ``--rate``) and is behind: fewer pickles, pipe
+#: writes and wake-ups where they cost most.
 ITEMS_A_MESSAGE = 8
 
 Task = Callable[[Callable[[], bool]], Iterator[Any]]
@@ -49,30 +50,40 @@ Merge = Callable[[Any, Any], Any]
 
 def _child(task: Task, flag: mmap.mmap, conn: Connection, merge: Merge | None) -> None:
     """The child's whole life: ``task(halted)``'s items sent within the
-    credit the caller granted, one a message, or with ``merge`` up to
-    :data:`ITEMS_A_MESSAGE` merged into one; then ``("done", None)`` or
-    ``("error", exc)`` (after the items held)."""
+    credit the caller granted, then ``("done", None)`` or ``("error",
+    exc)``.  With ``merge``, the items that come while the caller has
+    granted no credit are merged, up to :data:`ITEMS_A_MESSAGE` (or until
+    ``merge`` declines), and sent as one message when credit comes: held
+    only when the caller is behind, where the walk would otherwise wait."""
     from ..lease import forked_walker
 
     forked_walker()
     credit, pending, held = CREDIT, None, 0
 
-    def send(item: Any) -> None:
+    def send(item: Any, wait: bool = True) -> bool:
         nonlocal credit
+        while conn.poll():  # grants already there, read without waiting
+            credit += len(conn.recv_bytes())
+        if credit == 0 and not wait:
+            return False
         while credit == 0:
             credit += len(conn.recv_bytes())  # EOFError once the caller is gone
         conn.send(("item", item))
         credit -= 1
+        return True
 
     try:
         with contextlib.closing(task(lambda: flag[0] == 1)) as items:  # closed: the task's finally runs
             for item in items:
-                if merge is not None:
-                    pending, held = (item, 1) if pending is None else (merge(pending, item), held + 1)
-                    if held < ITEMS_A_MESSAGE:
-                        continue
-                    item, pending = pending, None
-                send(item)
+                if merge is None:
+                    send(item)
+                    continue
+                joined = None if pending is None else merge(pending, item)
+                if pending is not None and joined is None:  # not mergeable: the held one goes first
+                    send(pending)
+                pending, held = (item, 1) if joined is None else (joined, held + 1)
+                if send(pending, wait=held >= ITEMS_A_MESSAGE):
+                    pending, held = None, 0
         if pending is not None:
             item, pending = pending, None
             send(item)
@@ -146,8 +157,9 @@ def run_forked(tasks: list[Task], names: list[str], stop: Callable[[], bool] | N
     (e.g. to say more follow).  Raises the first task's error after every
     child ended; closed early, the children are halted and what they still
     send goes to :data:`~jobctl.ops.result.LATE_RESULTS` (dropped when
-    none is set).  With ``merge(a, b)``, each child sends up to
-    :data:`ITEMS_A_MESSAGE` consecutive items merged into one."""
+    none is set).  With ``merge(a, b)`` (``None``: not mergeable), a child
+    merges the items that come while the caller is behind, up to
+    :data:`ITEMS_A_MESSAGE` a message."""
     flag = mmap.mmap(-1, 1)
     live: dict[Connection, tuple[int, str]] = {}
     error: BaseException | None = None
