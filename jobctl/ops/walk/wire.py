@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["bulk", "bulks", "pairs_blob", "packed_evalsha", "key_blob", "command_blob", "keyed_command",
+__all__ = ["bulk", "bulks", "pairs_blob", "job_blob", "packed_evalsha", "key_blob", "command_blob", "keyed_command",
            "keyed_evalsha", "per_key_blob", "texts", "text", "Wire"]
 
 
@@ -37,6 +37,19 @@ def pairs_blob(values: list[bytes], names: list[str]) -> bytes:
     format a pair, about half the time of :func:`bulk` on each."""
     encoded = [n.encode("utf-8", "surrogateescape") for n in names]
     return b"".join([b"$%d\r\n%b\r\n$%d\r\n%b\r\n" % (len(v), v, len(n), n) for v, n in zip(values, encoded)])
+
+
+def job_blob(key: bytes, job_id: bytes, position: int, sha: bytes | None) -> tuple[bytes, bytes]:
+    """A per-job call's parts of one job, as :func:`bulk` sends them: its
+    key, and its arguments ``job_id, position, "", sha`` (no ``sha``:
+    ``None``), each in one format."""
+    at = b"%d" % position
+    if sha is None:
+        args = b"$%d\r\n%b\r\n$%d\r\n%b\r\n$0\r\n\r\n" % (len(job_id), job_id, len(at), at)
+    else:
+        args = b"$%d\r\n%b\r\n$%d\r\n%b\r\n$0\r\n\r\n$%d\r\n%b\r\n" % (len(job_id), job_id, len(at), at,
+                                                                            len(sha), sha)
+    return b"$%d\r\n%b\r\n" % (len(key), key), args
 
 
 def command_blob(*parts) -> bytes:
